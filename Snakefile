@@ -1,0 +1,15 @@
+# lengen: reproduction of "The Role of Sparsity for Length Generalization in Transformers"
+# (Golowich et al., 2025). `snakemake --cores all` runs the default (CPU) tier;
+# `snakemake --configfile config/<tier>.yaml ...` another tier. See README.md.
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/sparse_parity.smk"
+
+
+rule all:
+    input:
+        SPARSE_PARITY_FIGURES,
+    default_target: True

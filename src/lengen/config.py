@@ -1,0 +1,89 @@
+"""Config loading and validation: one YAML per tier, checked against schema.yaml before any job."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+
+class ConfigError(ValueError):
+    """A config key or value is invalid; the message names the key path."""
+
+
+def schema() -> dict:
+    """The JSON Schema shipped with the package."""
+    return yaml.safe_load(resources.files("lengen").joinpath("schema.yaml").read_text())
+
+
+def _path(error: jsonschema.ValidationError) -> str:
+    """Dotted key path of a schema error, e.g. 'sparse_parity.train.lr'."""
+    parts = [str(p) for p in error.absolute_path]
+    if error.validator == "additionalProperties":
+        extra = set(error.instance) - set(error.schema.get("properties", {}))
+        parts.append(",".join(sorted(extra)))
+    if error.validator == "required":
+        missing = [r for r in error.validator_value if r not in error.instance]
+        parts.append(",".join(missing))
+    return ".".join(parts) or "<root>"
+
+
+def _cross_checks(cfg: dict) -> list[tuple[str, str]]:
+    """Constraints between keys that JSON Schema cannot express."""
+    errors = []
+    sp = cfg.get("sparse_parity")
+    if sp:
+        if sp["train_min_len"] > sp["train_max_len"]:
+            errors.append(("sparse_parity.train_min_len", "must be <= train_max_len"))
+        longest = max(max(sp["eval"]["lengths"]), sp["train_max_len"]) + 2
+        if longest >= sp["l_max"]:
+            errors.append(
+                ("sparse_parity.l_max", f"must exceed the longest input ({longest} tokens)")
+            )
+        for fig in ("fig1", "fig7"):
+            missing = set(sp["figures"][fig]) - set(sp["k_train"])
+            if missing:
+                errors.append(
+                    (f"sparse_parity.figures.{fig}", f"K_train {sorted(missing)} not in k_train")
+                )
+        if sp["model"]["d_model"] % sp["model"]["n_head"]:
+            errors.append(("sparse_parity.model.d_model", "must be divisible by n_head"))
+    return errors
+
+
+def validate(cfg: dict) -> dict:
+    """Return cfg unchanged if valid; raise ConfigError naming every bad key otherwise."""
+    validator = jsonschema.Draft202012Validator(schema())
+    errors = [
+        (_path(e), e.message)
+        for e in sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
+    ]
+    if not errors:
+        errors = _cross_checks(cfg)
+    if errors:
+        lines = "\n".join(f"  {key}: {msg}" for key, msg in errors)
+        raise ConfigError(f"invalid config:\n{lines}")
+    return cfg
+
+
+def load(path: str | Path) -> dict:
+    """Read and validate a config YAML."""
+    with open(path) as f:
+        return validate(yaml.safe_load(f))
+
+
+def tracking_uri(cfg: dict) -> str:
+    """MLflow tracking URI: the configured one, or a SQLite file under results_dir."""
+    uri = cfg["tracking"]["uri"]
+    if uri:
+        return uri
+    return f"sqlite:///{Path(cfg['results_dir']).resolve() / 'mlflow.db'}"
+
+
+def config_hash(obj: dict) -> str:
+    """Short stable hash of a JSON-serialisable dict."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:12]

@@ -1,0 +1,172 @@
+"""GPT-NeoX decoder (App. E), compact and read top to bottom.
+
+Same computation as transformers' GPTNeoXModel + embed_out (parallel residual, fused QKV laid out
+per head, partial RoPE, GeLU MLP, final LayerNorm); tests/test_model.py checks equal outputs
+given the same weights. The position scheme is a named piece from lengen.positions: RoPE at
+arbitrary IDs (PoSE in training, true IDs at test) or learned absolute embeddings. The model knows
+nothing of DeepSpeed, MLflow or Snakemake.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lengen.positions import POSITION_SCHEMES, LearnedAbsolutePositions, RotaryEmbedding
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Sizes and position scheme of one GPT-NeoX model."""
+
+    vocab_size: int
+    n_layer: int = 2
+    n_head: int = 4
+    d_model: int = 128
+    d_mlp: int | None = None  # default 4 * d_model, as GPT-NeoX
+    position: str = "rope"  # one of POSITION_SCHEMES
+    rotary_pct: float = 1.0  # fraction of each head's channels rotated by RoPE
+    rope_base: float = 10000.0
+    l_max: int = 512  # largest position ID (absolute embeddings only)
+    layer_norm_eps: float = 1e-5
+    init_std: float = 0.02
+
+    def __post_init__(self):
+        if self.position not in POSITION_SCHEMES:
+            raise ValueError(f"position must be one of {POSITION_SCHEMES}, got {self.position!r}")
+        if self.d_model % self.n_head:
+            raise ValueError(f"d_model={self.d_model} not divisible by n_head={self.n_head}")
+
+    @property
+    def head_dim(self) -> int:
+        """Channels per attention head."""
+        return self.d_model // self.n_head
+
+    @property
+    def mlp_dim(self) -> int:
+        """Hidden width of the MLP."""
+        return self.d_mlp or 4 * self.d_model
+
+    def to_dict(self) -> dict:
+        """Plain dict, for checkpoints and logging."""
+        return asdict(self)
+
+
+class Attention(nn.Module):
+    """Causal multi-head self-attention with GPT-NeoX's fused, per-head QKV layout."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.n_head, self.head_dim = cfg.n_head, cfg.head_dim
+        self.query_key_value = nn.Linear(cfg.d_model, 3 * cfg.d_model)
+        self.dense = nn.Linear(cfg.d_model, cfg.d_model)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        rope: RotaryEmbedding | None,
+        cos_sin: tuple[torch.Tensor, torch.Tensor] | None,
+        attn_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """x (B, T, C) -> (B, T, C); attn_mask (B or 1, 1, T, T) bool replaces the causal mask."""
+        B, T, C = x.shape
+        qkv = self.query_key_value(x).view(B, T, self.n_head, 3 * self.head_dim).transpose(1, 2)
+        q, k, v = qkv.split(self.head_dim, dim=-1)
+        if rope is not None:
+            q, k = rope.rotate(q, *cos_sin), rope.rotate(k, *cos_sin)
+        if attn_mask is None:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
+        return self.dense(y.transpose(1, 2).reshape(B, T, C))
+
+
+class MLP(nn.Module):
+    """Two-layer GeLU MLP."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.dense_h_to_4h = nn.Linear(cfg.d_model, cfg.mlp_dim)
+        self.dense_4h_to_h = nn.Linear(cfg.mlp_dim, cfg.d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (B, T, C) -> (B, T, C)."""
+        return self.dense_4h_to_h(F.gelu(self.dense_h_to_4h(x)))
+
+
+class Block(nn.Module):
+    """GPT-NeoX layer with parallel residual: x + attn(ln1(x)) + mlp(ln2(x))."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.input_layernorm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.post_attention_layernorm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.attention = Attention(cfg)
+        self.mlp = MLP(cfg)
+
+    def forward(self, x, rope, cos_sin, attn_mask=None) -> torch.Tensor:
+        """One layer."""
+        attn = self.attention(self.input_layernorm(x), rope, cos_sin, attn_mask)
+        return x + attn + self.mlp(self.post_attention_layernorm(x))
+
+
+class GPTNeoX(nn.Module):
+    """Decoder-only GPT-NeoX language model returning next-token logits."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.embed_in = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.rope = None
+        self.abs_pos = None
+        if cfg.position == "rope":
+            rotary_dim = int(cfg.head_dim * cfg.rotary_pct)
+            self.rope = RotaryEmbedding(rotary_dim, cfg.rope_base)
+        else:
+            self.abs_pos = LearnedAbsolutePositions(cfg.l_max, cfg.d_model)
+        self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        self.final_layer_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.embed_out = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.apply(self._init_weights)
+
+    def _init_weights(self, module: nn.Module) -> None:
+        """Normal(0, init_std) weights, zero biases (GPT-NeoX / HF initialisation)."""
+        if isinstance(module, nn.Linear | nn.Embedding):
+            nn.init.normal_(module.weight, std=self.cfg.init_std)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        position_ids: torch.Tensor,
+        attn_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Logits (B, T, V) for input_ids (B, T) at position_ids (B, T)."""
+        x = self.embed_in(input_ids)
+        cos_sin = None
+        if self.rope is not None:
+            cos_sin = self.rope.cos_sin(position_ids)
+        else:
+            x = x + self.abs_pos(position_ids)
+        for layer in self.layers:
+            x = layer(x, self.rope, cos_sin, attn_mask)
+        return self.embed_out(self.final_layer_norm(x))
+
+    def num_params(self) -> int:
+        """Number of trainable parameters."""
+        return sum(p.numel() for p in self.parameters())
+
+    def flops_per_token(self, seq_len: int) -> float:
+        """Training FLOPs per token (6N + attention), PaLM appendix B convention."""
+        n = self.num_params() - self.embed_in.weight.numel()
+        attn = 12 * self.cfg.n_layer * self.cfg.d_model * seq_len
+        return 6 * n + attn
+
+
+def causal_mask(seq_len: int, device: torch.device | None = None) -> torch.Tensor:
+    """Boolean (1, 1, T, T) lower-triangular mask; True = may attend."""
+    return torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()[None, None]

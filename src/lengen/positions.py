@@ -1,0 +1,95 @@
+"""Position schemes, each a named piece: RoPE (Sec. 2.2 / App. E), PoSE position IDs (Sec. 2.2),
+learned absolute embeddings with a random training shift (Sec. 5.2).
+
+Position IDs are 1-based everywhere: a test-time sequence of T tokens has IDs 1..T (Sec. 2.2).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+POSITION_SCHEMES = ("rope", "absolute")
+
+
+def true_position_ids(batch: int, length: int) -> np.ndarray:
+    """Test-time IDs 1..length for every row (Sec. 2.2)."""
+    return np.tile(np.arange(1, length + 1, dtype=np.int64), (batch, 1))
+
+
+def pose_position_ids(rng: np.random.Generator, batch: int, length: int, l_max: int) -> np.ndarray:
+    """PoSE IDs with c = 2 chunks, one draw per row (Sec. 2.2).
+
+    Split at a uniform point (both chunks non-empty); J0, J1 ~ Unif([l_max - length]);
+    chunk 1 starts at min(J0, J1), chunk 2 at max(J0, J1) + l1. All IDs lie in [1, l_max - 1].
+    """
+    if length < 2:
+        raise ValueError(f"PoSE needs at least 2 tokens, got length={length}")
+    if l_max <= length:
+        raise ValueError(f"PoSE needs l_max > length, got l_max={l_max}, length={length}")
+    l1 = rng.integers(1, length, size=batch)  # chunk-1 length in [1, length-1]
+    j = rng.integers(1, l_max - length + 1, size=(batch, 2))  # Unif([l_max - length])
+    start1, start2 = j.min(axis=1), j.max(axis=1) + l1
+    idx = np.arange(length)[None, :]
+    return np.where(idx < l1[:, None], start1[:, None] + idx, start2[:, None] + idx - l1[:, None])
+
+
+def shift_position_ids(
+    rng: np.random.Generator, position_ids: np.ndarray, l_max: int
+) -> np.ndarray:
+    """Shift each row by a uniform offset in {0..l_max - max(row)} (coupled IDs, Sec. 5.2)."""
+    top = position_ids.max(axis=1)
+    if (top > l_max).any():
+        raise ValueError(f"position IDs up to {top.max()} exceed l_max={l_max}")
+    offset = rng.integers(0, l_max - top + 1)
+    return position_ids + offset[:, None]
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """(x1, x2) -> (-x2, x1) on the last dimension, GPT-NeoX's RoPE convention."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class RotaryEmbedding(nn.Module):
+    """RoPE on the first `rotary_dim` channels of each head, at arbitrary position IDs."""
+
+    def __init__(self, rotary_dim: int, base: float = 10000.0):
+        super().__init__()
+        inv_freq = 1.0 / (
+            base ** (torch.arange(0, rotary_dim, 2, dtype=torch.float32) / rotary_dim)
+        )
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+        self.rotary_dim = rotary_dim
+
+    def cos_sin(self, position_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin tables of shape (B, 1, T, rotary_dim) for the given IDs."""
+        freqs = position_ids[..., None].float() * self.inv_freq
+        emb = torch.cat((freqs, freqs), dim=-1)[:, None]
+        return emb.cos(), emb.sin()
+
+    def rotate(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        """Rotate the first rotary_dim channels of x (B, H, T, D); pass the rest through."""
+        rd = self.rotary_dim
+        x_rot, x_pass = x[..., :rd], x[..., rd:]
+        x_rot = x_rot * cos.to(x.dtype) + rotate_half(x_rot) * sin.to(x.dtype)
+        return torch.cat((x_rot, x_pass), dim=-1)
+
+
+class LearnedAbsolutePositions(nn.Module):
+    """Learned absolute position embeddings for IDs 0..l_max (Sec. 5.2, coupled IDs)."""
+
+    def __init__(self, l_max: int, d_model: int):
+        super().__init__()
+        self.l_max = l_max
+        self.embed = nn.Embedding(l_max + 1, d_model)
+
+    def forward(self, position_ids: torch.Tensor) -> torch.Tensor:
+        """Embedding of each ID; IDs outside 0..l_max are an error."""
+        if position_ids.max() > self.l_max or position_ids.min() < 0:
+            raise ValueError(
+                f"position IDs must lie in [0, {self.l_max}], got "
+                f"[{int(position_ids.min())}, {int(position_ids.max())}]"
+            )
+        return self.embed(position_ids)

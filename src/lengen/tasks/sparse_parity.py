@@ -1,0 +1,141 @@
+"""Sparse parity (Sec. 5.1, App. E.1.1, Eq. (20)).
+
+Sequence: <BOS>, J_1, t_{b_1}, ..., J_l, t_{b_l}, <SEP>, t_{b*}, where exactly k of the J_i are
+<= N/2 ("flagged"), b_i ~ Unif{0, 1} and b* is the XOR of the b_i with flagged J_i. Only the final
+token t_{b*} is predicted and scored. The paper's "length" is 2l (the J/bit part).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lengen.data import Example
+from lengen.positions import pose_position_ids, true_position_ids
+
+SPECIALS = ("<BOS>", "<SEP>", "t0", "t1")
+BOS, SEP, T0, T1 = range(4)
+
+
+def vocabulary(n: int) -> list[str]:
+    """Token strings by ID: <BOS>, <SEP>, t0, t1, then the integers 1..N as strings."""
+    return [*SPECIALS, *(str(i) for i in range(1, n + 1))]
+
+
+@dataclass
+class Batch:
+    """Examples of one length: tokens (B, 2l+3) and task fields."""
+
+    tokens: np.ndarray
+    target_mask: np.ndarray  # 1 where the token is predicted and scored
+    k: np.ndarray  # number of flagged positions per example
+    label: np.ndarray  # b*
+
+
+def sample(rng: np.random.Generator, n_examples: int, half_length: int, k, n: int) -> Batch:
+    """Draw examples with l = half_length pairs and exactly k flagged J's (k scalar or per row)."""
+    k = np.broadcast_to(np.asarray(k, dtype=np.int64), (n_examples,))
+    if n % 2 or n < 2:
+        raise ValueError(f"N must be a positive even integer, got {n}")
+    if (k < 1).any() or (k >= half_length).any():
+        raise ValueError(
+            f"need 1 <= k < l (App. E.1.1); got k in [{k.min()}, {k.max()}], l={half_length}"
+        )
+    # exactly k flagged positions per row: the k smallest of a uniform random ranking
+    ranks = rng.random((n_examples, half_length)).argsort(axis=1).argsort(axis=1)
+    flagged = ranks < k[:, None]
+    low = rng.integers(1, n // 2 + 1, size=flagged.shape)  # J <= N/2
+    high = rng.integers(n // 2 + 1, n + 1, size=flagged.shape)  # J > N/2
+    j = np.where(flagged, low, high)
+    bits = rng.integers(0, 2, size=flagged.shape)
+    label = (bits * flagged).sum(axis=1) % 2
+    tokens = np.empty((n_examples, 2 * half_length + 3), dtype=np.int64)
+    tokens[:, 0] = BOS
+    tokens[:, 1:-2:2] = j + len(SPECIALS) - 1  # integer i has ID 3 + i
+    tokens[:, 2:-2:2] = T0 + bits
+    tokens[:, -2] = SEP
+    tokens[:, -1] = T0 + label
+    target_mask = np.zeros_like(tokens)
+    target_mask[:, -1] = 1
+    return Batch(tokens=tokens, target_mask=target_mask, k=k.copy(), label=label)
+
+
+def draw_train(
+    rng: np.random.Generator, batch_size: int, min_len: int, max_len: int, k_train: int, n: int
+) -> Batch:
+    """Training draw: one even length 2l ~ Unif[min_len, max_len] per batch, k ~ Unif([K_train]).
+
+    k is capped at l - 1 because the task needs k < l (App. E.1.1); this binds only when
+    K_train >= l, e.g. K_train = 12 at 2l = 20.
+    """
+    half = int(rng.integers(min_len // 2, max_len // 2 + 1))
+    k_max = min(k_train, half - 1)
+    k = rng.integers(1, k_max + 1, size=batch_size)
+    return sample(rng, batch_size, half, k, n)
+
+
+def curriculum_k(k_train: int, step: int, every: int) -> int:
+    """Largest training k at this step: K_train, or min(K_train, 1 + step // every) if every > 0.
+
+    every > 0 is a departure from App. E.1 (which draws k ~ Unif([K_train]) from step 0), used by
+    the CPU configs so that small models escape the parity plateau; see config/config.yaml.
+    """
+    return k_train if every <= 0 else min(k_train, 1 + step // every)
+
+
+def vocab_size(spec: dict) -> int:
+    """Number of token IDs for this spec."""
+    return len(SPECIALS) + spec["task"]["n"]
+
+
+def train_batch(spec: dict, rng: np.random.Generator, step: int) -> Example:
+    """One training batch as fed to the model: PoSE position IDs (Sec. 2.2), final token scored."""
+    task, train = spec["task"], spec["train"]
+    k_max = curriculum_k(task["k_train"], step, train.get("k_curriculum_steps", 0))
+    b = draw_train(
+        rng, train["batch_size"], task["train_min_len"], task["train_max_len"], k_max, task["n"]
+    )
+    pos = pose_position_ids(rng, *b.tokens.shape, task["l_max"])
+    return Example(b.tokens, pos, b.target_mask)
+
+
+def test_example(b: Batch) -> Example:
+    """Test-time view of a draw: true position IDs 1..T (Sec. 2.2)."""
+    return Example(b.tokens, true_position_ids(*b.tokens.shape), b.target_mask)
+
+
+def test_grid(eval_cfg: dict) -> list[tuple[int, int]]:
+    """(2l, k_test) pairs of the test grid; pairs with k_test >= l are skipped (App. E.1.1)."""
+    return [
+        (length, k)
+        for length in sorted(eval_cfg["lengths"])
+        for k in sorted(eval_cfg["k_test"])
+        if k < length // 2
+    ]
+
+
+def make_testset(eval_cfg: dict, n: int, seed: int) -> dict[tuple[int, int], Batch]:
+    """Fixed test draws per (2l, k_test), each from its own generator seeded by (seed, 2l, k)."""
+    return {
+        (length, k): sample(
+            np.random.default_rng([seed, length, k]), eval_cfg["n_examples"], length // 2, k, n
+        )
+        for length, k in test_grid(eval_cfg)
+    }
+
+
+def to_records(example: Example, batch: Batch, n: int) -> list[dict]:
+    """JSON-ready rows: token strings, position IDs, target mask and the task's fields."""
+    vocab = vocabulary(n)
+    return [
+        {
+            "tokens": [vocab[t] for t in example.tokens[i]],
+            "position_ids": example.position_ids[i].tolist(),
+            "target_mask": example.target_mask[i].tolist(),
+            "label": int(batch.label[i]),
+            "k": int(batch.k[i]),
+            "length": int(example.tokens.shape[1] - 3),
+        }
+        for i in range(len(batch.label))
+    ]

@@ -1,0 +1,109 @@
+"""MLflow tracking: one store per results dir, created once before parallel jobs start.
+
+Platform pitfalls handled here: a brand-new SQLite store raced by parallel jobs crashes, and
+set_experiment raced by several processes files runs under "Default"; so `prepare_store` creates
+the schema and every experiment in one setup job, and runs are started by experiment id.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+
+import mlflow  # noqa: E402
+from mlflow.tracking import MlflowClient  # noqa: E402
+
+
+def experiment_name(prefix: str, experiment: str) -> str:
+    """Full MLflow experiment name, e.g. 'lengen-default/sparse_parity'."""
+    return f"{prefix}/{experiment}"
+
+
+def prepare_store(uri: str, experiments: Iterable[str]) -> dict[str, str]:
+    """Create the store's schema and every experiment; return name -> experiment id."""
+    if uri.startswith("sqlite:///"):
+        Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    client = MlflowClient(tracking_uri=uri)
+    ids = {}
+    for name in experiments:
+        exp = client.get_experiment_by_name(name)
+        ids[name] = exp.experiment_id if exp else client.create_experiment(name)
+    return ids
+
+
+def flatten(d: Mapping, prefix: str = "") -> dict[str, str]:
+    """Nested dict -> {'a.b.c': value} with values as strings (MLflow params)."""
+    out = {}
+    for key, value in d.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, f"{name}."))
+        else:
+            out[name] = json.dumps(value) if isinstance(value, list | tuple) else str(value)
+    return out
+
+
+def start_run(uri: str, experiment: str, run_name: str, run_id_file: Path) -> mlflow.ActiveRun:
+    """Start (or resume, when run_id_file exists) the MLflow run of one trained model."""
+    mlflow.set_tracking_uri(uri)
+    exp = MlflowClient(tracking_uri=uri).get_experiment_by_name(experiment)
+    if exp is None:
+        raise RuntimeError(
+            f"MLflow experiment {experiment!r} missing in {uri}: run the setup rule "
+            "(snakemake results/.../mlflow.ready) or lengen.tracking.prepare_store first"
+        )
+    if run_id_file.exists():
+        return mlflow.start_run(run_id=run_id_file.read_text().strip())
+    run = mlflow.start_run(experiment_id=exp.experiment_id, run_name=run_name)
+    run_id_file.write_text(run.info.run_id)
+    return run
+
+
+def resume_run(uri: str, run_id_file: Path) -> mlflow.ActiveRun:
+    """Reopen the run recorded by training, to add evaluation metrics and artifacts."""
+    mlflow.set_tracking_uri(uri)
+    return mlflow.start_run(run_id=run_id_file.read_text().strip())
+
+
+def log_params_once(spec: Mapping, model) -> None:
+    """Log every spec entry and the parameter count as run params (first start only)."""
+    params = flatten(spec)
+    params["model.num_params"] = str(model.num_params())
+    mlflow.log_params(params)
+
+
+def log_metrics(metrics: Mapping[str, float], step: int) -> None:
+    """Log several metrics in one call (one SQLite write, not one per metric)."""
+    mlflow.log_metrics(dict(metrics), step=step)
+
+
+def end_run() -> None:
+    """Close the active run."""
+    mlflow.end_run()
+
+
+def log_artifact(path: Path) -> None:
+    """Attach a file to the active run."""
+    mlflow.log_artifact(str(path))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI: create the store and experiments once, before parallel training jobs."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--uri", required=True)
+    parser.add_argument("--experiments", nargs="+", required=True)
+    parser.add_argument("--done", type=Path, help="file to write when ready")
+    args = parser.parse_args(argv)
+    ids = prepare_store(args.uri, args.experiments)
+    if args.done:
+        args.done.write_text(json.dumps({"uri": args.uri, "experiments": ids}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,241 @@
+"""One trainer for every experiment: DeepSpeed engine, AdamW, warm-up + decay schedule, loss on
+scored tokens only, periodic checkpoints with resume, MLflow logging (App. E "Shared model").
+
+Run as `python -m lengen.train --spec spec.json --out DIR` (one process on CPU, or under the
+`deepspeed` launcher for several GPUs). The spec holds the task, model, train, runtime and
+tracking sections of one run; see lengen.workflow_specs for how the Snakefile builds it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from lengen import tasks, tracking
+from lengen.data import IGNORE, step_rng
+from lengen.model import GPTNeoX, ModelConfig
+
+
+def lr_lambda(train: dict):
+    """Multiplier of the peak lr at each step: linear warm-up, then linear/cosine/constant."""
+    warm, total = train["warmup_steps"], train["steps"]
+    floor = train.get("min_lr_ratio", 0.0)
+
+    def f(step: int) -> float:
+        if step < warm:
+            return (step + 1) / warm
+        if train["schedule"] == "constant":
+            return 1.0
+        frac = min(1.0, (step - warm) / max(1, total - warm))
+        if train["schedule"] == "linear":
+            return floor + (1 - floor) * (1 - frac)
+        return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * frac))
+
+    return f
+
+
+def scored_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy over positions whose label is not IGNORE."""
+    return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=IGNORE)
+
+
+def build_model(spec: dict) -> GPTNeoX:
+    """The spec's model, with weights drawn from the spec's seed."""
+    torch.manual_seed(spec["seed"])
+    task = tasks.get(spec["experiment"])
+    return GPTNeoX(ModelConfig(vocab_size=task.vocab_size(spec), **spec["model"]))
+
+
+def _init_distributed(runtime: dict) -> None:
+    """Process group for DeepSpeed: the launcher's env, or a single-process group (gloo on CPU)."""
+    import deepspeed
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        return
+    if "WORLD_SIZE" in os.environ and int(os.environ["WORLD_SIZE"]) > 1:
+        deepspeed.init_distributed()
+        return
+    os.environ.setdefault("LOCAL_RANK", "0")
+    os.environ.setdefault("RANK", "0")
+    os.environ.setdefault("WORLD_SIZE", "1")
+    backend = "nccl" if runtime["device"] == "cuda" else "gloo"
+    dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
+
+
+def _deepspeed_config(spec: dict, world: int) -> dict:
+    """DeepSpeed config dict from the spec's train and runtime sections."""
+    train, runtime = spec["train"], spec["runtime"]
+    micro = train["batch_size"] // world
+    if micro * world != train["batch_size"]:
+        raise ValueError(f"batch_size {train['batch_size']} not divisible by {world} processes")
+    return {
+        "train_batch_size": train["batch_size"],
+        "train_micro_batch_size_per_gpu": micro,
+        "gradient_accumulation_steps": 1,
+        "gradient_clipping": train.get("grad_clip", 1.0),
+        "bf16": {"enabled": runtime["precision"] == "bf16"},
+        "zero_optimization": {"stage": runtime["zero_stage"]},
+        "steps_per_print": 10**9,
+        "wall_clock_breakdown": False,
+    }
+
+
+def setup_runtime(runtime: dict) -> None:
+    """Threads and accelerator selection; must run before deepspeed is imported."""
+    if runtime["device"] == "cpu":
+        os.environ["DS_ACCELERATOR"] = "cpu"
+        torch.set_num_threads(runtime["threads_per_job"])
+        torch.set_num_interop_threads(1) if torch.get_num_interop_threads() > 1 else None
+    import deepspeed.ops
+
+    # Single CPU process: skip the JIT-compiled shared-memory comm op (45-120 s, unused).
+    deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
+
+
+def make_engine(spec: dict, model: GPTNeoX):
+    """DeepSpeed engine wrapping the model with a client AdamW and the lr schedule."""
+    import deepspeed
+    import torch.distributed as dist
+
+    _init_distributed(spec["runtime"])
+    train = spec["train"]
+    optimizer = torch.optim.AdamW(
+        model.parameters(),
+        lr=train["lr"],
+        weight_decay=train["weight_decay"],
+        betas=tuple(train.get("betas", (0.9, 0.999))),
+    )
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(train))
+    engine, _, _, _ = deepspeed.initialize(
+        model=model,
+        optimizer=optimizer,
+        lr_scheduler=scheduler,
+        config=_deepspeed_config(spec, dist.get_world_size()),
+    )
+    return engine
+
+
+def _latest_step(ckpt_dir: Path) -> int | None:
+    """Step of the newest complete checkpoint, or None."""
+    latest = ckpt_dir / "latest"
+    if not latest.exists():
+        return None
+    return int(latest.read_text().strip().removeprefix("step_"))
+
+
+def _prune(ckpt_dir: Path, keep: str) -> None:
+    """Remove every checkpoint tag but `keep`."""
+    for p in ckpt_dir.glob("step_*"):
+        if p.name != keep:
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def train(spec: dict, out: Path, stop_after: int | None = None) -> Path:
+    """Train one model as the spec says; write out/model.pt; resume from out/ckpt if present.
+
+    stop_after simulates a crash after that many steps (for tests); returns the model path.
+    """
+    import torch.distributed as dist
+
+    setup_runtime(spec["runtime"])
+    out.mkdir(parents=True, exist_ok=True)
+    ckpt_dir = out / "ckpt"
+    model = build_model(spec)
+    engine = make_engine(spec, model)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    device = engine.device
+    task = tasks.get(spec["experiment"])
+    train_cfg = spec["train"]
+    start = 0
+    if _latest_step(ckpt_dir) is not None:
+        _, client = engine.load_checkpoint(str(ckpt_dir))
+        start = client["step"]
+    run = None
+    if rank == 0:
+        (out / "spec.json").write_text(json.dumps(spec, indent=2, sort_keys=True))
+        trk = spec["tracking"]
+        run = tracking.start_run(
+            trk["uri"], trk["experiment"], spec["run_name"], out / "mlflow_run_id"
+        )
+        if start == 0:
+            tracking.log_params_once(spec, model)
+    every, ckpt_every = train_cfg.get("log_every", 50), train_cfg.get("checkpoint_every", 1000)
+    bar = tqdm(
+        range(start, train_cfg["steps"]),
+        initial=start,
+        total=train_cfg["steps"],
+        desc=spec["run_name"],
+        disable=rank != 0 or not spec["runtime"].get("progress", True),
+        mininterval=5,
+    )
+    window, tokens, t0 = [], 0, time.perf_counter()
+    for step in bar:
+        batch = task.train_batch(spec, step_rng(spec["seed"], step, rank), step)
+        inputs = batch.model_inputs(device)
+        loss = scored_loss(engine(inputs["input_ids"], inputs["position_ids"]), inputs["labels"])
+        engine.backward(loss)
+        engine.step()
+        window.append(loss.item())
+        tokens += inputs["input_ids"].numel() * world
+        done = step + 1
+        if done % every == 0 or done == train_cfg["steps"]:
+            rate = tokens / (time.perf_counter() - t0)
+            metrics = {
+                "train_loss": sum(window) / len(window),
+                "lr": engine.get_lr()[0],
+                "tokens_per_s": rate,
+            }
+            if rank == 0:
+                tracking.log_metrics(metrics, done)
+                bar.set_postfix(loss=f"{metrics['train_loss']:.3f}")
+            window, tokens, t0 = [], 0, time.perf_counter()
+        if done % ckpt_every == 0 and done < train_cfg["steps"]:
+            engine.save_checkpoint(str(ckpt_dir), tag=f"step_{done}", client_state={"step": done})
+            if rank == 0:
+                _prune(ckpt_dir, f"step_{done}")
+        if stop_after is not None and done >= stop_after:
+            if run is not None:
+                tracking.end_run()
+            return out / "model.pt"
+    path = out / "model.pt"
+    if rank == 0:
+        state = {k: v.detach().float().cpu() for k, v in engine.module.state_dict().items()}
+        torch.save({"model_config": model.cfg.to_dict(), "state_dict": state, "spec": spec}, path)
+        tracking.end_run()
+        shutil.rmtree(ckpt_dir, ignore_errors=True)
+    return path
+
+
+def load_model(path: str | Path, device: str = "cpu") -> GPTNeoX:
+    """Model saved by `train`, in eval mode."""
+    saved = torch.load(path, map_location=device, weights_only=True)
+    model = GPTNeoX(ModelConfig(**saved["model_config"]))
+    model.load_state_dict(saved["state_dict"])
+    return model.to(device).eval()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI: python -m lengen.train --spec SPEC.json --out DIR."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--spec", required=True, help="JSON file or JSON string of the run spec")
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument(
+        "--local_rank", type=int, default=None, help="set by the deepspeed launcher"
+    )
+    args = parser.parse_args(argv)
+    text = Path(args.spec).read_text() if os.path.exists(args.spec) else args.spec
+    train(json.loads(text), args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+# Sparse parity (Sec. 5.1, App. E.1): Fig. 1 (K_train 8, 10) and Fig. 7 (K_train 4, 6, 12).
+SP = config["sparse_parity"]
+SP_DIR = f"{RESULTS}/sparse_parity"
+SPARSE_PARITY_FIGURES = [
+    f"{REPORTS}/fig1_sparse_parity.png",
+    f"{REPORTS}/fig7_sparse_parity.png",
+]
+FIG_K = {"fig1": SP["figures"]["fig1"], "fig7": SP["figures"]["fig7"]}
+
+
+rule sparse_parity_testset:
+    # Fixed test draws per (2l, k_test), written once so every model sees the same examples.
+    output:
+        f"{SP_DIR}/testset.npz",
+    params:
+        eval=lambda w: to_json(SP["eval"]),
+        n=SP["n"],
+        seed=config["seed"],
+    log:
+        f"{LOGS}/sparse_parity/testset.log",
+    shell:
+        "{PY} -m lengen.evaluate testset --eval {params.eval:q} --n {params.n}"
+        " --seed {params.seed} --out {output} > {log} 2>&1"
+
+
+rule sparse_parity_train:
+    # One model per K_train; resumes from {SP_DIR}/K{K}/ckpt after a crash.
+    input:
+        f"{RESULTS}/mlflow.ready",
+    output:
+        f"{SP_DIR}/K{{K}}/model.pt",
+    params:
+        spec=lambda w: to_json(specs.sparse_parity_train(config, int(w.K))),
+        launcher=launcher(config),
+    threads: config["runtime"]["threads_per_job"]
+    resources:
+        gpus=config["runtime"]["gpus_per_job"],
+    log:
+        f"{LOGS}/sparse_parity/train_K{{K}}.log",
+    shell:
+        "{params.launcher} lengen.train --spec {params.spec:q} --out {SP_DIR}/K{wildcards.K}"
+        " > {log} 2>&1"
+
+
+rule sparse_parity_eval:
+    # Final-token accuracy over the test grid, batched by length.
+    input:
+        model=f"{SP_DIR}/K{{K}}/model.pt",
+        testset=f"{SP_DIR}/testset.npz",
+    output:
+        f"{SP_DIR}/K{{K}}/eval.csv",
+    params:
+        batch_size=SP["eval"]["batch_size"],
+    log:
+        f"{LOGS}/sparse_parity/eval_K{{K}}.log",
+    shell:
+        "{PY} -m lengen.evaluate run --model {input.model} --testset {input.testset}"
+        " --batch-size {params.batch_size} --out {output} > {log} 2>&1"
+
+
+rule sparse_parity_figure:
+    # Fig. 1 / Fig. 7: accuracy vs test length, one line per k_test, one panel per K_train.
+    input:
+        lambda w: expand(f"{SP_DIR}/K{{K}}/eval.csv", K=FIG_K[w.fig]),
+    output:
+        f"{REPORTS}/{{fig}}_sparse_parity.png",
+    wildcard_constraints:
+        fig="fig1|fig7",
+    params:
+        title=lambda w: f"{w.fig.replace('fig', 'Fig. ')}: sparse parity ({config['tier']} tier)",
+        style=to_json(SP["figures"].get("style", {})),
+    log:
+        f"{LOGS}/sparse_parity/{{fig}}.log",
+    shell:
+        "{PY} -m lengen.figures sparse_parity --tables {input} --title {params.title:q}"
+        " --style {params.style:q} --out {output} > {log} 2>&1"
