@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from types import ModuleType
 
+from lengen.tasks import sparse_parity
+
+REGISTRY: dict[str, ModuleType] = {"sparse_parity": sparse_parity}
+
 
 def get(name: str) -> ModuleType:
     """Task module by experiment name."""
-    from lengen.tasks import sparse_parity
-
-    tasks = {"sparse_parity": sparse_parity}
-    if name not in tasks:
-        raise KeyError(f"unknown task {name!r}; known: {sorted(tasks)}")
-    return tasks[name]
+    if name not in REGISTRY:
+        raise KeyError(f"unknown task {name!r}; known: {sorted(REGISTRY)}")
+    return REGISTRY[name]

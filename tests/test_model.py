@@ -1,0 +1,93 @@
+"""GPT-NeoX model: equal to transformers' GPTNeoXForCausalLM, RoPE relative, causal."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from lengen.model import GPTNeoX, ModelConfig
+
+
+def hf_twin(model: GPTNeoX):
+    """transformers' GPTNeoXForCausalLM with the same sizes and weights."""
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
+
+    c = model.cfg
+    hf_cfg = GPTNeoXConfig(
+        vocab_size=c.vocab_size,
+        hidden_size=c.d_model,
+        num_hidden_layers=c.n_layer,
+        num_attention_heads=c.n_head,
+        intermediate_size=c.mlp_dim,
+        rotary_pct=c.rotary_pct,
+        rotary_emb_base=c.rope_base,
+        layer_norm_eps=c.layer_norm_eps,
+        hidden_dropout=0.0,
+        attention_dropout=0.0,
+        use_parallel_residual=True,
+        tie_word_embeddings=False,
+        max_position_embeddings=4096,
+    )
+    hf = GPTNeoXForCausalLM(hf_cfg).eval()
+    state = {
+        (k.replace("embed_out", "lm_head") if k.startswith("embed_out") else f"gpt_neox.{k}"): v
+        for k, v in model.state_dict().items()
+    }
+    missing, unexpected = hf.load_state_dict(state, strict=False)
+    assert not unexpected, unexpected
+    assert all("inv_freq" in m for m in missing), missing
+    return hf
+
+
+@pytest.mark.parametrize("rotary_pct", [0.25, 1.0])
+def test_same_outputs_as_transformers_gpt_neox(rotary_pct):
+    torch.manual_seed(0)
+    model = GPTNeoX(ModelConfig(vocab_size=30, n_layer=2, n_head=4, d_model=32, rotary_pct=rotary_pct))
+    for p in model.parameters():  # non-trivial biases and norms too
+        torch.nn.init.normal_(p, std=0.2)
+    model.eval()
+    hf = hf_twin(model)
+    ids = torch.randint(0, 30, (3, 17))
+    pos = torch.sort(torch.randint(1, 400, (3, 17)), dim=1).values  # arbitrary (PoSE-like) IDs
+    with torch.no_grad():
+        ours = model(ids, pos)
+        theirs = hf(input_ids=ids, position_ids=pos).logits
+    torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-4)
+
+
+def _model(position="rope"):
+    torch.manual_seed(1)
+    return GPTNeoX(ModelConfig(vocab_size=24, n_layer=2, n_head=4, d_model=32, position=position, l_max=64)).eval()
+
+
+def test_rope_is_relative_shifting_all_ids_leaves_logits_unchanged():
+    model = _model()
+    ids = torch.randint(0, 24, (2, 20))
+    pos = torch.arange(1, 21).repeat(2, 1)
+    with torch.no_grad():
+        a = model(ids, pos)
+        b = model(ids, pos + 137)
+    torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
+
+
+def test_absolute_positions_are_not_shift_invariant_and_checked():
+    model = _model("absolute")
+    ids = torch.randint(0, 24, (2, 20))
+    pos = torch.arange(1, 21).repeat(2, 1)
+    with torch.no_grad():
+        assert not torch.allclose(model(ids, pos), model(ids, pos + 5))
+    with pytest.raises(ValueError, match="position IDs"):
+        model(ids, pos + 60)
+
+
+@pytest.mark.parametrize("position", ["rope", "absolute"])
+def test_causal_later_tokens_do_not_change_earlier_logits(position):
+    model = _model(position)
+    ids = torch.randint(0, 24, (2, 20))
+    pos = torch.arange(1, 21).repeat(2, 1)
+    changed = ids.clone()
+    changed[:, 12:] = (changed[:, 12:] + 7) % 24
+    with torch.no_grad():
+        a, b = model(ids, pos), model(changed, pos)
+    torch.testing.assert_close(a[:, :12], b[:, :12])
+    assert not torch.allclose(a[:, 12:], b[:, 12:])

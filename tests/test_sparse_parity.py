@@ -1,0 +1,98 @@
+"""Sparse parity data (App. E.1.1): exactly k flagged, label = XOR, lengths in range, CLI output."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from lengen import cli
+from lengen.tasks import sparse_parity as sp
+
+
+@pytest.mark.parametrize("k,half", [(1, 10), (4, 10), (12, 25), (16, 250)])
+def test_exactly_k_flagged_and_label_is_xor(k, half):
+    n = 20
+    b = sp.sample(np.random.default_rng(k), 200, half, k, n)
+    j = b.tokens[:, 1:-2:2] - 3  # integer i has token ID 3 + i
+    bits = b.tokens[:, 2:-2:2] - sp.T0
+    assert ((j >= 1) & (j <= n)).all()
+    assert set(np.unique(bits)) <= {0, 1}
+    flagged = j <= n // 2
+    assert (flagged.sum(axis=1) == k).all()
+    assert (b.label == (bits * flagged).sum(axis=1) % 2).all()
+    assert (b.tokens[:, -1] == sp.T0 + b.label).all()
+    assert (b.tokens[:, 0] == sp.BOS).all() and (b.tokens[:, -2] == sp.SEP).all()
+    assert b.tokens.shape == (200, 2 * half + 3)
+    assert b.target_mask.sum() == 200 and (b.target_mask[:, -1] == 1).all()
+
+
+def test_labels_are_balanced_and_flags_uniform():
+    b = sp.sample(np.random.default_rng(0), 4000, 20, 3, 20)
+    assert abs(b.label.mean() - 0.5) < 0.03
+    flagged = (b.tokens[:, 1:-2:2] - 3) <= 10
+    per_position = flagged.mean(axis=0)
+    assert np.allclose(per_position, 3 / 20, atol=0.03)
+
+
+def test_k_must_be_below_l():
+    with pytest.raises(ValueError, match="k < l"):
+        sp.sample(np.random.default_rng(0), 2, 4, 4, 20)
+
+
+def test_train_batches_lengths_and_k_in_range(tiny_spec):
+    spec = dict(tiny_spec)
+    spec["task"] = {**spec["task"], "k_train": 12, "train_min_len": 20, "train_max_len": 50, "l_max": 510}
+    spec["train"] = {**spec["train"], "batch_size": 64}
+    lengths, ks = set(), set()
+    for step in range(200):
+        ex = sp.train_batch(spec, np.random.default_rng([0, step]), step)
+        length = ex.tokens.shape[1] - 3
+        assert 20 <= length <= 50 and length % 2 == 0
+        flagged = ((ex.tokens[:, 1:-2:2] - 3) <= 10).sum(axis=1)
+        assert (flagged >= 1).all() and (flagged <= min(12, length // 2 - 1)).all()
+        lengths.add(length)
+        ks.update(flagged.tolist())
+        assert ex.position_ids.max() < spec["task"]["l_max"]
+    assert lengths == set(range(20, 51, 2))
+    assert ks == set(range(1, 13))
+
+
+def test_curriculum():
+    assert sp.curriculum_k(8, 0, 0) == 8
+    assert [sp.curriculum_k(4, s, 100) for s in (0, 99, 100, 250, 10_000)] == [1, 1, 2, 3, 4]
+
+
+def test_test_grid_skips_k_not_below_l():
+    grid = sp.test_grid({"lengths": [20, 500], "k_test": [4, 10, 12]})
+    assert grid == [(20, 4), (500, 4), (500, 10), (500, 12)]
+
+
+def test_sample_cli_prints_what_the_model_is_fed(capsys):
+    cli.main(["sample", "sparse_parity", "--k", "3", "--length", "12", "--n", "4", "--seed", "7"])
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(rows) == 4
+    batch = sp.sample(np.random.default_rng(7), 4, 6, 3, 20)
+    ex = sp.test_example(batch)
+    vocab = sp.vocabulary(20)
+    for i, row in enumerate(rows):
+        assert set(row) >= {"tokens", "position_ids", "target_mask", "label"}
+        assert row["tokens"] == [vocab[t] for t in ex.tokens[i]]
+        assert row["tokens"][0] == "<BOS>" and row["tokens"][-2] == "<SEP>"
+        assert row["tokens"][-1] == f"t{row['label']}"
+        assert set(row["tokens"][2:-2:2]) <= {"t0", "t1"}
+        assert all(1 <= int(t) <= 20 for t in row["tokens"][1:-2:2])
+        assert row["position_ids"] == list(range(1, 16))
+        assert row["target_mask"] == [0] * 14 + [1]
+    inputs = ex.model_inputs()
+    assert inputs["input_ids"].shape == (4, 14)
+    assert (inputs["labels"][:, :-1] == -100).all()
+    assert (inputs["labels"][:, -1].numpy() == ex.tokens[:, -1]).all()
+
+
+def test_sample_cli_rejects_bad_input():
+    with pytest.raises(SystemExit, match="even"):
+        cli.main(["sample", "sparse_parity", "--k", "1", "--length", "7"])
+    with pytest.raises(SystemExit, match="k < l"):
+        cli.main(["sample", "sparse_parity", "--k", "5", "--length", "8"])
