@@ -1,0 +1,71 @@
+"""Config tiers are valid; the schema rejects bad keys and values with messages naming them."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from lengen.config import ConfigError, load, validate
+
+from .conftest import ROOT
+
+
+@pytest.mark.parametrize("tier", ["config", "smoke", "paper"])
+def test_every_tier_is_valid(tier):
+    load(ROOT / "config" / f"{tier}.yaml")
+
+
+def test_paper_tier_is_exactly_the_paper():
+    sp = load(ROOT / "config" / "paper.yaml")["sparse_parity"]
+    assert sp["model"] | {"rotary_pct": None} == {
+        "n_layer": 12, "n_head": 16, "d_model": 1024, "rotary_pct": None
+    }  # App. E
+    t = sp["train"]
+    assert (t["steps"], t["batch_size"], t["lr"], t["weight_decay"]) == (50000, 64, 5e-5, 0.1)
+    assert (t["warmup_steps"], t["schedule"], t["k_curriculum_steps"]) == (300, "linear", 0)
+    assert (sp["n"], sp["l_max"], sp["train_min_len"], sp["train_max_len"]) == (20, 510, 20, 50)
+    assert sp["eval"]["n_examples"] == 512 and sp["k_train"] == [4, 6, 8, 10, 12]
+    assert sp["eval"]["k_test"] == [4, 6, 8, 10, 12, 14, 16]
+    assert min(sp["eval"]["lengths"]) == 20 and max(sp["eval"]["lengths"]) == 500
+
+
+@pytest.mark.parametrize(
+    "mutate,key",
+    [
+        (lambda c: c.update(bogus=1), "bogus"),
+        (lambda c: c["sparse_parity"]["train"].update(lr=-1.0), "sparse_parity.train.lr"),
+        (lambda c: c["sparse_parity"]["train"].update(schedule="step"), "sparse_parity.train.schedule"),
+        (lambda c: c["sparse_parity"]["model"].pop("n_head"), "sparse_parity.model.n_head"),
+        (lambda c: c["sparse_parity"].update(n=7), "sparse_parity.n"),
+        (lambda c: c["runtime"].update(device="tpu"), "runtime.device"),
+        (lambda c: c["sparse_parity"]["figures"].update(fig1=[99]), "sparse_parity.figures.fig1"),
+        (lambda c: c["sparse_parity"].update(l_max=20), "sparse_parity.l_max"),
+        (lambda c: c["sparse_parity"]["eval"].update(lengths=[21]), "sparse_parity.eval.lengths.0"),
+    ],
+)
+def test_bad_config_is_rejected_naming_the_key(smoke_config, mutate, key):
+    cfg = copy.deepcopy(smoke_config)
+    mutate(cfg)
+    with pytest.raises(ConfigError) as err:
+        validate(cfg)
+    assert f"  {key}:" in str(err.value)
+
+
+def test_snakemake_refuses_a_bad_config_before_any_job(tmp_path, smoke_config):
+    import subprocess
+    import sys
+
+    import yaml
+
+    cfg = copy.deepcopy(smoke_config)
+    cfg["sparse_parity"]["train"]["lr"] = "fast"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(cfg))
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-n",
+         "--configfile", str(bad), "--directory", str(tmp_path)],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode != 0
+    assert "sparse_parity.train.lr" in proc.stdout + proc.stderr
