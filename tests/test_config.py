@@ -19,7 +19,10 @@ def test_every_tier_is_valid(tier):
 def test_paper_tier_is_exactly_the_paper():
     sp = load(ROOT / "config" / "paper.yaml")["sparse_parity"]
     assert sp["model"] | {"rotary_pct": None} == {
-        "n_layer": 12, "n_head": 16, "d_model": 1024, "rotary_pct": None
+        "n_layer": 12,
+        "n_head": 16,
+        "d_model": 1024,
+        "rotary_pct": None,
     }  # App. E
     t = sp["train"]
     assert (t["steps"], t["batch_size"], t["lr"], t["weight_decay"]) == (50000, 64, 5e-5, 0.1)
@@ -35,7 +38,10 @@ def test_paper_tier_is_exactly_the_paper():
     [
         (lambda c: c.update(bogus=1), "bogus"),
         (lambda c: c["sparse_parity"]["train"].update(lr=-1.0), "sparse_parity.train.lr"),
-        (lambda c: c["sparse_parity"]["train"].update(schedule="step"), "sparse_parity.train.schedule"),
+        (
+            lambda c: c["sparse_parity"]["train"].update(schedule="step"),
+            "sparse_parity.train.schedule",
+        ),
         (lambda c: c["sparse_parity"]["model"].pop("n_head"), "sparse_parity.model.n_head"),
         (lambda c: c["sparse_parity"].update(n=7), "sparse_parity.n"),
         (lambda c: c["runtime"].update(device="tpu"), "runtime.device"),
@@ -63,9 +69,20 @@ def test_snakemake_refuses_a_bad_config_before_any_job(tmp_path, smoke_config):
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(cfg))
     proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-n",
-         "--configfile", str(bad), "--directory", str(tmp_path)],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(ROOT / "Snakefile"),
+            "-n",
+            "--configfile",
+            str(bad),
+            "--directory",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode != 0
     assert "sparse_parity.train.lr" in proc.stdout + proc.stderr

@@ -42,7 +42,9 @@ def hf_twin(model: GPTNeoX):
 @pytest.mark.parametrize("rotary_pct", [0.25, 1.0])
 def test_same_outputs_as_transformers_gpt_neox(rotary_pct):
     torch.manual_seed(0)
-    model = GPTNeoX(ModelConfig(vocab_size=30, n_layer=2, n_head=4, d_model=32, rotary_pct=rotary_pct))
+    model = GPTNeoX(
+        ModelConfig(vocab_size=30, n_layer=2, n_head=4, d_model=32, rotary_pct=rotary_pct)
+    )
     for p in model.parameters():  # non-trivial biases and norms too
         torch.nn.init.normal_(p, std=0.2)
     model.eval()
@@ -57,7 +59,9 @@ def test_same_outputs_as_transformers_gpt_neox(rotary_pct):
 
 def _model(position="rope"):
     torch.manual_seed(1)
-    return GPTNeoX(ModelConfig(vocab_size=24, n_layer=2, n_head=4, d_model=32, position=position, l_max=64)).eval()
+    return GPTNeoX(
+        ModelConfig(vocab_size=24, n_layer=2, n_head=4, d_model=32, position=position, l_max=64)
+    ).eval()
 
 
 def test_rope_is_relative_shifting_all_ids_leaves_logits_unchanged():

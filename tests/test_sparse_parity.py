@@ -43,7 +43,13 @@ def test_k_must_be_below_l():
 
 def test_train_batches_lengths_and_k_in_range(tiny_spec):
     spec = dict(tiny_spec)
-    spec["task"] = {**spec["task"], "k_train": 12, "train_min_len": 20, "train_max_len": 50, "l_max": 510}
+    spec["task"] = {
+        **spec["task"],
+        "k_train": 12,
+        "train_min_len": 20,
+        "train_max_len": 50,
+        "l_max": 510,
+    }
     spec["train"] = {**spec["train"], "batch_size": 64}
     lengths, ks = set(), set()
     for step in range(200):

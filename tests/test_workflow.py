@@ -14,8 +14,16 @@ from .conftest import ROOT
 
 def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
     """Run snakemake on the project's Snakefile in workdir; fail loudly with its output."""
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"),
-           "--directory", str(workdir), *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        *args,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     return proc
@@ -23,18 +31,32 @@ def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("tier", ["config", "paper"])
 def test_dry_run_of_the_full_dag(tmp_path, tier):
-    proc = snakemake(tmp_path, "-n", "--cores", "2", "--configfile", str(ROOT / "config" / f"{tier}.yaml"))
+    proc = snakemake(
+        tmp_path, "-n", "--cores", "2", "--configfile", str(ROOT / "config" / f"{tier}.yaml")
+    )
     out = proc.stdout + proc.stderr
-    for rule in ("mlflow_setup", "sparse_parity_testset", "sparse_parity_train",
-                 "sparse_parity_eval", "sparse_parity_figure"):
+    for rule in (
+        "mlflow_setup",
+        "sparse_parity_testset",
+        "sparse_parity_train",
+        "sparse_parity_eval",
+        "sparse_parity_figure",
+    ):
         assert rule in out
     assert "sparse_parity/K12/model.pt" in out or tier != "paper"
 
 
 def test_one_figure_target_builds_only_what_it_needs(tmp_path):
     cfg = str(ROOT / "config" / "smoke.yaml")
-    proc = snakemake(tmp_path, "results/smoke/reports/fig7_sparse_parity.png",
-                     "-n", "--cores", "2", "--configfile", cfg)
+    proc = snakemake(
+        tmp_path,
+        "results/smoke/reports/fig7_sparse_parity.png",
+        "-n",
+        "--cores",
+        "2",
+        "--configfile",
+        cfg,
+    )
     out = proc.stdout + proc.stderr
     assert "K1/model.pt" in out and "K2/model.pt" not in out and "K3/model.pt" not in out
 

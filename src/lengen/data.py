@@ -29,5 +29,5 @@ class Example:
 
 
 def step_rng(seed: int, step: int, rank: int = 0) -> np.random.Generator:
-    """Generator for one training step: batches depend only on (seed, step, rank), so resume is exact."""
+    """Generator of one training step; batches depend only on (seed, step, rank): exact resume."""
     return np.random.default_rng([seed, step, rank])

@@ -1,0 +1,108 @@
+"""Training throughput of the default model: tokens/s, fraction of the fp32 matmul ceiling
+measured in the same run, and the ratio against transformers' GPTNeoXForCausalLM (same sizes).
+
+    python benchmarks/throughput.py [--config config/config.yaml] [--steps 30]
+
+Both backbones run the same training step (forward, loss on the scored token, backward, AdamW)
+on the same sparse-parity batches at the config's thread count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+from lengen import specs
+from lengen.config import load
+from lengen.data import step_rng
+from lengen.tasks import sparse_parity as sp
+from lengen.train import build_model, scored_loss
+
+
+def matmul_ceiling(n: int = 1024, reps: int = 20) -> float:
+    """Best fp32 GFLOP/s of an n x n matmul on this machine and thread count."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    best = float("inf")
+    for _ in range(reps):
+        t = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - t)
+    return 2 * n**3 / best / 1e9
+
+
+def hf_model(model):
+    """transformers' GPT-NeoX with our model's sizes (weights are irrelevant for speed)."""
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
+
+    c = model.cfg
+    return GPTNeoXForCausalLM(
+        GPTNeoXConfig(
+            vocab_size=c.vocab_size,
+            hidden_size=c.d_model,
+            num_hidden_layers=c.n_layer,
+            num_attention_heads=c.n_head,
+            intermediate_size=c.mlp_dim,
+            rotary_pct=c.rotary_pct,
+            hidden_dropout=0.0,
+            attention_dropout=0.0,
+            max_position_embeddings=4096,
+            attn_implementation="sdpa",
+        )
+    )
+
+
+def time_steps(forward, params, spec: dict, steps: int) -> float:
+    """Tokens/s of `steps` training steps (after 5 warm-up steps) on sparse-parity batches."""
+    opt = torch.optim.AdamW(params, lr=1e-4)
+    tokens, elapsed = 0, 0.0
+    for step in range(steps + 5):
+        inputs = sp.train_batch(spec, step_rng(0, step), step).model_inputs()
+        t = time.perf_counter()
+        loss = scored_loss(forward(inputs["input_ids"], inputs["position_ids"]), inputs["labels"])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if step >= 5:
+            elapsed += time.perf_counter() - t
+            tokens += inputs["input_ids"].numel()
+    return tokens / elapsed
+
+
+def main() -> None:
+    """Print throughput, fraction of the matmul ceiling, and the ratio against transformers."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="config/config.yaml")
+    parser.add_argument("--steps", type=int, default=30)
+    args = parser.parse_args()
+    cfg = load(args.config)
+    torch.set_num_threads(cfg["runtime"]["threads_per_job"])
+    spec = specs.sparse_parity_train(cfg, max(cfg["sparse_parity"]["k_train"]))
+    ours = build_model(spec)
+    theirs = hf_model(ours)
+    mean_len = (spec["task"]["train_min_len"] + spec["task"]["train_max_len"]) / 2 + 2
+    ceiling = matmul_ceiling()
+    ours_tps = time_steps(ours, ours.parameters(), spec, args.steps)
+    theirs_tps = time_steps(
+        lambda i, p: theirs(input_ids=i, position_ids=p).logits,
+        theirs.parameters(),
+        spec,
+        args.steps,
+    )
+    ceiling = max(ceiling, matmul_ceiling())  # measured before and after, best of both
+    achieved = ours_tps * ours.flops_per_token(int(mean_len)) / 1e9
+    print(f"threads                      {torch.get_num_threads()}")
+    size = f"{ours.cfg.n_layer}x{ours.cfg.d_model}, {ours.num_params():,} params"
+    print(f"model                        {size}")
+    print(f"fp32 matmul ceiling          {ceiling:8.1f} GFLOP/s")
+    print(
+        f"lengen GPTNeoX               {ours_tps:8.0f} tokens/s  {achieved:6.1f} GFLOP/s"
+        f"  = {achieved / ceiling:5.1%} of ceiling"
+    )
+    print(f"transformers GPTNeoX         {theirs_tps:8.0f} tokens/s")
+    print(f"ratio lengen / transformers  {ours_tps / theirs_tps:8.2f}x")
+
+
+if __name__ == "__main__":
+    main()
