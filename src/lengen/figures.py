@@ -16,8 +16,11 @@ import seaborn as sns  # noqa: E402
 DEFAULT_STYLE = {"context": "paper", "height": 3.0, "aspect": 1.15, "dpi": 150}
 
 
-def sparse_parity_figure(table: pd.DataFrame, title: str, out: Path, style: dict) -> None:
-    """Accuracy vs test length 2l, one line per k_test, one panel per K_train (Figs. 1, 7)."""
+def sparse_parity_figure(
+    table: pd.DataFrame, title: str, out: Path, style: dict, train_range: tuple[int, int] | None
+) -> None:
+    """Accuracy vs test length 2l, a line per k_test, a panel per K_train (Figs. 1, 7);
+    the training lengths are shaded and chance (0.5) dotted."""
     style = {**DEFAULT_STYLE, **style}
     sns.set_theme(context=style["context"], style="whitegrid")
     table = table.rename(columns={"length": "test length 2l", "k_test": "k_test"})
@@ -38,6 +41,8 @@ def sparse_parity_figure(table: pd.DataFrame, title: str, out: Path, style: dict
     grid.set(ylim=(0.35, 1.02))
     for ax in grid.axes.flat:
         ax.axhline(0.5, color="grey", lw=0.8, ls=":")
+        if train_range:
+            ax.axvspan(*train_range, color="grey", alpha=0.15, lw=0)
     grid.figure.suptitle(title, y=1.04)
     out.parent.mkdir(parents=True, exist_ok=True)
     grid.figure.savefig(out, dpi=style["dpi"], bbox_inches="tight")
@@ -51,10 +56,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tables", nargs="+", type=Path, required=True)
     parser.add_argument("--title", default="")
     parser.add_argument("--style", default="{}", help="JSON of style overrides")
+    parser.add_argument("--train-range", nargs=2, type=int, help="training lengths, shaded")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     table = pd.concat([pd.read_csv(p) for p in args.tables], ignore_index=True)
-    sparse_parity_figure(table, args.title, args.out, json.loads(args.style))
+    sparse_parity_figure(table, args.title, args.out, json.loads(args.style), args.train_range)
 
 
 if __name__ == "__main__":

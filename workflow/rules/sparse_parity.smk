@@ -69,8 +69,9 @@ rule sparse_parity_figure:
     params:
         title=lambda w: f"{w.fig.replace('fig', 'Fig. ')}: sparse parity ({config['tier']} tier)",
         style=to_json(SP["figures"].get("style", {})),
+        train_range=f"{SP['train_min_len']} {SP['train_max_len']}",
     log:
         f"{LOGS}/sparse_parity/{{fig}}.log",
     shell:
         "{PY} -m lengen.figures sparse_parity --tables {input} --title {params.title:q}"
-        " --style {params.style:q} --out {output} > {log} 2>&1"
+        " --style {params.style:q} --train-range {params.train_range} --out {output} > {log} 2>&1"
