@@ -1,7 +1,7 @@
 """Training throughput of the default model: tokens/s, fraction of the fp32 matmul ceiling
 measured in the same run, and the ratio against transformers' GPTNeoXForCausalLM (same sizes).
 
-    python benchmarks/throughput.py [--config config/config.yaml] [--steps 30]
+    python benchmarks/throughput.py [--config config/config.yaml] [--steps 30] [--d-model 128]
 
 Both backbones run the same training step (forward, loss on the scored token, backward, AdamW)
 on the same sparse-parity batches at the config's thread count.
@@ -75,8 +75,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="config/config.yaml")
     parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--d-model", type=int, help="override the config's width (n_head kept)")
+    parser.add_argument("--n-layer", type=int, help="override the config's depth")
+    parser.add_argument("--batch-size", type=int, help="override the config's batch size")
     args = parser.parse_args()
     cfg = load(args.config)
+    sp_cfg = cfg["sparse_parity"]
+    if args.d_model:
+        sp_cfg["model"]["d_model"] = args.d_model
+    if args.n_layer:
+        sp_cfg["model"]["n_layer"] = args.n_layer
+    if args.batch_size:
+        sp_cfg["train"]["batch_size"] = args.batch_size
     torch.set_num_threads(cfg["runtime"]["threads_per_job"])
     spec = specs.sparse_parity_train(cfg, max(cfg["sparse_parity"]["k_train"]))
     ours = build_model(spec)
