@@ -49,6 +49,9 @@ def test_resume_after_crash_gives_same_final_weights(tiny_spec, tmp_path):
     spec = copy.deepcopy(tiny_spec)
     spec["train"].update(steps=8, checkpoint_every=3)
     straight = torch.load(train(spec, tmp_path / "straight"), weights_only=True)["state_dict"]
+    again = torch.load(train(spec, tmp_path / "again"), weights_only=True)["state_dict"]
+    for name in straight:  # same spec and seed, same numbers
+        torch.testing.assert_close(straight[name], again[name], rtol=0, atol=0)
     crashed = tmp_path / "crashed"
     train(spec, crashed, stop_after=5)  # "crash" after step 5: last checkpoint is step 3
     assert not (crashed / "model.pt").exists()
@@ -82,3 +85,36 @@ def test_lr_schedule_linear_warmup_then_decay():
     assert abs(f(60) - 0.5) < 1e-9 and f(110) == 0.0
     g = lr_lambda({"warmup_steps": 0, "steps": 100, "schedule": "cosine", "min_lr_ratio": 0.1})
     assert abs(g(100) - 0.1) < 1e-9 and abs(g(0) - 1.0) < 1e-9
+
+
+def test_two_processes_share_the_batch(tiny_spec, tmp_path):
+    """Data parallel on CPU (gloo): torchrun with 2 processes trains and writes one model."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    spec = copy.deepcopy(tiny_spec)
+    spec["train"].update(steps=4, batch_size=8)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MASTER_PORT": "29517"}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node=2",
+            "-m",
+            "lengen.train",
+            "--spec",
+            json.dumps(spec),
+            "--out",
+            str(tmp_path / "ddp"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    saved = torch.load(tmp_path / "ddp" / "model.pt", weights_only=True)
+    assert saved["spec"]["train"]["batch_size"] == 8

@@ -179,8 +179,10 @@ def train(spec: dict, out: Path, stop_after: int | None = None) -> Path:
         mininterval=5,
     )
     window, tokens, t0 = [], 0, time.perf_counter()
+    # each process draws its own micro-batch: batch_size / world examples from (seed, step, rank)
+    rank_spec = {**spec, "train": {**train_cfg, "batch_size": train_cfg["batch_size"] // world}}
     for step in bar:
-        batch = task.train_batch(spec, step_rng(spec["seed"], step, rank), step)
+        batch = task.train_batch(rank_spec, step_rng(spec["seed"], step, rank), step)
         inputs = batch.model_inputs(device)
         loss = scored_loss(engine(inputs["input_ids"], inputs["position_ids"]), inputs["labels"])
         engine.backward(loss)
