@@ -12,4 +12,5 @@ include: "workflow/rules/sparse_parity.smk"
 rule all:
     input:
         SPARSE_PARITY_FIGURES,
+        SPARSE_PARITY_TABLE,
     default_target: True

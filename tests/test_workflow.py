@@ -68,6 +68,8 @@ def test_smoke_run_of_the_sparse_parity_branch(tmp_path):
     for fig in ("fig1", "fig7"):
         png = res / "reports" / f"{fig}_sparse_parity.png"
         assert png.stat().st_size > 10_000
+    combined = pd.read_csv(res / "reports" / "sparse_parity_accuracy.csv")
+    assert sorted(combined["k_train"].unique()) == [1, 2, 3]
     table = pd.read_csv(res / "sparse_parity" / "K2" / "eval.csv")
     assert set(table.columns) >= {"k_train", "length", "k_test", "accuracy", "n"}
     assert set(table["length"]) == {8, 16, 24}

@@ -86,8 +86,17 @@ def evaluate(model_path: Path, testset: Path, batch_size: int, out: Path) -> pd.
     return table
 
 
+def combine(tables: list[Path], out: Path) -> pd.DataFrame:
+    """One tidy table from per-model tables, sorted by K_train, length and k_test."""
+    table = pd.concat([pd.read_csv(p) for p in tables], ignore_index=True)
+    table = table.sort_values(["k_train", "length", "k_test"], ignore_index=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out, index=False)
+    return table
+
+
 def main(argv: list[str] | None = None) -> None:
-    """CLI: `testset` writes the fixed test set; `run` scores one model on it."""
+    """CLI: `testset` writes the fixed test set; `run` scores one model; `combine` joins tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("testset")
@@ -100,11 +109,16 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--testset", type=Path, required=True)
     r.add_argument("--batch-size", type=int, default=128)
     r.add_argument("--out", type=Path, required=True)
+    c = sub.add_parser("combine")
+    c.add_argument("--tables", nargs="+", type=Path, required=True)
+    c.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     if args.cmd == "testset":
         write_testset(json.loads(args.eval), args.n, args.seed, args.out)
-    else:
+    elif args.cmd == "run":
         evaluate(args.model, args.testset, args.batch_size, args.out)
+    else:
+        combine(args.tables, args.out)
 
 
 if __name__ == "__main__":

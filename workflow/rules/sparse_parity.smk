@@ -5,6 +5,7 @@ SPARSE_PARITY_FIGURES = [
     f"{REPORTS}/fig1_sparse_parity.png",
     f"{REPORTS}/fig7_sparse_parity.png",
 ]
+SPARSE_PARITY_TABLE = f"{REPORTS}/sparse_parity_accuracy.csv"
 FIG_K = {"fig1": SP["figures"]["fig1"], "fig7": SP["figures"]["fig7"]}
 
 
@@ -75,3 +76,15 @@ rule sparse_parity_figure:
     shell:
         "{PY} -m lengen.figures sparse_parity --tables {input} --title {params.title:q}"
         " --style {params.style:q} --train-range {params.train_range} --out {output} > {log} 2>&1"
+
+
+rule sparse_parity_table:
+    # Every model's accuracy in one tidy table (k_train, length, k_test, n, accuracy, ...).
+    input:
+        expand(f"{SP_DIR}/K{{K}}/eval.csv", K=SP["k_train"]),
+    output:
+        SPARSE_PARITY_TABLE,
+    log:
+        f"{LOGS}/sparse_parity/table.log",
+    shell:
+        "{PY} -m lengen.evaluate combine --tables {input} --out {output} > {log} 2>&1"
