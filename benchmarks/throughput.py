@@ -17,6 +17,7 @@ import torch
 from lengen import specs
 from lengen.config import load
 from lengen.data import step_rng
+from lengen.hf import to_transformers
 from lengen.tasks import sparse_parity as sp
 from lengen.train import build_model, scored_loss
 
@@ -30,27 +31,6 @@ def matmul_ceiling(n: int = 1024, reps: int = 20) -> float:
         a @ b
         best = min(best, time.perf_counter() - t)
     return 2 * n**3 / best / 1e9
-
-
-def hf_model(model):
-    """transformers' GPT-NeoX with our model's sizes (weights are irrelevant for speed)."""
-    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
-
-    c = model.cfg
-    return GPTNeoXForCausalLM(
-        GPTNeoXConfig(
-            vocab_size=c.vocab_size,
-            hidden_size=c.d_model,
-            num_hidden_layers=c.n_layer,
-            num_attention_heads=c.n_head,
-            intermediate_size=c.mlp_dim,
-            rotary_pct=c.rotary_pct,
-            hidden_dropout=0.0,
-            attention_dropout=0.0,
-            max_position_embeddings=4096,
-            attn_implementation="sdpa",
-        )
-    )
 
 
 def time_steps(forward, params, spec: dict, steps: int) -> float:
@@ -90,7 +70,7 @@ def main() -> None:
     torch.set_num_threads(cfg["runtime"]["threads_per_job"])
     spec = specs.sparse_parity_train(cfg, max(cfg["sparse_parity"]["k_train"]))
     ours = build_model(spec)
-    theirs = hf_model(ours)
+    theirs = to_transformers(ours).train()
     mean_len = (spec["task"]["train_min_len"] + spec["task"]["train_max_len"]) / 2 + 2
     ceiling = matmul_ceiling()
     ours_tps = time_steps(ours, ours.parameters(), spec, args.steps)

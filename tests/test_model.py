@@ -5,38 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from lengen.hf import to_transformers
 from lengen.model import GPTNeoX, ModelConfig
-
-
-def hf_twin(model: GPTNeoX):
-    """transformers' GPTNeoXForCausalLM with the same sizes and weights."""
-    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
-
-    c = model.cfg
-    hf_cfg = GPTNeoXConfig(
-        vocab_size=c.vocab_size,
-        hidden_size=c.d_model,
-        num_hidden_layers=c.n_layer,
-        num_attention_heads=c.n_head,
-        intermediate_size=c.mlp_dim,
-        rotary_pct=c.rotary_pct,
-        rotary_emb_base=c.rope_base,
-        layer_norm_eps=c.layer_norm_eps,
-        hidden_dropout=0.0,
-        attention_dropout=0.0,
-        use_parallel_residual=True,
-        tie_word_embeddings=False,
-        max_position_embeddings=4096,
-    )
-    hf = GPTNeoXForCausalLM(hf_cfg).eval()
-    state = {
-        (k.replace("embed_out", "lm_head") if k.startswith("embed_out") else f"gpt_neox.{k}"): v
-        for k, v in model.state_dict().items()
-    }
-    missing, unexpected = hf.load_state_dict(state, strict=False)
-    assert not unexpected, unexpected
-    assert all("inv_freq" in m for m in missing), missing
-    return hf
 
 
 @pytest.mark.parametrize("rotary_pct", [0.25, 1.0])
@@ -48,7 +18,7 @@ def test_same_outputs_as_transformers_gpt_neox(rotary_pct):
     for p in model.parameters():  # non-trivial biases and norms too
         torch.nn.init.normal_(p, std=0.2)
     model.eval()
-    hf = hf_twin(model)
+    hf = to_transformers(model)
     ids = torch.randint(0, 30, (3, 17))
     pos = torch.sort(torch.randint(1, 400, (3, 17)), dim=1).values  # arbitrary (PoSE-like) IDs
     with torch.no_grad():
