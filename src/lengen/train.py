@@ -95,7 +95,6 @@ def setup_runtime(runtime: dict) -> None:
     if runtime["device"] == "cpu":
         os.environ["DS_ACCELERATOR"] = "cpu"
         torch.set_num_threads(runtime["threads_per_job"])
-        torch.set_num_interop_threads(1) if torch.get_num_interop_threads() > 1 else None
     import deepspeed.ops
 
     # Single CPU process: skip the JIT-compiled shared-memory comm op (45-120 s, unused).
@@ -160,15 +159,8 @@ def train(spec: dict, out: Path, stop_after: int | None = None) -> Path:
     if _latest_step(ckpt_dir) is not None:
         _, client = engine.load_checkpoint(str(ckpt_dir))
         start = client["step"]
-    run = None
     if rank == 0:
-        (out / "spec.json").write_text(json.dumps(spec, indent=2, sort_keys=True))
-        trk = spec["tracking"]
-        run = tracking.start_run(
-            trk["uri"], trk["experiment"], spec["run_name"], out / "mlflow_run_id"
-        )
-        if start == 0:
-            tracking.log_params_once(spec, model)
+        _open_run(spec, out, model, resumed=start > 0)
     every, ckpt_every = train_cfg.get("log_every", 50), train_cfg.get("checkpoint_every", 1000)
     bar = tqdm(
         range(start, train_cfg["steps"]),
@@ -206,16 +198,31 @@ def train(spec: dict, out: Path, stop_after: int | None = None) -> Path:
             if rank == 0:
                 _prune(ckpt_dir, f"step_{done}")
         if stop_after is not None and done >= stop_after:
-            if run is not None:
+            if rank == 0:
                 tracking.end_run()
             return out / "model.pt"
     path = out / "model.pt"
     if rank == 0:
-        state = {k: v.detach().float().cpu() for k, v in engine.module.state_dict().items()}
-        torch.save({"model_config": model.cfg.to_dict(), "state_dict": state, "spec": spec}, path)
+        _save_final(engine, spec, path)
         tracking.end_run()
         shutil.rmtree(ckpt_dir, ignore_errors=True)
     return path
+
+
+def _open_run(spec: dict, out: Path, model: GPTNeoX, resumed: bool) -> None:
+    """Write the spec beside the run and start (or resume) its MLflow run."""
+    (out / "spec.json").write_text(json.dumps(spec, indent=2, sort_keys=True))
+    trk = spec["tracking"]
+    tracking.start_run(trk["uri"], trk["experiment"], spec["run_name"], out / "mlflow_run_id")
+    if not resumed:
+        tracking.log_params_once(spec, model)
+
+
+def _save_final(engine, spec: dict, path: Path) -> None:
+    """Final fp32 weights, model config and spec in one file, readable without DeepSpeed."""
+    state = {k: v.detach().float().cpu() for k, v in engine.module.state_dict().items()}
+    config = engine.module.cfg.to_dict()
+    torch.save({"model_config": config, "state_dict": state, "spec": spec}, path)
 
 
 def load_model(path: str | Path, device: str = "cpu") -> GPTNeoX:
