@@ -7,10 +7,12 @@ configfile: "config/config.yaml"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/sparse_parity.smk"
+include: "workflow/rules/scratchpad.smk"
 
 
 rule all:
     input:
         SPARSE_PARITY_FIGURES,
         SPARSE_PARITY_TABLE,
+        SCRATCHPAD_OUTPUTS,
     default_target: True

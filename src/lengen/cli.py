@@ -8,7 +8,10 @@ import sys
 
 import numpy as np
 
+from lengen.positions import SCHEMES
+from lengen.tasks import parity_scratchpad as ps
 from lengen.tasks import sparse_parity as sp
+from lengen.tasks import variable_assignment as va
 
 
 def _sample_sparse_parity(args: argparse.Namespace) -> list[dict]:
@@ -21,6 +24,40 @@ def _sample_sparse_parity(args: argparse.Namespace) -> list[dict]:
     return sp.to_records(sp.test_example(batch), batch, args.vocab_n)
 
 
+def _sample_parity_scratchpad(args: argparse.Namespace) -> list[dict]:
+    """Parity-with-scratchpad examples (App. E.2.1) with the scheme's test-time IDs."""
+    if args.length % 2:
+        raise SystemExit(f"--length must be even (it is 2l), got {args.length}")
+    batch = ps.sample(np.random.default_rng(args.seed), args.n, args.length, args.jump)
+    return ps.to_records(ps.test_example(batch, args.scheme), batch)
+
+
+def _sample_variable_assignment(args: argparse.Namespace) -> list[dict]:
+    """Variable-assignment examples (App. E.3.1) with the scheme's test-time IDs."""
+    batch = va.sample(
+        np.random.default_rng(args.seed),
+        args.n,
+        args.length,
+        args.depth,
+        args.n_vars,
+        scratchpad=not args.no_scratchpad,
+    )
+    return va.to_records(va.test_example(batch, args.scheme), batch, args.n_vars)
+
+
+def _common(p: argparse.ArgumentParser, scheme: bool = False) -> None:
+    """Options every sampler takes."""
+    p.add_argument("--n", type=int, default=1, help="number of examples")
+    p.add_argument("--seed", type=int, default=0)
+    if scheme:
+        p.add_argument(
+            "--scheme",
+            choices=SCHEMES,
+            default="ppc",
+            help="position IDs: coupled (ppc) or true IDs 1..T (absolute, rope_pose)",
+        )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `lengen` command."""
     parser = argparse.ArgumentParser(prog="lengen", description=__doc__)
@@ -30,10 +67,21 @@ def main(argv: list[str] | None = None) -> None:
     p = tasks.add_parser("sparse_parity", help="sparse parity, App. E.1")
     p.add_argument("--k", type=int, required=True, help="number of flagged positions")
     p.add_argument("--length", type=int, required=True, help="2l, the length of the J/bit part")
-    p.add_argument("--n", type=int, default=1, help="number of examples")
-    p.add_argument("--seed", type=int, default=0)
+    _common(p)
     p.add_argument("--vocab-n", type=int, default=20, help="N, the integer alphabet size")
     p.set_defaults(fn=_sample_sparse_parity)
+    p = tasks.add_parser("parity_scratchpad", help="parity with scratchpad and jumps, App. E.2")
+    p.add_argument("--jump", type=int, default=1, help="k: scratchpad bit i = parity of k*i bits")
+    p.add_argument("--length", type=int, required=True, help="2l; l is the number of input bits")
+    _common(p, scheme=True)
+    p.set_defaults(fn=_sample_parity_scratchpad)
+    p = tasks.add_parser("variable_assignment", help="variable assignment, App. E.3")
+    p.add_argument("--depth", type=int, required=True, help="d, assignments per chain")
+    p.add_argument("--length", type=int, required=True, help="l, bound on the assignment part")
+    p.add_argument("--n-vars", type=int, default=200, help="number of variables")
+    p.add_argument("--no-scratchpad", action="store_true", help="answer token only (Fig. 3c)")
+    _common(p, scheme=True)
+    p.set_defaults(fn=_sample_variable_assignment)
     args = parser.parse_args(argv)
     try:
         records = args.fn(args)

@@ -52,6 +52,46 @@ def _cross_checks(cfg: dict) -> list[tuple[str, str]]:
                 )
         if sp["model"]["d_model"] % sp["model"]["n_head"]:
             errors.append(("sparse_parity.model.d_model", "must be divisible by n_head"))
+    for name in ("parity_scratchpad", "variable_assignment"):
+        if name in cfg:
+            errors += _scratchpad_checks(name, cfg[name])
+    return errors
+
+
+def _longest_tokens(name: str, section: dict, length: int) -> int:
+    """Tokens of the longest sequence at a task length (for the position-ID range)."""
+    if name == "parity_scratchpad":
+        return length + 2  # <BOS>, l bits, <SEP>, at most l scratchpad bits
+    return length + 4 + 3 * max(section["depths"])  # <BOS>, v_init, <SEP1>, l, <SEP2>, 3d
+
+
+def _scratchpad_checks(name: str, section: dict) -> list[tuple[str, str]]:
+    """Cross-key constraints of a scratchpad experiment (Sec. 5.2)."""
+    errors = []
+    if section["train_min_len"] > section["train_max_len"]:
+        errors.append((f"{name}.train_min_len", "must be <= train_max_len"))
+    longest = max(max(section["eval"]["lengths"]), section["train_max_len"])
+    needed = _longest_tokens(name, section, longest)
+    if needed > section["l_max"]:
+        errors.append((f"{name}.l_max", f"must be >= {needed}, the longest sequence's true IDs"))
+    if section["model"]["d_model"] % section["model"]["n_head"]:
+        errors.append((f"{name}.model.d_model", "must be divisible by n_head"))
+    for var_name, var in section["variants"].items():
+        key = f"{name}.variants.{var_name}"
+        if name == "variable_assignment" and "scratchpad" not in var:
+            errors.append((f"{key}.scratchpad", "is required for variable_assignment"))
+        if var["scheme"] == "ppc" and var.get("scratchpad", True) is False:
+            errors.append((f"{key}.scheme", "ppc needs a scratchpad to couple"))
+    for fig, spec in section["figures"].items():
+        if fig == "style":
+            continue
+        missing = set(spec["panels"]) - set(section["variants"])
+        if missing:
+            errors.append((f"{name}.figures.{fig}.panels", f"{sorted(missing)} not in variants"))
+    if name == "variable_assignment":
+        short = min(section["train_min_len"], *section["eval"]["lengths"])
+        if short < 3 * max(section["depths"]):
+            errors.append((f"{name}.train_min_len", "every length must fit one chain (3 d)"))
     return errors
 
 

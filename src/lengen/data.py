@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 IGNORE = -100  # label of positions that are not scored
+TEST_STREAM = 7  # salts test-set seeds: they never collide with training's (seed, step, rank)
 
 
 @dataclass
@@ -19,12 +20,16 @@ class Example:
     target_mask: np.ndarray
 
     def model_inputs(self, device: str | torch.device = "cpu") -> dict[str, torch.Tensor]:
-        """Next-token inputs: ids/positions of tokens[:-1], labels tokens[1:] where scored."""
-        labels = np.where(self.target_mask[:, 1:] == 1, self.tokens[:, 1:], IGNORE)
+        """Next-token inputs: ids/positions of tokens[:-1]; labels tokens[1:] and position labels
+        position_ids[1:] (the PPC head's targets, Sec. 5.2) where scored, IGNORE elsewhere."""
+        scored = self.target_mask[:, 1:] == 1
+        labels = np.where(scored, self.tokens[:, 1:], IGNORE)
+        position_labels = np.where(scored, self.position_ids[:, 1:], IGNORE)
         return {
             "input_ids": torch.as_tensor(self.tokens[:, :-1], device=device),
             "position_ids": torch.as_tensor(self.position_ids[:, :-1], device=device),
             "labels": torch.as_tensor(labels, device=device),
+            "position_labels": torch.as_tensor(position_labels, device=device),
         }
 
 

@@ -1,5 +1,10 @@
-"""Length-sweep evaluation (Sec. 5.1): accuracy of the final token per (2l, k_test), batched by
-length, written as a tidy CSV per model and logged to that model's MLflow run."""
+"""Length-sweep evaluation, written as a tidy CSV per model and logged to that model's MLflow run.
+
+- Sparse parity (Sec. 5.1): accuracy of the final token per (2l, k_test), batched by length.
+- Scratchpad tasks (Sec. 5.2): greedy generation after the separator (lengen.decode); accuracy is
+  the fraction of examples with every scratchpad token and, for PPC, every predicted position ID
+  right (Fig. 2, 3a); answer-token accuracy without a scratchpad (Fig. 3c).
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,10 @@ import torch
 from tqdm import tqdm
 
 from lengen import tracking
+from lengen.decode import exact_match, greedy_decode
+from lengen.tasks import parity_scratchpad as ps
 from lengen.tasks import sparse_parity as sp
+from lengen.tasks import variable_assignment as va
 from lengen.train import load_model
 
 
@@ -73,30 +81,94 @@ def evaluate(model_path: Path, testset: Path, batch_size: int, out: Path) -> pd.
             }
         )
     table = pd.DataFrame(rows)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out, index=False)
-    run_id_file = model_path.parent / "mlflow_run_id"
-    if run_id_file.exists():
-        tracking.resume_run(saved_spec["tracking"]["uri"], run_id_file)
-        tracking.log_metrics(
-            {f"acc_len{r.length}_k{r.k_test}": r.accuracy for r in table.itertuples()}, 0
-        )
-        tracking.log_artifact(out)
-        tracking.end_run()
+    _write_and_log(table, saved_spec, model_path, out)
     return table
 
 
+def scratchpad_testset(spec: dict, eval_cfg: dict, test_seed: int) -> dict:
+    """Fixed test draws per length for a scratchpad spec; the same for every model and variant."""
+    task = spec["task"]
+    if spec["experiment"] == "parity_scratchpad":
+        return ps.make_testset(eval_cfg, task["jump"], test_seed)
+    return va.make_testset(eval_cfg, task["depth"], task["n_vars"], task["scratchpad"], test_seed)
+
+
+@torch.no_grad()
+def generation_accuracy(model, batch, scheme: str, batch_size: int) -> float:
+    """Fraction of examples generated exactly right from the prompt (tokens, and IDs for ppc)."""
+    task = ps if isinstance(batch, ps.Batch) else va
+    example = task.test_example(batch, scheme)
+    n_new = example.tokens.shape[1] - batch.prompt_len
+    correct = 0
+    for i in range(0, len(example.tokens), batch_size):
+        tokens = example.tokens[i : i + batch_size]
+        ids = example.position_ids[i : i + batch_size]
+        gen = greedy_decode(model, tokens[:, : batch.prompt_len], ids[:, : batch.prompt_len], n_new)
+        correct += exact_match(gen, tokens, ids, check_positions=scheme == "ppc").sum()
+    return float(correct / len(example.tokens))
+
+
+def evaluate_scratchpad(
+    model_path: Path, eval_cfg: dict, test_seed: int, out: Path
+) -> pd.DataFrame:
+    """Exact-match accuracy of one scratchpad model over the test lengths."""
+    torch.set_num_threads(1)
+    spec = torch.load(model_path, map_location="cpu", weights_only=True)["spec"]
+    model = load_model(model_path)
+    task = spec["task"]
+    param = "jump" if spec["experiment"] == "parity_scratchpad" else "depth"
+    rows = []
+    testset = scratchpad_testset(spec, eval_cfg, test_seed)
+    for length, batch in tqdm(testset.items(), desc="eval", mininterval=5):
+        rows.append(
+            {
+                "experiment": spec["experiment"],
+                "variant": spec["variant"],
+                "scheme": task["scheme"],
+                "scratchpad": task.get("scratchpad", True),
+                param: task[param],
+                "seed": spec["seed"],
+                "length": length,
+                "n": len(batch.tokens),
+                "accuracy": generation_accuracy(
+                    model, batch, task["scheme"], eval_cfg["batch_size"]
+                ),
+            }
+        )
+    table = pd.DataFrame(rows)
+    _write_and_log(table, spec, model_path, out)
+    return table
+
+
+def _write_and_log(table: pd.DataFrame, spec: dict, model_path: Path, out: Path) -> None:
+    """Write the table; log accuracies and the table to the model's MLflow run."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out, index=False)
+    run_id_file = model_path.parent / "mlflow_run_id"
+    if not run_id_file.exists():
+        return
+    tracking.resume_run(spec["tracking"]["uri"], run_id_file)
+    suffix = (lambda r: f"_k{r.k_test}") if "k_test" in table else (lambda r: "")
+    tracking.log_metrics(
+        {f"acc_len{r.length}{suffix(r)}": r.accuracy for r in table.itertuples()}, 0
+    )
+    tracking.log_artifact(out)
+    tracking.end_run()
+
+
 def combine(tables: list[Path], out: Path) -> pd.DataFrame:
-    """One tidy table from per-model tables, sorted by K_train, length and k_test."""
+    """One tidy table from per-model tables, sorted by setting, seed, length (and k_test)."""
     table = pd.concat([pd.read_csv(p) for p in tables], ignore_index=True)
-    table = table.sort_values(["k_train", "length", "k_test"], ignore_index=True)
+    order = ["k_train", "variant", "jump", "depth", "seed", "length", "k_test"]
+    table = table.sort_values([c for c in order if c in table], ignore_index=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(out, index=False)
     return table
 
 
 def main(argv: list[str] | None = None) -> None:
-    """CLI: `testset` writes the fixed test set; `run` scores one model; `combine` joins tables."""
+    """CLI: `testset` writes the sparse-parity test set; `run` scores a sparse-parity model;
+    `generate` scores a scratchpad model; `combine` joins tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("testset")
@@ -109,6 +181,11 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--testset", type=Path, required=True)
     r.add_argument("--batch-size", type=int, default=128)
     r.add_argument("--out", type=Path, required=True)
+    g = sub.add_parser("generate", help="score a scratchpad-task model by greedy generation")
+    g.add_argument("--model", type=Path, required=True)
+    g.add_argument("--eval", required=True, help="JSON of the eval config section")
+    g.add_argument("--seed", type=int, required=True, help="test-set seed (the config's)")
+    g.add_argument("--out", type=Path, required=True)
     c = sub.add_parser("combine")
     c.add_argument("--tables", nargs="+", type=Path, required=True)
     c.add_argument("--out", type=Path, required=True)
@@ -117,6 +194,8 @@ def main(argv: list[str] | None = None) -> None:
         write_testset(json.loads(args.eval), args.n, args.seed, args.out)
     elif args.cmd == "run":
         evaluate(args.model, args.testset, args.batch_size, args.out)
+    elif args.cmd == "generate":
+        evaluate_scratchpad(args.model, json.loads(args.eval), args.seed, args.out)
     else:
         combine(args.tables, args.out)
 

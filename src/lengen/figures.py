@@ -1,4 +1,5 @@
-"""Figures with seaborn: Fig. 1 / Fig. 7 (sparse parity accuracy vs test length, Sec. 5.1)."""
+"""Figures with seaborn: accuracy vs test length for sparse parity (Figs. 1, 7; Sec. 5.1) and the
+scratchpad tasks with their ablations (Figs. 2, 8, 3a-d; Sec. 5.2)."""
 
 from __future__ import annotations
 
@@ -49,10 +50,70 @@ def sparse_parity_figure(
     plt.close(grid.figure)
 
 
+PANEL_LABELS = {
+    "ppc": "Predictive Position Coupling",
+    "absolute": "absolute PE, random shift (no coupling)",
+    "no_coupling": "scratchpad, no coupling",
+    "no_scratchpad": "RoPE + PoSE, no scratchpad",
+    "rope_pose": "RoPE + PoSE",
+}
+
+
+def scratchpad_figure(
+    table: pd.DataFrame,
+    panels: list[str],
+    title: str,
+    out: Path,
+    style: dict,
+    train_range: tuple[int, int] | None,
+) -> None:
+    """Exact-match accuracy vs test length, a line per jump / depth (mean over training runs with
+    a 95% CI band, as the paper), a panel per variant in `panels` order (Figs. 2, 8, 3a-d)."""
+    style = {**DEFAULT_STYLE, **style}
+    sns.set_theme(context=style["context"], style="whitegrid")
+    param = "jump" if "jump" in table else "depth"
+    table = table[table["variant"].isin(panels)].copy()
+    letters = "abcdefgh" if len(panels) > 1 else ""
+    names = {
+        v: (f"({letters[i]}) " if letters else "") + PANEL_LABELS.get(v, v)
+        for i, v in enumerate(panels)
+    }
+    table["panel"] = table["variant"].map(names)
+    x = "test length 2l" if param == "jump" else "test length l"
+    table = table.rename(columns={"length": x})
+    grid = sns.relplot(
+        data=table,
+        x=x,
+        y="accuracy",
+        hue=param,
+        col="panel",
+        col_order=[names[v] for v in panels],
+        kind="line",
+        marker="o",
+        errorbar=("ci", 95),
+        palette="viridis",
+        height=style["height"],
+        aspect=style["aspect"],
+        facet_kws={"sharey": True},
+    )
+    grid.set_titles("{col_name}")
+    grid.set(ylim=(-0.02, 1.02))
+    for ax in grid.axes.flat:
+        if train_range:
+            ax.axvspan(*train_range, color="grey", alpha=0.15, lw=0)
+    runs = table.groupby("variant")["seed"].nunique()
+    counts = ", ".join(f"{v} {runs[v]}" for v in panels if v in runs)
+    grid.figure.suptitle(f"{title}\ntraining runs per line: {counts}", y=1.08)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    grid.figure.savefig(out, dpi=style["dpi"], bbox_inches="tight")
+    plt.close(grid.figure)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """CLI: python -m lengen.figures sparse_parity --tables A.csv B.csv --out fig.png."""
+    """CLI: python -m lengen.figures {sparse_parity|scratchpad} --tables A.csv ... --out fig.png."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("figure", choices=["sparse_parity"])
+    parser.add_argument("figure", choices=["sparse_parity", "scratchpad"])
+    parser.add_argument("--panels", nargs="+", help="scratchpad: variant per panel")
     parser.add_argument("--tables", nargs="+", type=Path, required=True)
     parser.add_argument("--title", default="")
     parser.add_argument("--style", default="{}", help="JSON of style overrides")
@@ -60,7 +121,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     table = pd.concat([pd.read_csv(p) for p in args.tables], ignore_index=True)
-    sparse_parity_figure(table, args.title, args.out, json.loads(args.style), args.train_range)
+    style = json.loads(args.style)
+    if args.figure == "sparse_parity":
+        sparse_parity_figure(table, args.title, args.out, style, args.train_range)
+    else:
+        scratchpad_figure(table, args.panels, args.title, args.out, style, args.train_range)
 
 
 if __name__ == "__main__":

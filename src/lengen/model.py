@@ -3,8 +3,10 @@
 Same computation as transformers' GPTNeoXModel + embed_out (parallel residual, fused QKV laid out
 per head, partial RoPE, GeLU MLP, final LayerNorm); tests/test_model.py checks equal outputs
 given the same weights. The position scheme is a named piece from lengen.positions: RoPE at
-arbitrary IDs (PoSE in training, true IDs at test) or learned absolute embeddings. The model knows
-nothing of DeepSpeed, MLflow or Snakemake.
+arbitrary IDs (PoSE in training, true IDs at test) or learned absolute embeddings. With
+`predict_positions`, a second output head predicts the next token's position ID (Predictive Position
+Coupling, Sec. 5.2). A `KVCache` makes step-by-step greedy decoding cost one token per step. The
+model knows nothing of DeepSpeed, MLflow or Snakemake.
 """
 
 from __future__ import annotations
@@ -30,13 +32,16 @@ class ModelConfig:
     position: str = "rope"  # one of POSITION_SCHEMES
     rotary_pct: float = 1.0  # fraction of each head's channels rotated by RoPE
     rope_base: float = 10000.0
-    l_max: int = 512  # largest position ID (absolute embeddings only)
+    l_max: int = 512  # largest position ID (absolute embeddings, position head)
+    predict_positions: bool = False  # PPC head over IDs 0..l_max (Sec. 5.2)
     layer_norm_eps: float = 1e-5
     init_std: float = 0.02
 
     def __post_init__(self):
         if self.position not in POSITION_SCHEMES:
             raise ValueError(f"position must be one of {POSITION_SCHEMES}, got {self.position!r}")
+        if self.predict_positions and self.position != "absolute":
+            raise ValueError("predict_positions needs position='absolute' (Sec. 5.2)")
         if self.d_model % self.n_head:
             raise ValueError(f"d_model={self.d_model} not divisible by n_head={self.n_head}")
 
@@ -55,11 +60,33 @@ class ModelConfig:
         return asdict(self)
 
 
+class KVCache:
+    """Keys and values of every layer for the tokens decoded so far (B, H, T, D each)."""
+
+    def __init__(self, n_layer: int):
+        self.layers: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * n_layer
+
+    @property
+    def length(self) -> int:
+        """Number of cached tokens."""
+        first = self.layers[0]
+        return 0 if first is None else first[0].shape[2]
+
+    def extend(self, layer: int, k: torch.Tensor, v: torch.Tensor):
+        """Append this step's keys/values of one layer; return all of them."""
+        past = self.layers[layer]
+        if past is not None:
+            k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
+        self.layers[layer] = (k, v)
+        return k, v
+
+
 class Attention(nn.Module):
     """Causal multi-head self-attention with GPT-NeoX's fused, per-head QKV layout."""
 
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: ModelConfig, index: int = 0):
         super().__init__()
+        self.index = index  # layer number, for the KV cache
         self.n_head, self.head_dim = cfg.n_head, cfg.head_dim
         self.query_key_value = nn.Linear(cfg.d_model, 3 * cfg.d_model)
         self.dense = nn.Linear(cfg.d_model, cfg.d_model)
@@ -70,14 +97,23 @@ class Attention(nn.Module):
         rope: RotaryEmbedding | None,
         cos_sin: tuple[torch.Tensor, torch.Tensor] | None,
         attn_mask: torch.Tensor | None = None,
+        cache: KVCache | None = None,
     ) -> torch.Tensor:
-        """x (B, T, C) -> (B, T, C); attn_mask (B or 1, 1, T, T) bool replaces the causal mask."""
+        """x (B, T, C) -> (B, T, C); attn_mask (B or 1, 1, T, T) bool replaces the causal mask.
+
+        With a cache, x is either the whole prompt (empty cache) or one new token.
+        """
         B, T, C = x.shape
         qkv = self.query_key_value(x).view(B, T, self.n_head, 3 * self.head_dim).transpose(1, 2)
         q, k, v = qkv.split(self.head_dim, dim=-1)
         if rope is not None:
             q, k = rope.rotate(q, *cos_sin), rope.rotate(k, *cos_sin)
-        if attn_mask is None:
+        decoding = cache is not None and cache.layers[self.index] is not None
+        if cache is not None:
+            k, v = cache.extend(self.index, k, v)
+        if decoding:  # one new token attends to everything before it
+            y = F.scaled_dot_product_attention(q, k, v)
+        elif attn_mask is None:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
@@ -100,21 +136,24 @@ class MLP(nn.Module):
 class Block(nn.Module):
     """GPT-NeoX layer with parallel residual: x + attn(ln1(x)) + mlp(ln2(x))."""
 
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: ModelConfig, index: int = 0):
         super().__init__()
         self.input_layernorm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.post_attention_layernorm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
-        self.attention = Attention(cfg)
+        self.attention = Attention(cfg, index)
         self.mlp = MLP(cfg)
 
-    def forward(self, x, rope, cos_sin, attn_mask=None) -> torch.Tensor:
+    def forward(self, x, rope, cos_sin, attn_mask=None, cache=None) -> torch.Tensor:
         """One layer."""
-        attn = self.attention(self.input_layernorm(x), rope, cos_sin, attn_mask)
+        attn = self.attention(self.input_layernorm(x), rope, cos_sin, attn_mask, cache)
         return x + attn + self.mlp(self.post_attention_layernorm(x))
 
 
 class GPTNeoX(nn.Module):
-    """Decoder-only GPT-NeoX language model returning next-token logits."""
+    """Decoder-only GPT-NeoX language model returning next-token logits.
+
+    With cfg.predict_positions it returns (token logits, next-position logits) instead.
+    """
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -127,9 +166,12 @@ class GPTNeoX(nn.Module):
             self.rope = RotaryEmbedding(rotary_dim, cfg.rope_base)
         else:
             self.abs_pos = LearnedAbsolutePositions(cfg.l_max, cfg.d_model)
-        self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        self.layers = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layer))
         self.final_layer_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.embed_out = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.position_out = None
+        if cfg.predict_positions:  # PPC: "an additional output embedding module" (Sec. 5.2)
+            self.position_out = nn.Linear(cfg.d_model, cfg.l_max + 1, bias=False)
         self.apply(self._init_weights)
 
     def _init_weights(self, module: nn.Module) -> None:
@@ -144,8 +186,10 @@ class GPTNeoX(nn.Module):
         input_ids: torch.Tensor,
         position_ids: torch.Tensor,
         attn_mask: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        """Logits (B, T, V) for input_ids (B, T) at position_ids (B, T)."""
+        cache: KVCache | None = None,
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """Logits (B, T, V) for input_ids (B, T) at position_ids (B, T); with the PPC head, also
+        next-position logits (B, T, l_max + 1). A cache holds the earlier tokens' keys/values."""
         x = self.embed_in(input_ids)
         cos_sin = None
         if self.rope is not None:
@@ -153,8 +197,11 @@ class GPTNeoX(nn.Module):
         else:
             x = x + self.abs_pos(position_ids)
         for layer in self.layers:
-            x = layer(x, self.rope, cos_sin, attn_mask)
-        return self.embed_out(self.final_layer_norm(x))
+            x = layer(x, self.rope, cos_sin, attn_mask, cache)
+        x = self.final_layer_norm(x)
+        if self.position_out is None:
+            return self.embed_out(x)
+        return self.embed_out(x), self.position_out(x)
 
     def num_params(self) -> int:
         """Number of trainable parameters."""

@@ -1,7 +1,14 @@
 """Position schemes, each a named piece: RoPE (Sec. 2.2 / App. E), PoSE position IDs (Sec. 2.2),
 learned absolute embeddings with a random training shift (Sec. 5.2).
 
-Position IDs are 1-based everywhere: a test-time sequence of T tokens has IDs 1..T (Sec. 2.2).
+True position IDs are 1-based: a test-time sequence of T tokens has IDs 1..T (Sec. 2.2). Coupled
+IDs (Sec. 5.2, App. E.2-E.3) are the task's own and give <BOS> and the separator ID 0.
+
+The scratchpad tasks select one of three SCHEMES (Sec. 5.2 and its ablations, Figs. 3, 8):
+- "ppc": coupled IDs, learned absolute embeddings, shifted by a random offset in training, and a
+  second output head that predicts the next coupled ID (Predictive Position Coupling);
+- "absolute": true IDs with the same embeddings and random shift, no coupling (Fig. 8a, Fig. 3b);
+- "rope_pose": RoPE with PoSE IDs in training, true IDs at test (Fig. 8b, Fig. 3c-d).
 """
 
 from __future__ import annotations
@@ -10,7 +17,8 @@ import numpy as np
 import torch
 from torch import nn
 
-POSITION_SCHEMES = ("rope", "absolute")
+POSITION_SCHEMES = ("rope", "absolute")  # how the model consumes IDs
+SCHEMES = ("ppc", "absolute", "rope_pose")  # which IDs a scratchpad task feeds (see above)
 
 
 def true_position_ids(batch: int, length: int) -> np.ndarray:
@@ -44,6 +52,40 @@ def shift_position_ids(
         raise ValueError(f"position IDs up to {top.max()} exceed l_max={l_max}")
     offset = rng.integers(0, l_max - top + 1)
     return position_ids + offset[:, None]
+
+
+def _check_scheme(scheme: str) -> None:
+    """Raise on an unknown scheme name."""
+    if scheme not in SCHEMES:
+        raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
+
+
+def scheme_train_ids(
+    scheme: str, rng: np.random.Generator, coupled: np.ndarray, l_max: int
+) -> np.ndarray:
+    """Training IDs of a batch under a scheme, given its coupled IDs (B, T)."""
+    _check_scheme(scheme)
+    batch, length = coupled.shape
+    if scheme == "ppc":
+        return shift_position_ids(rng, coupled, l_max)
+    if scheme == "absolute":
+        return shift_position_ids(rng, true_position_ids(batch, length), l_max)
+    return pose_position_ids(rng, batch, length, l_max)
+
+
+def scheme_test_ids(scheme: str, coupled: np.ndarray) -> np.ndarray:
+    """Test-time IDs under a scheme: the coupled IDs for ppc, true IDs 1..T otherwise."""
+    _check_scheme(scheme)
+    return coupled.copy() if scheme == "ppc" else true_position_ids(*coupled.shape)
+
+
+def model_position(scheme: str) -> dict:
+    """Model options of a scheme: how IDs enter, and whether a head predicts the next ID."""
+    _check_scheme(scheme)
+    return {
+        "position": "rope" if scheme == "rope_pose" else "absolute",
+        "predict_positions": scheme == "ppc",
+    }
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:

@@ -7,9 +7,11 @@ slice changed (e.g. editing a figure's style reruns that figure, not the trainin
 from __future__ import annotations
 
 from lengen.config import tracking_uri
+from lengen.positions import model_position
 from lengen.tracking import experiment_name
 
-EXPERIMENTS = ("sparse_parity",)
+EXPERIMENTS = ("sparse_parity", "parity_scratchpad", "variable_assignment")
+SCRATCHPAD_PARAM = {"parity_scratchpad": "jump", "variable_assignment": "depth"}
 
 
 def sparse_parity_train(cfg: dict, k_train: int) -> dict:
@@ -32,6 +34,39 @@ def sparse_parity_train(cfg: dict, k_train: int) -> dict:
         "tracking": {
             "uri": tracking_uri(cfg),
             "experiment": experiment_name(cfg["tracking"]["experiment_prefix"], "sparse_parity"),
+        },
+    }
+
+
+def scratchpad_train(cfg: dict, experiment: str, variant: str, value: int, run: int) -> dict:
+    """Spec of run `run` of a scratchpad-task variant at jump / depth `value` (Sec. 5.2).
+
+    Run r trains from seed cfg.seed + r; every run is scored on the same test set (cfg.seed).
+    """
+    section = cfg[experiment]
+    param = SCRATCHPAD_PARAM[experiment]
+    var = section["variants"][variant]
+    task = {
+        param: value,
+        "scheme": var["scheme"],
+        "train_min_len": section["train_min_len"],
+        "train_max_len": section["train_max_len"],
+        "l_max": section["l_max"],
+    }
+    if experiment == "variable_assignment":
+        task.update(n_vars=section["n_vars"], scratchpad=var["scratchpad"])
+    return {
+        "experiment": experiment,
+        "variant": variant,
+        "run_name": f"{variant}/{param[0]}{value}/seed{run}",
+        "seed": cfg["seed"] + run,
+        "task": task,
+        "model": {**section["model"], **model_position(var["scheme"]), "l_max": section["l_max"]},
+        "train": section["train"],
+        "runtime": cfg["runtime"],
+        "tracking": {
+            "uri": tracking_uri(cfg),
+            "experiment": experiment_name(cfg["tracking"]["experiment_prefix"], experiment),
         },
     }
 

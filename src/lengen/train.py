@@ -43,6 +43,16 @@ def lr_lambda(train: dict):
     return f
 
 
+def training_loss(output, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Token loss on scored tokens; with the PPC head, plus its position loss there (Sec. 5.2)."""
+    if isinstance(output, tuple):
+        logits, position_logits = output
+        return scored_loss(logits, inputs["labels"]) + scored_loss(
+            position_logits, inputs["position_labels"]
+        )
+    return scored_loss(output, inputs["labels"])
+
+
 def scored_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy over positions whose label is not IGNORE."""
     return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=IGNORE)
@@ -176,7 +186,7 @@ def train(spec: dict, out: Path, stop_after: int | None = None) -> Path:
     for step in bar:
         batch = task.train_batch(rank_spec, step_rng(spec["seed"], step, rank), step)
         inputs = batch.model_inputs(device)
-        loss = scored_loss(engine(inputs["input_ids"], inputs["position_ids"]), inputs["labels"])
+        loss = training_loss(engine(inputs["input_ids"], inputs["position_ids"]), inputs)
         engine.backward(loss)
         engine.step()
         window.append(loss.item())

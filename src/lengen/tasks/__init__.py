@@ -1,6 +1,6 @@
 """Synthetic tasks of the paper (App. E), one module each, behind one small interface.
 
-A task module exposes `vocabulary(spec)` and `train_batch(spec, rng, step)`, the latter returning
+A task module exposes `vocab_size(spec)` and `train_batch(spec, rng, step)`, the latter returning
 a `lengen.data.Example` batch (tokens, position IDs, target mask) exactly as the model is fed.
 """
 
@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from lengen.tasks import sparse_parity
+from lengen.tasks import parity_scratchpad, sparse_parity, variable_assignment
 
-REGISTRY: dict[str, ModuleType] = {"sparse_parity": sparse_parity}
+REGISTRY: dict[str, ModuleType] = {
+    "sparse_parity": sparse_parity,
+    "parity_scratchpad": parity_scratchpad,
+    "variable_assignment": variable_assignment,
+}
 
 
 def get(name: str) -> ModuleType:

@@ -1,0 +1,77 @@
+"""Greedy generation with Predictive Position Coupling (Sec. 5.2).
+
+From the prompt (everything up to the separator), each step feeds back the predicted token and,
+for PPC, the *predicted* position ID from the model's position head; the true coupled IDs after
+the separator are never read (footnote 12: feeding them would do part of the computation). For
+the ablations without coupling the next ID is the true one, last ID + 1, which depends on nothing
+but the length. transformers' `generate()` cannot feed predicted position IDs, hence this loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from lengen.model import GPTNeoX, KVCache
+
+
+@dataclass
+class Generation:
+    """Generated continuation: tokens and the position IDs they were fed at (B, n_new)."""
+
+    tokens: np.ndarray
+    position_ids: np.ndarray
+
+
+def _split(output) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(token logits, position logits or None) of a model output."""
+    return output if isinstance(output, tuple) else (output, None)
+
+
+@torch.no_grad()
+def greedy_decode(
+    model: GPTNeoX,
+    prompt: np.ndarray,
+    prompt_ids: np.ndarray,
+    n_new: int,
+    use_cache: bool = True,
+) -> Generation:
+    """Generate n_new tokens after prompt (B, P) at prompt_ids (B, P), argmax at every step.
+
+    Position IDs come from the PPC head when the model has one, else last ID + 1. Without the
+    cache the whole sequence is recomputed every step (the reference the cache is tested against).
+    """
+    tokens = torch.as_tensor(prompt)
+    ids = torch.as_tensor(prompt_ids)
+    cache = KVCache(model.cfg.n_layer) if use_cache else None
+    new_tokens, new_ids = [], []
+    step_tokens, step_ids = tokens, ids
+    for _ in range(n_new):
+        logits, position_logits = _split(model(step_tokens, step_ids, cache=cache))
+        token = logits[:, -1].argmax(-1)
+        if position_logits is not None:
+            position = position_logits[:, -1].argmax(-1)
+        else:
+            position = ids[:, -1] + 1
+        new_tokens.append(token)
+        new_ids.append(position)
+        tokens = torch.cat([tokens, token[:, None]], dim=1)
+        ids = torch.cat([ids, position[:, None]], dim=1)
+        if use_cache:
+            step_tokens, step_ids = token[:, None], position[:, None]
+        else:
+            step_tokens, step_ids = tokens, ids
+    return Generation(torch.stack(new_tokens, 1).numpy(), torch.stack(new_ids, 1).numpy())
+
+
+def exact_match(
+    generation: Generation, tokens: np.ndarray, position_ids: np.ndarray, check_positions: bool
+) -> np.ndarray:
+    """Per row: every generated token (and, with check_positions, every ID) equals the target."""
+    n_new = generation.tokens.shape[1]
+    ok = (generation.tokens == tokens[:, -n_new:]).all(axis=1)
+    if check_positions:
+        ok &= (generation.position_ids == position_ids[:, -n_new:]).all(axis=1)
+    return ok

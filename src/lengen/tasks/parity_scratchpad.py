@@ -1,0 +1,130 @@
+"""Parity with a scratchpad and "jumps" (Sec. 5.2.1, App. E.2.1, Eq. (21)).
+
+Sequence: <BOS>, b_1, ..., b_l, <SEP>, s_1, ..., s_m with b_i ~ Unif{0, 1}, jump k, m = l / k and
+s_i = XOR(b_1, ..., b_{k i}) (k = 1 is the standard scratchpad b'_i of Eq. (21)). Every scratchpad
+token is predicted and scored. Coupled position IDs (App. E.2.1, each input ID repeated k times):
+
+    0, 1 (k times), 2 (k times), ..., m (k times), 0, 1, 2, ..., m.
+
+The paper's "length" is 2l (input plus scratchpad for k = 1). Where l is not a multiple of k it is
+rounded down to one (the scratchpad must end with the parity of all input bits); the paper does not
+say how it handles that case.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lengen.data import TEST_STREAM, Example
+from lengen.positions import scheme_test_ids, scheme_train_ids
+
+VOCAB = ("<BOS>", "<SEP>", "0", "1")
+BOS, SEP, ZERO, ONE = range(4)
+
+
+def vocabulary() -> list[str]:
+    """Token strings by ID."""
+    return list(VOCAB)
+
+
+def vocab_size(spec: dict) -> int:
+    """Number of token IDs."""
+    return len(VOCAB)
+
+
+@dataclass
+class Batch:
+    """Examples of one length: tokens, coupled IDs, target mask (B, T) and the task's fields."""
+
+    tokens: np.ndarray
+    coupled_ids: np.ndarray
+    target_mask: np.ndarray
+    jump: int
+    n_bits: int  # l after rounding down to a multiple of the jump
+
+    @property
+    def prompt_len(self) -> int:
+        """Tokens up to and including <SEP>: what generation starts from."""
+        return self.n_bits + 2
+
+
+def n_bits(length: int, jump: int) -> int:
+    """Input bits l for the paper's length 2l: l = length // 2 rounded down to a multiple of k."""
+    bits = (length // 2) // jump * jump
+    if bits < jump:
+        raise ValueError(f"length 2l={length} is too short for jump {jump}")
+    return bits
+
+
+def coupled_ids(bits: int, jump: int) -> np.ndarray:
+    """App. E.2.1 coupled IDs of one sequence: 0, each of 1..m repeated k times, 0, 1..m."""
+    m = bits // jump
+    scratch = np.arange(1, m + 1)
+    return np.concatenate([[0], np.repeat(scratch, jump), [0], scratch]).astype(np.int64)
+
+
+def sample(rng: np.random.Generator, n_examples: int, length: int, jump: int) -> Batch:
+    """Draw n_examples sequences of paper length 2l = length with the given jump."""
+    bits = n_bits(length, jump)
+    b = rng.integers(0, 2, size=(n_examples, bits))
+    scratch = np.cumsum(b, axis=1)[:, jump - 1 :: jump] % 2  # parity of the first k*i bits
+    m = scratch.shape[1]
+    tokens = np.concatenate(
+        [
+            np.full((n_examples, 1), BOS),
+            ZERO + b,
+            np.full((n_examples, 1), SEP),
+            ZERO + scratch,
+        ],
+        axis=1,
+    ).astype(np.int64)
+    target_mask = np.zeros_like(tokens)
+    target_mask[:, -m:] = 1
+    ids = np.tile(coupled_ids(bits, jump), (n_examples, 1))
+    return Batch(tokens, ids, target_mask, jump, bits)
+
+
+def train_batch(spec: dict, rng: np.random.Generator, step: int) -> Example:
+    """One training batch: one even length 2l ~ Unif[min, max], IDs by the spec's scheme."""
+    task, train = spec["task"], spec["train"]
+    length = 2 * int(rng.integers(task["train_min_len"] // 2, task["train_max_len"] // 2 + 1))
+    b = sample(rng, train["batch_size"], length, task["jump"])
+    pos = scheme_train_ids(task["scheme"], rng, b.coupled_ids, task["l_max"])
+    return Example(b.tokens, pos, b.target_mask)
+
+
+def test_example(b: Batch, scheme: str) -> Example:
+    """Test-time view of a draw: coupled IDs (ppc) or true IDs (absolute, rope_pose)."""
+    return Example(b.tokens, scheme_test_ids(scheme, b.coupled_ids), b.target_mask)
+
+
+def make_testset(eval_cfg: dict, jump: int, seed: int) -> dict[int, Batch]:
+    """Fixed test draws per length 2l, each from its own generator seeded by (seed, 2l, k)."""
+    return {
+        length: sample(
+            np.random.default_rng([seed, TEST_STREAM, length, jump]),
+            eval_cfg["n_examples"],
+            length,
+            jump,
+        )
+        for length in sorted(eval_cfg["lengths"])
+    }
+
+
+def to_records(example: Example, batch: Batch) -> list[dict]:
+    """JSON-ready rows: token strings, position IDs, target mask and the task's fields."""
+    m = batch.n_bits // batch.jump
+    return [
+        {
+            "tokens": [VOCAB[t] for t in example.tokens[i]],
+            "position_ids": example.position_ids[i].tolist(),
+            "target_mask": example.target_mask[i].tolist(),
+            "jump": batch.jump,
+            "length": 2 * batch.n_bits,
+            "answer": VOCAB[int(example.tokens[i, -1])],
+            "scratchpad_len": m,
+        }
+        for i in range(len(example.tokens))
+    ]

@@ -1,0 +1,167 @@
+"""Variable assignment with a scratchpad (Sec. 5.2.2, App. E.3.1, Eq. (22)).
+
+w chains of depth d, v_{j,1} <- v_{j,2}; ...; v_{j,d} <- v_{j,d+1}, with distinct variables drawn
+from v1..v<n_vars>, interleaved uniformly at random with each chain's order kept. Sequence:
+
+    <BOS>, v_{1,1}, <SEP1>, [the w*d assignments as triples v, <-, v'], <SEP2>, scratchpad
+
+where the scratchpad is the chain from v_init = v_{1,1}: v_{1,1}, <-, v_{1,2}, ..., v_{1,d}, <-,
+v_{1,d+1}; every token after <SEP2> is predicted and scored. Without a scratchpad (Fig. 3c) the
+sequence ends <SEP2>, v_{1,d+1} and only that answer token is scored. For a length l, w is the
+largest number of chains whose assignments (3 d w tokens) fit in l.
+
+Coupled IDs (App. E.3.1): true IDs 0, 1, ..., l' before <SEP2> (<BOS> = 0, l' = tokens before
+<SEP2> minus one), 0 for <SEP2>, then I_j, I_j + 1, I_j + 2 for the j-th scratchpad triple, where
+I_j is the ID of v_{1,j} on the left of its assignment in the input. They depend on the input:
+Predictive Position Coupling predicts them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lengen.data import TEST_STREAM, Example
+from lengen.positions import scheme_test_ids, scheme_train_ids
+
+SPECIALS = ("<BOS>", "<SEP1>", "<SEP2>", "<-")
+BOS, SEP1, SEP2, ARROW = range(4)
+
+
+def vocabulary(n_vars: int) -> list[str]:
+    """Token strings by ID: the four specials, then v1..v<n_vars>."""
+    return [*SPECIALS, *(f"v{i}" for i in range(1, n_vars + 1))]
+
+
+def vocab_size(spec: dict) -> int:
+    """Number of token IDs for this spec."""
+    return len(SPECIALS) + spec["task"]["n_vars"]
+
+
+@dataclass
+class Batch:
+    """Examples of one length: tokens, coupled IDs, target mask (B, T) and the task's fields."""
+
+    tokens: np.ndarray
+    coupled_ids: np.ndarray
+    target_mask: np.ndarray
+    depth: int
+    n_chains: int  # w
+    length: int  # l, the bound on the assignment part
+    scratchpad: bool
+
+    @property
+    def prompt_len(self) -> int:
+        """Tokens up to and including <SEP2>: what generation starts from."""
+        return 3 + 3 * self.depth * self.n_chains + 1
+
+
+def n_chains(length: int, depth: int) -> int:
+    """w: the most chains whose 3 d w assignment tokens fit in length l (App. E.3.1)."""
+    w = length // (3 * depth)
+    if w < 1:
+        raise ValueError(f"length l={length} is too short for one chain of depth {depth}")
+    return w
+
+
+def draw_instance(rng: np.random.Generator, w: int, depth: int, n_vars: int):
+    """Random chains (w, d+1) of distinct variable numbers and a random interleaving: the chain
+    of each of the w*d assignment slots, each chain appearing d times (its order kept)."""
+    chains = rng.choice(n_vars, size=w * (depth + 1), replace=False).reshape(w, depth + 1) + 1
+    chain_of_slot = rng.permutation(np.repeat(np.arange(w), depth))
+    return chains, chain_of_slot
+
+
+def encode(chains: np.ndarray, chain_of_slot: np.ndarray, scratchpad: bool = True):
+    """Tokens and coupled IDs of one instance (Eq. (22), App. E.3.1).
+
+    chains[j] = (v_{j,1}, ..., v_{j,d+1}) as variable numbers (1-based, chain 0 holds v_init);
+    chain_of_slot[s] = the chain whose next assignment fills slot s of the input.
+    """
+    w, depth = chains.shape[0], chains.shape[1] - 1
+    step_of_slot = np.zeros_like(chain_of_slot)
+    seen = np.zeros(w, dtype=np.int64)
+    for slot, c in enumerate(chain_of_slot):  # each chain's assignments in order
+        step_of_slot[slot] = seen[c]
+        seen[c] += 1
+    var = len(SPECIALS) - 1  # variable v_i has token ID 3 + i
+    lhs = chains[chain_of_slot, step_of_slot] + var
+    rhs = chains[chain_of_slot, step_of_slot + 1] + var
+    triples = np.stack([lhs, np.full_like(lhs, ARROW), rhs], axis=1).ravel()
+    prompt = np.concatenate([[BOS, chains[0, 0] + var, SEP1], triples, [SEP2]])
+    prompt_ids = np.concatenate([np.arange(len(prompt) - 1), [0]])  # true IDs, <SEP2> = 0
+    if not scratchpad:
+        return np.append(prompt, chains[0, depth] + var), np.append(prompt_ids, 0)
+    # I_j: ID of v_{1,j} on the left of its assignment, i.e. of the first token of its slot
+    starts = 3 + 3 * np.flatnonzero(chain_of_slot == 0)
+    tail_ids = np.add.outer(starts, np.arange(3)).ravel()  # I_j, I_j + 1, I_j + 2
+    return np.concatenate([prompt, prompt[tail_ids]]), np.concatenate([prompt_ids, tail_ids])
+
+
+def sample(
+    rng: np.random.Generator,
+    n_examples: int,
+    length: int,
+    depth: int,
+    n_vars: int,
+    scratchpad: bool = True,
+) -> Batch:
+    """Draw n_examples instances with assignment part of length <= l = length."""
+    w = n_chains(length, depth)
+    if w * (depth + 1) > n_vars:
+        raise ValueError(f"{w} chains of depth {depth} need more than {n_vars} variables")
+    rows = [encode(*draw_instance(rng, w, depth, n_vars), scratchpad) for _ in range(n_examples)]
+    tokens = np.stack([r[0] for r in rows]).astype(np.int64)
+    ids = np.stack([r[1] for r in rows]).astype(np.int64)
+    prompt = 3 + 3 * depth * w + 1
+    target_mask = np.zeros_like(tokens)
+    target_mask[:, prompt:] = 1
+    return Batch(tokens, ids, target_mask, depth, w, length, scratchpad)
+
+
+def train_batch(spec: dict, rng: np.random.Generator, step: int) -> Example:
+    """One training batch: one length l ~ Unif[min, max], IDs by the spec's scheme."""
+    task, train = spec["task"], spec["train"]
+    length = int(rng.integers(task["train_min_len"], task["train_max_len"] + 1))
+    b = sample(rng, train["batch_size"], length, task["depth"], task["n_vars"], task["scratchpad"])
+    pos = scheme_train_ids(task["scheme"], rng, b.coupled_ids, task["l_max"])
+    return Example(b.tokens, pos, b.target_mask)
+
+
+def test_example(b: Batch, scheme: str) -> Example:
+    """Test-time view of a draw: coupled IDs (ppc) or true IDs (absolute, rope_pose)."""
+    return Example(b.tokens, scheme_test_ids(scheme, b.coupled_ids), b.target_mask)
+
+
+def make_testset(eval_cfg: dict, depth: int, n_vars: int, scratchpad: bool, seed: int):
+    """Fixed test draws per length l, each from its own generator seeded by (seed, l, d)."""
+    return {
+        length: sample(
+            np.random.default_rng([seed, TEST_STREAM, length, depth]),
+            eval_cfg["n_examples"],
+            length,
+            depth,
+            n_vars,
+            scratchpad,
+        )
+        for length in sorted(eval_cfg["lengths"])
+    }
+
+
+def to_records(example: Example, batch: Batch, n_vars: int) -> list[dict]:
+    """JSON-ready rows: token strings, position IDs, target mask and the task's fields."""
+    vocab = vocabulary(n_vars)
+    return [
+        {
+            "tokens": [vocab[t] for t in example.tokens[i]],
+            "position_ids": example.position_ids[i].tolist(),
+            "target_mask": example.target_mask[i].tolist(),
+            "depth": batch.depth,
+            "length": batch.length,
+            "n_chains": batch.n_chains,
+            "v_init": vocab[int(example.tokens[i, 1])],
+            "answer": vocab[int(example.tokens[i, -1])],
+        }
+        for i in range(len(example.tokens))
+    ]

@@ -1,0 +1,219 @@
+"""Scratchpad tasks (App. E.2, E.3), position schemes and PPC decoding (Sec. 5.2)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from lengen import cli
+from lengen.data import IGNORE, Example
+from lengen.decode import exact_match, greedy_decode
+from lengen.model import GPTNeoX, ModelConfig
+from lengen.positions import scheme_test_ids, scheme_train_ids
+from lengen.tasks import parity_scratchpad as ps
+from lengen.tasks import variable_assignment as va
+from lengen.train import training_loss
+
+
+def words(tokens, vocab):
+    """Token strings of one row."""
+    return [vocab[t] for t in tokens]
+
+
+# --- parity with scratchpad (App. E.2.1) -------------------------------------------------------
+
+
+def test_parity_jump1_matches_eq21_and_its_coupled_ids():
+    b = ps.sample(np.random.default_rng(0), 64, 12, 1)
+    bits = b.tokens[:, 1:7] - ps.ZERO
+    assert (b.tokens[:, 0] == ps.BOS).all() and (b.tokens[:, 7] == ps.SEP).all()
+    assert (b.tokens[:, 8:] - ps.ZERO == np.cumsum(bits, axis=1) % 2).all()  # b'_i = XOR b_1..b_i
+    assert b.coupled_ids[0].tolist() == [0, 1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 4, 5, 6]
+    assert b.target_mask[0].tolist() == [0] * 8 + [1] * 6
+
+
+def test_parity_with_jumps_hand_worked():
+    # bits 1 1 1 0 0 0, jump 2: parities of the first 2, 4, 6 bits are 0, 1, 1
+    tokens = ps.sample(np.random.default_rng(0), 1, 12, 2).tokens[0]
+    expected = ["<BOS>", "1", "1", "1", "0", "0", "0", "<SEP>", "0", "1", "1"]
+    assert words(tokens, ps.VOCAB) == expected
+    # each input ID repeated k times, scratchpad IDs 1..m
+    assert ps.coupled_ids(6, 2).tolist() == [0, 1, 1, 2, 2, 3, 3, 0, 1, 2, 3]
+    assert ps.coupled_ids(6, 3).tolist() == [0, 1, 1, 1, 2, 2, 2, 0, 1, 2]
+
+
+@pytest.mark.parametrize("jump", [1, 2, 3, 4])
+def test_parity_scratchpad_bit_i_is_parity_of_first_k_i_bits(jump):
+    b = ps.sample(np.random.default_rng(jump), 32, 40, jump)
+    bits = b.tokens[:, 1 : 1 + b.n_bits] - ps.ZERO
+    m = b.n_bits // jump
+    for i in range(1, m + 1):
+        assert (b.tokens[:, b.prompt_len + i - 1] - ps.ZERO == bits[:, : jump * i].sum(1) % 2).all()
+    assert b.n_bits % jump == 0 and b.n_bits <= 20
+
+
+# --- variable assignment (App. E.3.1) ----------------------------------------------------------
+
+
+def test_variable_assignment_paper_example_w2_d2():
+    # App. E.3.1: <BOS>, v11, <SEP1>, v21 <- v22, v11 <- v12, v12 <- v13, v22 <- v23, <SEP2>,
+    # v11 <- v12, v12 <- v13; coupled IDs 0..l, 0, I1, I1+1, I1+2, I2, I2+1, I2+2.
+    chains = np.array([[1, 2, 3], [4, 5, 6]])  # v11=v1, v12=v2, v13=v3; v21=v4, v22=v5, v23=v6
+    tokens, ids = va.encode(chains, np.array([1, 0, 0, 1]))
+    vocab = va.vocabulary(10)
+    assert words(tokens, vocab) == [
+        "<BOS>", "v1", "<SEP1>",
+        "v4", "<-", "v5", "v1", "<-", "v2", "v2", "<-", "v3", "v5", "<-", "v6",
+        "<SEP2>",
+        "v1", "<-", "v2", "v2", "<-", "v3",
+    ]  # fmt: skip
+    # I1 = 6 (v11 on the left in the second triple), I2 = 9
+    assert ids.tolist() == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0, 6, 7, 8, 9, 10, 11]
+    no_pad, no_pad_ids = va.encode(chains, np.array([1, 0, 0, 1]), scratchpad=False)
+    assert words(no_pad, vocab)[-2:] == ["<SEP2>", "v3"] and len(no_pad_ids) == len(no_pad)
+
+
+@pytest.mark.parametrize("depth", [2, 3, 4, 5])
+def test_variable_assignment_structure(depth):
+    length = 60
+    b = va.sample(np.random.default_rng(depth), 16, length, depth, 200)
+    w = length // (3 * depth)
+    assert b.n_chains == w and 3 * depth * w <= length < 3 * depth * (w + 1)  # w as large as fits
+    p = b.prompt_len
+    for tokens, ids in zip(b.tokens, b.coupled_ids, strict=True):
+        body = tokens[3 : p - 1].reshape(-1, 3)
+        assert (body[:, 1] == va.ARROW).all()
+        assert len(set(body[:, 0])) == w * depth  # distinct left-hand sides
+        # every scratchpad token is the input token at its coupled ID (position coupling)
+        assert (tokens[p:] == tokens[ids[p:]]).all()
+        # the scratchpad follows the chain from v_init to v_{1,d+1}
+        chain = tokens[p:].reshape(depth, 3)
+        assert chain[0, 0] == tokens[1] and (chain[1:, 0] == chain[:-1, 2]).all()
+        assert (ids[: p - 1] == np.arange(p - 1)).all() and ids[p - 1] == 0
+
+
+# --- position schemes (Sec. 5.2 and its ablations) -----------------------------------------------
+
+
+def test_schemes_train_and_test_ids():
+    b = ps.sample(np.random.default_rng(0), 256, 20, 1)
+    rng = np.random.default_rng(1)
+    shifted = scheme_train_ids("ppc", rng, b.coupled_ids, 50)
+    offset = shifted - b.coupled_ids
+    assert (offset == offset[:, :1]).all() and shifted.max() <= 50 and offset.min() >= 0
+    assert offset.max() == 50 - 10  # the offset reaches l_max - l
+    true = scheme_train_ids("absolute", rng, b.coupled_ids, 50)
+    assert (np.diff(true, axis=1) == 1).all() and true.max() <= 50
+    pose = scheme_train_ids("rope_pose", rng, b.coupled_ids, 50)
+    assert (np.diff(pose, axis=1) >= 1).all()
+    assert (scheme_test_ids("ppc", b.coupled_ids) == b.coupled_ids).all()
+    assert scheme_test_ids("rope_pose", b.coupled_ids)[0].tolist() == list(range(1, 23))
+    with pytest.raises(ValueError, match="scheme"):
+        scheme_test_ids("alibi", b.coupled_ids)
+
+
+def test_position_labels_are_the_next_coupled_ids_where_scored():
+    b = ps.sample(np.random.default_rng(0), 2, 8, 1)
+    inputs = Example(b.tokens, b.coupled_ids, b.target_mask).model_inputs()
+    assert inputs["position_labels"][0].tolist() == [IGNORE] * 5 + [1, 2, 3, 4]
+    cfg = ModelConfig(vocab_size=4, n_layer=1, n_head=2, d_model=16, position="absolute",
+                      l_max=20, predict_positions=True)  # fmt: skip
+    out = GPTNeoX(cfg)(inputs["input_ids"], inputs["position_ids"])
+    assert isinstance(out, tuple) and out[1].shape == (2, 9, 21)
+    assert training_loss(out, inputs) > training_loss(out[0], inputs)  # both losses count
+
+
+# --- PPC decoding ------------------------------------------------------------------------------
+
+
+def random_ppc_model(seed: int = 0) -> GPTNeoX:
+    """A random PPC model with large weights, so that its argmaxes vary."""
+    torch.manual_seed(seed)
+    cfg = ModelConfig(vocab_size=va.vocab_size({"task": {"n_vars": 20}}), n_layer=2, n_head=2,
+                      d_model=32, position="absolute", l_max=60, predict_positions=True,
+                      init_std=0.3)  # fmt: skip
+    return GPTNeoX(cfg).eval()
+
+
+def test_kv_cache_decoding_equals_uncached_decoding():
+    b = va.sample(np.random.default_rng(0), 8, 18, 2, 20)
+    p = b.prompt_len
+    for model in (random_ppc_model(0), random_ppc_model(1)):
+        cached = greedy_decode(model, b.tokens[:, :p], b.coupled_ids[:, :p], 6)
+        full = greedy_decode(model, b.tokens[:, :p], b.coupled_ids[:, :p], 6, use_cache=False)
+        assert (cached.tokens == full.tokens).all()
+        assert (cached.position_ids == full.position_ids).all()
+        assert len(set(cached.position_ids.ravel())) > 2  # not a degenerate constant
+
+
+class Spy(torch.nn.Module):
+    """Wraps a model and records the position IDs it is fed."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model, self.cfg, self.fed = model, model.cfg, []
+
+    def forward(self, input_ids, position_ids, cache=None):
+        self.fed.append(position_ids.clone())
+        return self.model(input_ids, position_ids, cache=cache)
+
+
+def test_decoder_feeds_its_own_predicted_ids_never_the_true_ones():
+    model = Spy(random_ppc_model(2))
+    b = va.sample(np.random.default_rng(3), 8, 18, 2, 20)
+    p = b.prompt_len
+    gen = greedy_decode(model, b.tokens[:, :p], b.coupled_ids[:, :p], 6)
+    fed_after_prompt = torch.cat(model.fed[1:], dim=1).numpy()
+    assert (fed_after_prompt == gen.position_ids[:, :-1]).all()
+    assert not (gen.position_ids == b.coupled_ids[:, p:]).all()  # random model: ids differ
+
+
+def test_corrupting_the_position_head_breaks_a_trained_ppc_model():
+    # train a tiny PPC model on short coupled parity until it is exact, then permute its
+    # position head's outputs: full-string accuracy must collapse (the IDs fed are predicted).
+    torch.manual_seed(0)
+    cfg = ModelConfig(vocab_size=4, n_layer=2, n_head=2, d_model=32, position="absolute",
+                      l_max=12, predict_positions=True)  # fmt: skip
+    model = GPTNeoX(cfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    spec = {"task": {"train_min_len": 4, "train_max_len": 8, "l_max": 12, "jump": 1,
+                     "scheme": "ppc"}, "train": {"batch_size": 64}}  # fmt: skip
+    for step in range(400):
+        inputs = ps.train_batch(spec, np.random.default_rng(step), step).model_inputs()
+        loss = training_loss(model(inputs["input_ids"], inputs["position_ids"]), inputs)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+    b = ps.sample(np.random.default_rng(99), 128, 8, 1)
+
+    def accuracy() -> float:
+        gen = greedy_decode(model, b.tokens[:, : b.prompt_len], b.coupled_ids[:, : b.prompt_len],
+                            b.tokens.shape[1] - b.prompt_len)  # fmt: skip
+        return exact_match(gen, b.tokens, b.coupled_ids, check_positions=True).mean()
+
+    assert accuracy() >= 0.95
+    with torch.no_grad():
+        model.position_out.weight.copy_(model.position_out.weight.roll(1, dims=0))
+    assert accuracy() <= 0.05
+
+
+# --- the command line --------------------------------------------------------------------------
+
+
+def test_cli_prints_what_the_model_is_fed(capsys):
+    cli.main(["sample", "variable_assignment", "--depth", "2", "--length", "12", "--n", "2",
+              "--n-vars", "20", "--seed", "1"])  # fmt: skip
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(rows) == 2
+    row = rows[0]
+    assert row["tokens"][0] == "<BOS>" and "<SEP2>" in row["tokens"]
+    assert len(row["tokens"]) == len(row["position_ids"]) == len(row["target_mask"])
+    assert row["answer"] == row["tokens"][-1] and row["v_init"] == row["tokens"][1]
+    cli.main(["sample", "parity_scratchpad", "--jump", "2", "--length", "8", "--seed", "0"])
+    row = json.loads(capsys.readouterr().out)
+    assert row["tokens"][:1] == ["<BOS>"] and set(row["tokens"][1:5]) <= {"0", "1"}
+    assert row["position_ids"] == [0, 1, 1, 2, 2, 0, 1, 2]

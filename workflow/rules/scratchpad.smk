@@ -1,0 +1,115 @@
+# Scratchpad tasks with Predictive Position Coupling (Sec. 5.2): parity with jumps (Fig. 2, Fig. 8)
+# and variable assignment (Fig. 3a-d). One rule set for both; `variants` in the config pick the
+# position scheme (ppc / absolute / rope_pose) and, for variable assignment, the scratchpad.
+SCRATCHPAD_PARAM = {"parity_scratchpad": ("k", "jumps"), "variable_assignment": ("d", "depths")}
+SCRATCHPAD_FIGURES = {  # figure file stem -> (experiment, figure key, default title)
+    "fig2_parity_scratchpad": ("parity_scratchpad", "fig2", "Fig. 2: parity with scratchpad, PPC"),
+    "fig8_parity_scratchpad_ablations": (
+        "parity_scratchpad",
+        "fig8",
+        "Fig. 8: parity with scratchpad, without PPC",
+    ),
+    "fig3_variable_assignment": ("variable_assignment", "fig3", "Fig. 3: variable assignment"),
+}
+SCRATCHPAD_OUTPUTS = [
+    f"{REPORTS}/{stem}.png" for stem, (exp, *_) in SCRATCHPAD_FIGURES.items() if exp in config
+] + [f"{REPORTS}/{exp}_accuracy.csv" for exp in SCRATCHPAD_PARAM if exp in config]
+
+
+def scratchpad_evals(exp, variants=None):
+    """eval.csv of every run of the given variants (all by default) of one experiment."""
+    section = config[exp]
+    prefix, values = SCRATCHPAD_PARAM[exp]
+    return [
+        f"{RESULTS}/{exp}/{variant}/{prefix}{value}/seed{run}/eval.csv"
+        for variant in (variants or section["variants"])
+        for value in section[values]
+        for run in range(section["variants"][variant]["runs"])
+    ]
+
+
+wildcard_constraints:
+    experiment="parity_scratchpad|variable_assignment",
+    setting=r"[kd]\d+",
+    run=r"\d+",
+
+
+rule scratchpad_train:
+    # One training run of one variant at one jump / depth; resumes from ckpt/ after a crash.
+    input:
+        f"{RESULTS}/mlflow.ready",
+    output:
+        f"{RESULTS}/{{experiment}}/{{variant}}/{{setting}}/seed{{run}}/model.pt",
+    params:
+        spec=lambda w: to_json(
+            specs.scratchpad_train(config, w.experiment, w.variant, int(w.setting[1:]), int(w.run))
+        ),
+        launcher=launcher(config),
+    threads: config["runtime"]["threads_per_job"]
+    resources:
+        gpus=config["runtime"]["gpus_per_job"],
+    log:
+        f"{LOGS}/{{experiment}}/train_{{variant}}_{{setting}}_seed{{run}}.log",
+    shell:
+        "{params.launcher} lengen.train --spec {params.spec:q}"
+        " --out {RESULTS}/{wildcards.experiment}/{wildcards.variant}/{wildcards.setting}/seed{wildcards.run}"
+        " > {log} 2>&1"
+
+
+rule scratchpad_eval:
+    # Greedy generation from the prompt over the test lengths; exact-match accuracy per length.
+    input:
+        f"{RESULTS}/{{experiment}}/{{variant}}/{{setting}}/seed{{run}}/model.pt",
+    output:
+        f"{RESULTS}/{{experiment}}/{{variant}}/{{setting}}/seed{{run}}/eval.csv",
+    params:
+        eval=lambda w: to_json(config[w.experiment]["eval"]),
+        seed=config["seed"],
+    log:
+        f"{LOGS}/{{experiment}}/eval_{{variant}}_{{setting}}_seed{{run}}.log",
+    shell:
+        "{PY} -m lengen.evaluate generate --model {input} --eval {params.eval:q}"
+        " --seed {params.seed} --out {output} > {log} 2>&1"
+
+
+rule scratchpad_figure:
+    # Fig. 2 / Fig. 8 / Fig. 3: accuracy vs length, a line per jump / depth, a panel per variant.
+    input:
+        lambda w: scratchpad_evals(
+            SCRATCHPAD_FIGURES[w.stem][0],
+            config[SCRATCHPAD_FIGURES[w.stem][0]]["figures"][SCRATCHPAD_FIGURES[w.stem][1]]["panels"],
+        ),
+    output:
+        f"{REPORTS}/{{stem}}.png",
+    wildcard_constraints:
+        stem="|".join(SCRATCHPAD_FIGURES),
+    params:
+        panels=lambda w: " ".join(
+            config[SCRATCHPAD_FIGURES[w.stem][0]]["figures"][SCRATCHPAD_FIGURES[w.stem][1]]["panels"]
+        ),
+        title=lambda w: config[SCRATCHPAD_FIGURES[w.stem][0]]["figures"][
+            SCRATCHPAD_FIGURES[w.stem][1]
+        ].get("title", SCRATCHPAD_FIGURES[w.stem][2])
+        + f" ({config['tier']} tier)",
+        style=lambda w: to_json(config[SCRATCHPAD_FIGURES[w.stem][0]]["figures"].get("style", {})),
+        train_range=lambda w: "{train_min_len} {train_max_len}".format(
+            **config[SCRATCHPAD_FIGURES[w.stem][0]]
+        ),
+    log:
+        f"{LOGS}/{{stem}}.log",
+    shell:
+        "{PY} -m lengen.figures scratchpad --tables {input} --panels {params.panels}"
+        " --title {params.title:q} --style {params.style:q} --train-range {params.train_range}"
+        " --out {output} > {log} 2>&1"
+
+
+rule scratchpad_table:
+    # Every run's accuracy in one tidy table per experiment.
+    input:
+        lambda w: scratchpad_evals(w.experiment),
+    output:
+        f"{REPORTS}/{{experiment}}_accuracy.csv",
+    log:
+        f"{LOGS}/{{experiment}}/table.log",
+    shell:
+        "{PY} -m lengen.evaluate combine --tables {input} --out {output} > {log} 2>&1"
