@@ -8,6 +8,7 @@ configfile: "config/config.yaml"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/sparse_parity.smk"
 include: "workflow/rules/scratchpad.smk"
+include: "workflow/rules/theory.smk"
 
 
 rule all:
@@ -15,4 +16,5 @@ rule all:
         SPARSE_PARITY_FIGURES,
         SPARSE_PARITY_TABLE,
         SCRATCHPAD_OUTPUTS,
+        THEORY_OUTPUTS,
     default_target: True

@@ -33,6 +33,32 @@ def test_paper_tier_is_exactly_the_paper():
     assert min(sp["eval"]["lengths"]) == 20 and max(sp["eval"]["lengths"]) == 500
 
 
+def test_paper_tier_has_tables_3_and_4_exactly():
+    cfg = load(ROOT / "config" / "paper.yaml")
+    for name, batch, lengths, l_max, runs in (
+        ("parity_scratchpad", 64, (10, 40, 10, 200), 210, {"ppc": 10, "absolute": 3}),
+        ("variable_assignment", 32, (20, 60, 20, 200), 230, {"ppc": 3, "no_scratchpad": 10}),
+    ):
+        section = cfg[name]
+        t = section["train"]
+        assert (t["steps"], t["batch_size"], t["lr"], t["weight_decay"]) == (
+            50000,
+            batch,
+            5e-5,
+            0.1,
+        )
+        assert (t["warmup_steps"], t["schedule"]) == (300, "linear")
+        assert section["model"]["n_layer"] == 12 and section["model"]["d_model"] == 1024
+        ev = section["eval"]
+        got = (section["train_min_len"], section["train_max_len"], min(ev["lengths"]))
+        assert got + (max(ev["lengths"]),) == lengths
+        assert section["l_max"] == l_max and ev["n_examples"] == 192
+        assert {v: section["variants"][v]["runs"] for v in runs} == runs
+    assert cfg["parity_scratchpad"]["jumps"] == [1, 2, 3, 4]
+    assert cfg["variable_assignment"]["depths"] == [2, 3, 4, 5]
+    assert cfg["variable_assignment"]["n_vars"] == 200
+
+
 @pytest.mark.parametrize(
     "mutate,key",
     [
@@ -48,6 +74,23 @@ def test_paper_tier_is_exactly_the_paper():
         (lambda c: c["sparse_parity"]["figures"].update(fig1=[99]), "sparse_parity.figures.fig1"),
         (lambda c: c["sparse_parity"].update(l_max=20), "sparse_parity.l_max"),
         (lambda c: c["sparse_parity"]["eval"].update(lengths=[21]), "sparse_parity.eval.lengths.0"),
+        (
+            lambda c: c["parity_scratchpad"]["variants"]["ppc"].update(scheme="alibi"),
+            "parity_scratchpad.variants.ppc.scheme",
+        ),
+        (
+            lambda c: c["variable_assignment"]["variants"]["no_scratchpad"].update(scheme="ppc"),
+            "variable_assignment.variants.no_scratchpad.scheme",
+        ),
+        (
+            lambda c: c["variable_assignment"]["variants"]["ppc"].pop("scratchpad"),
+            "variable_assignment.variants.ppc.scratchpad",
+        ),
+        (lambda c: c["parity_scratchpad"].update(l_max=10), "parity_scratchpad.l_max"),
+        (
+            lambda c: c["variable_assignment"]["figures"]["fig3"].update(panels=["nope"]),
+            "variable_assignment.figures.fig3.panels",
+        ),
     ],
 )
 def test_bad_config_is_rejected_naming_the_key(smoke_config, mutate, key):

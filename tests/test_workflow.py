@@ -41,9 +41,16 @@ def test_dry_run_of_the_full_dag(tmp_path, tier):
         "sparse_parity_train",
         "sparse_parity_eval",
         "sparse_parity_figure",
+        "scratchpad_train",
+        "scratchpad_eval",
+        "scratchpad_figure",
+        "scratchpad_table",
     ):
         assert rule in out
     assert "sparse_parity/K12/model.pt" in out or tier != "paper"
+    if tier == "paper":  # Fig. 2: 10 runs per jump; Fig. 3c: 10 runs per depth
+        assert "parity_scratchpad/ppc/k4/seed9/model.pt" in out
+        assert "variable_assignment/no_scratchpad/d5/seed9/model.pt" in out
 
 
 def test_one_figure_target_builds_only_what_it_needs(tmp_path):
@@ -61,7 +68,23 @@ def test_one_figure_target_builds_only_what_it_needs(tmp_path):
     assert "K1/model.pt" in out and "K2/model.pt" not in out and "K3/model.pt" not in out
 
 
-def test_smoke_run_of_the_sparse_parity_branch(tmp_path):
+def test_one_scratchpad_figure_builds_only_its_variants(tmp_path):
+    cfg = str(ROOT / "config" / "smoke.yaml")
+    proc = snakemake(
+        tmp_path,
+        "results/smoke/reports/fig8_parity_scratchpad_ablations.png",
+        "-n",
+        "--cores",
+        "2",
+        "--configfile",
+        cfg,
+    )
+    out = proc.stdout + proc.stderr
+    assert "parity_scratchpad/absolute/k2/seed0/model.pt" in out
+    assert "parity_scratchpad/ppc/" not in out and "variable_assignment" not in out
+
+
+def test_smoke_run_of_the_whole_dag(tmp_path):
     cfg = str(ROOT / "config" / "smoke.yaml")
     snakemake(tmp_path, "--cores", "2", "--configfile", cfg)
     res = tmp_path / "results" / "smoke"
@@ -82,6 +105,22 @@ def test_smoke_run_of_the_sparse_parity_branch(tmp_path):
     runs = client.search_runs([exp.experiment_id])
     assert sorted(r.info.run_name for r in runs) == ["K1", "K2", "K3"]
     assert all("acc_len16_k1" in r.data.metrics for r in runs)
+    # the scratchpad branch (Figs. 2, 8, 3): figures, tables, one MLflow run per training run
+    for fig in ("fig2_parity_scratchpad", "fig8_parity_scratchpad_ablations",
+                "fig3_variable_assignment"):  # fmt: skip
+        assert (res / "reports" / f"{fig}.png").stat().st_size > 10_000
+    parity = pd.read_csv(res / "reports" / "parity_scratchpad_accuracy.csv")
+    assert sorted(parity.groupby("variant")["seed"].nunique().items()) == [
+        ("absolute", 1),
+        ("ppc", 2),
+        ("rope_pose", 1),
+    ]
+    assert set(parity["jump"]) == {1, 2} and parity["accuracy"].between(0, 1).all()
+    assign = pd.read_csv(res / "reports" / "variable_assignment_accuracy.csv")
+    assert set(assign["variant"]) == {"ppc", "no_coupling", "no_scratchpad", "rope_pose"}
+    exp = client.get_experiment_by_name("lengen-smoke/parity_scratchpad")
+    runs = client.search_runs([exp.experiment_id])
+    assert len(runs) == 8 and all("acc_len16" in r.data.metrics for r in runs)
     # a complete run leaves nothing to do
     proc = snakemake(tmp_path, "-n", "--cores", "2", "--configfile", cfg)
     assert "Nothing to be done" in proc.stdout + proc.stderr

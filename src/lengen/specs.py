@@ -10,7 +10,6 @@ from lengen.config import tracking_uri
 from lengen.positions import model_position
 from lengen.tracking import experiment_name
 
-EXPERIMENTS = ("sparse_parity", "parity_scratchpad", "variable_assignment")
 SCRATCHPAD_PARAM = {"parity_scratchpad": "jump", "variable_assignment": "depth"}
 
 
@@ -69,8 +68,3 @@ def scratchpad_train(cfg: dict, experiment: str, variant: str, value: int, run: 
             "experiment": experiment_name(cfg["tracking"]["experiment_prefix"], experiment),
         },
     }
-
-
-def experiments(cfg: dict) -> list[str]:
-    """Full MLflow experiment names of this config."""
-    return [experiment_name(cfg["tracking"]["experiment_prefix"], e) for e in EXPERIMENTS]

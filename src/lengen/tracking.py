@@ -28,6 +28,7 @@ def prepare_store(uri: str, experiments: Iterable[str]) -> dict[str, str]:
     if uri.startswith("sqlite:///"):
         Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     client = MlflowClient(tracking_uri=uri)
+    client.search_experiments(max_results=1)  # creates the schema on first access
     ids = {}
     for name in experiments:
         exp = client.get_experiment_by_name(name)
@@ -92,12 +93,12 @@ def log_artifact(path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """CLI: create the store and experiments once, before parallel training jobs."""
+    """CLI: create the store (and the named experiments) before parallel training jobs."""
     import argparse
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--uri", required=True)
-    parser.add_argument("--experiments", nargs="+", required=True)
+    parser.add_argument("--experiments", nargs="*", default=[])
     parser.add_argument("--done", type=Path, help="file to write when ready")
     args = parser.parse_args(argv)
     ids = prepare_store(args.uri, args.experiments)

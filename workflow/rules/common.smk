@@ -3,6 +3,7 @@ import json
 
 from lengen import specs
 from lengen.config import tracking_uri, validate
+from lengen.tracking import experiment_name
 
 validate(config)
 
@@ -25,15 +26,30 @@ def launcher(cfg):
     return f"{PY} -m"
 
 
-rule mlflow_setup:
-    # Creates the store's schema and experiments once, before parallel jobs (platform notes).
+rule mlflow_store:
+    # Creates the store's schema once, before any job writes to it (platform notes: races).
     output:
         f"{RESULTS}/mlflow.ready",
     params:
         uri=tracking_uri(config),
-        experiments=specs.experiments(config),
     log:
-        f"{LOGS}/mlflow_setup.log",
+        f"{LOGS}/mlflow_store.log",
     shell:
-        "{PY} -m lengen.tracking --uri {params.uri:q} --experiments {params.experiments:q}"
+        "{PY} -m lengen.tracking --uri {params.uri:q} --done {output} > {log} 2>&1"
+
+
+rule mlflow_setup:
+    # Creates one experiment's MLflow experiment before its parallel training jobs. One file per
+    # experiment, so adding an experiment to the config never makes finished trainings stale.
+    input:
+        f"{RESULTS}/mlflow.ready",
+    output:
+        f"{RESULTS}/mlflow/{{experiment}}.ready",
+    params:
+        uri=tracking_uri(config),
+        name=lambda w: experiment_name(config["tracking"]["experiment_prefix"], w.experiment),
+    log:
+        f"{LOGS}/mlflow_setup_{{experiment}}.log",
+    shell:
+        "{PY} -m lengen.tracking --uri {params.uri:q} --experiments {params.name:q}"
         " --done {output} > {log} 2>&1"

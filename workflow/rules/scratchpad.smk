@@ -28,18 +28,21 @@ def scratchpad_evals(exp, variants=None):
     ]
 
 
-wildcard_constraints:
-    experiment="parity_scratchpad|variable_assignment",
-    setting=r"[kd]\d+",
-    run=r"\d+",
+SCRATCHPAD_WILDCARDS = {
+    "experiment": "parity_scratchpad|variable_assignment",
+    "setting": r"[kd]\d+",
+    "run": r"\d+",
+}
 
 
 rule scratchpad_train:
     # One training run of one variant at one jump / depth; resumes from ckpt/ after a crash.
     input:
-        f"{RESULTS}/mlflow.ready",
+        f"{RESULTS}/mlflow/{{experiment}}.ready",
     output:
         f"{RESULTS}/{{experiment}}/{{variant}}/{{setting}}/seed{{run}}/model.pt",
+    wildcard_constraints:
+        **SCRATCHPAD_WILDCARDS,
     params:
         spec=lambda w: to_json(
             specs.scratchpad_train(config, w.experiment, w.variant, int(w.setting[1:]), int(w.run))
@@ -62,6 +65,8 @@ rule scratchpad_eval:
         f"{RESULTS}/{{experiment}}/{{variant}}/{{setting}}/seed{{run}}/model.pt",
     output:
         f"{RESULTS}/{{experiment}}/{{variant}}/{{setting}}/seed{{run}}/eval.csv",
+    wildcard_constraints:
+        **SCRATCHPAD_WILDCARDS,
     params:
         eval=lambda w: to_json(config[w.experiment]["eval"]),
         seed=config["seed"],
@@ -109,6 +114,8 @@ rule scratchpad_table:
         lambda w: scratchpad_evals(w.experiment),
     output:
         f"{REPORTS}/{{experiment}}_accuracy.csv",
+    wildcard_constraints:
+        experiment=SCRATCHPAD_WILDCARDS["experiment"],
     log:
         f"{LOGS}/{{experiment}}/table.log",
     shell:

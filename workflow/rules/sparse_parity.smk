@@ -30,7 +30,7 @@ rule sparse_parity_testset:
 rule sparse_parity_train:
     # One model per K_train; resumes from {SP_DIR}/K{K}/ckpt after a crash.
     input:
-        f"{RESULTS}/mlflow.ready",
+        f"{RESULTS}/mlflow/sparse_parity.ready",
     output:
         f"{SP_DIR}/K{{K}}/model.pt",
     params:

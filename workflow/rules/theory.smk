@@ -1,0 +1,23 @@
+# Executable theory (Sec. 3-4, App. C-D): Prop. C.3's counterexamples, a Theorem 4.3 positive
+# case and position coupling (Prop. 4.4), with exact population risks. CPU seconds, no training.
+THEORY = config.get("theory")
+THEORY_OUTPUTS = (
+    [f"{REPORTS}/theory_table.csv", f"{REPORTS}/theory_table.md", f"{REPORTS}/theory_figure.png"]
+    if THEORY
+    else []
+)
+
+
+rule theory:
+    output:
+        table=f"{REPORTS}/theory_table.csv",
+        markdown=f"{REPORTS}/theory_table.md",
+        figure=f"{REPORTS}/theory_figure.png",
+    params:
+        L=THEORY["L"] if THEORY else 0,
+        lengths=" ".join(map(str, THEORY["test_lengths"])) if THEORY else "",
+    log:
+        f"{LOGS}/theory.log",
+    shell:
+        "{PY} -m lengen.theory_cases --L {params.L} --test-lengths {params.lengths}"
+        " --out-table {output.table} --out-figure {output.figure} > {log} 2>&1"
