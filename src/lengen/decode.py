@@ -43,8 +43,9 @@ def greedy_decode(
     Position IDs come from the PPC head when the model has one, else last ID + 1. Without the
     cache the whole sequence is recomputed every step (the reference the cache is tested against).
     """
-    tokens = torch.as_tensor(prompt)
-    ids = torch.as_tensor(prompt_ids)
+    device = next(model.parameters()).device
+    tokens = torch.as_tensor(prompt, device=device)
+    ids = torch.as_tensor(prompt_ids, device=device)
     cache = KVCache(model.cfg.n_layer) if use_cache else None
     new_tokens, new_ids = [], []
     step_tokens, step_ids = tokens, ids
@@ -63,7 +64,9 @@ def greedy_decode(
             step_tokens, step_ids = token[:, None], position[:, None]
         else:
             step_tokens, step_ids = tokens, ids
-    return Generation(torch.stack(new_tokens, 1).numpy(), torch.stack(new_ids, 1).numpy())
+    return Generation(
+        torch.stack(new_tokens, 1).cpu().numpy(), torch.stack(new_ids, 1).cpu().numpy()
+    )
 
 
 def exact_match(

@@ -53,17 +53,24 @@ def final_token_accuracy(model, tokens: np.ndarray, batch_size: int) -> float:
     for i in range(0, len(tokens), batch_size):
         chunk = tokens[i : i + batch_size]
         example = sp.test_example(sp.Batch(chunk, np.zeros_like(chunk), None, None))
-        inputs = example.model_inputs()
+        inputs = example.model_inputs(next(model.parameters()).device)
         logits = model(inputs["input_ids"], inputs["position_ids"])[:, -1]
-        correct += (logits.argmax(-1).numpy() == chunk[:, -1]).sum()
+        correct += (logits.argmax(-1).cpu().numpy() == chunk[:, -1]).sum()
     return float(correct / len(tokens))
+
+
+def eval_device() -> str:
+    """cuda when a GPU is visible (paper-size models), else one CPU thread per job."""
+    if torch.cuda.is_available():
+        return "cuda"
+    torch.set_num_threads(1)
+    return "cpu"
 
 
 def evaluate(model_path: Path, testset: Path, batch_size: int, out: Path) -> pd.DataFrame:
     """Accuracy table of one trained model over the whole test grid."""
-    torch.set_num_threads(1)
     saved_spec = torch.load(model_path, map_location="cpu", weights_only=True)["spec"]
-    model = load_model(model_path)
+    model = load_model(model_path, eval_device())
     groups = read_testset(testset)
     rows = []
     for (length, k), tokens in tqdm(sorted(groups.items()), desc="eval", mininterval=5):
@@ -112,9 +119,8 @@ def evaluate_scratchpad(
     model_path: Path, eval_cfg: dict, test_seed: int, out: Path
 ) -> pd.DataFrame:
     """Exact-match accuracy of one scratchpad model over the test lengths."""
-    torch.set_num_threads(1)
     spec = torch.load(model_path, map_location="cpu", weights_only=True)["spec"]
-    model = load_model(model_path)
+    model = load_model(model_path, eval_device())
     task = spec["task"]
     param = "jump" if spec["experiment"] == "parity_scratchpad" else "depth"
     rows = []

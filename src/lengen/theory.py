@@ -112,18 +112,17 @@ def predictions(g_key: list[Fn], g_val: list[Fn], X: np.ndarray, k: int) -> np.n
     """h_{g0,g1}(X) of Def. 3.3 for every g0 in g_key, g1 in g_val: shape (n_key, n_val, C)."""
     S = sets_k(X.shape[1], k)
     xs = X[:, S - 1]  # (C, P, k) tokens of every k-set
-    Sb = np.broadcast_to(S, xs.shape)
-    values = np.stack([np.asarray(g1(xs), float) for g1 in g_val])  # (n_val, C, P)
-    out = np.empty((len(g_key), len(g_val), X.shape[0]))
+    values = np.stack([np.asarray(g1(xs), float) for g1 in g_val], axis=-1)  # (C, P, n_val)
+    weights = np.empty((X.shape[0], len(g_key), S.shape[0]))  # (C, n_key, P)
     for a, g0 in enumerate(g_key):
-        scores = np.asarray(g0(Sb, xs), float)  # (C, P)
+        # S as (1, P, k): key functions broadcast it against the tokens (C, P, k)
+        scores = np.broadcast_to(np.asarray(g0(S[None], xs), float), xs.shape[:2])
         top = scores.max(axis=1, keepdims=True)
         dead = ~np.isfinite(top[:, 0])  # footnote 6: every score is -inf
-        weights = np.exp(scores - np.where(np.isfinite(top), top, 0.0))
-        weights[dead] = 1.0  # uniform average over all k-sets
-        weights /= weights.sum(axis=1, keepdims=True)
-        out[a] = np.einsum("cp,vcp->vc", weights, values)
-    return out
+        w = np.exp(scores - np.where(np.isfinite(top), top, 0.0))
+        w[dead] = 1.0  # the plain average over all k-sets
+        weights[:, a] = w / w.sum(axis=1, keepdims=True)
+    return np.matmul(weights, values).transpose(1, 2, 0)  # (n_key, n_val, C)
 
 
 @dataclass

@@ -311,7 +311,7 @@ def couple(X: np.ndarray, pairs: np.ndarray, rng: np.random.Generator) -> np.nda
     return out
 
 
-def coupled_risk(case: Case, length: int, label_draws: int = 8, seed: int = 0) -> np.ndarray:
+def coupled_risk(case: Case, length: int, label_draws: int = 4, seed: int = 0) -> np.ndarray:
     """Risk of every PC hypothesis on PC[P_l]: (S*, Z) enumerated exactly, labels drawn."""
     ens = case.ens
     q_pos, q_voc = ens.q_pos(length), ens.q_voc
