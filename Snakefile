@@ -9,6 +9,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/sparse_parity.smk"
 include: "workflow/rules/scratchpad.smk"
 include: "workflow/rules/theory.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:
@@ -17,4 +18,5 @@ rule all:
         SPARSE_PARITY_TABLE,
         SCRATCHPAD_OUTPUTS,
         THEORY_OUTPUTS,
+        REPORT,
     default_target: True

@@ -121,6 +121,9 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     exp = client.get_experiment_by_name("lengen-smoke/parity_scratchpad")
     runs = client.search_runs([exp.experiment_id])
     assert len(runs) == 8 and all("acc_len16" in r.data.metrics for r in runs)
+    # the claims report: one row per claim, verdicts from the rules
+    text = (res / "reports" / "REPORT.md").read_text()
+    assert "| SP-1" in text and "| TH-C3a" in text and "config hash" in text
     # a complete run leaves nothing to do
     proc = snakemake(tmp_path, "-n", "--cores", "2", "--configfile", cfg)
     assert "Nothing to be done" in proc.stdout + proc.stderr

@@ -85,7 +85,9 @@ rule scratchpad_figure:
             config[SCRATCHPAD_FIGURES[w.stem][0]]["figures"][SCRATCHPAD_FIGURES[w.stem][1]]["panels"],
         ),
     output:
-        f"{REPORTS}/{{stem}}.png",
+        report(
+            f"{REPORTS}/{{stem}}.png", caption="../report/fig_scratchpad.rst", category="Scratchpad"
+        ),
     wildcard_constraints:
         stem="|".join(SCRATCHPAD_FIGURES),
     params:

@@ -67,7 +67,11 @@ rule sparse_parity_figure:
     input:
         lambda w: expand(f"{SP_DIR}/K{{K}}/eval.csv", K=FIG_K[w.fig]),
     output:
-        f"{REPORTS}/{{fig}}_sparse_parity.png",
+        report(
+            f"{REPORTS}/{{fig}}_sparse_parity.png",
+            caption="../report/fig_sparse_parity.rst",
+            category="Sparse parity",
+        ),
     wildcard_constraints:
         fig="fig1|fig7",
     params:

@@ -12,7 +12,9 @@ rule theory:
     output:
         table=f"{REPORTS}/theory_table.csv",
         markdown=f"{REPORTS}/theory_table.md",
-        figure=f"{REPORTS}/theory_figure.png",
+        figure=report(
+            f"{REPORTS}/theory_figure.png", caption="../report/fig_theory.rst", category="Theory"
+        ),
     params:
         L=THEORY["L"] if THEORY else 0,
         lengths=" ".join(map(str, THEORY["test_lengths"])) if THEORY else "",

@@ -1,0 +1,98 @@
+"""Claims report: each verdict rule on hand-made tidy tables, and the written REPORT.md."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from lengen import report
+from lengen.config import load
+
+from .conftest import ROOT
+
+
+def cfg():
+    """The default config (training ranges used by the rules)."""
+    return load(ROOT / "config" / "config.yaml")
+
+
+def sparse_parity(good: bool) -> pd.DataFrame:
+    """A sparse-parity table that shows the paper's pattern (good) or its opposite."""
+    rows = []
+    for k_train in (4, 8, 10, 12):
+        for k_test in (4, 6, 8, 10, 12, 14):
+            for length in (40, 100, 500):
+                inside = k_test <= k_train
+                acc = (1.0 - 0.01 * k_test * (length > 50)) if inside else 0.5
+                if not good:
+                    acc = 1.0 - acc + 0.5 if inside else 0.95
+                rows.append(dict(k_train=k_train, k_test=k_test, length=length, accuracy=acc))
+    return pd.DataFrame(rows)
+
+
+def scratchpad(param: str, values, variants: dict[str, float]) -> pd.DataFrame:
+    """Accuracy = variants[v] in distribution, decaying with the value beyond training."""
+    rows = []
+    for variant, base in variants.items():
+        for value in values:
+            for length in (20, 40, 100, 150):
+                ood = length > 60
+                acc = base - (0.05 * value if ood else 0.0)
+                rows.append({"variant": variant, param: value, "seed": 0, "length": length,
+                             "accuracy": max(acc, 0.0)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def tables(**kw) -> report.Tables:
+    """Tables with the given entries, None elsewhere."""
+    base = dict(sparse_parity=None, parity_scratchpad=None, variable_assignment=None, theory=None)
+    return report.Tables(cfg(), **{**base, **kw})
+
+
+def verdicts(t: report.Tables) -> dict[str, str]:
+    """id -> verdict."""
+    return {c.id: report.verdict(c, t)["verdict"] for c in report.claims()}
+
+
+def test_sparse_parity_rules():
+    good = verdicts(tables(sparse_parity=sparse_parity(True)))
+    assert [good[i] for i in ("SP-1", "SP-2", "SP-3")] == ["reproduced"] * 3
+    bad = verdicts(tables(sparse_parity=sparse_parity(False)))
+    assert [bad[i] for i in ("SP-1", "SP-2", "SP-3")] == ["not reproduced"] * 3
+
+
+def test_scratchpad_rules():
+    ps = scratchpad("jump", (1, 2), {"ppc": 1.0, "absolute": 0.3, "rope_pose": 0.4})
+    va = scratchpad("depth", (2, 3), {"ppc": 1.0, "no_coupling": 0.2, "no_scratchpad": 0.1,
+                                      "rope_pose": 0.3})  # fmt: skip
+    v = verdicts(tables(parity_scratchpad=ps, variable_assignment=va))
+    assert all(v[i] == "reproduced" for i in ("PS-1", "PS-2", "PS-3", "VA-1", "VA-2", "VA-3"))
+    weak = scratchpad("jump", (1, 2), {"ppc": 0.5, "absolute": 0.5, "rope_pose": 0.5})
+    v = verdicts(tables(parity_scratchpad=weak))
+    assert v["PS-1"] == "not reproduced" and v["PS-3"] == "not reproduced"
+    assert v["VA-1"] == "not run"
+
+
+def test_theory_rules_read_the_assumption_checks():
+    rows = [
+        dict(case="a", L=8, Lbar=16, train_risk=0.0, test_risk_worst=0.97, local=False,
+             relative=True, realizable=True, coverage=True, theorem_bound=None),
+        dict(case="b", L=8, Lbar=16, train_risk=0.0, test_risk_worst=0.9, local=True,
+             relative=True, realizable=True, coverage=True, theorem_bound=None),  # b holds all
+        dict(case="positive", L=8, Lbar=16, train_risk=0.0, test_risk_worst=0.0, local=True,
+             relative=True, realizable=True, coverage=True, theorem_bound=0.0),
+    ]  # fmt: skip
+    v = verdicts(tables(theory=pd.DataFrame(rows)))
+    assert v["TH-C3a"] == "reproduced"
+    assert v["TH-C3b"] == "not reproduced"  # relativity not actually violated
+    assert v["TH-4.3"] == "reproduced" and v["TH-C3d"] == "not run" and v["NL-T1"] == "not run"
+
+
+def test_report_file(tmp_path):
+    c = cfg()
+    c["reports_dir"] = str(tmp_path)
+    sparse_parity(True).to_csv(tmp_path / "sparse_parity_accuracy.csv", index=False)
+    out = tmp_path / "REPORT.md"
+    rows = report.write_report(c, out)
+    text = out.read_text()
+    assert "| SP-1" in text and "config hash" in text and "reproduced" in text
+    assert set(rows.verdict) <= {"reproduced", "not reproduced", "not run"}
