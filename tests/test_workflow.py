@@ -53,6 +53,21 @@ def test_dry_run_of_the_full_dag(tmp_path, tier):
         assert "variable_assignment/no_scratchpad/d5/seed9/model.pt" in out
 
 
+def test_slurm_profile_dry_runs_the_paper_dag(tmp_path):
+    proc = snakemake(
+        tmp_path,
+        "-n",
+        "--profile",
+        str(ROOT / "workflow" / "profiles" / "slurm"),
+        "--configfile",
+        str(ROOT / "config" / "paper.yaml"),
+    )
+    out = proc.stdout + proc.stderr
+    train = out[out.index("rule scratchpad_train:") :][:1500]
+    assert "gres=gpu:1" in train and "runtime=1440" in train and "cpus_per_task=8" in train
+    assert "slurm_partition=gpu" in out and "report" in out
+
+
 def test_one_figure_target_builds_only_what_it_needs(tmp_path):
     cfg = str(ROOT / "config" / "smoke.yaml")
     proc = snakemake(
