@@ -2,14 +2,17 @@
 measured in the same run, and the ratio against transformers' GPTNeoXForCausalLM (same sizes).
 
     python benchmarks/throughput.py [--config config/config.yaml] [--steps 30] [--d-model 128]
+    python benchmarks/throughput.py --config config/paper.yaml --device cuda   # GPU: bf16, MFU
 
 Both backbones run the same training step (forward, loss on the scored token, backward, AdamW)
-on the same sparse-parity batches at the config's thread count.
+on the same sparse-parity batches at the config's thread count. On CUDA the step runs under bf16
+autocast and the ceiling is the measured bf16 matmul rate, so the fraction is the MFU.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
 
 import torch
@@ -22,28 +25,47 @@ from lengen.tasks import sparse_parity as sp
 from lengen.train import build_model, scored_loss
 
 
-def matmul_ceiling(n: int = 1024, reps: int = 20) -> float:
-    """Best fp32 GFLOP/s of an n x n matmul on this machine and thread count."""
-    a, b = torch.randn(n, n), torch.randn(n, n)
+def sync(device: str) -> None:
+    """Wait for queued GPU work (timings on CUDA are asynchronous)."""
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def matmul_ceiling(device: str = "cpu", reps: int = 20) -> float:
+    """Best GFLOP/s of a square matmul: fp32 n=1024 on CPU, bf16 n=8192 on CUDA."""
+    n, dtype = (8192, torch.bfloat16) if device == "cuda" else (1024, torch.float32)
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
     best = float("inf")
     for _ in range(reps):
+        sync(device)
         t = time.perf_counter()
         a @ b
+        sync(device)
         best = min(best, time.perf_counter() - t)
     return 2 * n**3 / best / 1e9
 
 
-def time_steps(forward, params, spec: dict, steps: int) -> float:
+def time_steps(forward, params, spec: dict, steps: int, device: str = "cpu") -> float:
     """Tokens/s of `steps` training steps (after 5 warm-up steps) on sparse-parity batches."""
     opt = torch.optim.AdamW(params, lr=1e-4)
+    autocast = (
+        (lambda: torch.autocast("cuda", dtype=torch.bfloat16))
+        if device == "cuda"
+        else contextlib.nullcontext
+    )
     tokens, elapsed = 0, 0.0
     for step in range(steps + 5):
-        inputs = sp.train_batch(spec, step_rng(0, step), step).model_inputs()
+        inputs = sp.train_batch(spec, step_rng(0, step), step).model_inputs(device)
+        sync(device)
         t = time.perf_counter()
-        loss = scored_loss(forward(inputs["input_ids"], inputs["position_ids"]), inputs["labels"])
+        with autocast():
+            logits = forward(inputs["input_ids"], inputs["position_ids"])
+        loss = scored_loss(logits.float(), inputs["labels"])
         opt.zero_grad()
         loss.backward()
         opt.step()
+        sync(device)
         if step >= 5:
             elapsed += time.perf_counter() - t
             tokens += inputs["input_ids"].numel()
@@ -58,7 +80,9 @@ def main() -> None:
     parser.add_argument("--d-model", type=int, help="override the config's width (n_head kept)")
     parser.add_argument("--n-layer", type=int, help="override the config's depth")
     parser.add_argument("--batch-size", type=int, help="override the config's batch size")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     args = parser.parse_args()
+    dev = args.device
     cfg = load(args.config)
     sp_cfg = cfg["sparse_parity"]
     if args.d_model:
@@ -69,23 +93,26 @@ def main() -> None:
         sp_cfg["train"]["batch_size"] = args.batch_size
     torch.set_num_threads(cfg["runtime"]["threads_per_job"])
     spec = specs.sparse_parity_train(cfg, max(cfg["sparse_parity"]["k_train"]))
-    ours = build_model(spec)
-    theirs = to_transformers(ours).train()
+    ours = build_model(spec).to(dev)
+    theirs = to_transformers(ours).to(dev).train()
     mean_len = (spec["task"]["train_min_len"] + spec["task"]["train_max_len"]) / 2 + 2
-    ceiling = matmul_ceiling()
-    ours_tps = time_steps(ours, ours.parameters(), spec, args.steps)
+    ceiling = matmul_ceiling(dev)
+    ours_tps = time_steps(ours, ours.parameters(), spec, args.steps, dev)
     theirs_tps = time_steps(
         lambda i, p: theirs(input_ids=i, position_ids=p).logits,
         theirs.parameters(),
         spec,
         args.steps,
+        dev,
     )
-    ceiling = max(ceiling, matmul_ceiling())  # measured before and after, best of both
+    ceiling = max(ceiling, matmul_ceiling(dev))  # measured before and after, best of both
     achieved = ours_tps * ours.flops_per_token(int(mean_len)) / 1e9
-    print(f"threads                      {torch.get_num_threads()}")
+    where = torch.cuda.get_device_name() if dev == "cuda" else f"{torch.get_num_threads()} threads"
+    print(f"device                       {where}")
     size = f"{ours.cfg.n_layer}x{ours.cfg.d_model}, {ours.num_params():,} params"
     print(f"model                        {size}")
-    print(f"fp32 matmul ceiling          {ceiling:8.1f} GFLOP/s")
+    kind = "bf16" if dev == "cuda" else "fp32"
+    print(f"{kind} matmul ceiling          {ceiling:8.1f} GFLOP/s")
     print(
         f"lengen GPTNeoX               {ours_tps:8.0f} tokens/s  {achieved:6.1f} GFLOP/s"
         f"  = {achieved / ceiling:5.1%} of ceiling"

@@ -29,7 +29,7 @@ def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
     return proc
 
 
-@pytest.mark.parametrize("tier", ["config", "paper"])
+@pytest.mark.parametrize("tier", ["config", "gpu", "paper"])
 def test_dry_run_of_the_full_dag(tmp_path, tier):
     proc = snakemake(
         tmp_path, "-n", "--cores", "2", "--configfile", str(ROOT / "config" / f"{tier}.yaml")
@@ -139,6 +139,14 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     # the claims report: one row per claim, verdicts from the rules
     text = (res / "reports" / "REPORT.md").read_text()
     assert "| SP-1" in text and "| TH-C3a" in text and "config hash" in text
+    # every result file records its provenance
+    from lengen import provenance
+
+    assert "git commit" in text and "torch=" in text
+    for csv in (res / "reports").glob("*.csv"):
+        assert set(provenance.COLUMNS) <= set(pd.read_csv(csv).columns), csv
+    for png in (res / "reports").glob("*.png"):
+        assert set(provenance.read_png(png)) == set(provenance.COLUMNS), png
     # a complete run leaves nothing to do
     proc = snakemake(tmp_path, "-n", "--cores", "2", "--configfile", cfg)
     assert "Nothing to be done" in proc.stdout + proc.stderr

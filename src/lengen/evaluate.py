@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from lengen import tracking
+from lengen import provenance, tracking
 from lengen.decode import exact_match, greedy_decode
 from lengen.tasks import parity_scratchpad as ps
 from lengen.tasks import sparse_parity as sp
@@ -27,12 +27,17 @@ from lengen.train import load_model
 
 def write_testset(eval_cfg: dict, n: int, seed: int, path: Path) -> None:
     """Draw the sparse-parity test set once and store it (tokens, k, label per group)."""
-    arrays = {}
+    arrays = {"config": np.array(json.dumps({"eval": eval_cfg, "n": n, "seed": seed}))}
     for (length, k), b in sp.make_testset(eval_cfg, n, seed).items():
         arrays[f"L{length}_k{k}_tokens"] = b.tokens
         arrays[f"L{length}_k{k}_label"] = b.label
     path.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(path, **arrays)
+
+
+def testset_config(path: Path) -> dict:
+    """The eval config, size and seed the stored test set was drawn with."""
+    return json.loads(str(np.load(path)["config"]))
 
 
 def read_testset(path: Path) -> dict[tuple[int, int], np.ndarray]:
@@ -87,7 +92,8 @@ def evaluate(model_path: Path, testset: Path, batch_size: int, out: Path) -> pd.
                 "accuracy": acc,
             }
         )
-    table = pd.DataFrame(rows)
+    setup = {"spec": saved_spec, "testset": testset_config(testset), "batch_size": batch_size}
+    table = provenance.stamp(pd.DataFrame(rows), setup, saved_spec["seed"])
     _write_and_log(table, saved_spec, model_path, out)
     return table
 
@@ -141,7 +147,8 @@ def evaluate_scratchpad(
                 ),
             }
         )
-    table = pd.DataFrame(rows)
+    setup = {"spec": spec, "eval": eval_cfg, "test_seed": test_seed}
+    table = provenance.stamp(pd.DataFrame(rows), setup, spec["seed"])
     _write_and_log(table, spec, model_path, out)
     return table
 

@@ -14,11 +14,18 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from lengen import provenance  # noqa: E402
+
 DEFAULT_STYLE = {"context": "paper", "height": 3.0, "aspect": 1.15, "dpi": 150}
 
 
 def sparse_parity_figure(
-    table: pd.DataFrame, title: str, out: Path, style: dict, train_range: tuple[int, int] | None
+    table: pd.DataFrame,
+    title: str,
+    out: Path,
+    style: dict,
+    train_range: tuple[int, int] | None,
+    metadata: dict | None = None,
 ) -> None:
     """Accuracy vs test length 2l, a line per k_test, a panel per K_train (Figs. 1, 7);
     the training lengths are shaded and chance (0.5) dotted."""
@@ -46,7 +53,7 @@ def sparse_parity_figure(
             ax.axvspan(*train_range, color="grey", alpha=0.15, lw=0)
     grid.figure.suptitle(title, y=1.04)
     out.parent.mkdir(parents=True, exist_ok=True)
-    grid.figure.savefig(out, dpi=style["dpi"], bbox_inches="tight")
+    grid.figure.savefig(out, dpi=style["dpi"], bbox_inches="tight", metadata=metadata)
     plt.close(grid.figure)
 
 
@@ -66,6 +73,7 @@ def scratchpad_figure(
     out: Path,
     style: dict,
     train_range: tuple[int, int] | None,
+    metadata: dict | None = None,
 ) -> None:
     """Exact-match accuracy vs test length, a line per jump / depth (mean over training runs with
     a 95% CI band, as the paper), a panel per variant in `panels` order (Figs. 2, 8, 3a-d)."""
@@ -105,7 +113,7 @@ def scratchpad_figure(
     counts = ", ".join(f"{v} {runs[v]}" for v in panels if v in runs)
     grid.figure.suptitle(f"{title}\ntraining runs per line: {counts}", y=1.08)
     out.parent.mkdir(parents=True, exist_ok=True)
-    grid.figure.savefig(out, dpi=style["dpi"], bbox_inches="tight")
+    grid.figure.savefig(out, dpi=style["dpi"], bbox_inches="tight", metadata=metadata)
     plt.close(grid.figure)
 
 
@@ -122,10 +130,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     table = pd.concat([pd.read_csv(p) for p in args.tables], ignore_index=True)
     style = json.loads(args.style)
+    setup = {k: v for k, v in vars(args).items() if k not in ("tables", "out")}
+    setup["inputs"] = sorted(table["config_hash"].unique()) if "config_hash" in table else []
+    meta = provenance.png_metadata(setup, provenance.table_seeds(table))
     if args.figure == "sparse_parity":
-        sparse_parity_figure(table, args.title, args.out, style, args.train_range)
+        sparse_parity_figure(table, args.title, args.out, style, args.train_range, meta)
     else:
-        scratchpad_figure(table, args.panels, args.title, args.out, style, args.train_range)
+        scratchpad_figure(table, args.panels, args.title, args.out, style, args.train_range, meta)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from lengen.config import config_hash, validate
+from lengen import provenance
+from lengen.config import validate
 
 NEAR_PERFECT = 0.9  # "near-perfect" accuracy
 FAILS = 0.75  # "fails": never above this accuracy
@@ -332,9 +333,10 @@ def write_report(cfg: dict, out: Path) -> pd.DataFrame:
     lines = [
         "# Does the paper hold? Claims and verdicts",
         "",
-        f"Tier `{cfg['tier']}` (config hash `{config_hash(cfg)}`, seed "
-        f"{cfg['seed']}). Every number below is computed by `lengen.report` from the tidy tables "
-        f"in `{cfg['reports_dir']}/`; every verdict by the rule in its row.",
+        f"Tier `{cfg['tier']}`. Every number below is computed by `lengen.report` from the tidy "
+        f"tables in `{cfg['reports_dir']}/`; every verdict by the rule in its row.",
+        "",
+        provenance.markdown_line(cfg, cfg["seed"]),
         "",
         "Verdicts: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) + ".",
         "",

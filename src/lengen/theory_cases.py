@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from lengen import provenance
 from lengen.theory import (
     NEG_INF,
     TIE_TOL,
@@ -311,7 +312,12 @@ def couple(X: np.ndarray, pairs: np.ndarray, rng: np.random.Generator) -> np.nda
     return out
 
 
-def coupled_risk(case: Case, length: int, label_draws: int = 4, seed: int = 0) -> np.ndarray:
+COUPLING_SEED = 0  # the only random draw: position coupling's random offsets (App. D)
+
+
+def coupled_risk(
+    case: Case, length: int, label_draws: int = 4, seed: int = COUPLING_SEED
+) -> np.ndarray:
     """Risk of every PC hypothesis on PC[P_l]: (S*, Z) enumerated exactly, labels drawn."""
     ens = case.ens
     q_pos, q_voc = ens.q_pos(length), ens.q_voc
@@ -437,7 +443,7 @@ def run(L: int, test_lengths: list[int]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def figure(table: pd.DataFrame, out: Path) -> None:
+def figure(table: pd.DataFrame, out: Path, metadata: dict | None = None) -> None:
     """Test risk of the best and worst risk minimiser vs Lbar, a panel per case."""
     import matplotlib
 
@@ -471,7 +477,7 @@ def figure(table: pd.DataFrame, out: Path) -> None:
     )
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=150, bbox_inches="tight")
+    fig.savefig(out, dpi=150, bbox_inches="tight", metadata=metadata)
     plt.close(fig)
 
 
@@ -484,14 +490,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out-figure", type=Path, required=True)
     args = parser.parse_args(argv)
     lengths = args.test_lengths or [2 * args.L, 3 * args.L, 4 * args.L]
-    table = run(args.L, lengths)
+    setup = {"L": args.L, "test_lengths": lengths}
+    table = provenance.stamp(run(args.L, lengths), setup, COUPLING_SEED)
     args.out_table.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out_table, index=False)
     cols = ["case", "assumption_dropped", "local", "relative", "realizable", "coverage",
             "Lbar", "n_minimizers", "train_risk", "test_risk_best", "test_risk_worst"]  # fmt: skip
     markdown = table[cols].to_markdown(index=False, floatfmt=".4f")
-    args.out_table.with_suffix(".md").write_text(markdown + "\n")
-    figure(table, args.out_figure)
+    footer = provenance.markdown_line(setup, COUPLING_SEED)
+    args.out_table.with_suffix(".md").write_text(f"{markdown}\n\n{footer}\n")
+    figure(table, args.out_figure, provenance.png_metadata(setup, COUPLING_SEED))
 
 
 if __name__ == "__main__":

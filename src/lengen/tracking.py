@@ -77,6 +77,11 @@ def log_params_once(spec: Mapping, model) -> None:
     mlflow.log_params(params)
 
 
+def set_tags(tags: Mapping[str, object]) -> None:
+    """Tag the active run (provenance: config hash, git commit, package versions)."""
+    mlflow.set_tags({k: str(v) for k, v in tags.items()})
+
+
 def log_metrics(metrics: Mapping[str, float], step: int) -> None:
     """Log several metrics in one call (one SQLite write, not one per metric)."""
     mlflow.log_metrics(dict(metrics), step=step)

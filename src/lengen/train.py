@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from lengen import tasks, tracking
+from lengen import provenance, tasks, tracking
 from lengen.data import IGNORE, step_rng
 from lengen.model import GPTNeoX, ModelConfig
 
@@ -226,13 +226,17 @@ def _open_run(spec: dict, out: Path, model: GPTNeoX, resumed: bool) -> None:
     tracking.start_run(trk["uri"], trk["experiment"], spec["run_name"], out / "mlflow_run_id")
     if not resumed:
         tracking.log_params_once(spec, model)
+        tracking.set_tags(provenance.record(spec, spec["seed"]))
 
 
 def _save_final(engine, spec: dict, path: Path) -> None:
     """Final fp32 weights, model config and spec in one file, readable without DeepSpeed."""
     state = {k: v.detach().float().cpu() for k, v in engine.module.state_dict().items()}
     config = engine.module.cfg.to_dict()
-    torch.save({"model_config": config, "state_dict": state, "spec": spec}, path)
+    prov = provenance.record(spec, spec["seed"])
+    torch.save(
+        {"model_config": config, "state_dict": state, "spec": spec, "provenance": prov}, path
+    )
 
 
 def load_model(path: str | Path, device: str = "cpu") -> GPTNeoX:

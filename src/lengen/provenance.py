@@ -1,0 +1,105 @@
+"""Provenance stamped on every result file: config hash, seed, package versions and git commit.
+
+Tidy tables carry it as constant columns (so it survives `combine` and any pandas merge), PNG
+figures in their text metadata, markdown reports in a header line. `config_hash` is the hash of the
+config slice the file was computed from (a job sees only its slice, see lengen.specs), so two files
+with the same hash came from the same settings.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import platform
+import subprocess
+from collections.abc import Mapping
+from importlib import metadata
+from pathlib import Path
+
+import pandas as pd
+
+from lengen.config import config_hash
+
+PACKAGES = (
+    "lengen", "torch", "deepspeed", "transformers", "tokenizers", "datasets", "mlflow",
+    "snakemake", "numpy", "pandas", "seaborn",
+)  # fmt: skip
+COLUMNS = ("config_hash", "seed", "git_commit", "versions")
+PNG_KEY = "lengen:provenance"
+
+
+@functools.cache
+def git_commit() -> str:
+    """HEAD of the source checkout, with '-dirty' for uncommitted tracked changes; or 'unknown'."""
+    src = Path(__file__).resolve().parent
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(src), *args], capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
+
+    try:
+        head = git("rev-parse", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head + ("-dirty" if dirty else "")
+
+
+@functools.cache
+def versions() -> str:
+    """'python=3.11.9 torch=2.13.0 ...' for the packages that shape the numbers."""
+    found = [f"python={platform.python_version()}"]
+    for name in PACKAGES:
+        try:
+            found.append(f"{name}={metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            continue
+    return " ".join(found)
+
+
+def record(config: Mapping, seed: int | str) -> dict[str, str | int]:
+    """The provenance of a result computed from `config` (a config slice) with `seed`."""
+    return {
+        "config_hash": config_hash(dict(config)),
+        "seed": seed,
+        "git_commit": git_commit(),
+        "versions": versions(),
+    }
+
+
+def stamp(table: pd.DataFrame, config: Mapping, seed: int | str) -> pd.DataFrame:
+    """The table with the provenance columns (an existing per-row `seed` column is kept)."""
+    columns = record(config, seed)
+    if "seed" in table:
+        del columns["seed"]
+    return table.assign(**columns)
+
+
+def png_metadata(config: Mapping, seed: int | str) -> dict[str, str]:
+    """savefig(metadata=...) for a PNG: provenance as one JSON text chunk."""
+    return {PNG_KEY: json.dumps(record(config, seed), sort_keys=True)}
+
+
+def read_png(path: str | Path) -> dict:
+    """The provenance recorded in a PNG written with png_metadata."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        return json.loads(image.text[PNG_KEY])
+
+
+def markdown_line(config: Mapping, seed: int | str) -> str:
+    """One markdown line with the provenance, for the head of a report."""
+    r = record(config, seed)
+    return (
+        f"Provenance: config hash `{r['config_hash']}`, seed {r['seed']}, "
+        f"git commit `{r['git_commit']}`, versions: {r['versions']}."
+    )
+
+
+def table_seeds(tables: pd.DataFrame) -> str:
+    """The seeds of the rows a derived file (figure, report) rests on, e.g. '0,1,2'."""
+    if "seed" not in tables:
+        return ""
+    return ",".join(str(s) for s in sorted(tables["seed"].dropna().unique()))
