@@ -9,6 +9,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/sparse_parity.smk"
 include: "workflow/rules/scratchpad.smk"
 include: "workflow/rules/theory.smk"
+include: "workflow/rules/natural_language.smk"
 include: "workflow/rules/report.smk"
 
 
@@ -18,5 +19,6 @@ rule all:
         SPARSE_PARITY_TABLE,
         SCRATCHPAD_OUTPUTS,
         THEORY_OUTPUTS,
+        NL_OUTPUTS,
         REPORT,
     default_target: True

@@ -143,6 +143,8 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     from lengen import provenance
 
     assert "git commit" in text and "torch=" in text
+    # ...and the run ends with Snakemake's HTML report of every figure
+    assert (res / "reports" / "report.html").stat().st_size > 100_000
     for csv in (res / "reports").glob("*.csv"):
         assert set(provenance.COLUMNS) <= set(pd.read_csv(csv).columns), csv
     for png in (res / "reports").glob("*.png"):

@@ -55,6 +55,36 @@ def _cross_checks(cfg: dict) -> list[tuple[str, str]]:
     for name in ("parity_scratchpad", "variable_assignment"):
         if name in cfg:
             errors += _scratchpad_checks(name, cfg[name])
+    if "natural_language" in cfg:
+        errors += _natural_language_checks(cfg["natural_language"])
+    return errors
+
+
+def _natural_language_checks(nl: dict) -> list[tuple[str, str]]:
+    """Sec. 5.3: L < Lbar, eval lengths dividing Lbar, a corpus source with what it needs."""
+    errors = []
+    key = "natural_language"
+    short, long = nl["short_context"], nl["long_context"]
+    if short >= long:
+        errors.append((f"{key}.short_context", "must be below long_context (L < Lbar)"))
+    if max(nl["eval"]["lengths"]) != long or any(long % n for n in nl["eval"]["lengths"]):
+        errors.append((f"{key}.eval.lengths", f"must divide and end at long_context ({long})"))
+    if nl["influence"]["k"] >= long - short - 1:
+        errors.append((f"{key}.influence.k", f"must be below Lbar - L - 1 = {long - short - 1}"))
+    corpus = nl["corpus"]
+    if corpus["source"] == "debian":
+        for field in ("packages", "validation_fraction", "max_doc_chars", "docs_per_shard"):
+            if field not in corpus:
+                errors.append((f"{key}.corpus.{field}", "required when source is debian"))
+    if corpus["source"] == "c4_dir" and not corpus.get("c4_dir"):
+        errors.append((f"{key}.corpus.c4_dir", "required when source is c4_dir"))
+    if nl["tokenizer"]["source"] == "hub" and not nl["tokenizer"].get("name"):
+        errors.append((f"{key}.tokenizer.name", "required when source is hub"))
+    if nl["model"]["d_model"] % nl["model"]["n_head"]:
+        errors.append((f"{key}.model.d_model", "must be divisible by n_head"))
+    pose = nl["short"]["pose_start"]
+    if pose is not None and pose >= nl["short"]["train"]["steps"]:
+        errors.append((f"{key}.short.pose_start", "must be below short.train.steps"))
     return errors
 
 

@@ -1,5 +1,6 @@
 """Figures with seaborn: accuracy vs test length for sparse parity (Figs. 1, 7; Sec. 5.1) and the
-scratchpad tasks with their ablations (Figs. 2, 8, 3a-d; Sec. 5.2)."""
+scratchpad tasks with their ablations (Figs. 2, 8, 3a-d; Sec. 5.2); the natural-language loss
+scatters (Figs. 4, 6) and mask illustration (Fig. 5) of Sec. 5.3."""
 
 from __future__ import annotations
 
@@ -117,23 +118,99 @@ def scratchpad_figure(
     plt.close(grid.figure)
 
 
+INFLUENCE_PANELS = {  # figure -> (model scored, model choosing J) per panel (Sec. 5.3)
+    "fig4": [("h_short", "h_short")],
+    "fig6": [("h_long", "h_long"), ("h_long", "h_short"), ("h_short", "h_long")],
+}
+
+
+def influence_figure(
+    table: pd.DataFrame, fig: str, title: str, out: Path, style: dict, metadata: dict | None = None
+) -> None:
+    """Figs. 4 / 6: per test sequence, (L_short - L_long, L_short - L_short,sparse), one panel per
+    (model scored, model choosing J), the diagonal drawn and Pearson's r printed."""
+    style = {**DEFAULT_STYLE, **style}
+    sns.set_theme(context=style["context"], style="whitegrid")
+    panels = INFLUENCE_PANELS[fig]
+    fig_, axes = plt.subplots(
+        1, len(panels), figsize=(style["height"] * 1.1 * len(panels), style["height"] * 1.1),
+        squeeze=False,
+    )  # fmt: skip
+    letters = "abc" if len(panels) > 1 else ""
+    for i, (ax, (scored, chosen)) in enumerate(zip(axes[0], panels, strict=True)):
+        t = table[(table.scored_by == scored) & (table.chosen_by == chosen)]
+        x, y = t["short_minus_long"], t["short_minus_sparse"]
+        sns.scatterplot(x=x, y=y, ax=ax, s=10, alpha=0.6, edgecolor=None)
+        lo, hi = min(x.min(), y.min()), max(x.max(), y.max())
+        ax.plot([lo, hi], [lo, hi], color="grey", lw=1, ls="--")
+        r = x.corr(y)
+        label = f"({letters[i]}) " if letters else ""
+        ax.set_title(f"{label}{scored} CE loss; J from {chosen}\nPearson r = {r:.2f}, n = {len(t)}",
+                     fontsize=8)  # fmt: skip
+        ax.set_xlabel("L_short - L_long")
+        ax.set_ylabel("L_short - L_short,sparse")
+    fig_.suptitle(title, y=1.02)
+    fig_.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig_.savefig(out, dpi=style["dpi"], bbox_inches="tight", metadata=metadata)
+    plt.close(fig_)
+
+
+def mask_illustration(
+    out: Path, long_len: int = 8, short_len: int = 2, J: tuple[int, ...] = (2, 4),
+    metadata: dict | None = None,
+) -> None:  # fmt: skip
+    """Fig. 5: which tokens L_short, L_long and L_short,sparse attend to (gray = masked, blue =
+    attended, outlined = the predicted token X_Lbar), drawn from lengen.influence's masks."""
+    from matplotlib.patches import Rectangle
+
+    from lengen.influence import context_keeps
+
+    keep = context_keeps(long_len, short_len, list(J)).numpy()
+    names = ["L_short", "L_long", "L_short,sparse"]
+    fig, ax = plt.subplots(figsize=(0.6 * long_len + 1.6, 1.9))
+    for row, name in enumerate(names):
+        y = len(names) - 1 - row
+        for j in range(long_len):
+            if j == long_len - 1:
+                face, edge = "white", "black"
+            else:
+                face, edge = ("#4a90d9" if keep[row, j] else "#c8c8c8"), "white"
+            ax.add_patch(Rectangle((j, y), 0.92, 0.8, facecolor=face, edgecolor=edge, lw=1.2))
+            ax.text(j + 0.46, y + 0.4, f"X{j + 1}", ha="center", va="center", fontsize=7)
+        ax.text(-0.2, y + 0.4, name, ha="right", va="center", fontsize=8)
+    ax.set_xlim(-2.2, long_len)
+    ax.set_ylim(-0.1, len(names))
+    ax.axis("off")
+    ax.set_title(f"Fig. 5: masks with Lbar = {long_len}, L = {short_len}, k = {len(J)}, "
+                 f"J = {set(J)}", fontsize=8)  # fmt: skip
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=150, bbox_inches="tight", metadata=metadata)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> None:
     """CLI: python -m lengen.figures {sparse_parity|scratchpad} --tables A.csv ... --out fig.png."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("figure", choices=["sparse_parity", "scratchpad"])
+    parser.add_argument("figure", choices=["sparse_parity", "scratchpad", "fig4", "fig6", "fig5"])
     parser.add_argument("--panels", nargs="+", help="scratchpad: variant per panel")
-    parser.add_argument("--tables", nargs="+", type=Path, required=True)
+    parser.add_argument("--tables", nargs="+", type=Path, default=[])
     parser.add_argument("--title", default="")
     parser.add_argument("--style", default="{}", help="JSON of style overrides")
     parser.add_argument("--train-range", nargs=2, type=int, help="training lengths, shaded")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    table = pd.concat([pd.read_csv(p) for p in args.tables], ignore_index=True)
     style = json.loads(args.style)
+    if args.figure == "fig5":
+        mask_illustration(args.out, metadata=provenance.png_metadata({"figure": "fig5"}, ""))
+        return
+    table = pd.concat([pd.read_csv(p) for p in args.tables], ignore_index=True)
     setup = {k: v for k, v in vars(args).items() if k not in ("tables", "out")}
     setup["inputs"] = sorted(table["config_hash"].unique()) if "config_hash" in table else []
     meta = provenance.png_metadata(setup, provenance.table_seeds(table))
-    if args.figure == "sparse_parity":
+    if args.figure in INFLUENCE_PANELS:
+        influence_figure(table, args.figure, args.title, args.out, style, meta)
+    elif args.figure == "sparse_parity":
         sparse_parity_figure(table, args.title, args.out, style, args.train_range, meta)
     else:
         scratchpad_figure(table, args.panels, args.title, args.out, style, args.train_range, meta)

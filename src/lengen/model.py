@@ -190,6 +190,19 @@ class GPTNeoX(nn.Module):
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Logits (B, T, V) for input_ids (B, T) at position_ids (B, T); with the PPC head, also
         next-position logits (B, T, l_max + 1). A cache holds the earlier tokens' keys/values."""
+        x = self.hidden(input_ids, position_ids, attn_mask, cache)
+        if self.position_out is None:
+            return self.embed_out(x)
+        return self.embed_out(x), self.position_out(x)
+
+    def hidden(
+        self,
+        input_ids: torch.Tensor,
+        position_ids: torch.Tensor,
+        attn_mask: torch.Tensor | None = None,
+        cache: KVCache | None = None,
+    ) -> torch.Tensor:
+        """Final-layer-normed hidden states (B, T, C), before the output heads."""
         x = self.embed_in(input_ids)
         cos_sin = None
         if self.rope is not None:
@@ -198,10 +211,7 @@ class GPTNeoX(nn.Module):
             x = x + self.abs_pos(position_ids)
         for layer in self.layers:
             x = layer(x, self.rope, cos_sin, attn_mask, cache)
-        x = self.final_layer_norm(x)
-        if self.position_out is None:
-            return self.embed_out(x)
-        return self.embed_out(x), self.position_out(x)
+        return self.final_layer_norm(x)
 
     def num_params(self) -> int:
         """Number of trainable parameters."""

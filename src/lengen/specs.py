@@ -68,3 +68,31 @@ def scratchpad_train(cfg: dict, experiment: str, variant: str, value: int, run: 
             "experiment": experiment_name(cfg["tracking"]["experiment_prefix"], experiment),
         },
     }
+
+
+NL_DIR = "natural_language"
+
+
+def natural_language_train(cfg: dict, which: str) -> dict:
+    """Spec of h_short (context L, PoSE from `pose_start` on) or h_long (context Lbar) (App. F)."""
+    nl = cfg["natural_language"]
+    short = which == "short"
+    task = {
+        "context": nl["short_context"] if short else nl["long_context"],
+        "l_max": nl["long_context"] + 1,  # PoSE IDs in [1, Lbar]: the test sequence's true IDs
+        "pose_start": nl["short"]["pose_start"] if short else None,
+        "train_tokens": f"{cfg['results_dir']}/{NL_DIR}/tokens/train.bin",
+    }
+    return {
+        "experiment": "natural_language",
+        "run_name": f"h_{which}",
+        "seed": cfg["seed"],
+        "task": task,
+        "model": {"position": "rope", "l_max": nl["long_context"] + 1, **nl["model"]},
+        "train": nl[which]["train"],
+        "runtime": cfg["runtime"],
+        "tracking": {
+            "uri": tracking_uri(cfg),
+            "experiment": experiment_name(cfg["tracking"]["experiment_prefix"], "natural_language"),
+        },
+    }

@@ -85,13 +85,16 @@ def _init_distributed(runtime: dict) -> None:
 def _deepspeed_config(spec: dict, world: int) -> dict:
     """DeepSpeed config dict from the spec's train and runtime sections."""
     train, runtime = spec["train"], spec["runtime"]
-    micro = train["batch_size"] // world
-    if micro * world != train["batch_size"]:
-        raise ValueError(f"batch_size {train['batch_size']} not divisible by {world} processes")
+    micro = train.get("micro_batch_size") or train["batch_size"] // world
+    accum = train["batch_size"] // (micro * world)
+    if micro * world * accum != train["batch_size"]:
+        raise ValueError(
+            f"batch_size {train['batch_size']} is not {world} processes x micro-batches of {micro}"
+        )
     return {
         "train_batch_size": train["batch_size"],
         "train_micro_batch_size_per_gpu": micro,
-        "gradient_accumulation_steps": 1,
+        "gradient_accumulation_steps": accum,
         "gradient_clipping": train.get("grad_clip", 1.0),
         "bf16": {"enabled": runtime["precision"] == "bf16"},
         "zero_optimization": {"stage": runtime["zero_stage"]},
@@ -181,16 +184,19 @@ def train(spec: dict, out: Path, stop_after: int | None = None) -> Path:
         mininterval=5,
     )
     window, tokens, t0 = [], 0, time.perf_counter()
-    # each process draws its own micro-batch: batch_size / world examples from (seed, step, rank)
-    rank_spec = {**spec, "train": {**train_cfg, "batch_size": train_cfg["batch_size"] // world}}
+    # each process draws its own micro-batches from (seed, step, stream), stream = rank * accum + m
+    accum = engine.gradient_accumulation_steps()
+    micro = train_cfg["batch_size"] // (world * accum)
+    rank_spec = {**spec, "train": {**train_cfg, "batch_size": micro}}
     for step in bar:
-        batch = task.train_batch(rank_spec, step_rng(spec["seed"], step, rank), step)
-        inputs = batch.model_inputs(device)
-        loss = training_loss(engine(inputs["input_ids"], inputs["position_ids"]), inputs)
-        engine.backward(loss)
-        engine.step()
-        window.append(loss.item())
-        tokens += inputs["input_ids"].numel() * world
+        for m in range(accum):  # DeepSpeed steps the optimizer on the last micro-batch
+            rng = step_rng(spec["seed"], step, rank * accum + m)
+            inputs = task.train_batch(rank_spec, rng, step).model_inputs(device)
+            loss = training_loss(engine(inputs["input_ids"], inputs["position_ids"]), inputs)
+            engine.backward(loss)
+            engine.step()
+            window.append(loss.item())
+            tokens += inputs["input_ids"].numel() * world
         done = step + 1
         if done % every == 0 or done == train_cfg["steps"]:
             rate = tokens / (time.perf_counter() - t0)

@@ -1,5 +1,12 @@
-# Claims verdict report: one row per claim, measured number, rule and verdict (lengen.report).
+# Claims verdict report: one row per claim, measured number, rule and verdict (lengen.report);
+# then, after every successful run that has it, Snakemake's HTML report of all figures.
+import os
+import sys
+
+import yaml
+
 REPORT = f"{REPORTS}/REPORT.md"
+HTML_REPORT = f"{REPORTS}/report.html"
 
 
 rule report:
@@ -8,6 +15,7 @@ rule report:
         SPARSE_PARITY_TABLE,
         SCRATCHPAD_OUTPUTS,
         THEORY_OUTPUTS,
+        NL_OUTPUTS,
     output:
         report(REPORT, caption="../report/report.rst", category="Claims"),
     params:
@@ -16,3 +24,18 @@ rule report:
         f"{LOGS}/report.log",
     shell:
         "{PY} -m lengen.report --config {params.cfg:q} --out {output} > {log} 2>&1"
+
+
+onsuccess:
+    # `snakemake --report` needs every report() output, so only once REPORT.md (which depends on
+    # all of them) exists; it reads the run's metadata, hence --nolock inside this run.
+    if os.path.exists(REPORT):
+        used = f"{RESULTS}/config.used.yaml"
+        with open(used, "w") as f:
+            yaml.safe_dump(config, f)
+        shell(
+            f"{sys.executable} -m snakemake -s {workflow.main_snakefile} --configfile {used}"
+            f" --report {HTML_REPORT} --nolock --workflow-profile none"
+            f" > {LOGS}/html_report.log 2>&1"
+            f" || echo 'HTML report failed: see {LOGS}/html_report.log'"
+        )

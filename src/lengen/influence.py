@@ -1,0 +1,142 @@
+"""Leave-one-out influential tokens (Sec. 5.3, Eq. 6; Figs. 4-6).
+
+For a test sequence X_1..X_Lbar the model predicts X_Lbar from X_1..X_{Lbar-1} at their true
+position IDs 1..Lbar-1. "Masking" token j removes it from every attention computation (no query
+attends to it as a key) while every position ID stays as it was. Indices here are the paper's,
+1-based:
+- far tokens: j in [Lbar - L - 1]; the recent window: X_{Lbar-L : Lbar-1} (L tokens);
+- Eq. (6): J_1..J_k are the k far j whose masking gives the lowest p(X_Lbar | rest);
+- L_short = -log p(X_Lbar | window), L_long = -log p(X_Lbar | X_{1:Lbar-1}),
+  L_short,sparse = -log p(X_Lbar | X_J, window) (every far token masked but J).
+The paper's L_short,sparse text says "all of the first Lbar - L tokens masked but J"; X_{Lbar-L}
+is the first token of the recent window its L_short conditions on, so we mask the Lbar - L - 1
+far tokens, consistently with L_short and with J in [Lbar - L - 1].
+
+All Lbar - L - 1 leave-one-out variants of an example run as one batched forward pass with a
+per-row attention mask; only the last position goes through the output head.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm import tqdm
+
+from lengen import provenance
+from lengen.evaluate import eval_device
+from lengen.tokens import load_tokens
+from lengen.train import load_model
+
+
+def attention_mask(keep: torch.Tensor) -> torch.Tensor:
+    """(B, 1, T, T) bool: causal, keys with keep False removed; each query keeps itself."""
+    T = keep.shape[1]
+    causal = torch.ones(T, T, dtype=torch.bool, device=keep.device).tril()
+    mask = causal[None] & keep[:, None, :]
+    return (mask | torch.eye(T, dtype=torch.bool, device=keep.device)[None])[:, None]
+
+
+@torch.no_grad()
+def target_logprob(model, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """log p(X_Lbar | unmasked X_1..X_{Lbar-1}) for each keep row (B, Lbar - 1): (B,)."""
+    rows = keep.shape[0]
+    inputs = x[:-1].expand(rows, -1)
+    ids = torch.arange(1, len(x), device=x.device).expand(rows, -1)
+    h = model.hidden(inputs, ids, attention_mask(keep))[:, -1]
+    return torch.log_softmax(model.embed_out(h).float(), dim=-1)[:, x[-1]]
+
+
+def loo_keep(long_len: int, short_len: int, device=None) -> torch.Tensor:
+    """One row per far token j in [Lbar - L - 1]: everything kept but j. (n_far, Lbar - 1)."""
+    n_far = long_len - short_len - 1
+    keep = torch.ones(n_far, long_len - 1, dtype=torch.bool, device=device)
+    keep[torch.arange(n_far), torch.arange(n_far)] = False
+    return keep
+
+
+def choose_influential(logp: torch.Tensor, k: int) -> list[int]:
+    """Eq. (6): the k far positions (1-based) whose masking gives the lowest probability."""
+    return sorted((torch.argsort(logp, stable=True)[:k] + 1).tolist())
+
+
+def context_keeps(long_len: int, short_len: int, J: list[int], device=None) -> torch.Tensor:
+    """Rows for L_short, L_long and L_short,sparse(J) (Fig. 5): (3, Lbar - 1)."""
+    n_far = long_len - short_len - 1
+    keep = torch.ones(3, long_len - 1, dtype=torch.bool, device=device)
+    keep[0, :n_far] = False  # short: the recent window only
+    keep[2, :n_far] = False  # sparse: the window and X_J
+    keep[2, [j - 1 for j in J]] = True
+    return keep
+
+
+def analyse(
+    models: dict[str, torch.nn.Module], examples: np.ndarray, short_len: int, k: int
+) -> pd.DataFrame:
+    """One row per (example, model scored, model choosing J) with J and the three losses."""
+    long_len = examples.shape[1]
+    rows = []
+    for i, seq in enumerate(tqdm(examples, desc="leave-one-out", mininterval=5)):
+        chosen = {}
+        for name, model in models.items():
+            x = torch.as_tensor(seq, device=next(model.parameters()).device)
+            chosen[name] = choose_influential(
+                target_logprob(model, x, loo_keep(long_len, short_len, x.device)), k
+            )
+        for scored, model in models.items():
+            x = torch.as_tensor(seq, device=next(model.parameters()).device)
+            for by, J in chosen.items():
+                nll = -target_logprob(model, x, context_keeps(long_len, short_len, J, x.device))
+                l_short, l_long, l_sparse = nll.tolist()
+                rows.append(
+                    {
+                        "example": i,
+                        "scored_by": f"h_{scored}",
+                        "chosen_by": f"h_{by}",
+                        "J": " ".join(map(str, J)),
+                        "L_short": l_short,
+                        "L_long": l_long,
+                        "L_short_sparse": l_sparse,
+                        "short_minus_long": l_short - l_long,
+                        "short_minus_sparse": l_short - l_sparse,
+                    }  # fmt: skip
+                )
+    return pd.DataFrame(rows)
+
+
+def test_examples(tokens: np.ndarray, long_len: int, n: int, offset: int) -> np.ndarray:
+    """n consecutive held-out sequences of Lbar tokens, starting at token `offset`."""
+    need = offset + n * long_len
+    if len(tokens) < need:
+        raise ValueError(f"held-out split has {len(tokens)} tokens, need {need}")
+    return np.asarray(tokens[offset:need], dtype=np.int64).reshape(n, long_len)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI: the leave-one-out table for both models, every (scored, chosen-by) pair."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--short", type=Path, required=True, help="h_short model.pt")
+    parser.add_argument("--long", type=Path, required=True, help="h_long model.pt")
+    parser.add_argument("--tokens", type=Path, required=True, help="validation.bin")
+    parser.add_argument("--influence", required=True, help="JSON of natural_language.influence")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    cfg = json.loads(args.influence)
+    device = eval_device()
+    models = {"short": load_model(args.short, device), "long": load_model(args.long, device)}
+    spec = torch.load(args.short, map_location="cpu", weights_only=True)["spec"]
+    examples = test_examples(load_tokens(args.tokens), cfg["long_len"], cfg["n_examples"],
+                             cfg["offset"])  # fmt: skip
+    table = analyse(models, examples, cfg["short_len"], cfg["k"])
+    setup = {"influence": cfg, "models": [str(args.short), str(args.long)]}
+    table = provenance.stamp(table, setup, spec["seed"])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(args.out, index=False)
+
+
+if __name__ == "__main__":
+    main()

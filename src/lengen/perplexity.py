@@ -1,0 +1,118 @@
+"""Table 1 (Sec. 5.3): perplexity of h_short and h_long at evaluation lengths 64 and 128.
+
+Held-out text is cut into consecutive chunks of Lbar + 1 tokens. At evaluation length T the chunk
+is read as Lbar / T windows of T + 1 tokens overlapping by one (each window starts fresh, true
+position IDs 1..T), so every evaluation length scores the same Lbar target tokens and differs
+only in how much context each prediction sees. Perplexity = exp(mean NLL) (footnote 13).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from lengen import provenance
+from lengen.evaluate import eval_device
+from lengen.positions import true_position_ids
+from lengen.tokens import load_tokens
+from lengen.train import load_model
+
+PAPER = {("short", 64): 17.59, ("short", 128): 14.74, ("long", 64): 17.62, ("long", 128): 14.49}
+
+
+def eval_chunks(tokens: np.ndarray, long_len: int, n: int) -> np.ndarray:
+    """The first n consecutive chunks of long_len + 1 tokens of the held-out split."""
+    size = long_len + 1
+    if len(tokens) < n * size:
+        raise ValueError(f"held-out split has {len(tokens)} tokens, need {n * size}")
+    return np.asarray(tokens[: n * size], dtype=np.int64).reshape(n, size)
+
+
+def split_windows(chunks: np.ndarray, length: int) -> np.ndarray:
+    """Each chunk of Lbar + 1 tokens as Lbar / length windows of length + 1 (overlap one)."""
+    long_len = chunks.shape[1] - 1
+    if long_len % length:
+        raise ValueError(f"eval length {length} does not divide {long_len}")
+    parts = [chunks[:, i : i + length + 1] for i in range(0, long_len, length)]
+    return np.concatenate(parts, axis=0)
+
+
+@torch.no_grad()
+def window_nll(model, windows: np.ndarray, batch_size: int) -> np.ndarray:
+    """NLL of tokens 2..T+1 of each window given the ones before it (true IDs): (N, T)."""
+    device = next(model.parameters()).device
+    out = []
+    for i in range(0, len(windows), batch_size):
+        w = torch.as_tensor(windows[i : i + batch_size], device=device)
+        ids = torch.as_tensor(true_position_ids(len(w), w.shape[1] - 1), device=device)
+        logits = model(w[:, :-1], ids).float()
+        nll = F.cross_entropy(logits.transpose(1, 2), w[:, 1:], reduction="none")
+        out.append(nll.cpu().numpy())
+    return np.concatenate(out)
+
+
+def perplexity_table(
+    models: dict[str, Path], tokens: np.ndarray, lengths: list[int], n: int, batch_size: int
+) -> pd.DataFrame:
+    """One row per (model, eval length): perplexity, tokens scored, the paper's number."""
+    chunks = eval_chunks(tokens, max(lengths), n)
+    rows = []
+    for name, path in models.items():
+        model = load_model(path, eval_device())
+        spec = torch.load(path, map_location="cpu", weights_only=True)["spec"]
+        for length in tqdm(lengths, desc=f"perplexity {name}"):
+            nll = window_nll(model, split_windows(chunks, length), batch_size)
+            rows.append(
+                {
+                    "model": f"h_{name}",
+                    "train_context": spec["task"]["context"],
+                    "pose": spec["task"].get("pose_start") is not None,
+                    "eval_length": length,
+                    "n_tokens": nll.size,
+                    "perplexity": math.exp(nll.mean()),
+                    "paper_perplexity": PAPER.get((name, length), float("nan")),
+                    "seed": spec["seed"],
+                }  # fmt: skip
+            )
+    return pd.DataFrame(rows)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI: write Table 1 as CSV and markdown."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--short", type=Path, required=True, help="h_short model.pt")
+    parser.add_argument("--long", type=Path, required=True, help="h_long model.pt")
+    parser.add_argument("--tokens", type=Path, required=True, help="validation.bin")
+    parser.add_argument("--eval", required=True, help="JSON of natural_language.eval")
+    parser.add_argument("--out", type=Path, required=True, help="table CSV (markdown beside it)")
+    args = parser.parse_args(argv)
+    cfg = json.loads(args.eval)
+    models = {"short": args.short, "long": args.long}
+    table = perplexity_table(models, load_tokens(args.tokens), cfg["lengths"],
+                             cfg["n_chunks"], cfg["batch_size"])  # fmt: skip
+    setup = {"eval": cfg, "models": [str(p) for p in models.values()]}
+    table = provenance.stamp(table, setup, table["seed"].iloc[0])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(args.out, index=False)
+    wide = table.pivot(index="model", columns="eval_length", values="perplexity")
+    paper = table.pivot(index="model", columns="eval_length", values="paper_perplexity")
+    lines = ["| model (train context) | " + " | ".join(f"eval {c} (paper)" for c in wide) + " |",
+             "| --- |" + " --- |" * len(wide.columns)]  # fmt: skip
+    for model in wide.index:
+        ctx = table.loc[table.model == model, "train_context"].iloc[0]
+        cells = [f"{wide.loc[model, c]:.2f} ({paper.loc[model, c]:.2f})" for c in wide.columns]
+        lines.append(f"| {model} ({ctx}) | " + " | ".join(cells) + " |")
+    lines += ["", provenance.markdown_line(setup, int(table["seed"].iloc[0]))]
+    args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

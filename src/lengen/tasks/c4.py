@@ -1,0 +1,57 @@
+"""Next-token prediction on C4-format text (Sec. 5.3, App. F): random windows of the packed
+token file; h_short switches to PoSE position IDs (c = 2, Lmax = Lbar) for its final steps.
+
+Windows start at uniform random offsets of the training token file (documents joined by EOS),
+drawn from the step's generator, so batches depend only on (seed, step, rank) as for every task.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import numpy as np
+
+from lengen.data import Example
+from lengen.positions import pose_position_ids, true_position_ids
+from lengen.tokens import load_tokens
+
+
+def vocab_size(spec: dict) -> int:
+    """The tokenizer's vocabulary size (32,000 for Llama-2 and the offline default), read from
+    the meta.json written beside the token files."""
+    meta = Path(spec["task"]["train_tokens"]).parent / "meta.json"
+    return json.loads(meta.read_text())["vocab_size"]
+
+
+@functools.cache
+def _tokens(path: str) -> np.ndarray:
+    """The training token file, memory-mapped once per process."""
+    return load_tokens(path)
+
+
+def windows(tokens: np.ndarray, starts: np.ndarray, length: int) -> np.ndarray:
+    """Rows tokens[s : s + length] for each start s, as int64."""
+    idx = starts[:, None] + np.arange(length)[None, :]
+    return np.asarray(tokens[idx], dtype=np.int64)
+
+
+def train_batch(spec: dict, rng: np.random.Generator, step: int) -> Example:
+    """batch_size windows of context + 1 tokens; every next token scored; true IDs 1..context,
+    or PoSE IDs in [1, l_max - 1] from step `pose_start` on (h_short, Sec. 5.3)."""
+    task, batch = spec["task"], spec["train"]["batch_size"]
+    length = task["context"] + 1
+    data = _tokens(task["train_tokens"])
+    if len(data) <= length:
+        raise ValueError(f"{task['train_tokens']}: {len(data)} tokens, need more than {length}")
+    starts = rng.integers(0, len(data) - length + 1, size=batch)
+    tokens = windows(data, starts, length)
+    pose_start = task.get("pose_start")
+    if pose_start is not None and step >= pose_start:
+        ids = pose_position_ids(rng, batch, length, task["l_max"])
+    else:
+        ids = true_position_ids(batch, length)
+    mask = np.ones_like(tokens)
+    mask[:, 0] = 0  # the first token has no context to be predicted from
+    return Example(tokens, ids, mask)

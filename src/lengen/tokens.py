@@ -1,0 +1,129 @@
+"""Tokenizer and token files for the natural-language experiment (Sec. 5.3, App. F).
+
+The paper uses the Llama-2-7b tokenizer (32,000-token SentencePiece BPE with byte fallback).
+Sources, chosen by `natural_language.tokenizer.source`:
+- `hub`: any HF tokenizer by name (e.g. meta-llama/Llama-2-7b-hf; needs hub access);
+- `mistral_v1` (offline default): `tokenizer.model.v1` from the Apache-2.0 `mistral-common`
+  wheel on PyPI, a 32,000-token SentencePiece BPE with byte fallback, the same design as
+  Llama-2's, loaded through HF transformers' LlamaTokenizer.
+Either way the tokenizer is saved in HF format beside the tokens. Each split is tokenized once
+(documents joined by EOS, as in OLMo's packed data) into a flat uint16 file read by np.memmap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from lengen import corpus
+
+MISTRAL_WHEEL = "mistral-common==1.13.1"
+MISTRAL_MEMBER = "mistral_common/data/tokenizer.model.v1"
+MISTRAL_SHA256 = "dadfd56d766715c61d2ef780a525ab43b8e6da4de6865bda3d95fdef5e134055"
+DTYPE = np.uint16  # every vocabulary here has < 65,536 tokens
+
+
+def fetch_mistral_v1(out_dir: Path) -> None:
+    """Download the mistral-common wheel from PyPI and extract its v1 SentencePiece model."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, MISTRAL_WHEEL],
+            check=True,
+        )
+        wheel = next(Path(tmp).glob("mistral_common-*.whl"))
+        data = zipfile.ZipFile(wheel).read(MISTRAL_MEMBER)
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != MISTRAL_SHA256:
+        raise ValueError(f"{MISTRAL_MEMBER}: sha256 {digest}, expected {MISTRAL_SHA256}")
+    (out_dir / "tokenizer.model").write_bytes(data)
+
+
+def prepare_tokenizer(cfg: dict, out_dir: Path):
+    """The configured tokenizer, saved in HF format under out_dir."""
+    from transformers import AutoTokenizer, LlamaTokenizer
+
+    if cfg["source"] == "mistral_v1":
+        fetch_mistral_v1(out_dir)
+        tok = LlamaTokenizer.from_pretrained(str(out_dir))
+    else:
+        tok = AutoTokenizer.from_pretrained(cfg["name"])
+    if len(tok) > np.iinfo(DTYPE).max:
+        raise ValueError(f"vocabulary of {len(tok)} tokens does not fit {DTYPE.__name__}")
+    tok.save_pretrained(str(out_dir))
+    return tok
+
+
+def load_tokenizer(path: Path):
+    """A tokenizer saved by prepare_tokenizer."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(path))
+
+
+def tokenize_split(tok, texts, path: Path, max_tokens: int, batch: int = 512) -> int:
+    """Write texts' token IDs, each document followed by EOS, to path; stop at max_tokens."""
+    eos = tok.eos_token_id
+    written = 0
+    with open(path, "wb") as f, tqdm(total=max_tokens, desc=path.stem, mininterval=5) as bar:
+        docs = []
+        for text in texts:
+            docs.append(text)
+            if len(docs) < batch:
+                continue
+            written += _write(tok, docs, eos, f, max_tokens - written)
+            bar.update(written - bar.n)
+            docs = []
+            if written >= max_tokens:
+                return written
+        if docs:
+            written += _write(tok, docs, eos, f, max_tokens - written)
+    return written
+
+
+def _write(tok, docs: list[str], eos: int, f, budget: int) -> int:
+    """Tokenize a batch of documents and append at most budget tokens to f."""
+    ids = tok(docs, add_special_tokens=False)["input_ids"]
+    flat = np.fromiter((t for doc in ids for t in (*doc, eos)), dtype=DTYPE)[:budget]
+    flat.tofile(f)
+    return len(flat)
+
+
+def load_tokens(path: str | Path) -> np.ndarray:
+    """A token file as a read-only memory map."""
+    return np.memmap(path, dtype=DTYPE, mode="r")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI: tokenizer + train.bin + validation.bin + meta.json under --out."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokenizer", required=True, help="JSON of natural_language.tokenizer")
+    parser.add_argument("--source", required=True, help="corpus source (debian|c4_dir|c4_hub)")
+    parser.add_argument("--corpus-dir", type=Path, required=True)
+    parser.add_argument("--max-tokens", required=True, help='JSON {"train": N, "validation": M}')
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    tok = prepare_tokenizer(json.loads(args.tokenizer), args.out / "tokenizer")
+    budget = json.loads(args.max_tokens)
+    counts = {}
+    for split in corpus.SPLITS:
+        texts = corpus.read_documents(args.source, split, args.corpus_dir)
+        counts[split] = tokenize_split(tok, texts, args.out / f"{split}.bin", budget[split])
+    meta = {"vocab_size": len(tok), "eos_token_id": tok.eos_token_id, "tokens": counts,
+            "dtype": DTYPE.__name__}  # fmt: skip
+    (args.out / "meta.json").write_text(json.dumps(meta, indent=2))
+    print(json.dumps(meta))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+# Natural language (Sec. 5.3, App. F): C4-format corpus, tokens, h_short (context L, PoSE for the
+# final steps) and h_long (context Lbar), Table 1 perplexities, leave-one-out influence (Eq. 6)
+# and Figs. 4-6.
+NL = config.get("natural_language")
+NL_DIR = f"{RESULTS}/natural_language"
+NL_TOKENS = [f"{NL_DIR}/tokens/{name}" for name in ("train.bin", "validation.bin", "meta.json")]
+NL_TABLE = f"{REPORTS}/table1_perplexity.csv"
+NL_INFLUENCE = f"{REPORTS}/influence_loo.csv"
+NL_FIGURES = [f"{REPORTS}/{fig}" for fig in
+              ("fig4_influence.png", "fig5_masks.png", "fig6_influence.png")]
+NL_OUTPUTS = [NL_TABLE, NL_TABLE.replace(".csv", ".md"), NL_INFLUENCE, *NL_FIGURES] if NL else []
+
+
+def nl_launcher():
+    """Like launcher(), with natural_language.gpus_per_job (App. F models span several GPUs)."""
+    gpus = NL.get("gpus_per_job", config["runtime"]["gpus_per_job"])
+    if config["runtime"]["device"] == "cuda" and gpus > 1:
+        return f"deepspeed --num_gpus {gpus} --module"
+    return f"{PY} -m"
+
+
+rule nl_corpus:
+    # C4-format shards (Debian text offline, or a link to real C4), with sources.json
+    output:
+        f"{NL_DIR}/corpus/sources.json",
+    params:
+        corpus=lambda w: to_json(NL["corpus"]),
+        seed=config["seed"],
+        out=f"{NL_DIR}/corpus",
+    log:
+        f"{LOGS}/natural_language/corpus.log",
+    shell:
+        "{PY} -m lengen.corpus --corpus {params.corpus:q} --seed {params.seed}"
+        " --out {params.out} > {log} 2>&1"
+
+
+rule nl_tokens:
+    # tokenizer (HF format) and one uint16 token file per split, tokenized once
+    input:
+        f"{NL_DIR}/corpus/sources.json",
+    output:
+        NL_TOKENS,
+    params:
+        tokenizer=lambda w: to_json(NL["tokenizer"]),
+        source=lambda w: NL["corpus"]["source"],
+        max_tokens=lambda w: to_json(NL["max_tokens"]),
+        out=f"{NL_DIR}/tokens",
+    threads: 2
+    log:
+        f"{LOGS}/natural_language/tokens.log",
+    shell:
+        "{PY} -m lengen.tokens --tokenizer {params.tokenizer:q} --source {params.source}"
+        " --corpus-dir {NL_DIR}/corpus --max-tokens {params.max_tokens:q}"
+        " --out {params.out} > {log} 2>&1"
+
+
+rule nl_train:
+    # h_short or h_long through DeepSpeed; resumes from ckpt/ after a crash
+    input:
+        NL_TOKENS,
+        f"{RESULTS}/mlflow/natural_language.ready",
+    output:
+        f"{NL_DIR}/h_{{which}}/model.pt",
+    wildcard_constraints:
+        which="short|long",
+    params:
+        spec=lambda w: to_json(specs.natural_language_train(config, w.which)),
+        launcher=lambda w: nl_launcher(),
+    threads: config["runtime"]["threads_per_job"]
+    resources:
+        gpus=lambda w: NL.get("gpus_per_job", config["runtime"]["gpus_per_job"]),
+    log:
+        f"{LOGS}/natural_language/train_{{which}}.log",
+    shell:
+        "{params.launcher} lengen.train --spec {params.spec:q} --out {NL_DIR}/h_{wildcards.which}"
+        " > {log} 2>&1"
+
+
+rule nl_perplexity:
+    # Table 1: perplexity of both models at every eval length, with the paper's numbers
+    input:
+        short=f"{NL_DIR}/h_short/model.pt",
+        long=f"{NL_DIR}/h_long/model.pt",
+        tokens=f"{NL_DIR}/tokens/validation.bin",
+    output:
+        csv=NL_TABLE,
+        md=NL_TABLE.replace(".csv", ".md"),
+    params:
+        eval=lambda w: to_json(NL["eval"]),
+    log:
+        f"{LOGS}/natural_language/perplexity.log",
+    shell:
+        "{PY} -m lengen.perplexity --short {input.short} --long {input.long}"
+        " --tokens {input.tokens} --eval {params.eval:q} --out {output.csv} > {log} 2>&1"
+
+
+rule nl_influence:
+    # Eq. (6) leave-one-out J for both models; L_short, L_long, L_short,sparse per pair
+    input:
+        short=f"{NL_DIR}/h_short/model.pt",
+        long=f"{NL_DIR}/h_long/model.pt",
+        tokens=f"{NL_DIR}/tokens/validation.bin",
+    output:
+        NL_INFLUENCE,
+    params:
+        # test sequences follow the perplexity chunks in the held-out split
+        influence=lambda w: to_json({**NL["influence"], "short_len": NL["short_context"],
+            "long_len": NL["long_context"],
+            "offset": NL["eval"]["n_chunks"] * (NL["long_context"] + 1)}),
+    log:
+        f"{LOGS}/natural_language/influence.log",
+    shell:
+        "{PY} -m lengen.influence --short {input.short} --long {input.long}"
+        " --tokens {input.tokens} --influence {params.influence:q} --out {output} > {log} 2>&1"
+
+
+rule nl_figure:
+    # Fig. 4 (h_short, J from h_short), Fig. 6a-c (the other pairs): scatter, diagonal, Pearson r
+    input:
+        NL_INFLUENCE,
+    output:
+        report(
+            f"{REPORTS}/{{fig}}_influence.png",
+            caption="../report/fig_influence.rst",
+            category="Natural language",
+        ),
+    wildcard_constraints:
+        fig="fig4|fig6",
+    params:
+        title=lambda w: f"{w.fig.replace('fig', 'Fig. ')}: loss recovered by k = "
+        f"{NL['influence']['k']} influential tokens ({config['tier']} tier)",
+        style=lambda w: to_json(NL.get("figures", {}).get("style", {})),
+    log:
+        f"{LOGS}/natural_language/{{fig}}.log",
+    shell:
+        "{PY} -m lengen.figures {wildcards.fig} --tables {input} --title {params.title:q}"
+        " --style {params.style:q} --out {output} > {log} 2>&1"
+
+
+rule nl_mask_figure:
+    # Fig. 5: the three masks, drawn from the same code that builds them
+    output:
+        report(f"{REPORTS}/fig5_masks.png", caption="../report/fig_masks.rst",
+               category="Natural language"),
+    log:
+        f"{LOGS}/natural_language/fig5.log",
+    shell:
+        "{PY} -m lengen.figures fig5 --out {output} > {log} 2>&1"
