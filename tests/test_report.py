@@ -87,6 +87,23 @@ def test_theory_rules_read_the_assumption_checks():
     assert v["TH-4.3"] == "reproduced" and v["TH-C3d"] == "not run" and v["NL-T1"] == "not run"
 
 
+def test_natural_language_rules():
+    ppl = pd.DataFrame([dict(model=m, eval_length=n, perplexity=p) for m, n, p in [
+        ("h_short", 64, 17.59), ("h_short", 128, 14.74),
+        ("h_long", 64, 17.62), ("h_long", 128, 18.0)]])  # fmt: skip
+    x = pd.Series([0.1, 0.5, 1.0, 2.0, 0.0, 0.3])
+    rows = []
+    for scored in ("h_short", "h_long"):
+        for chosen in ("h_short", "h_long"):
+            y = x * 0.9 if chosen == "h_short" else -x
+            rows += [dict(scored_by=scored, chosen_by=chosen, short_minus_long=a,
+                          short_minus_sparse=b) for a, b in zip(x, y, strict=True)]  # fmt: skip
+    v = verdicts(tables(perplexity=ppl, influence=pd.DataFrame(rows)))
+    assert v["NL-T1"] == "reproduced" and v["NL-T1b"] == "not reproduced"
+    assert v["NL-Fig4"] == "reproduced" and v["NL-Fig6b"] == "reproduced"
+    assert v["NL-Fig6a"] == "not reproduced" and v["NL-Fig6c"] == "not reproduced"
+
+
 def test_report_file(tmp_path):
     c = cfg()
     c["reports_dir"] = str(tmp_path)

@@ -27,6 +27,7 @@ FAILS = 0.75  # "fails": never above this accuracy
 MONOTONE = -0.8  # Spearman correlation that counts as "larger k is worse"
 MUCH_WORSE = 0.3  # accuracy gap that counts as "much worse" / "hurts a lot"
 OMEGA_1 = 0.5  # test risk that counts as "bounded away from 0" (Omega(1))
+NEAR_DIAGONAL = 0.5  # Pearson r that counts as "roughly equal, points near the diagonal"
 
 
 @dataclass
@@ -38,6 +39,8 @@ class Tables:
     parity_scratchpad: pd.DataFrame | None
     variable_assignment: pd.DataFrame | None
     theory: pd.DataFrame | None
+    perplexity: pd.DataFrame | None = None
+    influence: pd.DataFrame | None = None
 
 
 def read_tables(cfg: dict) -> Tables:
@@ -54,6 +57,8 @@ def read_tables(cfg: dict) -> Tables:
         read("parity_scratchpad_accuracy.csv"),
         read("variable_assignment_accuracy.csv"),
         read("theory_table.csv"),
+        read("table1_perplexity.csv"),
+        read("influence_loo.csv"),
     )
 
 
@@ -300,9 +305,52 @@ def claims() -> list[Claim]:
               "position coupling removes the locality requirement",
               "PC[H_attn]'s worst minimiser's test risk minus the bound (max over Lbar)",
               theory_within_bound("coupling: PC"), "<= 0", lambda v: v <= 1e-12),
-        Claim("NL-T1", "Table 1", "h_short perplexity at 128 below its perplexity at 64",
-              "not built yet (natural-language issue)", lambda t: None, "-", lambda v: False),
+        Claim("NL-T1", "Table 1", "h_short perplexity at 128 below its perplexity at 64 "
+              "(14.74 vs 17.59)", "h_short perplexity at 128 minus at 64", nl_short_gain,
+              "< 0", lambda v: v < 0),
+        Claim("NL-T1b", "Table 1", "h_long perplexity at 128 below its perplexity at 64 "
+              "(14.49 vs 17.62)", "h_long perplexity at 128 minus at 64",
+              lambda t: nl_perplexity_gain(t, "h_long"), "< 0", lambda v: v < 0),
+        *[Claim(f"NL-{fig}", f"Sec. 5.3, {fig}", "L_short - L_long and L_short - L_short,sparse "
+                "roughly equal (points near the diagonal)",
+                f"Pearson r of the two differences, {scored} scored, J from {chosen}",
+                _influence_r(scored, chosen), f">= {NEAR_DIAGONAL}",
+                lambda v: v >= NEAR_DIAGONAL)
+          for fig, scored, chosen in NL_PANELS],
     ]  # fmt: skip
+
+
+# --- natural language (Sec. 5.3) -----------------------------------------------------------------
+
+NL_PANELS = [("Fig4", "h_short", "h_short"), ("Fig6a", "h_long", "h_long"),
+             ("Fig6b", "h_long", "h_short"), ("Fig6c", "h_short", "h_long")]  # fmt: skip
+
+
+def nl_perplexity_gain(t: Tables, model: str) -> float | None:
+    """A model's perplexity at the longest eval length minus at the shortest."""
+    d = t.perplexity
+    if d is None:
+        return None
+    d = d[d.model == model].set_index("eval_length").perplexity
+    return float(d[d.index.max()] - d[d.index.min()])
+
+
+def nl_short_gain(t: Tables) -> float | None:
+    """h_short's perplexity at Lbar minus at L (Table 1's claim)."""
+    return nl_perplexity_gain(t, "h_short")
+
+
+def _influence_r(scored: str, chosen: str) -> Callable[[Tables], float | None]:
+    """Measure: Pearson r of (L_short - L_long, L_short - L_short,sparse) for one panel."""
+
+    def measure(t: Tables) -> float | None:
+        d = t.influence
+        if d is None:
+            return None
+        d = d[(d.scored_by == scored) & (d.chosen_by == chosen)]
+        return float(d.short_minus_long.corr(d.short_minus_sparse)) if len(d) > 2 else None
+
+    return measure
 
 
 def verdict(claim: Claim, tables: Tables) -> dict:

@@ -1,0 +1,150 @@
+"""Natural language (Sec. 5.3): C4-format corpus, C4 task with PoSE, Table 1 windows, and the
+leave-one-out masks of Eq. (6)."""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from lengen import corpus, influence, perplexity
+from lengen.config import ConfigError, validate
+from lengen.model import GPTNeoX, ModelConfig
+from lengen.tasks import c4
+
+LONG, SHORT = 16, 6  # Lbar, L for tiny checks
+
+
+@pytest.fixture(scope="module")
+def model() -> GPTNeoX:
+    torch.manual_seed(0)
+    return GPTNeoX(ModelConfig(vocab_size=50, n_layer=2, n_head=2, d_model=32)).eval()
+
+
+def _seq(seed: int = 0) -> torch.Tensor:
+    return torch.as_tensor(np.random.default_rng(seed).integers(0, 50, LONG))
+
+
+def test_masked_token_has_no_influence_and_positions_stay(model):
+    x = _seq()
+    keep = torch.ones(1, LONG - 1, dtype=torch.bool)
+    keep[0, 3] = False
+    changed = x.clone()
+    changed[3] = (x[3] + 1) % 50
+    base = influence.target_logprob(model, x, keep)
+    torch.testing.assert_close(influence.target_logprob(model, changed, keep), base)
+    # unmasked, the same change moves the prediction
+    full = torch.ones_like(keep)
+    assert not torch.allclose(influence.target_logprob(model, changed, full),
+                              influence.target_logprob(model, x, full))  # fmt: skip
+
+
+def test_l_long_is_the_plain_loss_on_the_full_window(model):
+    x = _seq(1)
+    keeps = influence.context_keeps(LONG, SHORT, [2, 4])
+    l_short, l_long, l_sparse = (-influence.target_logprob(model, x, keeps)).tolist()
+    with torch.no_grad():
+        logits = model(x[None, :-1], torch.arange(1, LONG)[None])[0, -1]
+    plain = torch.nn.functional.cross_entropy(logits[None], x[None, -1]).item()
+    assert l_long == pytest.approx(plain, abs=1e-5)
+    assert l_short != pytest.approx(l_long) and l_sparse != pytest.approx(l_short)
+
+
+def test_context_masks_are_fig5():
+    keep = influence.context_keeps(8, 2, [2, 4]).int().tolist()
+    assert keep == [[0, 0, 0, 0, 0, 1, 1], [1] * 7, [0, 1, 0, 1, 0, 1, 1]]
+
+
+def test_batched_leave_one_out_equals_separate_forwards(model):
+    x = _seq(2)
+    keep = influence.loo_keep(LONG, SHORT)
+    assert keep.shape == (LONG - SHORT - 1, LONG - 1) and (~keep).sum() == LONG - SHORT - 1
+    batched = influence.target_logprob(model, x, keep)
+    single = torch.cat([influence.target_logprob(model, x, row[None]) for row in keep])
+    torch.testing.assert_close(batched, single, rtol=1e-5, atol=1e-5)
+    # with nothing masked, the masked path equals the model's own causal forward
+    none = torch.ones(3, LONG - 1, dtype=torch.bool)
+    with torch.no_grad():
+        plain = torch.log_softmax(model(x[None, :-1], torch.arange(1, LONG)[None])[0, -1], -1)
+    torch.testing.assert_close(influence.target_logprob(model, x, none), plain[x[-1]].repeat(3),
+                               rtol=1e-5, atol=1e-5)  # fmt: skip
+    J = influence.choose_influential(batched, 3)
+    assert J == sorted((torch.argsort(batched)[:3] + 1).tolist())
+
+
+def test_perplexity_windows_score_the_same_targets():
+    chunks = np.arange(2 * 9).reshape(2, 9)  # Lbar = 8
+    w4 = perplexity.split_windows(chunks, 4)
+    assert w4.shape == (4, 5)
+    targets4 = np.sort(w4[:, 1:].ravel())
+    targets8 = np.sort(perplexity.split_windows(chunks, 8)[:, 1:].ravel())
+    assert (targets4 == targets8).all()
+
+
+def _fake_package(root, name):
+    """An unpacked package with an HTML page, a text file and a fortune file."""
+    base = root / name
+    (base / "html").mkdir(parents=True, exist_ok=True)
+    (base / "html" / "a.html").write_text(
+        "<html><head><title>t</title><script>var x;</script></head><body><p>First paragraph "
+        "of the page.</p><p>Second paragraph, &amp; more words.</p></body></html>"
+    )
+    (base / "doc.txt").write_text("A plain text document.\n\nWith two paragraphs here.\n")
+    (base / "fortunes").write_text("One fortune is here.\n%\nAnother fortune, words.\n%\n")
+    return base, "1.0-1"
+
+
+def test_corpus_builder_writes_c4_shards_the_loader_reads(tmp_path, monkeypatch):
+    monkeypatch.setattr(corpus, "fetch_package", lambda name, workdir: _fake_package(workdir, name))
+    cfg = {"source": "debian", "validation_fraction": 0.3, "max_doc_chars": 3000,
+           "docs_per_shard": 2, "packages": [
+               {"name": "pkg", "glob": "html/*.html", "format": "html"},
+               {"name": "pkg", "glob": "*.txt", "format": "text"},
+               {"name": "pkg", "glob": "fortunes", "format": "fortune"}]}  # fmt: skip
+    manifest = corpus.build_from_debian(cfg, tmp_path / "c4", seed=0)
+    files = sorted(p.name for p in (tmp_path / "c4").glob("*.json.gz"))
+    assert all(re.fullmatch(r"c4-(train|validation)\.\d{5}-of-\d{5}\.json\.gz", f) for f in files)
+    rows = []
+    for f in (tmp_path / "c4").glob("*.json.gz"):
+        rows += [json.loads(line) for line in gzip.open(f, "rt")]
+    assert all(set(r) == {"text", "timestamp", "url"} for r in rows)
+    texts = {r["text"] for r in rows}
+    assert "First paragraph of the page.\nSecond paragraph, & more words." in texts
+    assert "One fortune is here." in texts and not any("var x" in t for t in texts)
+    loaded = [t for s in corpus.SPLITS for t in corpus.read_documents("debian", s, tmp_path / "c4")]
+    assert sorted(loaded) == sorted(texts) and len(loaded) == 4
+    assert sum(p["documents"] for p in manifest["packages"]) == 4
+
+
+def test_c4_task_windows_and_pose_switch(tmp_path):
+    tokens = np.arange(1000, dtype=np.uint16)
+    tokens.tofile(tmp_path / "train.bin")
+    (tmp_path / "meta.json").write_text(json.dumps({"vocab_size": 32000}))
+    spec = {"task": {"context": 64, "l_max": 129, "pose_start": 5,
+                     "train_tokens": str(tmp_path / "train.bin")},
+            "train": {"batch_size": 4}}  # fmt: skip
+    assert c4.vocab_size(spec) == 32000
+    before = c4.train_batch(spec, np.random.default_rng(0), 4)
+    assert before.tokens.shape == (4, 65)
+    assert (np.diff(before.tokens, axis=1) == 1).all()  # contiguous windows of the token file
+    assert (before.position_ids == np.arange(1, 66)).all() and before.target_mask[:, 0].sum() == 0
+    after = c4.train_batch(spec, np.random.default_rng(0), 5)
+    assert not (after.position_ids == np.arange(1, 66)).all()
+    assert after.position_ids.min() >= 1 and after.position_ids.max() <= 128
+    assert (np.diff(after.position_ids, axis=1) >= 1).all()  # PoSE: increasing, one jump
+
+
+def test_config_checks_name_the_key(smoke_config):
+    cfg = copy.deepcopy(smoke_config)
+    cfg["natural_language"]["short_context"] = 128
+    with pytest.raises(ConfigError, match="natural_language.short_context"):
+        validate(cfg)
+    cfg = copy.deepcopy(smoke_config)
+    cfg["natural_language"]["tokenizer"] = {"source": "hub"}
+    with pytest.raises(ConfigError, match="natural_language.tokenizer.name"):
+        validate(cfg)
