@@ -136,6 +136,18 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     exp = client.get_experiment_by_name("lengen-smoke/parity_scratchpad")
     runs = client.search_runs([exp.experiment_id])
     assert len(runs) == 8 and all("acc_len16" in r.data.metrics for r in runs)
+    # the natural-language branch (Table 1, Figs. 4-6): offline corpus, tokens, two models
+    ppl = pd.read_csv(res / "reports" / "table1_perplexity.csv")
+    assert sorted(zip(ppl.model, ppl.eval_length, strict=True)) == [
+        ("h_long", 64), ("h_long", 128), ("h_short", 64), ("h_short", 128)]  # fmt: skip
+    assert (ppl.perplexity > 1).all() and (ppl.n_tokens == 4 * 128).all()
+    loo = pd.read_csv(res / "reports" / "influence_loo.csv")
+    assert len(loo) == 3 * 4 and (loo.J.str.split().str.len() == 5).all()
+    for fig in ("fig4_influence", "fig5_masks", "fig6_influence"):
+        assert (res / "reports" / f"{fig}.png").stat().st_size > 10_000
+    exp = client.get_experiment_by_name("lengen-smoke/natural_language")
+    runs = client.search_runs([exp.experiment_id])
+    assert sorted(r.info.run_name for r in runs) == ["h_long", "h_short"]
     # the claims report: one row per claim, verdicts from the rules
     text = (res / "reports" / "REPORT.md").read_text()
     assert "| SP-1" in text and "| TH-C3a" in text and "config hash" in text
@@ -163,5 +175,5 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     out = proc.stdout + proc.stderr
     stats = out[out.index("Job stats:") : out.index("total")]
     assert "scratchpad_figure 1" in " ".join(stats.split())
-    for rule in ("train", "eval", "table", "theory"):
+    for rule in ("train", "eval", "table", "theory", "nl_"):
         assert rule not in stats, stats
