@@ -20,6 +20,13 @@ from lengen import provenance  # noqa: E402
 DEFAULT_STYLE = {"context": "paper", "height": 3.0, "aspect": 1.15, "dpi": 150}
 
 
+def _save(fig, out: Path, dpi: int, metadata: dict | None) -> None:
+    """Write a figure (provenance in the PNG's metadata) and free it."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=dpi, bbox_inches="tight", metadata=metadata)
+    plt.close(fig)
+
+
 def sparse_parity_figure(
     table: pd.DataFrame,
     title: str,
@@ -53,9 +60,7 @@ def sparse_parity_figure(
         if train_range:
             ax.axvspan(*train_range, color="grey", alpha=0.15, lw=0)
     grid.figure.suptitle(title, y=1.04)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    grid.figure.savefig(out, dpi=style["dpi"], bbox_inches="tight", metadata=metadata)
-    plt.close(grid.figure)
+    _save(grid.figure, out, style["dpi"], metadata)
 
 
 PANEL_LABELS = {
@@ -113,9 +118,7 @@ def scratchpad_figure(
     runs = table.groupby("variant")["seed"].nunique()
     counts = ", ".join(f"{v} {runs[v]}" for v in panels if v in runs)
     grid.figure.suptitle(f"{title}\ntraining runs per line: {counts}", y=1.08)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    grid.figure.savefig(out, dpi=style["dpi"], bbox_inches="tight", metadata=metadata)
-    plt.close(grid.figure)
+    _save(grid.figure, out, style["dpi"], metadata)
 
 
 INFLUENCE_PANELS = {  # figure -> (model scored, model choosing J) per panel (Sec. 5.3)
@@ -151,9 +154,7 @@ def influence_figure(
         ax.set_ylabel("L_short - L_short,sparse")
     fig_.suptitle(title, y=1.02)
     fig_.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig_.savefig(out, dpi=style["dpi"], bbox_inches="tight", metadata=metadata)
-    plt.close(fig_)
+    _save(fig_, out, style["dpi"], metadata)
 
 
 def mask_illustration(
@@ -184,9 +185,7 @@ def mask_illustration(
     ax.axis("off")
     ax.set_title(f"Fig. 5: masks with Lbar = {long_len}, L = {short_len}, k = {len(J)}, "
                  f"J = {set(J)}", fontsize=8)  # fmt: skip
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=150, bbox_inches="tight", metadata=metadata)
-    plt.close(fig)
+    _save(fig, out, 150, metadata)
 
 
 def main(argv: list[str] | None = None) -> None:

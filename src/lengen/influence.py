@@ -29,7 +29,7 @@ from tqdm import tqdm
 
 from lengen import provenance
 from lengen.evaluate import eval_device
-from lengen.tokens import load_tokens
+from lengen.tokens import consecutive_chunks, load_tokens
 from lengen.train import load_model
 
 
@@ -79,16 +79,17 @@ def analyse(
 ) -> pd.DataFrame:
     """One row per (example, model scored, model choosing J) with J and the three losses."""
     long_len = examples.shape[1]
+    devices = {name: next(model.parameters()).device for name, model in models.items()}
+    loo = {name: loo_keep(long_len, short_len, device) for name, device in devices.items()}
     rows = []
     for i, seq in enumerate(tqdm(examples, desc="leave-one-out", mininterval=5)):
-        chosen = {}
-        for name, model in models.items():
-            x = torch.as_tensor(seq, device=next(model.parameters()).device)
-            chosen[name] = choose_influential(
-                target_logprob(model, x, loo_keep(long_len, short_len, x.device)), k
-            )
+        xs = {name: torch.as_tensor(seq, device=device) for name, device in devices.items()}
+        chosen = {
+            name: choose_influential(target_logprob(model, xs[name], loo[name]), k)
+            for name, model in models.items()
+        }
         for scored, model in models.items():
-            x = torch.as_tensor(seq, device=next(model.parameters()).device)
+            x = xs[scored]
             for by, J in chosen.items():
                 nll = -target_logprob(model, x, context_keeps(long_len, short_len, J, x.device))
                 l_short, l_long, l_sparse = nll.tolist()
@@ -108,14 +109,6 @@ def analyse(
     return pd.DataFrame(rows)
 
 
-def test_examples(tokens: np.ndarray, long_len: int, n: int, offset: int) -> np.ndarray:
-    """n consecutive held-out sequences of Lbar tokens, starting at token `offset`."""
-    need = offset + n * long_len
-    if len(tokens) < need:
-        raise ValueError(f"held-out split has {len(tokens)} tokens, need {need}")
-    return np.asarray(tokens[offset:need], dtype=np.int64).reshape(n, long_len)
-
-
 def main(argv: list[str] | None = None) -> None:
     """CLI: the leave-one-out table for both models, every (scored, chosen-by) pair."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -129,8 +122,8 @@ def main(argv: list[str] | None = None) -> None:
     device = eval_device()
     models = {"short": load_model(args.short, device), "long": load_model(args.long, device)}
     spec = torch.load(args.short, map_location="cpu", weights_only=True)["spec"]
-    examples = test_examples(load_tokens(args.tokens), cfg["long_len"], cfg["n_examples"],
-                             cfg["offset"])  # fmt: skip
+    examples = consecutive_chunks(load_tokens(args.tokens), cfg["long_len"], cfg["n_examples"],
+                                  cfg["offset"])  # fmt: skip
     table = analyse(models, examples, cfg["short_len"], cfg["k"])
     setup = {"influence": cfg, "models": [str(args.short), str(args.long)]}
     table = provenance.stamp(table, setup, spec["seed"])

@@ -22,18 +22,10 @@ from tqdm import tqdm
 from lengen import provenance
 from lengen.evaluate import eval_device
 from lengen.positions import true_position_ids
-from lengen.tokens import load_tokens
+from lengen.tokens import consecutive_chunks, load_tokens
 from lengen.train import load_model
 
 PAPER = {("short", 64): 17.59, ("short", 128): 14.74, ("long", 64): 17.62, ("long", 128): 14.49}
-
-
-def eval_chunks(tokens: np.ndarray, long_len: int, n: int) -> np.ndarray:
-    """The first n consecutive chunks of long_len + 1 tokens of the held-out split."""
-    size = long_len + 1
-    if len(tokens) < n * size:
-        raise ValueError(f"held-out split has {len(tokens)} tokens, need {n * size}")
-    return np.asarray(tokens[: n * size], dtype=np.int64).reshape(n, size)
 
 
 def split_windows(chunks: np.ndarray, length: int) -> np.ndarray:
@@ -63,7 +55,7 @@ def perplexity_table(
     models: dict[str, Path], tokens: np.ndarray, lengths: list[int], n: int, batch_size: int
 ) -> pd.DataFrame:
     """One row per (model, eval length): perplexity, tokens scored, the paper's number."""
-    chunks = eval_chunks(tokens, max(lengths), n)
+    chunks = consecutive_chunks(tokens, max(lengths) + 1, n)  # Lbar + 1 tokens each
     rows = []
     for name, path in models.items():
         model = load_model(path, eval_device())

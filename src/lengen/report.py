@@ -164,12 +164,17 @@ def _gap(ood: pd.DataFrame, better: str, worse: list[str], by: str) -> float | N
     return float(min(gaps)) if gaps else None
 
 
-def ps_ablations_worse(t: Tables) -> float | None:
-    """Smallest gap between PPC and each Fig. 8 ablation, beyond training lengths."""
-    _, ood = _ppc_split(t, "parity_scratchpad", t.parity_scratchpad)
+def _ablations_gap(t: Tables, experiment: str, ablations: list[str], param: str) -> float | None:
+    """Smallest gap between PPC and each ablation beyond training lengths, per jump / depth."""
+    _, ood = _ppc_split(t, experiment, getattr(t, experiment))
     if ood is None or "ppc" not in set(ood.variant):
         return None
-    return _gap(ood, "ppc", ["absolute", "rope_pose"], "jump")
+    return _gap(ood, "ppc", ablations, param)
+
+
+def ps_ablations_worse(t: Tables) -> float | None:
+    """Smallest gap between PPC and each Fig. 8 ablation, beyond training lengths."""
+    return _ablations_gap(t, "parity_scratchpad", ["absolute", "rope_pose"], "jump")
 
 
 # --- variable assignment (Sec. 5.2.2) ------------------------------------------------------------
@@ -187,10 +192,7 @@ def va_ppc_3x(t: Tables) -> float | None:
 
 def va_ablations_worse(t: Tables) -> float | None:
     """Smallest gap between PPC and removing coupling or the scratchpad, beyond training."""
-    _, ood = _ppc_split(t, "variable_assignment", t.variable_assignment)
-    if ood is None or "ppc" not in set(ood.variant):
-        return None
-    return _gap(ood, "ppc", ["no_coupling", "no_scratchpad"], "depth")
+    return _ablations_gap(t, "variable_assignment", ["no_coupling", "no_scratchpad"], "depth")
 
 
 def va_scratchpad_helps_rope(t: Tables) -> float | None:

@@ -103,6 +103,14 @@ def load_tokens(path: str | Path) -> np.ndarray:
     return np.memmap(path, dtype=DTYPE, mode="r")
 
 
+def consecutive_chunks(tokens: np.ndarray, size: int, n: int, offset: int = 0) -> np.ndarray:
+    """n consecutive rows of `size` tokens starting at token `offset`, as int64 (held-out text)."""
+    need = offset + n * size
+    if len(tokens) < need:
+        raise ValueError(f"held-out split has {len(tokens)} tokens, need {need}")
+    return np.asarray(tokens[offset:need], dtype=np.int64).reshape(n, size)
+
+
 def main(argv: list[str] | None = None) -> None:
     """CLI: tokenizer + train.bin + validation.bin + meta.json under --out."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -18,9 +18,10 @@ def to_json(obj):
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
-def launcher(cfg):
-    """`python -m` for one process; the deepspeed launcher for several GPUs per job."""
-    gpus = cfg["runtime"]["gpus_per_job"]
+def launcher(cfg, gpus=None):
+    """`python -m` for one process; the deepspeed launcher for several GPUs per job (the
+    runtime's gpus_per_job unless a section sets its own)."""
+    gpus = gpus or cfg["runtime"]["gpus_per_job"]
     if cfg["runtime"]["device"] == "cuda" and gpus > 1:
         return f"deepspeed --num_gpus {gpus} --module"
     return f"{PY} -m"

@@ -9,14 +9,8 @@ NL_INFLUENCE = f"{REPORTS}/influence_loo.csv"
 NL_FIGURES = [f"{REPORTS}/{fig}" for fig in
               ("fig4_influence.png", "fig5_masks.png", "fig6_influence.png")]
 NL_OUTPUTS = [NL_TABLE, NL_TABLE.replace(".csv", ".md"), NL_INFLUENCE, *NL_FIGURES] if NL else []
-
-
-def nl_launcher():
-    """Like launcher(), with natural_language.gpus_per_job (App. F models span several GPUs)."""
-    gpus = NL.get("gpus_per_job", config["runtime"]["gpus_per_job"])
-    if config["runtime"]["device"] == "cuda" and gpus > 1:
-        return f"deepspeed --num_gpus {gpus} --module"
-    return f"{PY} -m"
+# App. F's models span several GPUs: natural_language.gpus_per_job overrides the runtime's
+NL_GPUS = NL.get("gpus_per_job", config["runtime"]["gpus_per_job"]) if NL else 0
 
 
 rule nl_corpus:
@@ -65,10 +59,10 @@ rule nl_train:
         which="short|long",
     params:
         spec=lambda w: to_json(specs.natural_language_train(config, w.which)),
-        launcher=lambda w: nl_launcher(),
+        launcher=launcher(config, NL_GPUS),
     threads: config["runtime"]["threads_per_job"]
     resources:
-        gpus=lambda w: NL.get("gpus_per_job", config["runtime"]["gpus_per_job"]),
+        gpus=NL_GPUS,
     log:
         f"{LOGS}/natural_language/train_{{which}}.log",
     shell:
