@@ -65,3 +65,31 @@ def test_causal_later_tokens_do_not_change_earlier_logits(position):
         a, b = model(ids, pos), model(changed, pos)
     torch.testing.assert_close(a[:, :12], b[:, :12])
     assert not torch.allclose(a[:, 12:], b[:, 12:])
+
+
+def test_log_length_scaling_is_an_exact_logit_multiplier_and_cache_consistent():
+    """attn_scale='log_length' (a labelled departure): query at index t has its logits multiplied
+    by max(1, log(t + 1)); step-by-step decoding with the KV cache gives the same logits."""
+    from lengen.model import KVCache, log_length_scale
+
+    scale = log_length_scale(0, 30).squeeze(1)
+    assert scale[0] == 1.0 and scale[1] == 1.0  # log 1, log 2 < 1: no change for tiny contexts
+    torch.testing.assert_close(scale[29], torch.log(torch.tensor(30.0)))
+    torch.manual_seed(0)
+    cfg = dict(vocab_size=24, n_layer=2, n_head=4, d_model=32)
+    plain, scaled = GPTNeoX(ModelConfig(**cfg)).eval(), GPTNeoX(
+        ModelConfig(**cfg, attn_scale="log_length")
+    ).eval()
+    scaled.load_state_dict(plain.state_dict())
+    ids = torch.randint(0, 24, (2, 30))
+    pos = torch.arange(1, 31).repeat(2, 1)
+    with torch.no_grad():
+        a, b = plain(ids, pos), scaled(ids, pos)
+        torch.testing.assert_close(a[:, :2], b[:, :2])  # log 1, log 2 < 1: scale 1
+        assert not torch.allclose(a[:, 10:], b[:, 10:])
+        cache = KVCache(2)
+        steps = [scaled(ids[:, :7], pos[:, :7], cache=cache)]
+        steps += [scaled(ids[:, t : t + 1], pos[:, t : t + 1], cache=cache) for t in range(7, 30)]
+    torch.testing.assert_close(torch.cat(steps, 1), b, atol=1e-5, rtol=1e-4)
+    with pytest.raises(ValueError, match="attn_scale"):
+        ModelConfig(vocab_size=5, attn_scale="log")

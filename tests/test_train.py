@@ -118,3 +118,22 @@ def test_two_processes_share_the_batch(tiny_spec, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     saved = torch.load(tmp_path / "ddp" / "model.pt", weights_only=True)
     assert saved["spec"]["train"]["batch_size"] == 8
+
+
+def test_early_stop_ends_training_at_target_and_records_it(tiny_spec, tmp_path, monkeypatch):
+    """train.early_stop: a task learned by step ~40 stops at the first check run of `patience`
+    passing checks, and model.pt records the steps run and the reason; without the key it runs
+    every step."""
+    monkeypatch.setitem(tasks.REGISTRY, "copy", _copy_task())
+    spec = copy.deepcopy(tiny_spec)
+    spec["experiment"] = "copy"
+    spec["train"].update(steps=400, batch_size=32, lr=1e-2, warmup_steps=5, log_every=10)
+    spec["train"]["early_stop"] = {"every": 20, "target_accuracy": 0.99, "patience": 2}
+    spec["model"].update(d_model=32, n_head=2)
+    saved = torch.load(train(spec, tmp_path / "stop"), weights_only=True)
+    assert saved["steps_run"] < 400 and saved["steps_run"] % 20 == 0
+    assert "exact match >= 0.99" in saved["stop_reason"]
+    del spec["train"]["early_stop"]
+    spec["train"]["steps"] = 30
+    saved = torch.load(train(spec, tmp_path / "full"), weights_only=True)
+    assert (saved["steps_run"], saved["stop_reason"]) == (30, "steps")

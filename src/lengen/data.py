@@ -9,6 +9,7 @@ import torch
 
 IGNORE = -100  # label of positions that are not scored
 TEST_STREAM = 7  # salts test-set seeds: they never collide with training's (seed, step, rank)
+VALID_STREAM = 10**6  # rank-slot of the early-stop held-out draw: no training process uses it
 
 
 @dataclass

@@ -20,6 +20,15 @@ from torch import nn
 from lengen.positions import POSITION_SCHEMES, LearnedAbsolutePositions, RotaryEmbedding
 
 
+ATTN_SCALES = ("none", "log_length")
+
+
+def log_length_scale(first: int, T: int, device=None) -> torch.Tensor:
+    """max(1, log n) for queries at sequence indices first..first+T-1 (n = index + 1 keys)."""
+    n = torch.arange(first + 1, first + T + 1, device=device, dtype=torch.float32)
+    return n.log().clamp(min=1.0)[:, None]  # (T, 1), broadcast over (B, H, T, D)
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     """Sizes and position scheme of one GPT-NeoX model."""
@@ -36,6 +45,11 @@ class ModelConfig:
     predict_positions: bool = False  # PPC head over IDs 0..l_max (Sec. 5.2)
     layer_norm_eps: float = 1e-5
     init_std: float = 0.02
+    # DEPARTURE when "log_length" (not in the paper's GPT-NeoX): each query's logits are multiplied
+    # by max(1, log n), n = the number of keys it sees (Chiang & Cholak 2022, "Overcoming a
+    # theoretical limitation of self-attention", Sec. 5; "Scalable-Softmax", Nakanishi 2025), so
+    # attention can stay as sharp on a few tokens among 500 as among 50. "none" = GPT-NeoX.
+    attn_scale: str = "none"
 
     def __post_init__(self):
         if self.position not in POSITION_SCHEMES:
@@ -44,6 +58,8 @@ class ModelConfig:
             raise ValueError("predict_positions needs position='absolute' (Sec. 5.2)")
         if self.d_model % self.n_head:
             raise ValueError(f"d_model={self.d_model} not divisible by n_head={self.n_head}")
+        if self.attn_scale not in ATTN_SCALES:
+            raise ValueError(f"attn_scale must be one of {ATTN_SCALES}, got {self.attn_scale!r}")
 
     @property
     def head_dim(self) -> int:
@@ -88,6 +104,7 @@ class Attention(nn.Module):
         super().__init__()
         self.index = index  # layer number, for the KV cache
         self.n_head, self.head_dim = cfg.n_head, cfg.head_dim
+        self.log_length = cfg.attn_scale == "log_length"
         self.query_key_value = nn.Linear(cfg.d_model, 3 * cfg.d_model)
         self.dense = nn.Linear(cfg.d_model, cfg.d_model)
 
@@ -109,6 +126,9 @@ class Attention(nn.Module):
         if rope is not None:
             q, k = rope.rotate(q, *cos_sin), rope.rotate(k, *cos_sin)
         decoding = cache is not None and cache.layers[self.index] is not None
+        if self.log_length:  # scaling the query scales its logits
+            past = cache.layers[self.index][0].shape[2] if decoding else 0
+            q = q * log_length_scale(past, T, q.device).to(q.dtype)
         if cache is not None:
             k, v = cache.extend(self.index, k, v)
         if decoding:  # one new token attends to everything before it

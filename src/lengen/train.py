@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from lengen import provenance, tasks, tracking
-from lengen.data import IGNORE, step_rng
+from lengen.data import IGNORE, VALID_STREAM, step_rng
 from lengen.model import GPTNeoX, ModelConfig
 
 
@@ -56,6 +56,46 @@ def training_loss(output, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
 def scored_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy over positions whose label is not IGNORE."""
     return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=IGNORE)
+
+
+class EarlyStop:
+    """`train.early_stop`: stop once held-out exact match >= target at `patience` checks in a row.
+
+    The held-out draw is fixed (seed, stream VALID_STREAM) and comes from the training
+    distribution at its final curriculum stage; it never sees a test length.
+    """
+
+    def __init__(self, spec: dict, task, device):
+        self.cfg = spec["train"]["early_stop"]
+        n = self.cfg.get("n_examples", 512)
+        draw_spec = {**spec, "train": {**spec["train"], "batch_size": n}}
+        rng = step_rng(spec["seed"], 0, VALID_STREAM)
+        self.inputs = task.train_batch(draw_spec, rng, spec["train"]["steps"]).model_inputs(device)
+        self.streak = 0
+
+    def due(self, done: int) -> bool:
+        """Whether step `done` is a check step."""
+        return done % self.cfg["every"] == 0 and done >= self.cfg.get("min_steps", 0)
+
+    @torch.no_grad()
+    def accuracy(self, module) -> float:
+        """Fraction of held-out examples with every scored token (and PPC ID) right."""
+        was_training = module.training
+        module.eval()
+        out = module(self.inputs["input_ids"], self.inputs["position_ids"])
+        module.train(was_training)
+        outputs = out if isinstance(out, tuple) else (out,)
+        labels = (self.inputs["labels"], self.inputs["position_labels"])[: len(outputs)]
+        ok = torch.ones(len(self.inputs["labels"]), dtype=torch.bool, device=labels[0].device)
+        for logits, lab in zip(outputs, labels, strict=True):
+            scored = lab != IGNORE
+            ok &= ((logits.argmax(-1) == lab) | ~scored).all(dim=1)
+        return float(ok.float().mean())
+
+    def update(self, acc: float) -> bool:
+        """Record one check; True when training should stop."""
+        self.streak = self.streak + 1 if acc >= self.cfg["target_accuracy"] else 0
+        return self.streak >= self.cfg["patience"]
 
 
 def build_model(spec: dict) -> GPTNeoX:
@@ -169,9 +209,12 @@ def train(spec: dict, out: Path, stop_after: int | None = None) -> Path:
     task = tasks.get(spec["experiment"])
     train_cfg = spec["train"]
     start = 0
+    stopper = EarlyStop(spec, task, device) if train_cfg.get("early_stop") else None
     if _latest_step(ckpt_dir) is not None:
         _, client = engine.load_checkpoint(str(ckpt_dir))
         start = client["step"]
+        if stopper is not None:
+            stopper.streak = client.get("early_stop_streak", 0)
     if rank == 0:
         _open_run(spec, out, model, resumed=start > 0)
     every, ckpt_every = train_cfg.get("log_every", 50), train_cfg.get("checkpoint_every", 1000)
@@ -184,6 +227,7 @@ def train(spec: dict, out: Path, stop_after: int | None = None) -> Path:
         mininterval=5,
     )
     window, tokens, t0 = [], 0, time.perf_counter()
+    steps_run, stop_reason = train_cfg["steps"], "steps"
     # each process draws its own micro-batches from (seed, step, stream), stream = rank * accum + m
     accum = engine.gradient_accumulation_steps()
     micro = train_cfg["batch_size"] // (world * accum)
@@ -209,8 +253,20 @@ def train(spec: dict, out: Path, stop_after: int | None = None) -> Path:
                 tracking.log_metrics(metrics, done)
                 bar.set_postfix(loss=f"{metrics['train_loss']:.3f}")
             window, tokens, t0 = [], 0, time.perf_counter()
+        if stopper is not None and stopper.due(done):
+            acc = stopper.accuracy(engine.module)
+            if rank == 0:
+                tracking.log_metrics({"heldout_exact_match": acc}, done)
+            if stopper.update(acc) and done < train_cfg["steps"]:
+                steps_run, stop_reason = done, (
+                    f"held-out exact match >= {stopper.cfg['target_accuracy']} at "
+                    f"{stopper.cfg['patience']} checks in a row"
+                )
+                bar.write(f"early stop at step {done}: {stop_reason}")
+                break
         if done % ckpt_every == 0 and done < train_cfg["steps"]:
-            engine.save_checkpoint(str(ckpt_dir), tag=f"step_{done}", client_state={"step": done})
+            client = {"step": done, "early_stop_streak": stopper.streak if stopper else 0}
+            engine.save_checkpoint(str(ckpt_dir), tag=f"step_{done}", client_state=client)
             if rank == 0:
                 _prune(ckpt_dir, f"step_{done}")
         if stop_after is not None and done >= stop_after:
@@ -219,7 +275,9 @@ def train(spec: dict, out: Path, stop_after: int | None = None) -> Path:
             return out / "model.pt"
     path = out / "model.pt"
     if rank == 0:
-        _save_final(engine, spec, path)
+        tracking.log_metrics({"stopped_at": steps_run}, steps_run)
+        tracking.set_tags({"early_stop": stop_reason})
+        _save_final(engine, spec, path, steps_run, stop_reason)
         tracking.end_run()
         shutil.rmtree(ckpt_dir, ignore_errors=True)
     return path
@@ -235,13 +293,22 @@ def _open_run(spec: dict, out: Path, model: GPTNeoX, resumed: bool) -> None:
         tracking.set_tags(provenance.record(spec, spec["seed"]))
 
 
-def _save_final(engine, spec: dict, path: Path) -> None:
-    """Final fp32 weights, model config and spec in one file, readable without DeepSpeed."""
+def _save_final(engine, spec: dict, path: Path, steps_run: int, stop_reason: str) -> None:
+    """Final fp32 weights, model config, spec and the steps actually run, readable without
+    DeepSpeed."""
     state = {k: v.detach().float().cpu() for k, v in engine.module.state_dict().items()}
     config = engine.module.cfg.to_dict()
     prov = provenance.record(spec, spec["seed"])
     torch.save(
-        {"model_config": config, "state_dict": state, "spec": spec, "provenance": prov}, path
+        {
+            "model_config": config,
+            "state_dict": state,
+            "spec": spec,
+            "provenance": prov,
+            "steps_run": steps_run,
+            "stop_reason": stop_reason,
+        },
+        path,
     )
 
 

@@ -1,0 +1,153 @@
+"""Sparse-parity probes (issue: make Fig. 1 / Fig. 7 reproduce on a 2-core CPU).
+
+A probe is the default tier's sparse-parity section with a few keys overridden (probes listed in
+`probes/sparse_parity.yaml`), trained by the project's own trainer and scored by the project's own
+evaluator (`lengen.evaluate.final_token_accuracy`) on a fixed probe test grid:
+2l in {50, 100, 200, 500} x k_test in {1..K_train} (256 examples each, seed 0). Each finished
+probe appends one row to `probes/sparse_parity_probes.csv` (committed), failures included.
+
+    python probes/sparse_parity.py run NAME [NAME ...]   # train + score, append rows
+    python probes/sparse_parity.py list                 # names, and which have a row
+
+Run two at a time, one thread each (platform notes), in the background:
+
+    OMP_NUM_THREADS=1 nohup python probes/sparse_parity.py run NAME > results/probes/NAME.log 2>&1 &
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import fcntl
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+import yaml
+
+from lengen import config as config_mod
+from lengen import provenance, specs, tracking
+from lengen.evaluate import final_token_accuracy
+from lengen.tasks import sparse_parity as sp
+from lengen.train import load_model, train
+
+ROOT = Path(__file__).resolve().parents[1]
+PROBES = ROOT / "probes" / "sparse_parity.yaml"
+TABLE = ROOT / "probes" / "sparse_parity_probes.csv"
+LENGTHS = (50, 100, 200, 500)
+N_EXAMPLES = 256
+TEST_SEED = 0
+
+
+def merge(base: dict, over: dict) -> dict:
+    """Deep-merge `over` into a copy of `base` (dicts merge, everything else replaces)."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def probe_config(name: str) -> tuple[dict, dict]:
+    """(validated config with the probe's overrides, the probe's entry) for a probe name."""
+    probes = yaml.safe_load(PROBES.read_text())
+    if name not in probes["probes"]:
+        raise SystemExit(f"{PROBES}: no probe named {name!r}; known: {sorted(probes['probes'])}")
+    entry = probes["probes"][name]
+    cfg = yaml.safe_load((ROOT / probes["base"]).read_text())
+    cfg["sparse_parity"] = merge(cfg["sparse_parity"], entry.get("sparse_parity", {}))
+    cfg["results_dir"] = str(ROOT / "results" / "probes" / "sparse_parity" / name)
+    cfg["tracking"]["experiment_prefix"] = "lengen-probes"
+    return config_mod.validate(cfg), entry
+
+
+def score(model, k_train: int) -> dict[str, float]:
+    """Accuracy per (2l, k_test) of the probe grid, keyed 'acc_L{2l}_k{k}'."""
+    out = {}
+    for length in LENGTHS:
+        for k in range(1, k_train + 1):
+            batch = sp.sample(
+                np.random.default_rng([TEST_SEED, length, k]), N_EXAMPLES, length // 2, k, 20
+            )
+            out[f"acc_L{length}_k{k}"] = final_token_accuracy(model, batch.tokens, 128)
+    return out
+
+
+def verdict(row: dict, k_train: int) -> str:
+    """Longest probe length at which every k_test <= K_train has accuracy >= 0.9 (SP-1's bar)."""
+    good = [
+        length
+        for length in LENGTHS
+        if all(row[f"acc_L{length}_k{k}"] >= 0.9 for k in range(1, k_train + 1))
+    ]
+    reach = 0
+    for length in LENGTHS:  # the bar must hold at every shorter length too
+        if length not in good:
+            break
+        reach = length
+    if reach == LENGTHS[-1]:
+        return "near-perfect to 2l=500 (SP-1 bar met)"
+    if reach == 0:
+        return "not learned in distribution (2l=50 below 0.9)"
+    return f">= 0.9 up to 2l={reach} only"
+
+
+def run(name: str) -> dict:
+    """Train and score one probe; append its row to the probe table."""
+    torch.set_num_threads(1)
+    cfg, entry = probe_config(name)
+    k_train = entry["k_train"]
+    spec = specs.sparse_parity_train(cfg, k_train)
+    spec["run_name"] = f"probe/{name}"
+    tracking.prepare_store(spec["tracking"]["uri"], [spec["tracking"]["experiment"]])
+    out = Path(cfg["results_dir"]) / f"K{k_train}"
+    t0 = time.perf_counter()
+    path = train(spec, out)
+    wall = time.perf_counter() - t0
+    saved = torch.load(path, map_location="cpu", weights_only=True)
+    model = load_model(path)
+    row = {
+        "probe": name,
+        "k_train": k_train,
+        "note": entry.get("note", ""),
+        "overrides": json.dumps(entry.get("sparse_parity", {}), sort_keys=True),
+        "steps_run": saved.get("steps_run", spec["train"]["steps"]),
+        "train_wall_s": round(wall, 1),
+        "params": model.num_params(),
+        **score(model, k_train),
+    }
+    row["verdict"] = verdict(row, k_train)
+    row.update(provenance.record(spec, spec["seed"]))
+    with open(TABLE.with_suffix(".lock"), "w") as lock:  # two probes may finish together
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        table = pd.read_csv(TABLE) if TABLE.exists() else pd.DataFrame({"probe": []})
+        table = pd.concat([table[table["probe"] != name], pd.DataFrame([row])])
+        table.to_csv(TABLE, index=False)
+    print(json.dumps({k: row[k] for k in ("probe", "steps_run", "train_wall_s", "verdict")}))
+    return row
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI: run probes by name, or list them."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("names", nargs="+")
+    sub.add_parser("list")
+    args = parser.parse_args(argv)
+    if args.cmd == "list":
+        done = set(pd.read_csv(TABLE)["probe"]) if TABLE.exists() else set()
+        for name in yaml.safe_load(PROBES.read_text())["probes"]:
+            print(f"{'done' if name in done else '    '}  {name}")
+        return
+    for name in args.names:
+        run(name)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""Why sparse parity fails beyond the training lengths: where the predicting token attends.
+
+The last input token (<SEP>) predicts t_{b*} (App. E.1.1, Eq. (20)). For each layer and head we
+recompute its attention row from the model's own weights and split the mass over the key tokens:
+<BOS>, flagged J's (J <= N/2), flagged bits (the bit right after a flagged J), the other J's and
+bits ("unflagged"), and <SEP> itself. A model that counts the flagged bits with a length-independent
+mechanism keeps these masses fixed as 2l grows; a model whose flagged mass is diluted by the
+l - k unflagged tokens reads a shrunk count, and once the shrinkage is about one bit the predicted
+parity is systematically flipped: accuracy falls *below* chance (0.5). `accuracy_by_ones` tests
+that reading directly: accuracy per number m of flagged ones.
+
+    python -m lengen.attention --model K8/model.pt --lengths 50 100 200 500 --k 4 8 \
+        --out-table attn.csv --out-figure attn.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from lengen.tasks import sparse_parity as sp
+
+CATEGORIES = ("bos", "flagged_j", "flagged_bit", "unflagged", "sep")
+
+
+def token_categories(tokens: np.ndarray, n: int) -> np.ndarray:
+    """Category index (into CATEGORIES) of every *input* token (the label excluded), (B, T-1)."""
+    inputs = tokens[:, :-1]
+    cat = np.full(inputs.shape, CATEGORIES.index("unflagged"))
+    cat[:, 0] = CATEGORIES.index("bos")
+    cat[:, -1] = CATEGORIES.index("sep")
+    j = inputs[:, 1:-1:2] - (len(sp.SPECIALS) - 1)  # the integers J_i
+    flagged = j <= n // 2
+    cat[:, 1:-1:2] = np.where(flagged, CATEGORIES.index("flagged_j"), cat[:, 1:-1:2])
+    cat[:, 2:-1:2] = np.where(flagged, CATEGORIES.index("flagged_bit"), cat[:, 2:-1:2])
+    return cat
+
+
+@torch.no_grad()
+def last_query_attention(model, tokens: np.ndarray) -> torch.Tensor:
+    """Attention probabilities of the last input token, (layers, B, heads, T-1), at true IDs."""
+    example = sp.test_example(sp.Batch(tokens, np.zeros_like(tokens), None, None))
+    inputs = example.model_inputs()
+    ids, pos = inputs["input_ids"], inputs["position_ids"]
+    x = model.embed_in(ids)
+    cos_sin = model.rope.cos_sin(pos) if model.rope is not None else None
+    if model.rope is None:
+        x = x + model.abs_pos(pos)
+    rows = []
+    for layer in model.layers:
+        att = layer.attention
+        h = layer.input_layernorm(x)
+        B, T, _ = h.shape
+        qkv = att.query_key_value(h).view(B, T, att.n_head, 3 * att.head_dim).transpose(1, 2)
+        q, k, _ = qkv.split(att.head_dim, dim=-1)
+        if model.rope is not None:
+            q, k = model.rope.rotate(q, *cos_sin), model.rope.rotate(k, *cos_sin)
+        scores = (q[:, :, -1:] @ k.transpose(-1, -2)).squeeze(-2) / math.sqrt(att.head_dim)
+        rows.append(torch.softmax(scores, dim=-1))  # causal: the last query sees every key
+        x = layer(x, model.rope, cos_sin)
+    return torch.stack(rows)  # (L, B, H, T)
+
+
+def attention_mass(model, tokens: np.ndarray, n: int) -> pd.DataFrame:
+    """Mean attention mass of the last input token per (layer, head, category)."""
+    probs = last_query_attention(model, tokens).numpy()  # (L, B, H, T)
+    cat = token_categories(tokens, n)  # (B, T)
+    rows = []
+    for c, name in enumerate(CATEGORIES):
+        mass = (probs * (cat == c)[None, :, None, :]).sum(-1).mean(1)  # (L, H)
+        for layer in range(mass.shape[0]):
+            for head in range(mass.shape[1]):
+                rows.append(
+                    {"layer": layer, "head": head, "category": name, "mass": mass[layer, head]}
+                )
+    return pd.DataFrame(rows)
+
+
+@torch.no_grad()
+def predictions(model, tokens: np.ndarray) -> np.ndarray:
+    """Predicted final token per row, at true position IDs."""
+    example = sp.test_example(sp.Batch(tokens, np.zeros_like(tokens), None, None))
+    inputs = example.model_inputs()
+    return model(inputs["input_ids"], inputs["position_ids"])[:, -1].argmax(-1).numpy()
+
+
+def accuracy_by_ones(tokens: np.ndarray, pred: np.ndarray, n: int) -> pd.DataFrame:
+    """Accuracy per number m of flagged bits that are 1 (the count the parity is taken of)."""
+    cat = token_categories(tokens, n)
+    ones = ((cat == CATEGORIES.index("flagged_bit")) & (tokens[:, :-1] == sp.T1)).sum(1)
+    correct = pred == tokens[:, -1]
+    frame = pd.DataFrame({"ones": ones, "correct": correct})
+    return frame.groupby("ones", as_index=False).agg(
+        accuracy=("correct", "mean"), n=("correct", "size")
+    )
+
+
+def diagnose(
+    model, lengths, ks, n: int, n_examples: int, seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(attention-mass table, accuracy-by-ones table) over test lengths 2l and sparsities k."""
+    mass, by_ones = [], []
+    for length in lengths:
+        for k in ks:
+            if k >= length // 2:
+                continue
+            batch = sp.sample(
+                np.random.default_rng([seed, length, k]), n_examples, length // 2, k, n
+            )
+            m = attention_mass(model, batch.tokens, n)
+            mass.append(m.assign(length=length, k_test=k))
+            a = accuracy_by_ones(batch.tokens, predictions(model, batch.tokens), n)
+            by_ones.append(a.assign(length=length, k_test=k))
+    return pd.concat(mass, ignore_index=True), pd.concat(by_ones, ignore_index=True)
+
+
+def figure(mass: pd.DataFrame, by_ones: pd.DataFrame, title: str, out: Path, metadata=None) -> None:
+    """Three panels: flagged mass per head vs 2l; unflagged mass per head vs 2l; accuracy vs m."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    sns.set_theme(context="paper", style="whitegrid")
+    k = int(mass["k_test"].max())
+    m = mass[mass["k_test"] == k].copy()
+    m["head"] = "L" + m["layer"].astype(str) + "H" + m["head"].astype(str)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
+    flagged = m[m["category"].isin(["flagged_j", "flagged_bit"])]
+    flagged = flagged.groupby(["length", "head"], as_index=False)["mass"].sum()
+    sns.lineplot(data=flagged, x="length", y="mass", hue="head", marker="o", ax=axes[0])
+    axes[0].set(title=f"mass on the 2k flagged tokens (k={k})", xlabel="test length 2l")
+    unflagged = m[m["category"] == "unflagged"]
+    sns.lineplot(
+        data=unflagged, x="length", y="mass", hue="head", marker="o", ax=axes[1], legend=False
+    )
+    axes[1].set(title="mass on unflagged J's and bits", xlabel="test length 2l")
+    b = by_ones[by_ones["k_test"] == k]
+    sns.lineplot(
+        data=b, x="ones", y="accuracy", hue="length", marker="o", palette="rocket_r", ax=axes[2]
+    )
+    axes[2].axhline(0.5, color="grey", lw=0.8, ls=":")
+    axes[2].set(title="accuracy by number m of flagged ones", xlabel="m", ylim=(-0.02, 1.02))
+    for ax in axes[:2]:
+        ax.set_xscale("log")
+    fig.suptitle(title, y=1.03)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=150, bbox_inches="tight", metadata=metadata)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI: attention-mass and accuracy-by-ones tables and figure for one sparse-parity model."""
+    from lengen import provenance
+    from lengen.train import load_model
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=Path, required=True)
+    parser.add_argument("--lengths", type=int, nargs="+", default=[20, 50, 100, 150, 200, 300, 500])
+    parser.add_argument("--k", type=int, nargs="+", default=[4, 8])
+    parser.add_argument("--n-examples", type=int, default=256)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out-table", type=Path, required=True)
+    parser.add_argument("--out-figure", type=Path, required=True)
+    parser.add_argument("--title", default="")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    model = load_model(args.model)
+    spec = torch.load(args.model, map_location="cpu", weights_only=True)["spec"]
+    n = spec["task"]["n"]
+    mass, by_ones = diagnose(model, args.lengths, args.k, n, args.n_examples, args.seed)
+    table = pd.concat(
+        [mass.assign(table="attention_mass"), by_ones.assign(table="accuracy_by_ones")]
+    )
+    setup = {"spec": spec, "lengths": args.lengths, "k": args.k, "n_examples": args.n_examples}
+    args.out_table.parent.mkdir(parents=True, exist_ok=True)
+    provenance.stamp(table, setup, args.seed).to_csv(args.out_table, index=False)
+    title = args.title or f"Where <SEP> attends: sparse parity, K_train = {spec['task']['k_train']}"
+    figure(mass, by_ones, title, args.out_figure, provenance.png_metadata(setup, args.seed))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""Sparse-parity attention diagnostic: token categories on a hand-made sequence; attention rows
+equal transformers' own (eager) attention probabilities; accuracy by number of flagged ones."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from lengen import attention
+from lengen.hf import to_transformers
+from lengen.model import GPTNeoX, ModelConfig
+from lengen.tasks import sparse_parity as sp
+
+
+def test_categories_of_a_hand_made_sequence():
+    # <BOS> 3 t1 15 t0 10 t1 <SEP> t0   (N = 20: 3 and 10 flagged, 15 not; b* = 1 xor 1 = 0)
+    toks = [sp.BOS, 3 + 3, sp.T1, 15 + 3, sp.T0, 10 + 3, sp.T1, sp.SEP, sp.T0]
+    cat = attention.token_categories(np.array([toks]), 20)[0]
+    names = [attention.CATEGORIES[c] for c in cat]
+    assert names == [
+        "bos", "flagged_j", "flagged_bit", "unflagged", "unflagged", "flagged_j", "flagged_bit",
+        "sep",
+    ]  # fmt: skip
+    by_ones = attention.accuracy_by_ones(np.array([toks]), np.array([sp.T1]), 20)
+    assert by_ones.to_dict("records") == [{"ones": 2, "accuracy": 0.0, "n": 1}]
+
+
+def test_attention_rows_equal_transformers_eager_attentions():
+    torch.manual_seed(0)
+    model = GPTNeoX(ModelConfig(vocab_size=24, n_layer=2, n_head=4, d_model=32)).eval()
+    for p in model.parameters():
+        torch.nn.init.normal_(p, std=0.2)
+    batch = sp.sample(np.random.default_rng(0), 3, 12, 4, 20)
+    ours = attention.last_query_attention(model, batch.tokens)  # (L, B, H, T)
+    inputs = sp.test_example(batch).model_inputs()
+    hf = to_transformers(model, attn_implementation="eager")
+    with torch.no_grad():
+        out = hf(
+            input_ids=inputs["input_ids"], position_ids=inputs["position_ids"],
+            output_attentions=True,
+        )  # fmt: skip
+    theirs = torch.stack([a[:, :, -1] for a in out.attentions])
+    torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-4)
+    mass = attention.attention_mass(model, batch.tokens, 20)
+    totals = mass.groupby(["layer", "head"])["mass"].sum()
+    np.testing.assert_allclose(totals.to_numpy(), 1.0, atol=1e-5)  # categories partition keys
