@@ -77,9 +77,10 @@ def test_log_length_scaling_is_an_exact_logit_multiplier_and_cache_consistent():
     torch.testing.assert_close(scale[29], torch.log(torch.tensor(30.0)))
     torch.manual_seed(0)
     cfg = dict(vocab_size=24, n_layer=2, n_head=4, d_model=32)
-    plain, scaled = GPTNeoX(ModelConfig(**cfg)).eval(), GPTNeoX(
-        ModelConfig(**cfg, attn_scale="log_length")
-    ).eval()
+    plain, scaled = (
+        GPTNeoX(ModelConfig(**cfg)).eval(),
+        GPTNeoX(ModelConfig(**cfg, attn_scale="log_length")).eval(),
+    )
     scaled.load_state_dict(plain.state_dict())
     ids = torch.randint(0, 24, (2, 30))
     pos = torch.arange(1, 31).repeat(2, 1)

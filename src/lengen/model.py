@@ -19,7 +19,6 @@ from torch import nn
 
 from lengen.positions import POSITION_SCHEMES, LearnedAbsolutePositions, RotaryEmbedding
 
-
 ATTN_SCALES = ("none", "log_length")
 
 

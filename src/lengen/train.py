@@ -258,9 +258,12 @@ def train(spec: dict, out: Path, stop_after: int | None = None) -> Path:
             if rank == 0:
                 tracking.log_metrics({"heldout_exact_match": acc}, done)
             if stopper.update(acc) and done < train_cfg["steps"]:
-                steps_run, stop_reason = done, (
-                    f"held-out exact match >= {stopper.cfg['target_accuracy']} at "
-                    f"{stopper.cfg['patience']} checks in a row"
+                steps_run, stop_reason = (
+                    done,
+                    (
+                        f"held-out exact match >= {stopper.cfg['target_accuracy']} at "
+                        f"{stopper.cfg['patience']} checks in a row"
+                    ),
                 )
                 bar.write(f"early stop at step {done}: {stop_reason}")
                 break
