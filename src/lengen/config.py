@@ -50,6 +50,9 @@ def _cross_checks(cfg: dict) -> list[tuple[str, str]]:
                 errors.append(
                     (f"sparse_parity.figures.{fig}", f"K_train {sorted(missing)} not in k_train")
                 )
+        att = sp["figures"].get("attention")
+        if att and att["k_train"] not in sp["k_train"]:
+            errors.append(("sparse_parity.figures.attention.k_train", "not in k_train"))
         if sp["model"]["d_model"] % sp["model"]["n_head"]:
             errors.append(("sparse_parity.model.d_model", "must be divisible by n_head"))
     for name in ("parity_scratchpad", "variable_assignment"):

@@ -13,6 +13,7 @@ rule report:
     input:
         SPARSE_PARITY_FIGURES,
         SPARSE_PARITY_TABLE,
+        SPARSE_PARITY_DIAGNOSTIC,
         SCRATCHPAD_OUTPUTS,
         THEORY_OUTPUTS,
         NL_OUTPUTS,

@@ -95,3 +95,36 @@ rule sparse_parity_table:
         f"{LOGS}/sparse_parity/table.log",
     shell:
         "{PY} -m lengen.evaluate combine --tables {input} --out {output} > {log} 2>&1"
+
+
+SP_ATTENTION = SP["figures"].get("attention")
+SPARSE_PARITY_DIAGNOSTIC = (
+    [f"{REPORTS}/sparse_parity_attention.png", f"{REPORTS}/sparse_parity_attention.csv"]
+    if SP_ATTENTION
+    else []
+)
+
+
+rule sparse_parity_attention:
+    # Diagnostic (lengen.attention): attention mass of the predicting <SEP> token on flagged /
+    # unflagged tokens per head vs test length, and accuracy by number of flagged ones.
+    input:
+        lambda w: f"{SP_DIR}/K{SP_ATTENTION['k_train']}/model.pt",
+    output:
+        figure=report(
+            f"{REPORTS}/sparse_parity_attention.png",
+            caption="../report/fig_sparse_parity_attention.rst",
+            category="Sparse parity",
+        ),
+        table=f"{REPORTS}/sparse_parity_attention.csv",
+    params:
+        lengths=lambda w: " ".join(map(str, SP_ATTENTION["lengths"])),
+        k=lambda w: " ".join(map(str, SP_ATTENTION["k_test"])),
+        n=lambda w: SP_ATTENTION["n_examples"],
+        seed=config["seed"],
+    log:
+        f"{LOGS}/sparse_parity/attention.log",
+    shell:
+        "{PY} -m lengen.attention --model {input} --lengths {params.lengths} --k {params.k}"
+        " --n-examples {params.n} --seed {params.seed} --out-table {output.table}"
+        " --out-figure {output.figure} > {log} 2>&1"
