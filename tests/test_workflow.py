@@ -112,6 +112,12 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     assert set(table.columns) >= {"k_train", "length", "k_test", "accuracy", "n"}
     assert set(table["length"]) == {8, 16, 24}
     assert table["accuracy"].between(0, 1).all()
+    # the attention diagnostic: masses over the key categories sum to 1 per (length, k, head)
+    assert (res / "reports" / "sparse_parity_attention.png").stat().st_size > 10_000
+    att = pd.read_csv(res / "reports" / "sparse_parity_attention.csv")
+    mass = att[att["table"] == "attention_mass"]
+    totals = mass.groupby(["length", "k_test", "layer", "head"])["mass"].sum()
+    assert set(mass["length"]) == {8, 24} and ((totals - 1).abs() < 1e-4).all()
     # MLflow holds one finished run per trained model, with eval metrics
     from mlflow.tracking import MlflowClient
 

@@ -92,10 +92,18 @@ class EarlyStop:
             ok &= ((logits.argmax(-1) == lab) | ~scored).all(dim=1)
         return float(ok.float().mean())
 
-    def update(self, acc: float) -> bool:
-        """Record one check; True when training should stop."""
+    def update(self, acc: float, done: int) -> str | None:
+        """Record one check at step `done`; the reason to stop now, or None."""
         self.streak = self.streak + 1 if acc >= self.cfg["target_accuracy"] else 0
-        return self.streak >= self.cfg["patience"]
+        if self.streak >= self.cfg["patience"]:
+            return (
+                f"held-out exact match >= {self.cfg['target_accuracy']} at "
+                f"{self.cfg['patience']} checks in a row"
+            )
+        budget = self.cfg.get("plateau_steps")
+        if budget and done >= budget and acc < self.cfg.get("plateau_accuracy", 0.6):
+            return f"did not learn in {done} steps (held-out exact match {acc:.2f})"
+        return None
 
 
 def build_model(spec: dict) -> GPTNeoX:
@@ -257,14 +265,9 @@ def train(spec: dict, out: Path, stop_after: int | None = None) -> Path:
             acc = stopper.accuracy(engine.module)
             if rank == 0:
                 tracking.log_metrics({"heldout_exact_match": acc}, done)
-            if stopper.update(acc) and done < train_cfg["steps"]:
-                steps_run, stop_reason = (
-                    done,
-                    (
-                        f"held-out exact match >= {stopper.cfg['target_accuracy']} at "
-                        f"{stopper.cfg['patience']} checks in a row"
-                    ),
-                )
+            reason = stopper.update(acc, done)
+            if reason and done < train_cfg["steps"]:
+                steps_run, stop_reason = done, reason
                 bar.write(f"early stop at step {done}: {stop_reason}")
                 break
         if done % ckpt_every == 0 and done < train_cfg["steps"]:
