@@ -134,10 +134,10 @@ def test_early_stop_ends_training_at_target_and_records_it(tiny_spec, tmp_path, 
     assert saved["steps_run"] < 400 and saved["steps_run"] % 20 == 0
     assert "exact match >= 0.99" in saved["stop_reason"]
     # a run still near chance at the plateau budget stops with "did not learn"
-    spec["train"]["early_stop"] = {"every": 10, "target_accuracy": 0.99, "patience": 2,
-                                   "plateau_steps": 10, "plateau_accuracy": 1.0}  # fmt: skip
+    spec["train"]["early_stop"] = {"every": 2, "target_accuracy": 0.99, "patience": 2,
+                                   "plateau_steps": 2}  # fmt: skip
     saved = torch.load(train(spec, tmp_path / "plateau"), weights_only=True)
-    assert saved["steps_run"] == 10 and saved["stop_reason"].startswith("did not learn in 10")
+    assert saved["steps_run"] == 2 and saved["stop_reason"].startswith("did not learn in 2 ")
     del spec["train"]["early_stop"]
     spec["train"]["steps"] = 30
     saved = torch.load(train(spec, tmp_path / "full"), weights_only=True)
