@@ -135,20 +135,24 @@ def figure(mass: pd.DataFrame, by_ones: pd.DataFrame, title: str, out: Path, met
     flagged = m[m["category"].isin(["flagged_j", "flagged_bit"])]
     flagged = flagged.groupby(["length", "head"], as_index=False)["mass"].sum()
     sns.lineplot(data=flagged, x="length", y="mass", hue="head", marker="o", ax=axes[0])
+    axes[0].legend(fontsize=6, ncols=2, title="layer, head")
     axes[0].set(title=f"mass on the 2k flagged tokens (k={k})", xlabel="test length 2l")
     unflagged = m[m["category"] == "unflagged"]
     sns.lineplot(
         data=unflagged, x="length", y="mass", hue="head", marker="o", ax=axes[1], legend=False
     )
     axes[1].set(title="mass on unflagged J's and bits", xlabel="test length 2l")
-    b = by_ones[by_ones["k_test"] == k]
+    b = by_ones[by_ones["k_test"] == k].copy()
+    b["2l"] = b["length"].astype(str)  # categorical hue: one colour per tested length
     sns.lineplot(
-        data=b, x="ones", y="accuracy", hue="length", marker="o", palette="rocket_r", ax=axes[2]
+        data=b, x="ones", y="accuracy", hue="2l", marker="o", palette="rocket_r", ax=axes[2]
     )
     axes[2].axhline(0.5, color="grey", lw=0.8, ls=":")
     axes[2].set(title="accuracy by number m of flagged ones", xlabel="m", ylim=(-0.02, 1.02))
     for ax in axes[:2]:
         ax.set_xscale("log")
+        ax.set_xticks(sorted(m["length"].unique()), labels=sorted(m["length"].unique()))
+        ax.minorticks_off()
     fig.suptitle(title, y=1.03)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=150, bbox_inches="tight", metadata=metadata)
