@@ -3,11 +3,13 @@
 A probe is the default tier's sparse-parity section with a few keys overridden (probes listed in
 `probes/sparse_parity.yaml`), trained by the project's own trainer and scored by the project's own
 evaluator (`lengen.evaluate.final_token_accuracy`) on a fixed probe test grid:
-2l in {50, 100, 200, 500} x k_test in {1..K_train} (256 examples each, seed 0). Each finished
+2l in {50, 100, 200, 500} x k_test in {1..K_train} (256 examples each, seed 0), plus the best
+accuracy at k_test in {K_train + 2, K_train + 4} (SP-2 says it fails). Each finished
 probe appends one row to `probes/sparse_parity_probes.csv` (committed), failures included.
 
     python probes/sparse_parity.py run NAME [NAME ...]   # train + score, append rows
     python probes/sparse_parity.py list                 # names, and which have a row
+    python probes/sparse_parity.py figure               # worst-k accuracy vs 2l per probe
 
 Run two at a time, one thread each (platform notes), in the background:
 
@@ -75,6 +77,15 @@ def score(model, k_train: int) -> dict[str, float]:
                 np.random.default_rng([TEST_SEED, length, k]), N_EXAMPLES, length // 2, k, 20
             )
             out[f"acc_L{length}_k{k}"] = final_token_accuracy(model, batch.tokens, 128)
+    above = []  # SP-2: k_test > K_train should fail at every length, in distribution too
+    for length in LENGTHS:
+        for k in (k_train + 2, k_train + 4):
+            if k < length // 2:
+                batch = sp.sample(
+                    np.random.default_rng([TEST_SEED, length, k]), N_EXAMPLES, length // 2, k, 20
+                )
+                above.append(final_token_accuracy(model, batch.tokens, 128))
+    out["best_acc_k_above_K"] = max(above)
     return out
 
 
@@ -132,6 +143,33 @@ def run(name: str) -> dict:
     return row
 
 
+def figure(out: Path) -> None:
+    """Worst accuracy over k_test <= K_train vs test length, one line per probe."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    table = pd.read_csv(TABLE)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for row in table.itertuples():
+        k_train = int(row.k_train)
+        worst = [
+            min(getattr(row, f"acc_L{length}_k{k}") for k in range(1, k_train + 1))
+            for length in LENGTHS
+        ]
+        ax.plot(LENGTHS, worst, marker="o", label=f"{row.probe} ({int(row.steps_run)} steps)")
+    ax.axhline(0.9, color="green", lw=0.8, ls="--")
+    ax.axhline(0.5, color="grey", lw=0.8, ls=":")
+    ax.set(xscale="log", xlabel="test length 2l", ylabel="worst accuracy over k_test <= K_train",
+           title="Sparse-parity probes (train 2l in [20, 50])", ylim=(-0.02, 1.02))  # fmt: skip
+    ax.set_xticks(LENGTHS, labels=LENGTHS)
+    ax.minorticks_off()
+    ax.legend(fontsize=6, loc="lower left")
+    fig.savefig(out, dpi=150, bbox_inches="tight")
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> None:
     """CLI: run probes by name, or list them."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -139,7 +177,11 @@ def main(argv: list[str] | None = None) -> None:
     r = sub.add_parser("run")
     r.add_argument("names", nargs="+")
     sub.add_parser("list")
+    sub.add_parser("figure", help="probes/sparse_parity_probes.png from the probe table")
     args = parser.parse_args(argv)
+    if args.cmd == "figure":
+        figure(TABLE.with_suffix(".png"))
+        return
     if args.cmd == "list":
         done = set(pd.read_csv(TABLE)["probe"]) if TABLE.exists() else set()
         for name in yaml.safe_load(PROBES.read_text())["probes"]:
