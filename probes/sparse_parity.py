@@ -108,18 +108,24 @@ def verdict(row: dict, k_train: int) -> str:
     return f">= 0.9 up to 2l={reach} only"
 
 
-def run(name: str) -> dict:
-    """Train and score one probe; append its row to the probe table."""
+def run(name: str, rescore: bool = False) -> dict:
+    """Train and score one probe (or, with rescore, score its trained model again, keeping the
+    recorded wall time); write its row to the probe table."""
     torch.set_num_threads(1)
     cfg, entry = probe_config(name)
     k_train = entry["k_train"]
     spec = specs.sparse_parity_train(cfg, k_train)
     spec["run_name"] = f"probe/{name}"
-    tracking.prepare_store(spec["tracking"]["uri"], [spec["tracking"]["experiment"]])
     out = Path(cfg["results_dir"]) / f"K{k_train}"
-    t0 = time.perf_counter()
-    path = train(spec, out)
-    wall = time.perf_counter() - t0
+    if rescore:
+        path = out / "model.pt"
+        old = pd.read_csv(TABLE).set_index("probe")
+        wall = float(old.loc[name, "train_wall_s"])
+    else:
+        tracking.prepare_store(spec["tracking"]["uri"], [spec["tracking"]["experiment"]])
+        t0 = time.perf_counter()
+        path = train(spec, out)
+        wall = time.perf_counter() - t0
     saved = torch.load(path, map_location="cpu", weights_only=True)
     model = load_model(path)
     row = {
@@ -176,6 +182,8 @@ def main(argv: list[str] | None = None) -> None:
     sub = parser.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
     r.add_argument("names", nargs="+")
+    r = sub.add_parser("rescore", help="score trained probes again (after a scoring change)")
+    r.add_argument("names", nargs="+")
     sub.add_parser("list")
     sub.add_parser("figure", help="probes/sparse_parity_probes.png from the probe table")
     args = parser.parse_args(argv)
@@ -188,7 +196,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{'done' if name in done else '    '}  {name}")
         return
     for name in args.names:
-        run(name)
+        run(name, rescore=args.cmd == "rescore")
 
 
 if __name__ == "__main__":
