@@ -71,6 +71,23 @@ def test_sparse_parity_rules():
     assert "not testable: no K_train model is >= 0.9 in distribution" in row["measured as"]
 
 
+def test_sparse_parity_claims_per_variant():
+    """With two model variants in the table, each gets its own SP-1..3 verdicts."""
+    good, bad = sparse_parity("good"), sparse_parity("opposite")
+    both = pd.concat([good.assign(variant="loglen"), bad.assign(variant="neox")])
+    t = tables(sparse_parity=both)
+    v = {c.id: report.verdict(c, t)["verdict"]
+         for c in report.claims({"neox": "paper", "loglen": "departure"})}  # fmt: skip
+    assert [v[f"SP-{i} [loglen]"] for i in (1, 2, 3)] == ["reproduced"] * 3
+    assert [v[f"SP-{i} [neox]"] for i in (1, 2, 3)] == ["not reproduced"] * 3
+
+
+def test_sp3_flat_accuracy_is_not_larger_k_worse():
+    d = sparse_parity("good")
+    d.loc[d.k_train >= 10, "accuracy"] = 1.0
+    assert verdicts(tables(sparse_parity=d))["SP-3"] == "not reproduced"
+
+
 def test_sp1_is_the_worst_length_not_the_last():
     """SP-1 needs >= 0.9 at *every* tested length up to 500: a dip at 100 fails it even when
     2l = 500 is perfect (the below-chance dips of earlier default runs)."""

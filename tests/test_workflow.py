@@ -47,7 +47,9 @@ def test_dry_run_of_the_full_dag(tmp_path, tier):
         "scratchpad_table",
     ):
         assert rule in out
-    assert "sparse_parity/K12/model.pt" in out or tier != "paper"
+    assert "sparse_parity/neox/K12/model.pt" in out or tier != "paper"
+    if tier == "config":  # the default tier trains the paper model and the departure beside it
+        assert "sparse_parity/loglen/K12/model.pt" in out
     if tier == "paper":  # Fig. 2: 10 runs per jump; Fig. 3c: 10 runs per depth
         assert "parity_scratchpad/ppc/k4/seed9/model.pt" in out
         assert "variable_assignment/no_scratchpad/d5/seed9/model.pt" in out
@@ -80,7 +82,8 @@ def test_one_figure_target_builds_only_what_it_needs(tmp_path):
         cfg,
     )
     out = proc.stdout + proc.stderr
-    assert "K1/model.pt" in out and "K2/model.pt" not in out and "K3/model.pt" not in out
+    assert "neox/K1/model.pt" in out and "loglen/K1/model.pt" in out
+    assert "K2/model.pt" not in out and "K3/model.pt" not in out
 
 
 def test_one_scratchpad_figure_builds_only_its_variants(tmp_path):
@@ -108,13 +111,14 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
         assert png.stat().st_size > 10_000
     combined = pd.read_csv(res / "reports" / "sparse_parity_accuracy.csv")
     assert sorted(combined["k_train"].unique()) == [1, 2, 3]
-    table = pd.read_csv(res / "sparse_parity" / "K2" / "eval.csv")
+    assert set(combined["variant"]) == {"neox", "loglen"}
+    table = pd.read_csv(res / "sparse_parity" / "loglen" / "K2" / "eval.csv")
     assert set(table.columns) >= {"k_train", "length", "k_test", "accuracy", "n"}
     assert set(table["length"]) == {8, 16, 24}
     assert table["accuracy"].between(0, 1).all()
     # the attention diagnostic: masses over the key categories sum to 1 per (length, k, head)
-    assert (res / "reports" / "sparse_parity_attention.png").stat().st_size > 10_000
-    att = pd.read_csv(res / "reports" / "sparse_parity_attention.csv")
+    assert (res / "reports" / "sparse_parity_attention_neox.png").stat().st_size > 10_000
+    att = pd.read_csv(res / "reports" / "sparse_parity_attention_loglen.csv")
     mass = att[att["table"] == "attention_mass"]
     totals = mass.groupby(["length", "k_test", "layer", "head"])["mass"].sum()
     assert set(mass["length"]) == {8, 24} and ((totals - 1).abs() < 1e-4).all()
@@ -124,7 +128,9 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     client = MlflowClient(tracking_uri=f"sqlite:///{res / 'mlflow.db'}")
     exp = client.get_experiment_by_name("lengen-smoke/sparse_parity")
     runs = client.search_runs([exp.experiment_id])
-    assert sorted(r.info.run_name for r in runs) == ["K1", "K2", "K3"]
+    assert sorted(r.info.run_name for r in runs) == [
+        f"{v}/K{k}" for v in ("loglen", "neox") for k in (1, 2, 3)
+    ]
     assert all("acc_len16_k1" in r.data.metrics for r in runs)
     # the scratchpad branch (Figs. 2, 8, 3): figures, tables, one MLflow run per training run
     for fig in ("fig2_parity_scratchpad", "fig8_parity_scratchpad_ablations",

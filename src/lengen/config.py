@@ -55,6 +55,11 @@ def _cross_checks(cfg: dict) -> list[tuple[str, str]]:
             errors.append(("sparse_parity.figures.attention.k_train", "not in k_train"))
         if sp["model"]["d_model"] % sp["model"]["n_head"]:
             errors.append(("sparse_parity.model.d_model", "must be divisible by n_head"))
+        for name, variant in sp["variants"].items():
+            model = {**sp["model"], **variant.get("model", {})}
+            if model["d_model"] % model["n_head"]:
+                key = f"sparse_parity.variants.{name}.model.d_model"
+                errors.append((key, "must be divisible by n_head"))
     for name in ("parity_scratchpad", "variable_assignment"):
         if name in cfg:
             errors += _scratchpad_checks(name, cfg[name])

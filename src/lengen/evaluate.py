@@ -83,6 +83,7 @@ def evaluate(model_path: Path, testset: Path, batch_size: int, out: Path) -> pd.
         rows.append(
             {
                 "experiment": saved_spec["experiment"],
+                "variant": saved_spec.get("variant", "neox"),
                 "run": saved_spec["run_name"],
                 "k_train": saved_spec["task"]["k_train"],
                 "seed": saved_spec["seed"],

@@ -34,18 +34,26 @@ def sparse_parity_figure(
     style: dict,
     train_range: tuple[int, int] | None,
     metadata: dict | None = None,
+    labels: dict[str, str] | None = None,
 ) -> None:
-    """Accuracy vs test length 2l, a line per k_test, a panel per K_train (Figs. 1, 7);
-    the training lengths are shaded and chance (0.5) dotted."""
+    """Accuracy vs test length 2l, a line per k_test, a panel per K_train (Figs. 1, 7), a row
+    per model variant (labelled by `labels`); training lengths shaded, chance (0.5) dotted."""
     style = {**DEFAULT_STYLE, **style}
     sns.set_theme(context=style["context"], style="whitegrid")
     table = table.rename(columns={"length": "test length 2l", "k_test": "k_test"})
+    if "variant" not in table:
+        table["variant"] = "neox"
+    labels = labels or {}
+    order = [v for v in labels if v in set(table["variant"])] or sorted(table["variant"].unique())
+    table["model"] = table["variant"].map(lambda v: labels.get(v, v))
     grid = sns.relplot(
         data=table.sort_values("k_train"),
         x="test length 2l",
         y="accuracy",
         hue="k_test",
         col="k_train",
+        row="model",
+        row_order=[labels.get(v, v) for v in order],
         kind="line",
         marker="o",
         palette="viridis",
@@ -53,7 +61,7 @@ def sparse_parity_figure(
         aspect=style["aspect"],
         facet_kws={"sharey": True},
     )
-    grid.set_titles("K_train = {col_name}")
+    grid.set_titles("{row_name}\nK_train = {col_name}")
     grid.set(ylim=(-0.02, 1.02))  # below-chance accuracy happens (systematic miscounts)
     for ax in grid.axes.flat:
         ax.axhline(0.5, color="grey", lw=0.8, ls=":")
@@ -197,6 +205,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--title", default="")
     parser.add_argument("--style", default="{}", help="JSON of style overrides")
     parser.add_argument("--train-range", nargs=2, type=int, help="training lengths, shaded")
+    parser.add_argument("--labels", default="{}", help="sparse_parity: JSON variant -> label")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     style = json.loads(args.style)
@@ -210,7 +219,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.figure in INFLUENCE_PANELS:
         influence_figure(table, args.figure, args.title, args.out, style, meta)
     elif args.figure == "sparse_parity":
-        sparse_parity_figure(table, args.title, args.out, style, args.train_range, meta)
+        labels = json.loads(args.labels)
+        sparse_parity_figure(table, args.title, args.out, style, args.train_range, meta, labels)
     else:
         scratchpad_figure(table, args.panels, args.title, args.out, style, args.train_range, meta)
 

@@ -95,11 +95,20 @@ def _spearman(x: pd.Series, y: pd.Series) -> float:
 # --- sparse parity (Sec. 5.1) --------------------------------------------------------------------
 
 
-def sp_competent(t: Tables) -> list[int]:
+def _sp_rows(t: Tables, variant: str | None) -> pd.DataFrame | None:
+    """The sparse-parity rows of one model variant (all rows when the table has no variants)."""
+    d = t.sparse_parity
+    if d is None or variant is None or "variant" not in d:
+        return d
+    d = d[d.variant == variant]
+    return d if len(d) else None
+
+
+def sp_competent(d: pd.DataFrame, cfg: dict) -> list[int]:
     """K_train values whose model is near-perfect in distribution: accuracy >= NEAR_PERFECT for
     every k_test <= K_train at every tested length inside the training range (Sec. 5.1: "all
     having near-perfect in-distribution performance")."""
-    d, sp = t.sparse_parity, t.cfg["sparse_parity"]
+    sp = cfg["sparse_parity"]
     inside = d[
         (d.k_test <= d.k_train)
         & (d.length >= sp["train_min_len"])
@@ -109,46 +118,92 @@ def sp_competent(t: Tables) -> list[int]:
     return sorted(int(k) for k in worst[worst >= NEAR_PERFECT].index)
 
 
-def sp_small_k_generalizes(t: Tables) -> float | None:
-    """Worst accuracy over every tested length (up to 2l = 500) for K_train <= 8, k_test <=
-    K_train: "near-perfect ... up to lengths of 500, for all values of k_test <= K_train"."""
-    d = t.sparse_parity
-    if d is None:
-        return None
-    d = d[(d.k_train <= 8) & (d.k_test <= d.k_train)]
-    return float(d.accuracy.min()) if len(d) else None
+def sp_small_k_generalizes(variant: str | None = None):
+    """Measure: worst accuracy over every tested length (up to 2l = 500) for K_train <= 8,
+    k_test <= K_train: "near-perfect ... up to lengths of 500, for all values of k_test <=
+    K_train"."""
+
+    def measure(t: Tables) -> float | None:
+        d = _sp_rows(t, variant)
+        if d is None:
+            return None
+        d = d[(d.k_train <= 8) & (d.k_test <= d.k_train)]
+        return float(d.accuracy.min()) if len(d) else None
+
+    return measure
 
 
-def sp_large_k_fails(t: Tables) -> float | NotTestable | None:
-    """Best accuracy at any length for any k_test > K_train, over models competent in
+def sp_large_k_fails(variant: str | None = None):
+    """Measure: best accuracy at any length for any k_test > K_train, over models competent in
     distribution (a model that never learned its own k's fails every k trivially)."""
-    d = t.sparse_parity
-    if d is None or not (d.k_test > d.k_train).any():
-        return None
-    competent = sp_competent(t)
-    if not competent:
-        return NotTestable("no K_train model is >= 0.9 in distribution")
-    d = d[d.k_train.isin(competent) & (d.k_test > d.k_train)]
-    return float(d.accuracy.max()) if len(d) else None
+
+    def measure(t: Tables) -> float | NotTestable | None:
+        d = _sp_rows(t, variant)
+        if d is None or not (d.k_test > d.k_train).any():
+            return None
+        competent = sp_competent(d, t.cfg)
+        if not competent:
+            return NotTestable("no K_train model is >= 0.9 in distribution")
+        d = d[d.k_train.isin(competent) & (d.k_test > d.k_train)]
+        return float(d.accuracy.max()) if len(d) else None
+
+    return measure
 
 
-def sp_larger_k_worse(t: Tables) -> float | NotTestable | None:
-    """Mean over K_train in {10, 12} (those competent in distribution) of Spearman(k_test,
-    accuracy beyond the training lengths), k_test <= K_train."""
-    d = t.sparse_parity
-    if d is None or not d.k_train.isin([10, 12]).any():
-        return None
-    longest_train = t.cfg["sparse_parity"]["train_max_len"]
-    competent = [k for k in (10, 12) if k in sp_competent(t)]
-    if not competent:
-        return NotTestable("neither K_train = 10 nor 12 is >= 0.9 in distribution")
-    corrs = []
-    for k_train in competent:
-        sub = d[(d.k_train == k_train) & (d.k_test <= k_train) & (d.length > longest_train)]
-        if len(sub):
-            ood = sub.groupby("k_test").accuracy.mean()
-            corrs.append(_spearman(pd.Series(ood.index, dtype=float), ood.reset_index(drop=True)))
-    return float(sum(corrs) / len(corrs)) if corrs else None
+def sp_larger_k_worse(variant: str | None = None):
+    """Measure: mean over K_train in {10, 12} (those competent in distribution) of
+    Spearman(k_test, accuracy beyond the training lengths), k_test <= K_train."""
+
+    def measure(t: Tables) -> float | NotTestable | None:
+        d = _sp_rows(t, variant)
+        if d is None or not d.k_train.isin([10, 12]).any():
+            return None
+        longest_train = t.cfg["sparse_parity"]["train_max_len"]
+        competent = [k for k in (10, 12) if k in sp_competent(d, t.cfg)]
+        if not competent:
+            return NotTestable("neither K_train = 10 nor 12 is >= 0.9 in distribution")
+        corrs = []
+        for k_train in competent:
+            sub = d[(d.k_train == k_train) & (d.k_test <= k_train) & (d.length > longest_train)]
+            if len(sub):
+                ood = sub.groupby("k_test").accuracy.mean()
+                if ood.nunique() == 1:  # flat: no ordering at all, so not "larger k is worse"
+                    corrs.append(0.0)
+                    continue
+                k = pd.Series(ood.index, dtype=float)
+                corrs.append(_spearman(k, ood.reset_index(drop=True)))
+        return float(sum(corrs) / len(corrs)) if corrs else None
+
+    return measure
+
+
+def sp_claims(variants: dict[str, str] | None) -> list[Claim]:
+    """SP-1..3 for each sparse-parity model variant (variant -> label); one set, unlabelled,
+    when there is a single variant or none given."""
+    items = list((variants or {None: ""}).items())
+    out = []
+    for variant, label in items:
+        tag = f" [{variant}]" if len(items) > 1 else ""
+        where = f" ({label})" if len(items) > 1 else ""
+        out += [
+            Claim(f"SP-1{tag}", "Sec. 5.1, Fig. 1/7",
+                  "K_train <= 8: near-perfect accuracy up to length 500 for k_test <= K_train",
+                  f"worst accuracy at any tested length (to 2l = 500), K_train <= 8, k_test <= "
+                  f"K_train{where}",
+                  sp_small_k_generalizes(variant), f">= {NEAR_PERFECT}",
+                  lambda v: v >= NEAR_PERFECT),
+            Claim(f"SP-2{tag}", "Sec. 5.1, Fig. 1/7",
+                  "k_test > K_train fails at all lengths",
+                  f"best accuracy at any length with k_test > K_train, models >= 0.9 in "
+                  f"distribution{where}",
+                  sp_large_k_fails(variant), f"<= {FAILS}", lambda v: v <= FAILS),
+            Claim(f"SP-3{tag}", "Sec. 5.1, Fig. 1",
+                  "K_train in {10, 12}: larger k generalizes worse",
+                  f"Spearman(k_test, accuracy beyond the training lengths), mean over K_train "
+                  f"10, 12 (those >= 0.9 in distribution){where}",
+                  sp_larger_k_worse(variant), f"<= {MONOTONE}", lambda v: v <= MONOTONE),
+        ]  # fmt: skip
+    return out
 
 
 # --- parity with scratchpad (Sec. 5.2.1) ---------------------------------------------------------
@@ -278,22 +333,11 @@ def theory_within_bound(case: str) -> Callable[[Tables], float | None]:
     return measure
 
 
-def claims() -> list[Claim]:
-    """Every claim of the paper the pipeline measures (digest "Claims" lines, App. C-D)."""
+def claims(sp_variants: dict[str, str] | None = None) -> list[Claim]:
+    """Every claim of the paper the pipeline measures (digest "Claims" lines, App. C-D);
+    sp_variants (variant -> label) gives the sparse-parity claims once per model variant."""
     return [
-        Claim("SP-1", "Sec. 5.1, Fig. 1/7",
-              "K_train <= 8: near-perfect accuracy up to length 500 for k_test <= K_train",
-              "worst accuracy at any tested length (to 2l = 500), K_train <= 8, k_test <= K_train",
-              sp_small_k_generalizes, f">= {NEAR_PERFECT}", lambda v: v >= NEAR_PERFECT),
-        Claim("SP-2", "Sec. 5.1, Fig. 1/7",
-              "k_test > K_train fails at all lengths",
-              "best accuracy at any length with k_test > K_train, models >= 0.9 in distribution",
-              sp_large_k_fails, f"<= {FAILS}", lambda v: v <= FAILS),
-        Claim("SP-3", "Sec. 5.1, Fig. 1",
-              "K_train in {10, 12}: larger k generalizes worse",
-              "Spearman(k_test, accuracy beyond the training lengths), mean over K_train 10, 12 "
-              "(those >= 0.9 in distribution)",
-              sp_larger_k_worse, f"<= {MONOTONE}", lambda v: v <= MONOTONE),
+        *sp_claims(sp_variants),
         Claim("PS-1", "Sec. 5.2.1, Fig. 2",
               "all jumps near-perfect in distribution",
               "worst jump's mean PPC exact match at training lengths",
@@ -417,7 +461,8 @@ def write_report(cfg: dict, out: Path) -> pd.DataFrame:
     """REPORT.md for the config's run: the verdict table and the figures it rests on."""
     validate(cfg)
     tables = read_tables(cfg)
-    rows = pd.DataFrame([verdict(c, tables) for c in claims()])
+    variants = {v: e["label"] for v, e in cfg["sparse_parity"]["variants"].items()}
+    rows = pd.DataFrame([verdict(c, tables) for c in claims(variants)])
     counts = rows.verdict.value_counts().to_dict()
     lines = [
         "# Does the paper hold? Claims and verdicts",

@@ -13,12 +13,15 @@ from lengen.tracking import experiment_name
 SCRATCHPAD_PARAM = {"parity_scratchpad": "jump", "variable_assignment": "depth"}
 
 
-def sparse_parity_train(cfg: dict, k_train: int) -> dict:
-    """Spec of the sparse-parity model trained with K_train = k_train (Sec. 5.1)."""
+def sparse_parity_train(cfg: dict, k_train: int, variant: str | None = None) -> dict:
+    """Spec of the sparse-parity model of one variant (default: the first) trained with
+    K_train = k_train (Sec. 5.1); the variant's model keys override the section's model."""
     sp = cfg["sparse_parity"]
+    variant = variant or next(iter(sp["variants"]))
     return {
         "experiment": "sparse_parity",
-        "run_name": f"K{k_train}",
+        "variant": variant,
+        "run_name": f"{variant}/K{k_train}",
         "seed": cfg["seed"],
         "task": {
             "k_train": k_train,
@@ -27,7 +30,7 @@ def sparse_parity_train(cfg: dict, k_train: int) -> dict:
             "train_max_len": sp["train_max_len"],
             "l_max": sp["l_max"],
         },
-        "model": {"position": "rope", **sp["model"]},
+        "model": {"position": "rope", **sp["model"], **sp["variants"][variant].get("model", {})},
         "train": sp["train"],
         "runtime": cfg["runtime"],
         "tracking": {

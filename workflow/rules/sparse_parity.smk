@@ -7,6 +7,12 @@ SPARSE_PARITY_FIGURES = [
 ]
 SPARSE_PARITY_TABLE = f"{REPORTS}/sparse_parity_accuracy.csv"
 FIG_K = {"fig1": SP["figures"]["fig1"], "fig7": SP["figures"]["fig7"]}
+SP_VARIANTS = list(SP["variants"])  # each variant trains every K_train (a figure row each)
+
+
+wildcard_constraints:
+    variant="[a-z][a-z0-9_]*",
+    K=r"\d+",
 
 
 rule sparse_parity_testset:
@@ -28,35 +34,36 @@ rule sparse_parity_testset:
 
 
 rule sparse_parity_train:
-    # One model per K_train; resumes from {SP_DIR}/K{K}/ckpt after a crash.
+    # One model per (variant, K_train); resumes from its ckpt/ after a crash.
     input:
         f"{RESULTS}/mlflow/sparse_parity.ready",
     output:
-        f"{SP_DIR}/K{{K}}/model.pt",
+        f"{SP_DIR}/{{variant}}/K{{K}}/model.pt",
     params:
-        spec=lambda w: to_json(specs.sparse_parity_train(config, int(w.K))),
+        spec=lambda w: to_json(specs.sparse_parity_train(config, int(w.K), w.variant)),
         launcher=launcher(config),
     threads: config["runtime"]["threads_per_job"]
     resources:
         gpus=config["runtime"]["gpus_per_job"],
     log:
-        f"{LOGS}/sparse_parity/train_K{{K}}.log",
+        f"{LOGS}/sparse_parity/train_{{variant}}_K{{K}}.log",
     shell:
-        "{params.launcher} lengen.train --spec {params.spec:q} --out {SP_DIR}/K{wildcards.K}"
+        "{params.launcher} lengen.train --spec {params.spec:q}"
+        " --out {SP_DIR}/{wildcards.variant}/K{wildcards.K}"
         " > {log} 2>&1"
 
 
 rule sparse_parity_eval:
     # Final-token accuracy over the test grid, batched by length.
     input:
-        model=f"{SP_DIR}/K{{K}}/model.pt",
+        model=f"{SP_DIR}/{{variant}}/K{{K}}/model.pt",
         testset=f"{SP_DIR}/testset.npz",
     output:
-        f"{SP_DIR}/K{{K}}/eval.csv",
+        f"{SP_DIR}/{{variant}}/K{{K}}/eval.csv",
     params:
         batch_size=SP["eval"]["batch_size"],
     log:
-        f"{LOGS}/sparse_parity/eval_K{{K}}.log",
+        f"{LOGS}/sparse_parity/eval_{{variant}}_K{{K}}.log",
     shell:
         "{PY} -m lengen.evaluate run --model {input.model} --testset {input.testset}"
         " --batch-size {params.batch_size} --out {output} > {log} 2>&1"
@@ -65,7 +72,7 @@ rule sparse_parity_eval:
 rule sparse_parity_figure:
     # Fig. 1 / Fig. 7: accuracy vs test length, one line per k_test, one panel per K_train.
     input:
-        lambda w: expand(f"{SP_DIR}/K{{K}}/eval.csv", K=FIG_K[w.fig]),
+        lambda w: expand(f"{SP_DIR}/{{v}}/K{{K}}/eval.csv", v=SP_VARIANTS, K=FIG_K[w.fig]),
     output:
         report(
             f"{REPORTS}/{{fig}}_sparse_parity.png",
@@ -78,17 +85,19 @@ rule sparse_parity_figure:
         title=lambda w: f"{w.fig.replace('fig', 'Fig. ')}: sparse parity ({config['tier']} tier)",
         style=to_json(SP["figures"].get("style", {})),
         train_range=f"{SP['train_min_len']} {SP['train_max_len']}",
+        labels=to_json({v: SP["variants"][v]["label"] for v in SP_VARIANTS}),
     log:
         f"{LOGS}/sparse_parity/{{fig}}.log",
     shell:
         "{PY} -m lengen.figures sparse_parity --tables {input} --title {params.title:q}"
-        " --style {params.style:q} --train-range {params.train_range} --out {output} > {log} 2>&1"
+        " --style {params.style:q} --train-range {params.train_range} --labels {params.labels:q}"
+        " --out {output} > {log} 2>&1"
 
 
 rule sparse_parity_table:
     # Every model's accuracy in one tidy table (k_train, length, k_test, n, accuracy, ...).
     input:
-        expand(f"{SP_DIR}/K{{K}}/eval.csv", K=SP["k_train"]),
+        expand(f"{SP_DIR}/{{v}}/K{{K}}/eval.csv", v=SP_VARIANTS, K=SP["k_train"]),
     output:
         SPARSE_PARITY_TABLE,
     log:
@@ -99,32 +108,36 @@ rule sparse_parity_table:
 
 SP_ATTENTION = SP["figures"].get("attention")
 SPARSE_PARITY_DIAGNOSTIC = (
-    [f"{REPORTS}/sparse_parity_attention.png", f"{REPORTS}/sparse_parity_attention.csv"]
+    expand(f"{REPORTS}/sparse_parity_attention_{{v}}.{{ext}}", v=SP_VARIANTS, ext=["png", "csv"])
     if SP_ATTENTION
     else []
 )
 
 
 rule sparse_parity_attention:
-    # Diagnostic (lengen.attention): attention mass of the predicting <SEP> token on flagged /
-    # unflagged tokens per head vs test length, and accuracy by number of flagged ones.
+    # Diagnostic (lengen.attention), one per variant: attention mass of the predicting <SEP>
+    # token on flagged / unflagged tokens per head vs test length; accuracy by flagged ones.
     input:
-        lambda w: f"{SP_DIR}/K{SP_ATTENTION['k_train']}/model.pt",
+        lambda w: f"{SP_DIR}/{w.variant}/K{SP_ATTENTION['k_train']}/model.pt",
     output:
         figure=report(
-            f"{REPORTS}/sparse_parity_attention.png",
+            f"{REPORTS}/sparse_parity_attention_{{variant}}.png",
             caption="../report/fig_sparse_parity_attention.rst",
             category="Sparse parity",
         ),
-        table=f"{REPORTS}/sparse_parity_attention.csv",
+        table=f"{REPORTS}/sparse_parity_attention_{{variant}}.csv",
     params:
         lengths=lambda w: " ".join(map(str, SP_ATTENTION["lengths"])),
         k=lambda w: " ".join(map(str, SP_ATTENTION["k_test"])),
         n=lambda w: SP_ATTENTION["n_examples"],
         seed=config["seed"],
+        title=lambda w: (
+            f"Where <SEP> attends: sparse parity, K_train = {SP_ATTENTION['k_train']}, "
+            f"{SP['variants'][w.variant]['label']} ({config['tier']} tier)"
+        ),
     log:
-        f"{LOGS}/sparse_parity/attention.log",
+        f"{LOGS}/sparse_parity/attention_{{variant}}.log",
     shell:
         "{PY} -m lengen.attention --model {input} --lengths {params.lengths} --k {params.k}"
-        " --n-examples {params.n} --seed {params.seed} --out-table {output.table}"
-        " --out-figure {output.figure} > {log} 2>&1"
+        " --n-examples {params.n} --seed {params.seed} --title {params.title:q}"
+        " --out-table {output.table} --out-figure {output.figure} > {log} 2>&1"
