@@ -205,7 +205,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--title", default="")
     parser.add_argument("--style", default="{}", help="JSON of style overrides")
     parser.add_argument("--train-range", nargs=2, type=int, help="training lengths, shaded")
-    parser.add_argument("--labels", default="{}", help="sparse_parity: JSON variant -> label")
+    parser.add_argument(
+        "--labels", default="[]", help="sparse_parity: JSON [[variant, label], ...], row order"
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     style = json.loads(args.style)
@@ -219,7 +221,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.figure in INFLUENCE_PANELS:
         influence_figure(table, args.figure, args.title, args.out, style, meta)
     elif args.figure == "sparse_parity":
-        labels = json.loads(args.labels)
+        labels = dict(json.loads(args.labels))  # insertion order = row order
         sparse_parity_figure(table, args.title, args.out, style, args.train_range, meta, labels)
     else:
         scratchpad_figure(table, args.panels, args.title, args.out, style, args.train_range, meta)

@@ -85,7 +85,7 @@ rule sparse_parity_figure:
         title=lambda w: f"{w.fig.replace('fig', 'Fig. ')}: sparse parity ({config['tier']} tier)",
         style=to_json(SP["figures"].get("style", {})),
         train_range=f"{SP['train_min_len']} {SP['train_max_len']}",
-        labels=to_json({v: SP["variants"][v]["label"] for v in SP_VARIANTS}),
+        labels=to_json([[v, SP["variants"][v]["label"]] for v in SP_VARIANTS]),  # config order
     log:
         f"{LOGS}/sparse_parity/{{fig}}.log",
     shell:
