@@ -100,6 +100,18 @@ def accuracy_by_ones(tokens: np.ndarray, pred: np.ndarray, n: int) -> pd.DataFra
     )
 
 
+def selectivity(mass: pd.DataFrame, k: int) -> pd.DataFrame:
+    """Per head and length, log of the mean attention weight on one flagged token over that on
+    one unflagged token (2k flagged and 2(l - k) unflagged J's and bits). A head whose logits do
+    not grow with length keeps this flat, so its flagged mass falls like k / l."""
+    p = mass.pivot_table(index=["head", "length"], columns="category", values="mass")
+    half = p.index.get_level_values("length").to_numpy() / 2
+    flagged = (p["flagged_j"] + p["flagged_bit"]) / (2 * k)
+    unflagged = p["unflagged"] / (2 * (half - k))
+    ratio = np.log(flagged.to_numpy() / np.maximum(unflagged.to_numpy(), 1e-12))
+    return p.index.to_frame(index=False).assign(log_ratio=ratio)
+
+
 def diagnose(
     model, lengths, ks, n: int, n_examples: int, seed: int
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -120,7 +132,7 @@ def diagnose(
 
 
 def figure(mass: pd.DataFrame, by_ones: pd.DataFrame, title: str, out: Path, metadata=None) -> None:
-    """Three panels: flagged mass per head vs 2l; unflagged mass per head vs 2l; accuracy vs m."""
+    """Three panels: flagged mass per head vs 2l; selectivity per head vs 2l; accuracy vs m."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -137,11 +149,11 @@ def figure(mass: pd.DataFrame, by_ones: pd.DataFrame, title: str, out: Path, met
     sns.lineplot(data=flagged, x="length", y="mass", hue="head", marker="o", ax=axes[0])
     axes[0].legend(fontsize=6, ncols=2, title="layer, head")
     axes[0].set(title=f"mass on the 2k flagged tokens (k={k})", xlabel="test length 2l")
-    unflagged = m[m["category"] == "unflagged"]
-    sns.lineplot(
-        data=unflagged, x="length", y="mass", hue="head", marker="o", ax=axes[1], legend=False
-    )
-    axes[1].set(title="mass on unflagged J's and bits", xlabel="test length 2l")
+    sel = selectivity(m, k)
+    sns.lineplot(data=sel, x="length", y="log_ratio", hue="head", marker="o", ax=axes[1],
+                 legend=False)  # fmt: skip
+    axes[1].set(title="selectivity: log(weight per flagged / per unflagged token)",
+                xlabel="test length 2l", ylabel="log ratio")  # fmt: skip
     b = by_ones[by_ones["k_test"] == k].copy()
     b["2l"] = b["length"].astype(str)  # categorical hue: one colour per tested length
     sns.lineplot(
