@@ -44,3 +44,21 @@ def test_attention_rows_equal_transformers_eager_attentions():
     mass = attention.attention_mass(model, batch.tokens, 20)
     totals = mass.groupby(["layer", "head"])["mass"].sum()
     np.testing.assert_allclose(totals.to_numpy(), 1.0, atol=1e-5)  # categories partition keys
+
+
+def test_selectivity_is_zero_for_uniform_attention_and_log_ratio_otherwise():
+    """Uniform attention over the 2l + 2 keys gives log ratio 0; weighting each flagged token
+    e times an unflagged one gives log ratio 1."""
+    import math
+
+    import pandas as pd
+
+    k, length = 3, 20  # l = 10: 2k = 6 flagged, 2(l - k) = 14 unflagged, plus <BOS> and <SEP>
+    rows = []
+    for weight, name in ((1.0, "uniform"), (math.e, "sharper")):
+        z = 6 * weight + 14 + 2
+        for cat, mass in (("flagged_j", 3 * weight / z), ("flagged_bit", 3 * weight / z),
+                          ("unflagged", 14 / z), ("bos", 1 / z), ("sep", 1 / z)):  # fmt: skip
+            rows.append({"head": name, "length": length, "category": cat, "mass": mass})
+    sel = attention.selectivity(pd.DataFrame(rows), k).set_index("head")["log_ratio"]
+    np.testing.assert_allclose([sel["uniform"], sel["sharper"]], [0.0, 1.0], atol=1e-12)
