@@ -131,8 +131,18 @@ def diagnose(
     return pd.concat(mass, ignore_index=True), pd.concat(by_ones, ignore_index=True)
 
 
-def figure(mass: pd.DataFrame, by_ones: pd.DataFrame, title: str, out: Path, metadata=None) -> None:
-    """Three panels: flagged mass per head vs 2l; selectivity per head vs 2l; accuracy vs m."""
+def figure(
+    mass: pd.DataFrame,
+    by_ones: pd.DataFrame,
+    k_train: int,
+    title: str,
+    out: Path,
+    metadata=None,
+) -> None:
+    """Panels at k_test = the largest tested k <= K_train: flagged mass per head vs 2l,
+    selectivity per head vs 2l, accuracy by number m of flagged ones; plus, when a k_test above
+    K_train was tested, accuracy by m there (SP-2: does the model fail at unseen k, or only at
+    counts m it never saw?)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -140,27 +150,31 @@ def figure(mass: pd.DataFrame, by_ones: pd.DataFrame, title: str, out: Path, met
     import seaborn as sns
 
     sns.set_theme(context="paper", style="whitegrid")
-    k = int(mass["k_test"].max())
+    k = int(mass.loc[mass["k_test"] <= k_train, "k_test"].max())
+    above = sorted(int(x) for x in by_ones["k_test"].unique() if x > k_train)
     m = mass[mass["k_test"] == k].copy()
     m["head"] = "L" + m["layer"].astype(str) + "H" + m["head"].astype(str)
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
+    fig, axes = plt.subplots(1, 3 + bool(above), figsize=(13 + 4.3 * bool(above), 3.4))
     flagged = m[m["category"].isin(["flagged_j", "flagged_bit"])]
     flagged = flagged.groupby(["length", "head"], as_index=False)["mass"].sum()
     sns.lineplot(data=flagged, x="length", y="mass", hue="head", marker="o", ax=axes[0])
     axes[0].legend(fontsize=6, ncols=2, title="layer, head")
-    axes[0].set(title=f"mass on the 2k flagged tokens (k={k})", xlabel="test length 2l")
+    axes[0].set(title=f"mass on the 2k flagged tokens (k_test={k})", xlabel="test length 2l")
     sel = selectivity(m, k)
     sns.lineplot(data=sel, x="length", y="log_ratio", hue="head", marker="o", ax=axes[1],
                  legend=False)  # fmt: skip
-    axes[1].set(title="selectivity: log(weight per flagged / per unflagged token)",
+    axes[1].set(title="selectivity: log(weight per flagged / unflagged token)",
                 xlabel="test length 2l", ylabel="log ratio")  # fmt: skip
-    b = by_ones[by_ones["k_test"] == k].copy()
-    b["2l"] = b["length"].astype(str)  # categorical hue: one colour per tested length
-    sns.lineplot(
-        data=b, x="ones", y="accuracy", hue="2l", marker="o", palette="rocket_r", ax=axes[2]
-    )
-    axes[2].axhline(0.5, color="grey", lw=0.8, ls=":")
-    axes[2].set(title="accuracy by number m of flagged ones", xlabel="m", ylim=(-0.02, 1.02))
+    lengths = [str(x) for x in sorted(by_ones["length"].unique())]  # one colour per length
+    for ax, kk in zip(axes[2:], [k, *above[-1:]], strict=False):
+        b = by_ones[by_ones["k_test"] == kk].copy()
+        b["2l"] = b["length"].astype(str)  # categorical hue: one colour per tested length
+        sns.lineplot(data=b, x="ones", y="accuracy", hue="2l", marker="o", palette="rocket_r",
+                     hue_order=lengths, ax=ax, legend=ax is axes[2])  # fmt: skip
+        ax.axhline(0.5, color="grey", lw=0.8, ls=":")
+        ax.axvline(k_train + 0.5, color="grey", lw=0.8, ls="--")
+        ax.set(title=f"accuracy by m flagged ones, k_test={kk}", xlabel="m (dashed: K_train)",
+               ylim=(-0.02, 1.02))  # fmt: skip
     for ax in axes[:2]:
         ax.set_xscale("log")
         ax.set_xticks(sorted(m["length"].unique()), labels=sorted(m["length"].unique()))
@@ -198,7 +212,8 @@ def main(argv: list[str] | None = None) -> None:
     args.out_table.parent.mkdir(parents=True, exist_ok=True)
     provenance.stamp(table, setup, args.seed).to_csv(args.out_table, index=False)
     title = args.title or f"Where <SEP> attends: sparse parity, K_train = {spec['task']['k_train']}"
-    figure(mass, by_ones, title, args.out_figure, provenance.png_metadata(setup, args.seed))
+    meta = provenance.png_metadata(setup, args.seed)
+    figure(mass, by_ones, spec["task"]["k_train"], title, args.out_figure, meta)
 
 
 if __name__ == "__main__":
