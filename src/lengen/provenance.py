@@ -40,7 +40,10 @@ def git_commit() -> str:
 
     try:
         head = git("rev-parse", "HEAD")
-        dirty = git("status", "--porcelain", "--untracked-files=no")
+        # committed results under reports/ are rewritten by the run itself: not a code change
+        dirty = git(
+            "status", "--porcelain", "--untracked-files=no", "--", ":/", ":(top,exclude)reports"
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return head + ("-dirty" if dirty else "")
