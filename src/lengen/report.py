@@ -478,6 +478,11 @@ def write_report(cfg: dict, out: Path) -> pd.DataFrame:
         "",
         "Figures: " + ", ".join(f"`{p.name}`" for p in sorted(out.parent.glob("*.png"))) + ".",
         "",
+        "Where a sparse-parity verdict fails, `sparse_parity_attention_<variant>.png` shows why: "
+        "the predicting token's attention on the flagged tokens per head vs test length, and "
+        "accuracy by number of flagged ones (at k_test = K_train and above it). README, "
+        '"Sparse parity: probes and diagnosis", has the recorded search behind the default tier.',
+        "",
     ]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines))
