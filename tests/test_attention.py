@@ -4,6 +4,7 @@ equal transformers' own (eager) attention probabilities; accuracy by number of f
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from lengen import attention
@@ -62,3 +63,28 @@ def test_selectivity_is_zero_for_uniform_attention_and_log_ratio_otherwise():
             rows.append({"head": name, "length": length, "category": cat, "mass": mass})
     sel = attention.selectivity(pd.DataFrame(rows), k).set_index("head")["log_ratio"]
     np.testing.assert_allclose([sel["uniform"], sel["sharper"]], [0.0, 1.0], atol=1e-12)
+
+
+@pytest.mark.parametrize("attn_scale", ["none", "log_length"])
+def test_attention_rows_reproduce_each_layers_output(attn_scale):
+    """probs @ values equals what each layer's attention actually computed for the last token
+    (the input of its output projection), with and without log-length scaling."""
+    torch.manual_seed(0)
+    cfg = ModelConfig(vocab_size=24, n_layer=2, n_head=4, d_model=32, attn_scale=attn_scale)
+    model = GPTNeoX(cfg).eval()
+    for p in model.parameters():
+        torch.nn.init.normal_(p, std=0.2)
+    batch = sp.sample(np.random.default_rng(1), 3, 12, 4, 20)
+    probs = attention.last_query_attention(model, batch.tokens)  # (L, B, H, T)
+    seen, values = [], []
+    for layer in model.layers:
+        layer.attention.dense.register_forward_hook(lambda m, i, o: seen.append(i[0][:, -1]))
+        layer.attention.query_key_value.register_forward_hook(
+            lambda m, i, o: values.append(o.view(*o.shape[:2], 4, 24)[..., 16:].transpose(1, 2))
+        )
+    inputs = sp.test_example(batch).model_inputs()
+    with torch.no_grad():
+        model(inputs["input_ids"], inputs["position_ids"])
+    for layer_probs, v, y in zip(probs, values, seen, strict=True):
+        mixed = (layer_probs[..., None] * v).sum(-2)  # (B, H, D)
+        torch.testing.assert_close(mixed.reshape(len(y), -1), y, atol=1e-5, rtol=1e-4)

@@ -46,21 +46,11 @@ def last_query_attention(model, tokens: np.ndarray) -> torch.Tensor:
     """Attention probabilities of the last input token, (layers, B, heads, T-1), at true IDs."""
     example = sp.test_example(sp.Batch(tokens, np.zeros_like(tokens), None, None))
     inputs = example.model_inputs()
-    ids, pos = inputs["input_ids"], inputs["position_ids"]
-    x = model.embed_in(ids)
-    cos_sin = model.rope.cos_sin(pos) if model.rope is not None else None
-    if model.rope is None:
-        x = x + model.abs_pos(pos)
+    x, cos_sin = model.embed(inputs["input_ids"], inputs["position_ids"])
     rows = []
-    for layer in model.layers:
-        att = layer.attention
-        h = layer.input_layernorm(x)
-        B, T, _ = h.shape
-        qkv = att.query_key_value(h).view(B, T, att.n_head, 3 * att.head_dim).transpose(1, 2)
-        q, k, _ = qkv.split(att.head_dim, dim=-1)
-        if model.rope is not None:
-            q, k = model.rope.rotate(q, *cos_sin), model.rope.rotate(k, *cos_sin)
-        scores = (q[:, :, -1:] @ k.transpose(-1, -2)).squeeze(-2) / math.sqrt(att.head_dim)
+    for layer in model.layers:  # each layer's own projection (RoPE, log-length scaling)
+        q, k, _ = layer.attention.project(layer.input_layernorm(x), model.rope, cos_sin)
+        scores = (q[:, :, -1:] @ k.transpose(-1, -2)).squeeze(-2) / math.sqrt(q.shape[-1])
         rows.append(torch.softmax(scores, dim=-1))  # causal: the last query sees every key
         x = layer(x, model.rope, cos_sin)
     return torch.stack(rows)  # (L, B, H, T)

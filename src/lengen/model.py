@@ -107,6 +107,25 @@ class Attention(nn.Module):
         self.query_key_value = nn.Linear(cfg.d_model, 3 * cfg.d_model)
         self.dense = nn.Linear(cfg.d_model, cfg.d_model)
 
+    def project(
+        self,
+        x: torch.Tensor,
+        rope: RotaryEmbedding | None,
+        cos_sin: tuple[torch.Tensor, torch.Tensor] | None,
+        past: int = 0,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Queries, keys, values (B, H, T, D) of x (B, T, C) whose first token is at sequence
+        index `past`: RoPE applied and, with attn_scale log_length, the queries scaled (which
+        scales their logits). softmax(q k^T / sqrt(D)) causal is this layer's attention."""
+        B, T, _ = x.shape
+        qkv = self.query_key_value(x).view(B, T, self.n_head, 3 * self.head_dim).transpose(1, 2)
+        q, k, v = qkv.split(self.head_dim, dim=-1)
+        if rope is not None:
+            q, k = rope.rotate(q, *cos_sin), rope.rotate(k, *cos_sin)
+        if self.log_length:
+            q = q * log_length_scale(past, T, q.device).to(q.dtype)
+        return q, k, v
+
     def forward(
         self,
         x: torch.Tensor,
@@ -120,14 +139,9 @@ class Attention(nn.Module):
         With a cache, x is either the whole prompt (empty cache) or one new token.
         """
         B, T, C = x.shape
-        qkv = self.query_key_value(x).view(B, T, self.n_head, 3 * self.head_dim).transpose(1, 2)
-        q, k, v = qkv.split(self.head_dim, dim=-1)
-        if rope is not None:
-            q, k = rope.rotate(q, *cos_sin), rope.rotate(k, *cos_sin)
         decoding = cache is not None and cache.layers[self.index] is not None
-        if self.log_length:  # scaling the query scales its logits
-            past = cache.layers[self.index][0].shape[2] if decoding else 0
-            q = q * log_length_scale(past, T, q.device).to(q.dtype)
+        past = cache.layers[self.index][0].shape[2] if decoding else 0
+        q, k, v = self.project(x, rope, cos_sin, past)
         if cache is not None:
             k, v = cache.extend(self.index, k, v)
         if decoding:  # one new token attends to everything before it
@@ -214,6 +228,13 @@ class GPTNeoX(nn.Module):
             return self.embed_out(x)
         return self.embed_out(x), self.position_out(x)
 
+    def embed(self, input_ids: torch.Tensor, position_ids: torch.Tensor):
+        """Input of the first layer (B, T, C) and the RoPE tables (None for learned positions)."""
+        x = self.embed_in(input_ids)
+        if self.rope is not None:
+            return x, self.rope.cos_sin(position_ids)
+        return x + self.abs_pos(position_ids), None
+
     def hidden(
         self,
         input_ids: torch.Tensor,
@@ -222,12 +243,7 @@ class GPTNeoX(nn.Module):
         cache: KVCache | None = None,
     ) -> torch.Tensor:
         """Final-layer-normed hidden states (B, T, C), before the output heads."""
-        x = self.embed_in(input_ids)
-        cos_sin = None
-        if self.rope is not None:
-            cos_sin = self.rope.cos_sin(position_ids)
-        else:
-            x = x + self.abs_pos(position_ids)
+        x, cos_sin = self.embed(input_ids, position_ids)
         for layer in self.layers:
             x = layer(x, self.rope, cos_sin, attn_mask, cache)
         return self.final_layer_norm(x)
