@@ -159,7 +159,7 @@ def sp_larger_k_worse(variant: str | None = None):
         if d is None or not d.k_train.isin([10, 12]).any():
             return None
         longest_train = t.cfg["sparse_parity"]["train_max_len"]
-        competent = [k for k in (10, 12) if k in sp_competent(d, t.cfg)]
+        competent = [k for k in sp_competent(d, t.cfg) if k in (10, 12)]
         if not competent:
             return NotTestable("neither K_train = 10 nor 12 is >= 0.9 in distribution")
         corrs = []
