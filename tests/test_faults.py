@@ -101,3 +101,15 @@ def test_kill_9_during_training_resumes_to_identical_weights(tiny_spec, tmp_path
         torch.testing.assert_close(straight[name], resumed[name], rtol=0, atol=0)
     client = MlflowClient(tracking_uri=spec["tracking"]["uri"])
     assert client.get_run((out / "mlflow_run_id").read_text()).info.status == "FINISHED"
+
+
+def test_an_all_digit_config_hash_stays_text_and_tables_combine(tmp_path):
+    """A run whose hash happens to be all digits once made pandas mix int and str hashes, and the
+    figure rule crashed sorting them (default-tier run, Fig. 2)."""
+    paths = [tmp_path / "a.csv", tmp_path / "b.csv"]
+    for path, digest in zip(paths, ("01234567", "abcdef01"), strict=True):
+        _eval_table(path)
+        pd.read_csv(path).assign(config_hash=digest).to_csv(path, index=False)
+    assert read_eval_table(paths[0])["config_hash"].iloc[0] == "01234567"
+    out = combine(paths, tmp_path / "all.csv")
+    assert sorted(out["config_hash"].unique()) == ["01234567", "abcdef01"]

@@ -194,7 +194,7 @@ def read_eval_table(path: Path) -> pd.DataFrame:
     integer columns integral, accuracy in [0, 1] (a file cut mid-line fails here, naming it)."""
     fix = f"delete {path} and rerun its eval rule"
     try:
-        table = pd.read_csv(path)
+        table = pd.read_csv(path, dtype=provenance.DTYPES)
     except Exception as err:  # noqa: BLE001 - empty file, bad quoting
         raise TableError(f"{path}: unreadable ({type(err).__name__}: {err}); {fix}") from err
     if table.empty or "experiment" not in table:

@@ -216,7 +216,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.figure == "fig5":
         mask_illustration(args.out, metadata=provenance.png_metadata({"figure": "fig5"}, ""))
         return
-    table = pd.concat([pd.read_csv(p) for p in args.tables], ignore_index=True)
+    tables = [pd.read_csv(p, dtype=provenance.DTYPES) for p in args.tables]
+    table = pd.concat(tables, ignore_index=True)
     setup = {k: v for k, v in vars(args).items() if k not in ("tables", "out")}
     setup["inputs"] = sorted(table["config_hash"].unique()) if "config_hash" in table else []
     meta = provenance.png_metadata(setup, provenance.table_seeds(table))

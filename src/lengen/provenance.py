@@ -26,6 +26,8 @@ PACKAGES = (
     "snakemake", "numpy", "pandas", "seaborn",
 )  # fmt: skip
 COLUMNS = ("config_hash", "seed", "git_commit", "versions")
+# read these back as text: a hash or commit that happens to be all digits must not become an int
+DTYPES = {"config_hash": str, "git_commit": str, "versions": str}
 PNG_KEY = "lengen:provenance"
 
 

@@ -74,7 +74,7 @@ def read_tables(cfg: dict) -> Tables:
 
     def read(name: str) -> pd.DataFrame | None:
         path = reports / name
-        return pd.read_csv(path) if path.exists() else None
+        return pd.read_csv(path, dtype=provenance.DTYPES) if path.exists() else None
 
     return Tables(
         cfg,
