@@ -231,3 +231,86 @@ def test_jump_curriculum_ends_on_the_papers_format():
     late = ps.train_batch(spec, np.random.default_rng(0), 100)
     assert early.target_mask.sum(1).tolist() == [5] * 4  # jump 1: l = 5 scratchpad tokens
     assert late.target_mask.sum(1).tolist() == [2] * 4  # jump 2: l rounded to 4, 2 tokens
+
+
+# --- scoring known answers (a planted `.all` -> `.any` in exact_match passed every test before) --
+
+
+class Oracle(torch.nn.Module):
+    """A 'model' that predicts the test example's next token and next ID exactly, except where
+    told to be wrong: wrong_tokens / wrong_ids hold (row, generated index) pairs it gets wrong.
+    Works with the KV-cache decoder: it counts how many positions it has been fed."""
+
+    def __init__(self, example: Example, prompt_len: int, ppc: bool, wrong_tokens=(),
+                 wrong_ids=(), vocab: int = 64, l_max: int = 256):  # fmt: skip
+        super().__init__()
+        self.cfg = ModelConfig(vocab_size=vocab, n_layer=1, n_head=1, d_model=8, l_max=l_max)
+        self.anchor = torch.nn.Parameter(torch.zeros(1))  # so next(parameters()) has a device
+        self.tokens, self.ids, self.p, self.ppc = (
+            example.tokens,
+            example.position_ids,
+            prompt_len,
+            ppc,
+        )
+        self.wrong_tokens, self.wrong_ids, self.fed = set(wrong_tokens), set(wrong_ids), 0
+        self.vocab, self.l_max = vocab, l_max
+
+    def forward(self, input_ids, position_ids, cache=None):
+        self.fed += input_ids.shape[1]
+        t = self.fed  # predicting position t (0-based) of the full sequence
+        g = t - self.p  # generated index
+        rows = input_ids.shape[0]
+        logits = torch.zeros(rows, input_ids.shape[1], self.vocab)
+        position_logits = torch.zeros(rows, input_ids.shape[1], self.l_max)
+        for r in range(rows):
+            token = int(self.tokens[r, t]) + ((r, g) in self.wrong_tokens)
+            pid = int(self.ids[r, t]) + ((r, g) in self.wrong_ids)
+            logits[r, -1, token] = 1.0
+            position_logits[r, -1, pid] = 1.0
+        return (logits, position_logits) if self.ppc else logits
+
+
+@pytest.mark.parametrize("scheme", ["ppc", "absolute"])
+def test_generation_accuracy_known_answers(scheme):
+    from lengen.evaluate import generation_accuracy
+
+    b = ps.sample(np.random.default_rng(0), 8, 12, 1)
+    example = ps.test_example(b, scheme)
+    n_new = b.tokens.shape[1] - b.prompt_len
+    assert n_new >= 3
+
+    def score(**wrong) -> float:
+        model = Oracle(example, b.prompt_len, ppc=scheme == "ppc", **wrong)
+        return generation_accuracy(model, b, scheme, batch_size=len(b.tokens))
+
+    assert score() == 1.0  # a model that copies perfectly scores 1.0
+    # one wrong token in one row (middle, last, first generated token): that row fails
+    for g in (1, n_new - 1, 0):
+        assert score(wrong_tokens=[(3, g)]) == 7 / 8
+    assert score(wrong_tokens=[(r, 0) for r in range(8)]) == 0.0
+    assert score(wrong_tokens=[(0, 1), (0, 2), (5, 2)]) == 6 / 8
+    if scheme == "ppc":  # a wrong predicted ID fails the row; and it is fed back
+        assert score(wrong_ids=[(2, 1)]) == 7 / 8
+
+
+def test_exact_match_known_answers():
+    from lengen.decode import Generation
+
+    tokens = np.array([[1, 2, 5, 6, 7], [1, 2, 5, 6, 7], [1, 2, 5, 6, 7], [1, 2, 5, 6, 7]])
+    ids = np.array([[1, 2, 3, 4, 5]] * 4)
+    gen = Generation(
+        tokens=np.array([[5, 6, 7], [5, 0, 7], [0, 0, 0], [5, 6, 7]]),
+        position_ids=np.array([[3, 4, 5], [3, 4, 5], [3, 4, 5], [3, 9, 5]]),
+    )
+    assert exact_match(gen, tokens, ids, check_positions=False).tolist() == [
+        True,
+        False,
+        False,
+        True,
+    ]
+    assert exact_match(gen, tokens, ids, check_positions=True).tolist() == [
+        True,
+        False,
+        False,
+        False,
+    ]

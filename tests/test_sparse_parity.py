@@ -36,6 +36,25 @@ def test_labels_are_balanced_and_flags_uniform():
     assert np.allclose(per_position, 3 / 20, atol=0.03)
 
 
+@pytest.mark.parametrize("n", [4, 20])
+def test_j_values_are_uniform_on_each_side_of_n_over_2(n):
+    """Eq. (20): flagged J ~ Unif{1..N/2}, the others ~ Unif{N/2+1..N}; both ends included (a
+    planted draw from [1, N/2) never flagged J = N/2 and passed every other test)."""
+    b = sp.sample(np.random.default_rng(1), 4000, 10, 3, n)
+    j = b.tokens[:, 1:-2:2] - 3
+    bits = b.tokens[:, 2:-2:2] - sp.T0
+    flagged = j <= n // 2
+    assert (flagged.sum(axis=1) == 3).all()
+    for values, side in (
+        (j[flagged], range(1, n // 2 + 1)),
+        (j[~flagged], range(n // 2 + 1, n + 1)),
+    ):
+        freq = np.bincount(values, minlength=n + 1)[list(side)] / len(values)
+        assert np.allclose(freq, 1 / len(side), atol=0.02), freq
+    assert set(np.unique(j)) == set(range(1, n + 1))
+    assert (b.label == (bits * flagged).sum(axis=1) % 2).all()
+
+
 def test_k_must_be_below_l():
     with pytest.raises(ValueError, match="k < l"):
         sp.sample(np.random.default_rng(0), 2, 4, 4, 20)

@@ -30,7 +30,6 @@ def _split(output) -> tuple[torch.Tensor, torch.Tensor | None]:
     return output if isinstance(output, tuple) else (output, None)
 
 
-@torch.no_grad()
 def greedy_decode(
     model: GPTNeoX,
     prompt: np.ndarray,
@@ -43,30 +42,31 @@ def greedy_decode(
     Position IDs come from the PPC head when the model has one, else last ID + 1. Without the
     cache the whole sequence is recomputed every step (the reference the cache is tested against).
     """
-    device = next(model.parameters()).device
-    tokens = torch.as_tensor(prompt, device=device)
-    ids = torch.as_tensor(prompt_ids, device=device)
-    cache = KVCache(model.cfg.n_layer) if use_cache else None
-    new_tokens, new_ids = [], []
-    step_tokens, step_ids = tokens, ids
-    for _ in range(n_new):
-        logits, position_logits = _split(model(step_tokens, step_ids, cache=cache))
-        token = logits[:, -1].argmax(-1)
-        if position_logits is not None:
-            position = position_logits[:, -1].argmax(-1)
-        else:
-            position = ids[:, -1] + 1
-        new_tokens.append(token)
-        new_ids.append(position)
-        tokens = torch.cat([tokens, token[:, None]], dim=1)
-        ids = torch.cat([ids, position[:, None]], dim=1)
-        if use_cache:
-            step_tokens, step_ids = token[:, None], position[:, None]
-        else:
-            step_tokens, step_ids = tokens, ids
-    return Generation(
-        torch.stack(new_tokens, 1).cpu().numpy(), torch.stack(new_ids, 1).cpu().numpy()
-    )
+    with torch.no_grad():  # a block: mutmut skips decorated functions
+        device = next(model.parameters()).device
+        tokens = torch.as_tensor(prompt, device=device)
+        ids = torch.as_tensor(prompt_ids, device=device)
+        cache = KVCache(model.cfg.n_layer) if use_cache else None
+        new_tokens, new_ids = [], []
+        step_tokens, step_ids = tokens, ids
+        for _ in range(n_new):
+            logits, position_logits = _split(model(step_tokens, step_ids, cache=cache))
+            token = logits[:, -1].argmax(-1)
+            if position_logits is not None:
+                position = position_logits[:, -1].argmax(-1)
+            else:
+                position = ids[:, -1] + 1
+            new_tokens.append(token)
+            new_ids.append(position)
+            tokens = torch.cat([tokens, token[:, None]], dim=1)
+            ids = torch.cat([ids, position[:, None]], dim=1)
+            if use_cache:
+                step_tokens, step_ids = token[:, None], position[:, None]
+            else:
+                step_tokens, step_ids = tokens, ids
+        return Generation(
+            torch.stack(new_tokens, 1).cpu().numpy(), torch.stack(new_ids, 1).cpu().numpy()
+        )
 
 
 def exact_match(

@@ -51,17 +51,17 @@ def read_testset(path: Path) -> dict[tuple[int, int], np.ndarray]:
     return groups
 
 
-@torch.no_grad()
 def final_token_accuracy(model, tokens: np.ndarray, batch_size: int) -> float:
     """Fraction of rows whose last token is the argmax prediction at true position IDs."""
-    correct = 0
-    for i in range(0, len(tokens), batch_size):
-        chunk = tokens[i : i + batch_size]
-        example = sp.test_example(sp.Batch(chunk, np.zeros_like(chunk), None, None))
-        inputs = example.model_inputs(next(model.parameters()).device)
-        logits = model(inputs["input_ids"], inputs["position_ids"])[:, -1]
-        correct += (logits.argmax(-1).cpu().numpy() == chunk[:, -1]).sum()
-    return float(correct / len(tokens))
+    with torch.no_grad():  # a block: mutmut skips decorated functions
+        correct = 0
+        for i in range(0, len(tokens), batch_size):
+            chunk = tokens[i : i + batch_size]
+            example = sp.test_example(sp.Batch(chunk, np.zeros_like(chunk), None, None))
+            inputs = example.model_inputs(next(model.parameters()).device)
+            logits = model(inputs["input_ids"], inputs["position_ids"])[:, -1]
+            correct += (logits.argmax(-1).cpu().numpy() == chunk[:, -1]).sum()
+        return float(correct / len(tokens))
 
 
 def eval_device() -> str:
@@ -108,19 +108,20 @@ def scratchpad_testset(spec: dict, eval_cfg: dict, test_seed: int) -> dict:
     return va.make_testset(eval_cfg, task["depth"], task["n_vars"], task["scratchpad"], test_seed)
 
 
-@torch.no_grad()
 def generation_accuracy(model, batch, scheme: str, batch_size: int) -> float:
     """Fraction of examples generated exactly right from the prompt (tokens, and IDs for ppc)."""
-    task = ps if isinstance(batch, ps.Batch) else va
-    example = task.test_example(batch, scheme)
-    n_new = example.tokens.shape[1] - batch.prompt_len
-    correct = 0
-    for i in range(0, len(example.tokens), batch_size):
-        tokens = example.tokens[i : i + batch_size]
-        ids = example.position_ids[i : i + batch_size]
-        gen = greedy_decode(model, tokens[:, : batch.prompt_len], ids[:, : batch.prompt_len], n_new)
-        correct += exact_match(gen, tokens, ids, check_positions=scheme == "ppc").sum()
-    return float(correct / len(example.tokens))
+    with torch.no_grad():  # a block: mutmut skips decorated functions
+        task = ps if isinstance(batch, ps.Batch) else va
+        example = task.test_example(batch, scheme)
+        n_new = example.tokens.shape[1] - batch.prompt_len
+        correct = 0
+        for i in range(0, len(example.tokens), batch_size):
+            tokens = example.tokens[i : i + batch_size]
+            ids = example.position_ids[i : i + batch_size]
+            p = batch.prompt_len
+            gen = greedy_decode(model, tokens[:, :p], ids[:, :p], n_new)
+            correct += exact_match(gen, tokens, ids, check_positions=scheme == "ppc").sum()
+        return float(correct / len(example.tokens))
 
 
 def evaluate_scratchpad(
