@@ -7,6 +7,7 @@ import pandas as pd
 
 from lengen import report
 from lengen.config import load
+from lengen.report import COUPLED, PLAIN, POSITIVE
 
 from .conftest import ROOT
 
@@ -178,19 +179,52 @@ def test_comparisons_of_models_that_never_learned_are_not_testable():
     assert v["VA-1"] == "not run"
 
 
+def theory_row(case, Lbar, worst, bound=None, **checks):
+    """One row of the theory table: every assumption holds unless checks say otherwise."""
+    return dict(case=case, L=8, Lbar=Lbar, train_risk=0.0, test_risk_worst=worst,
+                theorem_bound=bound, **{"local": True, "relative": True, "realizable": True,
+                                        "coverage": True, **checks})  # fmt: skip
+
+
 def test_theory_rules_read_the_assumption_checks():
     rows = [
-        dict(case="a", L=8, Lbar=16, train_risk=0.0, test_risk_worst=0.97, local=False,
-             relative=True, realizable=True, coverage=True, theorem_bound=None),
-        dict(case="b", L=8, Lbar=16, train_risk=0.0, test_risk_worst=0.9, local=True,
-             relative=True, realizable=True, coverage=True, theorem_bound=None),  # b holds all
-        dict(case="positive", L=8, Lbar=16, train_risk=0.0, test_risk_worst=0.0, local=True,
-             relative=True, realizable=True, coverage=True, theorem_bound=0.0),
-    ]  # fmt: skip
+        theory_row("a", 16, 0.97, local=False),
+        theory_row("b", 16, 0.9),  # b holds every assumption: not the construction
+        theory_row("positive", 16, 0.0, 0.0),
+        theory_row(POSITIVE[1], 16, 1e-7, 0.09),
+    ]
     v = verdicts(tables(theory=pd.DataFrame(rows)))
     assert v["TH-C3a"] == "reproduced"
     assert v["TH-C3b"] == "not reproduced"  # relativity not actually violated
     assert v["TH-4.3"] == "reproduced" and v["TH-C3d"] == "not run" and v["NL-T1"] == "not run"
+    assert v["TH-4.4"] == "not run"
+
+
+def test_theorem_43_is_checked_with_delta_above_zero():
+    def th43(delta_rows):
+        rows = [theory_row("positive", 16, 0.0, 0.0), *delta_rows]
+        return verdicts(tables(theory=pd.DataFrame(rows)))["TH-4.3"]
+
+    assert th43([theory_row(POSITIVE[1], n, 1e-7, b) for n, b in ((16, 0.09), (32, 0.71))]) == (
+        "reproduced"
+    )
+    assert th43([theory_row(POSITIVE[1], 32, 0.8, 0.71)]) == "not reproduced"  # above the bound
+    assert th43([theory_row(POSITIVE[1], 16, 0.0, 0.09, coverage=False)]) == "not reproduced"
+    assert th43([]) == "not run"  # the delta > 0 case is required
+
+
+def test_coupling_claim_is_the_contrast_with_the_plain_class():
+    def th44(plain, coupled, **checks):
+        rows = [theory_row(PLAIN, n, w) for n, w in zip((8, 16, 24), plain, strict=True)]
+        rows += [theory_row(COUPLED, n, w, 0.0, **checks)
+                 for n, w in zip((8, 16, 24), coupled, strict=True)]  # fmt: skip
+        return verdicts(tables(theory=pd.DataFrame(rows)))["TH-4.4"]
+
+    assert th44([0.0, 0.13, 0.23], [0.0, 0.0, 0.0]) == "reproduced"
+    # the plain class generalizes as well: coupling removes nothing (only Lbar >= 2L counts)
+    assert th44([0.9, 0.02, 0.03], [0.0, 0.0, 0.0]) == "not reproduced"
+    assert th44([0.0, 0.13, 0.23], [0.0, 0.0, 0.2]) == "not reproduced"  # PC outside its bound
+    assert th44([0.0, 0.13, 0.23], [0.0, 0.0, 0.0], local=False) == "not reproduced"
 
 
 def chunk_nll(ppl: dict[tuple[str, int], float], n: int = 64) -> pd.DataFrame:

@@ -1,0 +1,104 @@
+"""Mutation score of the scientific core, per module (issue: tests that catch the bugs that matter).
+
+    python tools/mutation.py            # mutate, test, print the table (about 20-30 min, 2 cores)
+    python tools/mutation.py --report   # only print the table of the last run (mutants/)
+
+mutmut (configured in pyproject.toml, [tool.mutmut]) plants one small change at a time in the core
+modules (an operator, a constant, a comparison, a returned value...) and runs the tests that execute
+the changed function; a mutant is *killed* when a test fails. The score per module is
+killed / (mutants - known equivalents); a surviving mutant is either a missing test or an
+*equivalent* mutant (same behaviour, e.g. a changed default that every caller overrides), and the
+equivalents are listed with a reason each in tools/mutation_equivalent.yaml. The table is also
+written to reports/mutation_score.csv.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+EQUIVALENT = ROOT / "tools" / "mutation_equivalent.yaml"
+OUT = ROOT / "reports" / "mutation_score.csv"
+LINE = re.compile(r"^\s*(?P<name>[\w.ǁ]+__mutmut_\d+): (?P<status>.+?)\s*$")
+
+
+def module_of(name: str) -> str:
+    """lengen.report.x_ps_rule__mutmut_3 -> lengen.report (methods: xǁClassǁmethod__mutmut_N)."""
+    return name.split("__mutmut_")[0].rsplit(".", 1)[0]
+
+
+def read_results() -> dict[str, str]:
+    """Mutant name -> status from `mutmut results --all true`."""
+    out = subprocess.run(["mutmut", "results", "--all", "true"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout  # fmt: skip
+    return {m["name"]: m["status"] for m in map(LINE.match, out.splitlines()) if m}
+
+
+def score_table(results: dict[str, str], equivalent: dict[str, str]) -> pd.DataFrame:
+    """Counts and score per module; equivalents that survive are left out of the denominator."""
+    rows = []
+    for module in sorted({module_of(n) for n in results}):
+        names = [n for n in results if module_of(n) == module]
+        status = Counter(results[n] for n in names)
+        survived = [n for n in names if results[n] != "killed"]
+        eq = [n for n in survived if n in equivalent]
+        killed = status["killed"]
+        rows.append({
+            "module": module, "mutants": len(names), "killed": killed,
+            "survived": len(survived) - len(eq), "equivalent": len(eq),
+            "score": killed / max(len(names) - len(eq), 1),
+            "other": ", ".join(f"{k} {v}" for k, v in status.items()
+                               if k not in ("killed", "survived")),
+        })  # fmt: skip
+    table = pd.DataFrame(rows)
+    total = table[["mutants", "killed", "survived", "equivalent"]].sum()
+    table.loc[len(table)] = {
+        "module": "core (all)", **total.to_dict(),
+        "score": total.killed / max(total.mutants - total.equivalent, 1), "other": "",
+    }  # fmt: skip
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--report", action="store_true", help="only tabulate the last run")
+    parser.add_argument("--children", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args(argv)
+    if not args.report:
+        start = time.time()
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        subprocess.run(["mutmut", "run", "--max-children", str(args.children)], cwd=ROOT,
+                       env=env, check=True)  # fmt: skip
+        print(f"mutation run: {(time.time() - start) / 60:.1f} min")
+    equivalent = yaml.safe_load(EQUIVALENT.read_text()) or {} if EQUIVALENT.exists() else {}
+    results = read_results()
+    if not results:
+        print("no mutmut results: run without --report first", file=sys.stderr)
+        return 1
+    table = score_table(results, equivalent)
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(OUT, index=False)
+    print(table.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
+    stale = sorted(n for n in equivalent if results.get(n, "killed") == "killed")
+    if stale:
+        print(f"\n{len(stale)} listed equivalents are now killed or gone (renumbered after an "
+              f"edit?): {', '.join(stale)}")  # fmt: skip
+    survivors = sorted(n for n, s in results.items() if s != "killed" and n not in equivalent)
+    if survivors:
+        print(f"\n{len(survivors)} survivors without a reason (inspect: mutmut show NAME):")
+        print("\n".join(f"  {n}: {results[n]}" for n in survivors))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
