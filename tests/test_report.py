@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from lengen import report
 from lengen.config import load
@@ -177,6 +178,27 @@ def test_comparisons_of_models_that_never_learned_are_not_testable():
     v = verdicts(tables(parity_scratchpad=ps))
     assert (v["PS-1"], v["PS-2"]) == ("not reproduced", "not testable")
     assert v["VA-1"] == "not run"
+
+
+def test_comparison_values_are_the_smallest_gap_beyond_training():
+    ps = scratchpad(
+        "jump", (1, 2), {"ppc": (1.0, 1.0), "absolute": (0.95, 0.3), "rope_pose": (0.92, 0.6)}
+    )
+    # beyond 2l = 40: PPC 0.95 / 0.90, absolute 0.25 / 0.20, RoPE 0.55 / 0.50 (jump 1 / 2)
+    assert report.ps_ablations_worse(tables(parity_scratchpad=ps)) == pytest.approx(0.40)
+    ps.loc[(ps.variant == "rope_pose") & (ps.jump == 2) & (ps.length == 150), "accuracy"] = 0.8
+    assert report.ps_ablations_worse(tables(parity_scratchpad=ps)) == pytest.approx(0.25)
+    ps.loc[(ps.variant == "absolute") & (ps.jump == 1) & (ps.length == 20), "accuracy"] = 0.3
+    assert report.ps_ablations_worse(tables(parity_scratchpad=ps)) == report.NotTestable(
+        "not learned in distribution (< 0.9): absolute jump 1 (0.30)"
+    )
+    va = scratchpad("depth", (2, 3), {"rope_pose": (0.95, 0.9), "no_scratchpad": (1.0, 0.2)})
+    assert report.va_scratchpad_helps_rope(tables(variable_assignment=va)) == pytest.approx(0.7)
+    assert report.va_ablations_worse(tables(variable_assignment=va)) is None  # no PPC run
+    # only one ablation present: the gap is to that one
+    only_abs = ps[ps.variant != "rope_pose"].copy()
+    only_abs.loc[only_abs.accuracy == 0.3, "accuracy"] = 0.95
+    assert report.ps_ablations_worse(tables(parity_scratchpad=only_abs)) == pytest.approx(0.70)
 
 
 def theory_row(case, Lbar, worst, bound=None, **checks):
