@@ -7,7 +7,9 @@ import torch
 
 from lengen.evaluate import final_token_accuracy, read_testset, write_testset
 from lengen.model import GPTNeoX, ModelConfig
+from lengen.tasks import parity_scratchpad as ps
 from lengen.tasks import sparse_parity as sp
+from lengen.tasks import variable_assignment as va
 
 EVAL = {"lengths": [8, 20], "k_test": [1, 3, 6], "n_examples": 10, "batch_size": 4}
 
@@ -35,3 +37,78 @@ def test_final_token_accuracy_matches_a_direct_computation():
     with torch.no_grad():
         pred = model(inputs["input_ids"], inputs["position_ids"])[:, -1].argmax(-1).numpy()
     assert acc == (pred == tokens[:, -1]).mean()
+
+
+class ParityOracle(torch.nn.Module):
+    """Sparse parity answered by rule (Eq. (20)): the XOR of the bits whose J <= N/2, read from
+    the input; wrong_k flips the answer for examples with that many flagged J's."""
+
+    def __init__(self, n: int, wrong_k: int | None = None):
+        super().__init__()
+        self.n, self.wrong_k = n, wrong_k
+        self.anchor = torch.nn.Parameter(torch.zeros(1))
+
+    def forward(self, x, ids):
+        assert (ids == torch.arange(1, x.shape[1] + 1)).all()  # true IDs at test time
+        j, bits = x[:, 1:-1:2] - 3, x[:, 2:-1:2] - sp.T0
+        flagged = j <= self.n // 2
+        label = (bits * flagged).sum(1) % 2
+        if self.wrong_k is not None:
+            label = torch.where(flagged.sum(1) == self.wrong_k, 1 - label, label)
+        logits = torch.zeros(*x.shape, 4 + self.n)
+        logits[torch.arange(len(x)), -1, sp.T0 + label] = 1.0
+        return logits
+
+
+def test_sparse_parity_evaluate_known_answers(tmp_path, monkeypatch):
+    from lengen import evaluate as ev
+
+    write_testset(EVAL, 20, 5, tmp_path / "test.npz")
+    spec = {"experiment": "sparse_parity", "variant": "neox", "run_name": "r", "seed": 7,
+            "task": {"k_train": 3}}  # fmt: skip
+    monkeypatch.setattr(ev, "read_model_file", lambda path, device: {"spec": spec})
+    for wrong_k, expect in ((None, {1: 1.0, 3: 1.0, 6: 1.0}), (3, {1: 1.0, 3: 0.0, 6: 1.0})):
+        monkeypatch.setattr(ev, "model_from_saved", lambda s, d, w=wrong_k: ParityOracle(20, w))
+        table = ev.evaluate(tmp_path / "m.pt", tmp_path / "test.npz", 4, tmp_path / "eval.csv")
+        assert table[["length", "k_test"]].values.tolist() == [[8, 1], [8, 3], [20, 1], [20, 3],
+                                                              [20, 6]]  # fmt: skip
+        assert table.accuracy.tolist() == [expect[k] for k in table.k_test]
+        assert (table.n == 10).all() and (table.k_train == 3).all() and (table.seed == 7).all()
+        assert set(table.variant) == {"neox"} and set(table.run) == {"r"}
+        written = ev.read_eval_table(tmp_path / "eval.csv")
+        assert written.accuracy.tolist() == table.accuracy.tolist()
+
+
+def test_scratchpad_evaluate_known_answers(tmp_path, monkeypatch):
+    from lengen import evaluate as ev
+    from tests.test_scratchpad import Oracle
+
+    eval_cfg = {"lengths": [10, 16], "n_examples": 6, "batch_size": 4}
+    for experiment, task in (
+        ("parity_scratchpad", {"jump": 2, "scheme": "ppc"}),
+        ("variable_assignment", {"depth": 2, "n_vars": 20, "scratchpad": True, "scheme": "ppc"}),
+        (
+            "variable_assignment",
+            {"depth": 2, "n_vars": 20, "scratchpad": False, "scheme": "rope_pose"},
+        ),  # fmt: skip
+    ):
+        spec = {"experiment": experiment, "variant": "v", "run_name": "r", "seed": 1,
+                "task": task, "train": {"steps": 100}}  # fmt: skip
+        testset = ev.scratchpad_testset(spec, eval_cfg, 3)
+        module = ps if experiment == "parity_scratchpad" else va
+        examples = [
+            (module.test_example(b, task["scheme"]), b.prompt_len) for b in testset.values()
+        ]
+        p16 = testset[16].prompt_len
+        saved = {"spec": spec, "steps_run": 60, "stop_reason": "did not learn in 60 steps"}
+        monkeypatch.setattr(ev, "read_model_file", lambda path, device, s=saved: s)
+        oracle = Oracle(examples, ppc=task["scheme"] == "ppc", wrong_tokens=[(p16, 4, 0)])
+        monkeypatch.setattr(ev, "model_from_saved", lambda s, d, o=oracle: o)
+        table = ev.evaluate_scratchpad(tmp_path / "m.pt", eval_cfg, 3, tmp_path / "e.csv")
+        assert table.length.tolist() == [10, 16]
+        assert table.accuracy.tolist() == [1.0, 5 / 6], experiment  # one wrong token at 16
+        assert (table.steps_run == 60).all() and (table.n == 6).all()
+        assert set(table.stop_reason) == {"did not learn in 60 steps"}
+        assert set(table.scheme) == {task["scheme"]}
+        param = "jump" if experiment == "parity_scratchpad" else "depth"
+        assert set(table[param]) == {task[param]}

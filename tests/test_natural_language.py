@@ -7,6 +7,7 @@ import copy
 import gzip
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -84,6 +85,48 @@ def test_perplexity_windows_score_the_same_targets():
     targets4 = np.sort(w4[:, 1:].ravel())
     targets8 = np.sort(perplexity.split_windows(chunks, 8)[:, 1:].ravel())
     assert (targets4 == targets8).all()
+
+
+class Unigram(torch.nn.Module):
+    """A language model with known NLLs: p(next = v) = probs[v] whatever the context. It checks
+    that it is fed true position IDs 1..T (Table 1 windows start fresh)."""
+
+    def __init__(self, probs: np.ndarray):
+        super().__init__()
+        self.logp = torch.nn.Parameter(torch.log(torch.as_tensor(probs, dtype=torch.float32)))
+
+    def forward(self, x, ids):
+        assert (ids == torch.arange(1, x.shape[1] + 1)).all(), ids
+        return self.logp.expand(*x.shape, -1)
+
+
+def test_perplexity_known_answers(monkeypatch):
+    probs = np.array([0.5, 0.25, 0.125, 0.125])
+    tokens = np.random.default_rng(0).integers(0, 4, 3 * 17 + 5)
+    model = Unigram(probs)
+    chunks = tokens[: 3 * 17].reshape(3, 17)  # Lbar = 16
+    nll = perplexity.window_nll(model, perplexity.split_windows(chunks, 4), batch_size=5)
+    assert nll.shape == (12, 4)
+    # every target token of chunk c (tokens 1..16 of it) scored once, each -log p(token)
+    expect = -np.log(probs)[chunks[:, 1:]].mean(axis=1)
+    assert np.allclose(perplexity.chunk_nll(nll, 3), expect, atol=1e-6)
+    saved = {"spec": {"task": {"context": 8, "pose_start": None}, "seed": 3}}
+    monkeypatch.setattr(perplexity, "read_model_file", lambda path, device: saved)
+    monkeypatch.setattr(perplexity, "model_from_saved", lambda saved, device: model)
+    table, per_chunk = perplexity.perplexity_table({"short": Path("m.pt")}, tokens, [4, 16], 3, 2)
+    assert table[["model", "eval_length", "n_tokens", "train_context", "pose", "seed"]].to_dict(
+        "records"
+    ) == [
+        {"model": "h_short", "eval_length": n, "n_tokens": 48, "train_context": 8, "pose": False,
+         "seed": 3} for n in (4, 16)
+    ]  # fmt: skip
+    assert np.allclose(table.perplexity, np.exp(expect.mean()), rtol=1e-6)  # context-free model
+    assert table.paper_perplexity.isna().all()
+    assert per_chunk.chunk.tolist() == [0, 1, 2, 0, 1, 2]
+    assert np.allclose(per_chunk.nll, np.tile(expect, 2), atol=1e-6)
+    long_text = np.random.default_rng(1).integers(0, 4, 2 * 129)
+    table, _ = perplexity.perplexity_table({"long": Path("m.pt")}, long_text, [64, 128], 2, 2)
+    assert table.paper_perplexity.tolist() == [17.62, 14.49]  # Table 1, h_long
 
 
 def _fake_package(root, name):

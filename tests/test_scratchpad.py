@@ -237,36 +237,36 @@ def test_jump_curriculum_ends_on_the_papers_format():
 
 
 class Oracle(torch.nn.Module):
-    """A 'model' that predicts the test example's next token and next ID exactly, except where
-    told to be wrong: wrong_tokens / wrong_ids hold (row, generated index) pairs it gets wrong.
-    Works with the KV-cache decoder: it counts how many positions it has been fed."""
+    """A 'model' that continues every test example exactly: its next token and next ID, found by
+    the prompt it is given (so one oracle serves every length of a test set), except where told
+    to be wrong: wrong_tokens / wrong_ids hold (prompt length, row, generated index) triples.
+    Works with the KV-cache decoder: it counts the positions it has been fed since the prompt."""
 
-    def __init__(self, example: Example, prompt_len: int, ppc: bool, wrong_tokens=(),
+    def __init__(self, examples: list[tuple[Example, int]], ppc: bool, wrong_tokens=(),
                  wrong_ids=(), vocab: int = 64, l_max: int = 256):  # fmt: skip
         super().__init__()
         self.cfg = ModelConfig(vocab_size=vocab, n_layer=1, n_head=1, d_model=8, l_max=l_max)
         self.anchor = torch.nn.Parameter(torch.zeros(1))  # so next(parameters()) has a device
-        self.tokens, self.ids, self.p, self.ppc = (
-            example.tokens,
-            example.position_ids,
-            prompt_len,
-            ppc,
-        )
-        self.wrong_tokens, self.wrong_ids, self.fed = set(wrong_tokens), set(wrong_ids), 0
-        self.vocab, self.l_max = vocab, l_max
+        self.rows = {
+            tuple(ex.tokens[r, :p]): (ex.tokens[r], ex.position_ids[r], p, r)
+            for ex, p in examples
+            for r in range(len(ex.tokens))
+        }
+        self.ppc, self.vocab, self.l_max = ppc, vocab, l_max
+        self.wrong_tokens, self.wrong_ids = set(wrong_tokens), set(wrong_ids)
 
     def forward(self, input_ids, position_ids, cache=None):
+        if input_ids.shape[1] > 1:  # a prompt: a new generation starts
+            self.batch = [self.rows[tuple(row.tolist())] for row in input_ids]
+            self.fed = 0
         self.fed += input_ids.shape[1]
-        t = self.fed  # predicting position t (0-based) of the full sequence
-        g = t - self.p  # generated index
-        rows = input_ids.shape[0]
-        logits = torch.zeros(rows, input_ids.shape[1], self.vocab)
-        position_logits = torch.zeros(rows, input_ids.shape[1], self.l_max)
-        for r in range(rows):
-            token = int(self.tokens[r, t]) + ((r, g) in self.wrong_tokens)
-            pid = int(self.ids[r, t]) + ((r, g) in self.wrong_ids)
-            logits[r, -1, token] = 1.0
-            position_logits[r, -1, pid] = 1.0
+        logits = torch.zeros(*input_ids.shape, self.vocab)
+        position_logits = torch.zeros(*input_ids.shape, self.l_max)
+        for i, (tokens, ids, p, r) in enumerate(self.batch):
+            t = self.fed  # predicting position t (0-based) of the full sequence
+            key = (p, r, t - p)
+            logits[i, -1, int(tokens[t]) + (key in self.wrong_tokens)] = 1.0
+            position_logits[i, -1, int(ids[t]) + (key in self.wrong_ids)] = 1.0
         return (logits, position_logits) if self.ppc else logits
 
 
@@ -279,18 +279,22 @@ def test_generation_accuracy_known_answers(scheme):
     n_new = b.tokens.shape[1] - b.prompt_len
     assert n_new >= 3
 
-    def score(**wrong) -> float:
-        model = Oracle(example, b.prompt_len, ppc=scheme == "ppc", **wrong)
-        return generation_accuracy(model, b, scheme, batch_size=len(b.tokens))
+    p = b.prompt_len
 
-    assert score() == 1.0  # a model that copies perfectly scores 1.0
+    def score(batch_size=8, **wrong) -> float:
+        model = Oracle([(example, p)], ppc=scheme == "ppc", **wrong)
+        return generation_accuracy(model, b, scheme, batch_size=batch_size)
+
+    assert score() == score(batch_size=3) == 1.0  # a model that copies perfectly scores 1.0
     # one wrong token in one row (middle, last, first generated token): that row fails
     for g in (1, n_new - 1, 0):
-        assert score(wrong_tokens=[(3, g)]) == 7 / 8
-    assert score(wrong_tokens=[(r, 0) for r in range(8)]) == 0.0
-    assert score(wrong_tokens=[(0, 1), (0, 2), (5, 2)]) == 6 / 8
-    if scheme == "ppc":  # a wrong predicted ID fails the row; and it is fed back
-        assert score(wrong_ids=[(2, 1)]) == 7 / 8
+        assert score(wrong_tokens=[(p, 3, g)]) == 7 / 8
+    assert score(wrong_tokens=[(p, r, 0) for r in range(8)]) == 0.0
+    assert score(wrong_tokens=[(p, 0, 1), (p, 0, 2), (p, 5, 2)], batch_size=3) == 6 / 8
+    if scheme == "ppc":  # a wrong predicted ID fails the row
+        assert score(wrong_ids=[(p, 2, 1)]) == 7 / 8
+    else:  # without PPC the IDs are not predicted: the position head plays no part
+        assert score(wrong_ids=[(p, 2, 1)]) == 1.0
 
 
 def test_exact_match_known_answers():
