@@ -45,27 +45,25 @@ def read_results() -> dict[str, str]:
 
 
 def score_table(results: dict[str, str], equivalent: dict[str, str]) -> pd.DataFrame:
-    """Counts and score per module; equivalents that survive are left out of the denominator."""
+    """Counts and score per module. Every mutant not killed counts against the score (survived,
+    no test reaches it, timeout...) except the listed equivalents, left out of the denominator."""
     rows = []
     for module in sorted({module_of(n) for n in results}):
         names = [n for n in results if module_of(n) == module]
         status = Counter(results[n] for n in names)
-        survived = [n for n in names if results[n] != "killed"]
-        eq = [n for n in survived if n in equivalent]
-        killed = status["killed"]
+        eq = sum(1 for n in names if results[n] != "killed" and n in equivalent)
         rows.append({
-            "module": module, "mutants": len(names), "killed": killed,
-            "survived": len(survived) - len(eq), "equivalent": len(eq),
-            "score": killed / max(len(names) - len(eq), 1),
-            "other": ", ".join(f"{k} {v}" for k, v in status.items()
-                               if k not in ("killed", "survived")),
+            "module": module, "mutants": len(names), "killed": status["killed"],
+            "survived": status["survived"] - eq, "no_tests": status["no tests"],
+            "equivalent": eq,
+            "other": ", ".join(f"{k} {v}" for k, v in sorted(status.items())
+                               if k not in ("killed", "survived", "no tests")),
         })  # fmt: skip
     table = pd.DataFrame(rows)
-    total = table[["mutants", "killed", "survived", "equivalent"]].sum()
-    table.loc[len(table)] = {
-        "module": "core (all)", **total.to_dict(),
-        "score": total.killed / max(total.mutants - total.equivalent, 1), "other": "",
-    }  # fmt: skip
+    total = {c: int(table[c].sum()) for c in ("mutants", "killed", "survived", "no_tests",
+                                              "equivalent")}  # fmt: skip
+    table.loc[len(table)] = {"module": "core (all)", **total, "other": ""}
+    table["score"] = table.killed / (table.mutants - table.equivalent).clip(lower=1)
     return table
 
 

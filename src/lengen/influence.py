@@ -142,6 +142,7 @@ def analyse(
     return pd.DataFrame(rows)
 
 
+# pragma: no mutate block  (CLI wiring: tested through the workflow in subprocesses)
 def main(argv: list[str] | None = None) -> None:
     """CLI: the leave-one-out table for both models, every (scored, chosen-by) pair."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

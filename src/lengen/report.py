@@ -640,6 +640,7 @@ def write_report(cfg: dict, out: Path) -> pd.DataFrame:
     return rows
 
 
+# pragma: no mutate block  (CLI wiring: tested through the workflow in subprocesses)
 def main(argv: list[str] | None = None) -> None:
     """CLI: python -m lengen.report --config CONFIG.yaml|JSON --out reports/REPORT.md."""
     import yaml
