@@ -318,3 +318,55 @@ def test_exact_match_known_answers():
         False,
         False,
     ]
+
+
+# --- training and held-out draws ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scheme", ["ppc", "absolute", "rope_pose"])
+@pytest.mark.parametrize("task", ["parity_scratchpad", "variable_assignment"])
+def test_training_draws_cover_the_length_range_and_heldout_uses_test_ids(task, scheme):
+    module = ps if task == "parity_scratchpad" else va
+    spec = {"task": {"train_min_len": 10, "train_max_len": 16, "l_max": 60, "jump": 2, "depth": 2,
+                     "n_vars": 20, "scratchpad": True, "scheme": scheme},
+            "train": {"batch_size": 5, "steps": 100, "jump_curriculum_steps": 0}}  # fmt: skip
+    seen = set()
+    for step in range(60):
+        rng = np.random.default_rng(step)
+        ex = module.train_batch(spec, rng, step)
+        b = (
+            module.draw_train(spec, np.random.default_rng(step), step)
+            if task == ("parity_scratchpad")
+            else module.draw_train(spec, np.random.default_rng(step))
+        )
+        assert (ex.tokens == b.tokens).all()  # the same draw, then the scheme's IDs
+        assert ex.tokens.shape[0] == 5 and ex.position_ids.max() <= 60
+        seen.add(b.n_bits * 2 if task == "parity_scratchpad" else b.length)
+        if scheme == "ppc":  # coupled IDs shifted by one offset per row
+            offset = ex.position_ids - b.coupled_ids
+            assert (offset == offset[:, :1]).all() and (offset >= 0).all()
+        held = module.heldout_example(spec, np.random.default_rng(step))
+        want = b.coupled_ids if scheme == "ppc" else np.arange(1, held.tokens.shape[1] + 1)
+        assert (held.position_ids == want).all()  # test-time IDs, never shifted
+    if task == "parity_scratchpad":  # l in 5..8 rounded down to the jump: 4, 6, 8 bits
+        assert seen == {8, 12, 16}
+    else:
+        assert seen == set(range(10, 17))  # every l in [min, max], both ends
+
+
+def test_positions_schemes_say_what_the_model_needs():
+    from lengen.positions import model_position
+
+    assert model_position("ppc") == {"position": "absolute", "predict_positions": True}
+    assert model_position("absolute") == {"position": "absolute", "predict_positions": False}
+    assert model_position("rope_pose") == {"position": "rope", "predict_positions": False}
+    with pytest.raises(ValueError, match="scheme must be one of"):
+        model_position("alibi_typo")
+
+
+def test_step_rng_depends_only_on_seed_step_rank():
+    from lengen.data import step_rng
+
+    draw = lambda *a: step_rng(*a).integers(0, 2**31, 4).tolist()  # noqa: E731
+    assert draw(1, 5) == draw(1, 5, 0)
+    assert len({tuple(draw(*a)) for a in ((1, 5), (2, 5), (1, 6), (1, 5, 1))}) == 4
