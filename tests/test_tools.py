@@ -1,0 +1,36 @@
+"""The mutation-score tool's bookkeeping (the mutation run itself takes ~30 min: tools/)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+from .conftest import ROOT
+
+spec = importlib.util.spec_from_file_location("mutation", ROOT / "tools" / "mutation.py")
+mutation = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mutation)
+
+
+def test_module_of_mutant_names():
+    assert mutation.module_of("lengen.report.x_verdict__mutmut_12") == "lengen.report"
+    assert mutation.module_of("lengen.tasks.c4.x_windows__mutmut_1") == "lengen.tasks.c4"
+    assert mutation.module_of("lengen.data.xǁExampleǁmodel_inputs__mutmut_3") == "lengen.data"
+
+
+def test_score_counts_every_mutant_not_killed_except_listed_equivalents():
+    results = {
+        "lengen.a.x_f__mutmut_1": "killed",
+        "lengen.a.x_f__mutmut_2": "survived",
+        "lengen.a.x_f__mutmut_3": "survived",
+        "lengen.a.x_g__mutmut_1": "no tests",
+        "lengen.b.x_h__mutmut_1": "killed",
+        "lengen.b.x_h__mutmut_2": "timeout",
+    }
+    table = mutation.score_table(results, {"lengen.a.x_f__mutmut_3": "same behaviour"})
+    rows = table.set_index("module")
+    assert rows.loc[
+        "lengen.a", ["mutants", "killed", "survived", "no_tests", "equivalent"]
+    ].tolist() == [4, 1, 1, 1, 1]
+    assert rows.loc["lengen.a", "score"] == 1 / 3  # killed / (mutants - equivalents)
+    assert rows.loc["lengen.b", "score"] == 1 / 2 and rows.loc["lengen.b", "other"] == "timeout 1"
+    assert rows.loc["core (all)", "score"] == 2 / 5
