@@ -96,7 +96,8 @@ def test_lr_schedule_linear_warmup_then_decay():
 
 
 def test_two_processes_share_the_batch(tiny_spec, tmp_path):
-    """Data parallel on CPU (gloo): torchrun with 2 processes trains and writes one model."""
+    """Data parallel on CPU (gloo): torchrun with 2 processes trains and writes one model, with the
+    weights of one process that accumulates the same two micro-batches (streams 0 and 1)."""
     import json
     import os
     import subprocess
@@ -126,6 +127,16 @@ def test_two_processes_share_the_batch(tiny_spec, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     saved = torch.load(tmp_path / "ddp" / "model.pt", weights_only=True)
     assert saved["spec"]["train"]["batch_size"] == 8
+    one = copy.deepcopy(spec)
+    one["train"]["micro_batch_size"] = 4  # 1 process x 2 accumulated micro-batches of 4
+    train(one, tmp_path / "one")
+    single = torch.load(tmp_path / "one" / "model.pt", weights_only=True)["state_dict"]
+    assert single.keys() == saved["state_dict"].keys()
+    for name, w in saved["state_dict"].items():
+        torch.testing.assert_close(w, single[name], atol=1e-5, rtol=1e-4, msg=name)
+    train(spec, tmp_path / "other")  # 1 x 8 from stream 0 alone: other data, other weights
+    other = torch.load(tmp_path / "other" / "model.pt", weights_only=True)["state_dict"]
+    assert any((other[n] - w).abs().max() > 1e-4 for n, w in saved["state_dict"].items())
 
 
 def test_early_stop_ends_training_at_target_and_records_it(tiny_spec, tmp_path, monkeypatch):
