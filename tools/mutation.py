@@ -1,7 +1,8 @@
 """Mutation score of the scientific core, per module (issue: tests that catch the bugs that matter).
 
-    python tools/mutation.py            # mutate, test, print the table (about 20-30 min, 2 cores)
-    python tools/mutation.py --report   # only print the table of the last run (mutants/)
+    python tools/mutation.py                      # the whole core, from scratch, table at the end
+    python tools/mutation.py lengen.decode lengen.tasks.sparse_parity   # some modules only
+    python tools/mutation.py --report             # the table of the last run (mutants/)
 
 mutmut (configured in pyproject.toml, [tool.mutmut]) plants one small change at a time in the core
 modules (an operator, a constant, a comparison, a returned value...) and runs the tests that execute
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -69,13 +71,19 @@ def score_table(results: dict[str, str], equivalent: dict[str, str]) -> pd.DataF
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("modules", nargs="*", help="only these modules (default: the whole core)")
     parser.add_argument("--report", action="store_true", help="only tabulate the last run")
+    parser.add_argument("--keep", action="store_true",
+                        help="reuse the last run's results for unchanged functions")  # fmt: skip
     parser.add_argument("--children", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args(argv)
     if not args.report:
+        if not args.keep and not args.modules:
+            shutil.rmtree(ROOT / "mutants", ignore_errors=True)  # a score from scratch
         start = time.time()
         env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        subprocess.run(["mutmut", "run", "--max-children", str(args.children)], cwd=ROOT,
+        names = [f"{m}.*" for m in args.modules]
+        subprocess.run(["mutmut", "run", "--max-children", str(args.children), *names], cwd=ROOT,
                        env=env, check=True)  # fmt: skip
         print(f"mutation run: {(time.time() - start) / 60:.1f} min")
     equivalent = yaml.safe_load(EQUIVALENT.read_text()) or {} if EQUIVALENT.exists() else {}
