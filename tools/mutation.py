@@ -88,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mutation run: {(time.time() - start) / 60:.1f} min")
     equivalent = yaml.safe_load(EQUIVALENT.read_text()) or {} if EQUIVALENT.exists() else {}
     results = read_results()
+    if args.modules:
+        results = {n: st for n, st in results.items() if module_of(n) in args.modules}
     if not results:
         print("no mutmut results: run without --report first", file=sys.stderr)
         return 1
