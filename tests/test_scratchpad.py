@@ -219,6 +219,36 @@ def test_cli_prints_what_the_model_is_fed(capsys):
     assert row["position_ids"] == [0, 1, 1, 2, 2, 0, 1, 2]
 
 
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        # 4 bits 1 1 1 0, jump 2: scratchpad = parity of the first 2 bits (0), of all 4 (1); the
+        # coupled IDs pair bit pair i with scratchpad bit i (App. E.2.1)
+        ("parity_scratchpad --jump 2 --length 8 --seed 0",
+         {"tokens": ["<BOS>", "1", "1", "1", "0", "<SEP>", "0", "1"],
+          "position_ids": [0, 1, 1, 2, 2, 0, 1, 2], "target_mask": [0, 0, 0, 0, 0, 0, 1, 1],
+          "jump": 2, "length": 8, "answer": "1", "scratchpad_len": 2}),
+        # chain v2 <- v5 <- v6 among 2 chains; the scratchpad copies each step, coupled to the
+        # IDs of the assignment it copies (App. E.3)
+        ("variable_assignment --depth 2 --length 12 --n-vars 9 --seed 0",
+         {"tokens": ["<BOS>", "v2", "<SEP1>", "v2", "<-", "v5", "v3", "<-", "v1", "v1", "<-", "v4",
+                     "v5", "<-", "v6", "<SEP2>", "v2", "<-", "v5", "v5", "<-", "v6"],
+          "position_ids": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0, 3, 4, 5, 12, 13,
+                           14],
+          "target_mask": [0] * 16 + [1] * 6, "depth": 2, "length": 12, "n_chains": 2,
+          "v_init": "v2", "answer": "v6"}),
+        # J = 11 > N/2 not flagged, J = 1 flagged with bit 1: label 1 (Eq. (20))
+        ("sparse_parity --k 1 --length 4 --seed 0",
+         {"tokens": ["<BOS>", "11", "t0", "1", "t1", "<SEP>", "t1"],
+          "position_ids": [1, 2, 3, 4, 5, 6, 7], "target_mask": [0, 0, 0, 0, 0, 0, 1],
+          "label": 1, "k": 1, "length": 4}),
+    ],
+)  # fmt: skip
+def test_sample_output_known_answers(argv, expected, capsys):
+    cli.main(["sample", *argv.split()])
+    assert json.loads(capsys.readouterr().out) == expected
+
+
 def test_jump_curriculum_ends_on_the_papers_format():
     """jump_curriculum_steps (a DEPARTURE): jump 1 first, then 2, ..., then the spec's jump for
     the rest of training; 0 = the paper's format from step 0."""
