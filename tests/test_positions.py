@@ -33,8 +33,26 @@ def test_pose_chunk_starts_follow_the_paper():
 
 
 def test_pose_rejects_bad_lengths():
-    with pytest.raises(ValueError):
-        pose_position_ids(np.random.default_rng(0), 1, 10, 10)
+    with pytest.raises(ValueError, match="needs l_max > length, got l_max=10, length=10"):
+        pose_position_ids(np.random.default_rng(0), 1, 10, 10)  # l_max == length: no room
+    with pytest.raises(ValueError, match="at least 2 tokens, got length=1"):
+        pose_position_ids(np.random.default_rng(0), 1, 1, 10)
+    assert pose_position_ids(np.random.default_rng(0), 1, 10, 11).tolist() == [list(range(1, 11))]
+
+
+def test_pose_draw_distributions():
+    """J0, J1 ~ Unif([l_max - length]) per row, chunk 1 non-empty: at length 2 a row is one
+    contiguous run only when J0 == J1 (1 in l_max - 2); chunk 1 starts at the smaller of two
+    uniform draws (mean (M + 2) / 3 for M values), each row its own."""
+    rng = np.random.default_rng(4)
+    two = pose_position_ids(rng, 2000, 2, 100)
+    assert (np.diff(two, axis=1)[:, 0] == 1).mean() < 0.05  # l1 = 0 would make half contiguous
+    length, l_max = 4, 1004
+    ids = pose_position_ids(rng, 6000, length, l_max)
+    m = l_max - length
+    assert abs(ids[:, 0].mean() - (m + 2) / 3) < 15  # min of 2 draws (min of 3: ~ m / 4)
+    assert abs(ids[:, -1].mean() - (2 * m + 1) / 3 - (length - 1)) < 15  # max of 2, + 3
+    assert len(np.unique(ids[:, -1])) > 500
 
 
 def test_true_ids():
