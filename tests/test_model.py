@@ -94,3 +94,16 @@ def test_log_length_scaling_is_an_exact_logit_multiplier_and_cache_consistent():
     torch.testing.assert_close(torch.cat(steps, 1), b, atol=1e-5, rtol=1e-4)
     with pytest.raises(ValueError, match="attn_scale"):
         ModelConfig(vocab_size=5, attn_scale="log")
+
+
+def test_learned_positions_cover_ids_0_to_l_max_and_name_a_bad_id():
+    from lengen.positions import LearnedAbsolutePositions
+
+    pos = LearnedAbsolutePositions(l_max=10, d_model=4)
+    assert pos.embed.num_embeddings == 11  # IDs 0..l_max, one row each
+    out = pos(torch.tensor([[0, 5, 10]]))
+    assert torch.equal(out[0], pos.embed.weight[[0, 5, 10]])
+    with pytest.raises(ValueError, match=r"must lie in \[0, 10\], got \[0, 11\]"):
+        pos(torch.tensor([[0, 11]]))
+    with pytest.raises(ValueError, match=r"must lie in \[0, 10\], got \[-1, 3\]"):
+        pos(torch.tensor([[-1, 3]]))
