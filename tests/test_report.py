@@ -201,6 +201,22 @@ def test_comparison_values_are_the_smallest_gap_beyond_training():
     assert report.ps_ablations_worse(tables(parity_scratchpad=only_abs)) == pytest.approx(0.70)
 
 
+def test_training_range_boundaries():
+    """Both ends of a training range are in distribution; 3L is inside VA-1's (L, 3L]."""
+    rows = [dict(variant="ppc", depth=d, seed=0, length=n, accuracy=a)
+            for d, accs in ((2, (0.0, 0.8, 0.6, 0.0)), (3, (0.0, 0.9, 0.9, 0.0)))
+            for n, a in zip((60, 120, 180, 200), accs, strict=True)]  # fmt: skip
+    t = tables(variable_assignment=pd.DataFrame(rows))
+    assert report.va_ppc_3x(t) == pytest.approx(0.7)  # depth 2: mean of l = 120, 180
+    assert report.in_distribution(t, "variable_assignment").tolist() == [0.0, 0.0]  # l = 60
+    # sparse parity, training 2l in [20, 50]: 20 and 50 count, 52 does not
+    sp = pd.DataFrame([dict(k_train=4, k_test=4, length=n, accuracy=a)
+                       for n, a in ((20, 0.95), (50, 0.91), (52, 0.1))])  # fmt: skip
+    assert report.sp_competent(sp, cfg()) == [4]
+    assert report.sp_competent(sp.assign(accuracy=[0.95, 0.89, 1.0]), cfg()) == []
+    assert report.sp_competent(sp.assign(accuracy=[0.89, 0.95, 1.0]), cfg()) == []
+
+
 def theory_row(case, Lbar, worst, bound=None, **checks):
     """One row of the theory table: every assumption holds unless checks say otherwise."""
     return dict(case=case, L=8, Lbar=Lbar, train_risk=0.0, test_risk_worst=worst,
