@@ -29,7 +29,8 @@ from sparse_parity import ROOT, append_row, load_probe, probe_cli
 
 from lengen import provenance, specs, tracking
 from lengen.evaluate import generation_accuracy, scratchpad_testset
-from lengen.train import model_from_saved, read_model_file, train
+from lengen.modelfile import model_from_saved, read_model_file
+from lengen.train import train
 
 PROBES = ROOT / "probes" / "scratchpad.yaml"
 TABLE = ROOT / "probes" / "scratchpad_probes.csv"

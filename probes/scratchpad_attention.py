@@ -23,8 +23,8 @@ import pandas as pd
 import torch
 
 from lengen.data import IGNORE
+from lengen.modelfile import load_model
 from lengen.tasks import parity_scratchpad as ps
-from lengen.train import load_model
 
 LENGTHS = (20, 40, 60, 100, 150, 200)
 

@@ -33,8 +33,9 @@ import yaml
 from lengen import config as config_mod
 from lengen import provenance, specs, tracking
 from lengen.evaluate import final_token_accuracy
+from lengen.modelfile import model_from_saved, read_model_file
 from lengen.tasks import sparse_parity as sp
-from lengen.train import model_from_saved, read_model_file, train
+from lengen.train import train
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBES = ROOT / "probes" / "sparse_parity.yaml"

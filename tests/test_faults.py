@@ -12,8 +12,9 @@ import pytest
 import torch
 
 from lengen.evaluate import TableError, combine, read_eval_table
+from lengen.modelfile import ModelFileError, load_model
 from lengen.tokens import DTYPE, TokenFileError, load_tokens
-from lengen.train import ModelFileError, load_model, train
+from lengen.train import train
 
 
 def _eval_table(path, experiment="parity_scratchpad"):

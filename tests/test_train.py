@@ -37,7 +37,7 @@ def test_trainer_learns_a_trivial_task(tiny_spec, tmp_path, monkeypatch):
     path = train(spec, tmp_path / "copy")
     model_state = torch.load(path, weights_only=True)
     assert model_state["spec"]["experiment"] == "copy"
-    from lengen.train import load_model
+    from lengen.modelfile import load_model
 
     model = load_model(path)
     batch = _copy_task().train_batch(spec, np.random.default_rng(99), 0).model_inputs()

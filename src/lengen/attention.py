@@ -178,7 +178,7 @@ def figure(
 def main(argv: list[str] | None = None) -> None:
     """CLI: attention-mass and accuracy-by-ones tables and figure for one sparse-parity model."""
     from lengen import provenance
-    from lengen.train import model_from_saved, read_model_file
+    from lengen.modelfile import model_from_saved, read_model_file
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, required=True)

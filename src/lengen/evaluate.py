@@ -19,10 +19,10 @@ from tqdm import tqdm
 
 from lengen import provenance, tracking
 from lengen.decode import exact_match, greedy_decode
+from lengen.modelfile import model_from_saved, read_model_file
 from lengen.tasks import parity_scratchpad as ps
 from lengen.tasks import sparse_parity as sp
 from lengen.tasks import variable_assignment as va
-from lengen.train import model_from_saved, read_model_file
 
 
 def write_testset(eval_cfg: dict, n: int, seed: int, path: Path) -> None:

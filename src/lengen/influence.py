@@ -29,8 +29,8 @@ from tqdm import tqdm
 
 from lengen import provenance
 from lengen.evaluate import eval_device
+from lengen.modelfile import model_from_saved, read_model_file
 from lengen.tokens import consecutive_chunks, load_tokens
-from lengen.train import model_from_saved, read_model_file
 
 
 def attention_mask(keep: torch.Tensor) -> torch.Tensor:

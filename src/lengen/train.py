@@ -26,6 +26,7 @@ from lengen import provenance, tasks, tracking
 from lengen.config import merge_dicts
 from lengen.data import IGNORE, VALID_STREAM, step_rng
 from lengen.model import GPTNeoX, ModelConfig
+from lengen.modelfile import write_model_file
 
 
 def lr_lambda(train: dict):
@@ -373,58 +374,8 @@ def _open_run(spec: dict, out: Path, model: GPTNeoX, resumed: bool) -> None:
 
 
 def _save_final(engine, spec: dict, path: Path, steps_run: int, stop_reason: str) -> None:
-    """Final fp32 weights, model config, spec and the steps actually run, readable without
-    DeepSpeed."""
-    state = {k: v.detach().float().cpu() for k, v in engine.module.state_dict().items()}
-    config = engine.module.cfg.to_dict()
-    prov = provenance.record(spec, spec["seed"])
-    torch.save(
-        {
-            "model_config": config,
-            "state_dict": state,
-            "spec": spec,
-            "provenance": prov,
-            "steps_run": steps_run,
-            "stop_reason": stop_reason,
-        },
-        path,
-    )
-
-
-MODEL_KEYS = ("model_config", "state_dict", "spec")
-
-
-class ModelFileError(RuntimeError):
-    """A model.pt that `train` did not finish writing, or that is not one of its files."""
-
-
-def read_model_file(path: str | Path, device: str = "cpu") -> dict:
-    """The dict `train` saved in model.pt, checked: loadable and with MODEL_KEYS; otherwise an
-    error naming the file and what to do."""
-    path = Path(path)
-    fix = f"delete {path} and rerun the rule that trains it"
-    try:
-        saved = torch.load(path, map_location=device, weights_only=True)
-    except FileNotFoundError:
-        raise ModelFileError(f"{path}: missing (train it first)") from None
-    except Exception as err:  # noqa: BLE001 - truncated zip, bad pickle, wrong file
-        raise ModelFileError(f"{path}: unreadable ({type(err).__name__}: {err}); {fix}") from err
-    missing = [k for k in MODEL_KEYS if not isinstance(saved, dict) or k not in saved]
-    if missing:
-        raise ModelFileError(f"{path}: not a lengen model file (missing {missing}); {fix}")
-    return saved
-
-
-def load_model(path: str | Path, device: str = "cpu") -> GPTNeoX:
-    """Model saved by `train`, in eval mode."""
-    return model_from_saved(read_model_file(path, device), device)
-
-
-def model_from_saved(saved: dict, device: str = "cpu") -> GPTNeoX:
-    """The model in a dict read by read_model_file (when its spec is needed too: one read)."""
-    model = GPTNeoX(ModelConfig(**saved["model_config"]))
-    model.load_state_dict(saved["state_dict"])
-    return model.to(device).eval()
+    """Final fp32 weights (from the DeepSpeed engine), readable without DeepSpeed."""
+    write_model_file(engine.module, spec, path, steps_run, stop_reason)
 
 
 def main(argv: list[str] | None = None) -> None:
