@@ -111,8 +111,17 @@ def test_perplexity_known_answers(monkeypatch):
     expect = -np.log(probs)[chunks[:, 1:]].mean(axis=1)
     assert np.allclose(perplexity.chunk_nll(nll, 3), expect, atol=1e-6)
     saved = {"spec": {"task": {"context": 8, "pose_start": None}, "seed": 3}}
-    monkeypatch.setattr(perplexity, "read_model_file", lambda path, device: saved)
-    monkeypatch.setattr(perplexity, "model_from_saved", lambda saved, device: model)
+
+    def read(path, device):
+        assert path == Path("m.pt") and device == "cpu"
+        return saved
+
+    def build(got, device):
+        assert got is saved and device == "cpu"
+        return model
+
+    monkeypatch.setattr(perplexity, "read_model_file", read)
+    monkeypatch.setattr(perplexity, "model_from_saved", build)
     table, per_chunk = perplexity.perplexity_table({"short": Path("m.pt")}, tokens, [4, 16], 3, 2)
     assert table[["model", "eval_length", "n_tokens", "train_context", "pose", "seed"]].to_dict(
         "records"
@@ -123,10 +132,17 @@ def test_perplexity_known_answers(monkeypatch):
     assert np.allclose(table.perplexity, np.exp(expect.mean()), rtol=1e-6)  # context-free model
     assert table.paper_perplexity.isna().all()
     assert per_chunk.chunk.tolist() == [0, 1, 2, 0, 1, 2]
+    assert per_chunk.model.tolist() == ["h_short"] * 6
+    assert per_chunk.eval_length.tolist() == [4, 4, 4, 16, 16, 16]
+    assert per_chunk.index.tolist() == list(range(6))
     assert np.allclose(per_chunk.nll, np.tile(expect, 2), atol=1e-6)
     long_text = np.random.default_rng(1).integers(0, 4, 2 * 129)
+    saved["spec"]["task"]["pose_start"] = 700  # h_short's PoSE from step 700: flagged
     table, _ = perplexity.perplexity_table({"long": Path("m.pt")}, long_text, [64, 128], 2, 2)
     assert table.paper_perplexity.tolist() == [17.62, 14.49]  # Table 1, h_long
+    assert table.pose.tolist() == [True, True]
+    with pytest.raises(ValueError, match="eval length 5 does not divide 16"):
+        perplexity.split_windows(chunks, 5)
 
 
 def _fake_package(root, name):
@@ -180,6 +196,23 @@ def test_c4_task_windows_and_pose_switch(tmp_path):
     assert not (after.position_ids == np.arange(1, 66)).all()
     assert after.position_ids.min() >= 1 and after.position_ids.max() <= 128
     assert (np.diff(after.position_ids, axis=1) >= 1).all()  # PoSE: increasing, one jump
+    assert before.tokens.dtype == np.int64  # token IDs for the embedding, from uint16 on disk
+
+
+def test_c4_windows_start_anywhere_in_the_file(tmp_path):
+    spec = {"task": {"context": 4, "l_max": 9, "pose_start": None,
+                     "train_tokens": str(tmp_path / "train.bin")},
+            "train": {"batch_size": 64}}  # fmt: skip
+    for n_tokens, starts in ((5, {0}), (6, {0, 1}), (7, {0, 1, 2})):
+        c4._tokens.cache_clear()
+        np.arange(n_tokens, dtype=np.uint16).tofile(tmp_path / "train.bin")
+        got = c4.train_batch(spec, np.random.default_rng(0), 0).tokens[:, 0]
+        assert set(got.tolist()) == starts  # the first and the last possible window
+    c4._tokens.cache_clear()
+    np.arange(4, dtype=np.uint16).tofile(tmp_path / "train.bin")
+    with pytest.raises(ValueError, match="train.bin: 4 tokens, need at least 5"):
+        c4.train_batch(spec, np.random.default_rng(0), 0)
+    c4._tokens.cache_clear()
 
 
 def test_config_checks_name_the_key(smoke_config):

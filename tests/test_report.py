@@ -324,6 +324,14 @@ def test_influence_rule_is_slope_and_spread_not_correlation():
     assert report.near_diagonal(noise, np.random.default_rng(1).normal(0, 1, 200))["spread"] > 1
 
 
+def test_on_the_diagonal_bounds_are_inclusive():
+    on = report._on_diagonal
+    m = lambda slope, spread: report.Measured({"slope": slope, "spread": spread})  # noqa: E731
+    assert on(m(2 / 3, 0.5)) and on(m(3 / 2, 0.5)) and on(m(1.0, 0.0))
+    assert not on(m(0.66, 0.1)) and not on(m(1.51, 0.1)) and not on(m(1.0, 0.51))
+    assert not on(m(0.5, 0.6)) and not on(m(1.0, 0.6)) and not on(m(0.5, 0.1))
+
+
 GOLDEN = ROOT / "tests" / "golden" / "REPORT.md"
 
 

@@ -58,6 +58,10 @@ def test_risk_of_the_planted_hypothesis_is_delta():
     assert not r.exact and 0 < r.risk[0, 0] < 1 and 0 < r.stderr[0, 0] < 0.02
     # delta is the worst risk over lengths of the realizing hypothesis: here > 0
     assert not realizers([case.g_key[0]], case.g_val, noisy, [6, 12])
+    # (d): both keys fit length 4, only g01 fits 16 as well (g00's risk there is 0.99)
+    assert realizers(case.g_key, case.g_val, case.ens, [4]) == [(0, 0), (1, 0)]
+    assert realizers(case.g_key, case.g_val, case.ens, [4, 16]) == [(1, 0)]
+    assert realizers(case.g_key, case.g_val, case.ens, [4, 16], delta=0.995) == [(0, 0), (1, 0)]
 
 
 def test_learner_returns_every_minimiser():

@@ -43,8 +43,8 @@ def train_batch(spec: dict, rng: np.random.Generator, step: int) -> Example:
     task, batch = spec["task"], spec["train"]["batch_size"]
     length = task["context"] + 1
     data = _tokens(task["train_tokens"])
-    if len(data) <= length:
-        raise ValueError(f"{task['train_tokens']}: {len(data)} tokens, need more than {length}")
+    if len(data) < length:  # one window of context + 1 tokens at least
+        raise ValueError(f"{task['train_tokens']}: {len(data)} tokens, need at least {length}")
     starts = rng.integers(0, len(data) - length + 1, size=batch)
     tokens = windows(data, starts, length)
     pose_start = task.get("pose_start")
