@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from lengen.config import config_hash
 from lengen.evaluate import final_token_accuracy, read_testset, write_testset
 from lengen.model import GPTNeoX, ModelConfig
 from lengen.tasks import parity_scratchpad as ps
@@ -66,10 +67,27 @@ def test_sparse_parity_evaluate_known_answers(tmp_path, monkeypatch):
     write_testset(EVAL, 20, 5, tmp_path / "test.npz")
     spec = {"experiment": "sparse_parity", "variant": "neox", "run_name": "r", "seed": 7,
             "task": {"k_train": 3}}  # fmt: skip
-    monkeypatch.setattr(ev, "read_model_file", lambda path, device: {"spec": spec})
+    saved = {"spec": spec}
+
+    def read(path, device):
+        assert path == tmp_path / "m.pt" and device == "cpu"
+        return saved
+
+    monkeypatch.setattr(ev, "read_model_file", read)
     for wrong_k, expect in ((None, {1: 1.0, 3: 1.0, 6: 1.0}), (3, {1: 1.0, 3: 0.0, 6: 1.0})):
-        monkeypatch.setattr(ev, "model_from_saved", lambda s, d, w=wrong_k: ParityOracle(20, w))
+
+        def build(got, device, w=wrong_k):
+            assert got is saved and device == "cpu"
+            return ParityOracle(20, w)
+
+        monkeypatch.setattr(ev, "model_from_saved", build)
         table = ev.evaluate(tmp_path / "m.pt", tmp_path / "test.npz", 4, tmp_path / "eval.csv")
+        assert list(table.columns[:9]) == ["experiment", "variant", "run", "k_train", "seed",
+                                           "length", "k_test", "n", "accuracy"]  # fmt: skip
+        assert set(table.experiment) == {"sparse_parity"}
+        setup = {"spec": spec, "testset": ev.testset_config(tmp_path / "test.npz"),
+                 "batch_size": 4}  # fmt: skip
+        assert set(table.config_hash) == {config_hash(setup)}
         assert table[["length", "k_test"]].values.tolist() == [[8, 1], [8, 3], [20, 1], [20, 3],
                                                               [20, 6]]  # fmt: skip
         assert table.accuracy.tolist() == [expect[k] for k in table.k_test]
@@ -100,15 +118,36 @@ def test_scratchpad_evaluate_known_answers(tmp_path, monkeypatch):
             (module.test_example(b, task["scheme"]), b.prompt_len) for b in testset.values()
         ]
         p16 = testset[16].prompt_len
-        saved = {"spec": spec, "steps_run": 60, "stop_reason": "did not learn in 60 steps"}
-        monkeypatch.setattr(ev, "read_model_file", lambda path, device, s=saved: s)
+        stopped = task["scheme"] != "ppc"  # an early-stopped run, and one that ran all steps
+        saved = {"spec": spec, **({"steps_run": 60, "stop_reason": "did not learn in 60 steps"}
+                                  if stopped else {})}  # fmt: skip
+
+        def read(path, device, s=saved):
+            assert path == tmp_path / "m.pt" and device == "cpu"
+            return s
+
         oracle = Oracle(examples, ppc=task["scheme"] == "ppc", wrong_tokens=[(p16, 4, 0)])
-        monkeypatch.setattr(ev, "model_from_saved", lambda s, d, o=oracle: o)
+
+        def build(got, device, s=saved, o=oracle):
+            assert got is s and device == "cpu"
+            return o
+
+        monkeypatch.setattr(ev, "read_model_file", read)
+        monkeypatch.setattr(ev, "model_from_saved", build)
         table = ev.evaluate_scratchpad(tmp_path / "m.pt", eval_cfg, 3, tmp_path / "e.csv")
+        param = "jump" if experiment == "parity_scratchpad" else "depth"
+        assert list(table.columns[:12]) == ["experiment", "variant", "run", "scheme", "scratchpad",
+                                            param, "seed", "length", "n", "accuracy", "steps_run",
+                                            "stop_reason"]  # fmt: skip
+        ids = table[["experiment", "variant", "run", "seed"]].drop_duplicates().values.tolist()
+        assert ids == [[experiment, "v", "r", 1]]
+        assert set(table.scratchpad) == {task.get("scratchpad", True)}
         assert table.length.tolist() == [10, 16]
         assert table.accuracy.tolist() == [1.0, 5 / 6], experiment  # one wrong token at 16
-        assert (table.steps_run == 60).all() and (table.n == 6).all()
-        assert set(table.stop_reason) == {"did not learn in 60 steps"}
+        assert (table.n == 6).all()
+        assert set(table.steps_run) == {60 if stopped else 100}  # saved, else the spec's steps
+        assert set(table.stop_reason) == {"did not learn in 60 steps" if stopped else "steps"}
+        setup = {"spec": spec, "eval": eval_cfg, "test_seed": 3}
+        assert set(table.config_hash) == {config_hash(setup)}
         assert set(table.scheme) == {task["scheme"]}
-        param = "jump" if experiment == "parity_scratchpad" else "depth"
         assert set(table[param]) == {task[param]}
