@@ -34,3 +34,12 @@ def test_score_counts_every_mutant_not_killed_except_listed_equivalents():
     assert rows.loc["lengen.a", "score"] == 1 / 3  # killed / (mutants - equivalents)
     assert rows.loc["lengen.b", "score"] == 1 / 2 and rows.loc["lengen.b", "other"] == "timeout 1"
     assert rows.loc["core (all)", "score"] == 2 / 5
+
+
+def test_equivalence_rules_match_name_and_mutated_line(monkeypatch):
+    lines = {"lengen.a.x_f__mutmut_1": "+ device = None", "lengen.a.x_f__mutmut_2": "+ x = 2",
+             "lengen.b.x_g__mutmut_1": "+ device = None"}  # fmt: skip
+    monkeypatch.setattr(mutation, "mutated_lines", lambda name: lines[name])
+    results = {**dict.fromkeys(lines, "survived"), "lengen.a.x_f__mutmut_3": "killed"}
+    rules = [{"name": "lengen.a.*", "added": "device = None", "reason": "cpu"}]
+    assert mutation.equivalents(results, rules) == {"lengen.a.x_f__mutmut_1": "cpu"}

@@ -7,15 +7,18 @@
 mutmut (configured in pyproject.toml, [tool.mutmut]) plants one small change at a time in the core
 modules (an operator, a constant, a comparison, a returned value...) and runs the tests that execute
 the changed function; a mutant is *killed* when a test fails. The score per module is
-killed / (mutants - known equivalents); a surviving mutant is either a missing test or an
-*equivalent* mutant (same behaviour, e.g. a changed default that every caller overrides), and the
-equivalents are listed with a reason each in tools/mutation_equivalent.yaml. The table is also
-written to reports/mutation_score.csv.
+killed / (mutants - equivalents); a surviving mutant is either a missing test or an *equivalent*
+mutant (same behaviour, e.g. `device=None` on a CPU-only machine, a progress bar's label). The
+equivalents are rules in tools/mutation_equivalent.yaml, each with its reason: a mutant name
+pattern and a regular expression on the mutated line (`mutmut show NAME`), so that they survive
+renumbering. The table is written to reports/mutation_score.csv and every survivor is listed,
+with its rule's reason or as a missing test.
 """
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import os
 import re
 import shutil
@@ -44,6 +47,29 @@ def read_results() -> dict[str, str]:
     out = subprocess.run(["mutmut", "results", "--all", "true"], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout  # fmt: skip
     return {m["name"]: m["status"] for m in map(LINE.match, out.splitlines()) if m}
+
+
+def mutated_lines(name: str) -> str:
+    """The '+' lines of a mutant's diff."""
+    out = subprocess.run(["mutmut", "show", name], cwd=ROOT, capture_output=True, text=True)
+    return "\n".join(line for line in out.stdout.splitlines() if line.startswith("+ "))
+
+
+def equivalents(results: dict[str, str], rules: list[dict]) -> dict[str, str]:
+    """Survivor -> the reason of the first rule it matches (name pattern and mutated line)."""
+    found = {}
+    for name, status in results.items():
+        if status == "killed":
+            continue
+        lines = None
+        for rule in rules:
+            if not fnmatch.fnmatch(name, rule.get("name", "*")):
+                continue
+            lines = mutated_lines(name) if lines is None else lines
+            if re.search(rule["added"], lines):
+                found[name] = rule["reason"]
+                break
+    return found
 
 
 def score_table(results: dict[str, str], equivalent: dict[str, str]) -> pd.DataFrame:
@@ -86,22 +112,21 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run(["mutmut", "run", "--max-children", str(args.children), *names], cwd=ROOT,
                        env=env, check=True)  # fmt: skip
         print(f"mutation run: {(time.time() - start) / 60:.1f} min")
-    equivalent = yaml.safe_load(EQUIVALENT.read_text()) or {} if EQUIVALENT.exists() else {}
     results = read_results()
     if args.modules:
         results = {n: st for n, st in results.items() if module_of(n) in args.modules}
     if not results:
         print("no mutmut results: run without --report first", file=sys.stderr)
         return 1
+    rules = yaml.safe_load(EQUIVALENT.read_text()) or [] if EQUIVALENT.exists() else []
+    equivalent = equivalents(results, rules)
     table = score_table(results, equivalent)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(OUT, index=False)
     print(table.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
-    stale = sorted(n for n in equivalent if results.get(n, "killed") == "killed")
-    if stale:
-        print(f"\n{len(stale)} listed equivalents are now killed or gone (renumbered after an "
-              f"edit?): {', '.join(stale)}")  # fmt: skip
-    survivors = sorted(n for n, s in results.items() if s != "killed" and n not in equivalent)
+    for reason, n in Counter(equivalent.values()).most_common():
+        print(f"\nequivalent ({n}): {reason}")
+    survivors = sorted(n for n, st in results.items() if st != "killed" and n not in equivalent)
     if survivors:
         print(f"\n{len(survivors)} survivors without a reason (inspect: mutmut show NAME):")
         print("\n".join(f"  {n}: {results[n]}" for n in survivors))
