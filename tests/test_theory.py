@@ -125,7 +125,7 @@ def test_theorem_43_positive_case_every_minimiser_generalizes():
 
 
 def test_theorem_43_with_delta_above_zero_the_bound_is_finite_and_holds():
-    rows = tc.evaluate_case(tc.positive_case(tc.DELTA), L, [2 * L, 4 * L])
+    rows = tc.evaluate_case(tc.positive_case(tc.DELTA), L, [2 * L, 3 * L])
     for row in rows:
         assert all(row[a] for a in ("local", "relative", "realizable", "coverage"))
         # the planted hypothesis is the only minimiser, with risk exactly delta at every length
@@ -137,7 +137,9 @@ def test_theorem_43_with_delta_above_zero_the_bound_is_finite_and_holds():
     # with delta = 0 the softened labels are not realizable: the check must notice
     soft = tc.positive_case(tc.DELTA)
     exact = tc.Case(soft.name, soft.dropped, soft.ens, soft.g_key, soft.g_val, soft.paper)
-    assert tc.evaluate_case(exact, L, [2 * L])[0]["realizable"] is False
+    risks = {n: tc.case_risks(soft, n) for n in range(2, L + 1)}  # the same risks: same labels
+    assert tc.check_assumptions(soft, risks)["realizable"] is True
+    assert tc.check_assumptions(exact, risks)["realizable"] is False
 
 
 def test_position_coupling_removes_the_locality_requirement():
