@@ -56,6 +56,75 @@ def test_l_long_is_the_plain_loss_on_the_full_window(model):
     assert l_short != pytest.approx(l_long) and l_sparse != pytest.approx(l_short)
 
 
+def test_analyse_assembles_the_three_losses_per_model_pair(model):
+    torch.manual_seed(1)
+    other = GPTNeoX(ModelConfig(vocab_size=50, n_layer=2, n_head=2, d_model=32)).eval()
+    models = {"h_short": model, "h_long": other}
+    examples = np.stack([_seq(s).numpy() for s in (3, 4)])
+    table = influence.analyse(models, examples, SHORT, k=2)
+    assert list(table.columns) == [
+        "example",
+        "scored_by",
+        "chosen_by",
+        "J",
+        "L_short",
+        "L_long",
+        "L_short_sparse",
+        "short_minus_long",
+        "short_minus_sparse",
+    ]
+    pairs = [(i, s, b) for i in (0, 1) for s in models for b in models]
+    assert list(zip(table.example, table.scored_by, table.chosen_by, strict=True)) == pairs
+    loo = influence.loo_keep(LONG, SHORT)
+    for row in table.itertuples():
+        x = torch.as_tensor(examples[row.example])
+        J = influence.choose_influential(influence.target_logprob(models[row.chosen_by], x, loo), 2)
+        assert row.J == " ".join(map(str, J)) and len(J) == 2
+        keeps = influence.context_keeps(LONG, SHORT, J)
+        want = (-influence.target_logprob(models[row.scored_by], x, keeps)).tolist()
+        assert [row.L_short, row.L_long, row.L_short_sparse] == pytest.approx(want)
+        assert row.short_minus_long == pytest.approx(want[0] - want[1])
+        assert row.short_minus_sparse == pytest.approx(want[0] - want[2])
+        assert row.L_long > 0  # a loss, not a log-probability
+
+
+def test_influential_ties_go_to_the_earliest_positions():
+    logp = torch.tensor(
+        [
+            0.5,
+            0.1,
+            0.1,
+            0.1,
+            0.9,
+            0.1,
+            0.1,
+            0.1,
+            0.1,
+            0.1,
+            0.1,
+            0.1,
+            0.1,
+            0.1,
+            0.1,
+            0.1,
+            0.1,
+            0.1,
+            0.1,
+            0.1,
+            0.1,
+            0.1,
+            0.1,
+            0.1,
+            0.1,
+            0.1,
+            0.1,
+            0.1,
+        ]
+    )
+    assert influence.choose_influential(logp, 3) == [2, 3, 4]
+    assert influence.choose_influential(torch.tensor([0.3, 0.2, 0.4]), 1) == [2]
+
+
 def test_context_masks_are_fig5():
     keep = influence.context_keeps(8, 2, [2, 4]).int().tolist()
     assert keep == [[0, 0, 0, 0, 0, 1, 1], [1] * 7, [0, 1, 0, 1, 0, 1, 1]]

@@ -84,9 +84,17 @@ def test_train_batches_lengths_and_k_in_range(tiny_spec):
     assert ks == set(range(1, 13))
 
 
+def test_alphabet_size_must_be_even_and_positive():
+    assert sp.sample(np.random.default_rng(0), 3, 4, 1, 2).tokens.max() <= 3 + 2  # N = 2 is valid
+    for n in (0, 3, -2):
+        with pytest.raises(ValueError, match=f"N must be a positive even integer, got {n}"):
+            sp.sample(np.random.default_rng(0), 3, 4, 1, n)
+
+
 def test_curriculum():
     assert sp.curriculum_k(8, 0, 0) == 8
     assert [sp.curriculum_k(4, s, 100) for s in (0, 99, 100, 250, 10_000)] == [1, 1, 2, 3, 4]
+    assert [sp.curriculum_k(4, s, 1) for s in (0, 1, 2, 5)] == [1, 2, 3, 4]  # every step
 
 
 def test_test_grid_skips_k_not_below_l():
