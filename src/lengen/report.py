@@ -64,7 +64,6 @@ class Tables:
     parity_scratchpad: pd.DataFrame | None
     variable_assignment: pd.DataFrame | None
     theory: pd.DataFrame | None
-    perplexity: pd.DataFrame | None = None
     influence: pd.DataFrame | None = None
     perplexity_chunks: pd.DataFrame | None = None
 
@@ -83,7 +82,6 @@ def read_tables(cfg: dict) -> Tables:
         read("parity_scratchpad_accuracy.csv"),
         read("variable_assignment_accuracy.csv"),
         read("theory_table.csv"),
-        read("table1_perplexity.csv"),
         read("influence_loo.csv"),
         read("table1_chunk_nll.csv"),
     )
