@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
+import pytest
 import torch
 
 from lengen.config import config_hash
-from lengen.evaluate import final_token_accuracy, read_testset, write_testset
+from lengen.evaluate import TableError, final_token_accuracy, read_testset, write_testset
 from lengen.model import GPTNeoX, ModelConfig
 from lengen.tasks import parity_scratchpad as ps
 from lengen.tasks import sparse_parity as sp
@@ -16,6 +18,10 @@ EVAL = {"lengths": [8, 20], "k_test": [1, 3, 6], "n_examples": 10, "batch_size":
 
 
 def test_testset_is_fixed_by_the_seed_and_covers_the_grid(tmp_path):
+    from lengen.evaluate import testset_config
+
+    write_testset(EVAL, 20, 5, tmp_path / "new" / "dir" / "t.npz")  # creates its folder
+    assert testset_config(tmp_path / "new" / "dir" / "t.npz") == {"eval": EVAL, "n": 20, "seed": 5}
     write_testset(EVAL, 20, 5, tmp_path / "a.npz")
     write_testset(EVAL, 20, 5, tmp_path / "b.npz")
     write_testset(EVAL, 20, 6, tmp_path / "c.npz")
@@ -65,8 +71,12 @@ def test_sparse_parity_evaluate_known_answers(tmp_path, monkeypatch):
     from lengen import evaluate as ev
 
     write_testset(EVAL, 20, 5, tmp_path / "test.npz")
-    spec = {"experiment": "sparse_parity", "variant": "neox", "run_name": "r", "seed": 7,
-            "task": {"k_train": 3}}  # fmt: skip
+    spec = {
+        "experiment": "sparse_parity",
+        "run_name": "r",
+        "seed": 7,
+        "task": {"k_train": 3},
+    }  # fmt: skip  (no variant: the GPT-NeoX default)
     saved = {"spec": spec}
 
     def read(path, device):
@@ -151,3 +161,31 @@ def test_scratchpad_evaluate_known_answers(tmp_path, monkeypatch):
         assert set(table.config_hash) == {config_hash(setup)}
         assert set(table.scheme) == {task["scheme"]}
         assert set(table[param]) == {task[param]}
+
+
+def test_combine_sorts_by_setting_seed_length(tmp_path):
+    from lengen.evaluate import combine
+
+    paths = []
+    for variant, jump, seed in (("ppc", 2, 1), ("absolute", 1, 0), ("ppc", 1, 1), ("ppc", 1, 0)):
+        rows = [dict(experiment="parity_scratchpad", variant=variant, jump=jump, seed=seed,
+                     length=n, n=8, accuracy=0.5) for n in (30, 10)]  # fmt: skip
+        paths.append(tmp_path / f"{variant}{jump}{seed}.csv")
+        pd.DataFrame(rows).to_csv(paths[-1], index=False)
+    out = combine(paths, tmp_path / "all" / "table.csv")
+    assert list(zip(out.variant, out.jump, out.seed, out.length, strict=True)) == [
+        ("absolute", 1, 0, 10), ("absolute", 1, 0, 30), ("ppc", 1, 0, 10), ("ppc", 1, 0, 30),
+        ("ppc", 1, 1, 10), ("ppc", 1, 1, 30), ("ppc", 2, 1, 10), ("ppc", 2, 1, 30)]  # fmt: skip
+    assert out.index.tolist() == list(range(8))
+    assert pd.read_csv(tmp_path / "all" / "table.csv").equals(out)
+    # sparse parity: the grid is (length, k_test); a table missing one k_test is named
+    sp_paths = []
+    for k_train, ks in ((4, (1, 3)), (2, (1, 3)), (3, (1,))):
+        rows = [dict(experiment="sparse_parity", variant="neox", k_train=k_train, seed=0,
+                     length=20, k_test=k, n=8, accuracy=0.5) for k in ks]  # fmt: skip
+        sp_paths.append(tmp_path / f"sp{k_train}.csv")
+        pd.DataFrame(rows).to_csv(sp_paths[-1], index=False)
+    out = combine(sp_paths[:2], tmp_path / "sp.csv")
+    assert list(zip(out.k_train, out.k_test, strict=True)) == [(2, 1), (2, 3), (4, 1), (4, 3)]
+    with pytest.raises(TableError, match="sp3.csv: 1 test points where the other tables have 2"):
+        combine(sp_paths, tmp_path / "sp.csv")

@@ -26,11 +26,11 @@ from lengen.tasks import variable_assignment as va
 
 
 def write_testset(eval_cfg: dict, n: int, seed: int, path: Path) -> None:
-    """Draw the sparse-parity test set once and store it (tokens, k, label per group)."""
+    """Draw the sparse-parity test set once and store it (tokens per (2l, k_test) group, and
+    the draw's settings)."""
     arrays = {"config": np.array(json.dumps({"eval": eval_cfg, "n": n, "seed": seed}))}
     for (length, k), b in sp.make_testset(eval_cfg, n, seed).items():
-        arrays[f"L{length}_k{k}_tokens"] = b.tokens
-        arrays[f"L{length}_k{k}_label"] = b.label
+        arrays[f"L{length}_k{k}_tokens"] = b.tokens  # the label is the last token
     path.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(path, **arrays)
 
