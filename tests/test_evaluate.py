@@ -123,6 +123,8 @@ def test_scratchpad_evaluate_known_answers(tmp_path, monkeypatch):
         spec = {"experiment": experiment, "variant": "v", "run_name": "r", "seed": 1,
                 "task": task, "train": {"steps": 100}}  # fmt: skip
         testset = ev.scratchpad_testset(spec, eval_cfg, 3)
+        assert all(getattr(b, "scratchpad", True) is task.get("scratchpad", True)
+                   for b in testset.values())  # fmt: skip
         module = ps if experiment == "parity_scratchpad" else va
         examples = [
             (module.test_example(b, task["scheme"]), b.prompt_len) for b in testset.values()

@@ -261,6 +261,18 @@ def test_vocabularies_and_answers():
     assert {r["scratchpad_len"] for r in rows} == {3} and len({r["tokens"][1] for r in rows}) == 2
 
 
+def test_jump_curriculum_steps_and_the_held_out_jump():
+    assert [ps.curriculum_jump(3, s, 1) for s in (0, 1, 2, 9)] == [1, 2, 3, 3]
+    assert ps.curriculum_jump(3, 0, 0) == 3
+    spec = {"task": {"train_min_len": 12, "train_max_len": 12, "l_max": 40, "jump": 3,
+                     "scheme": "ppc"}, "train": {"batch_size": 4, "steps": 1000}}  # fmt: skip
+    assert ps.draw_train(spec, np.random.default_rng(0), 0).jump == 3  # no curriculum key: 0
+    spec["train"]["jump_curriculum_steps"] = 100
+    assert ps.draw_train(spec, np.random.default_rng(0), 0).jump == 1
+    held = ps.heldout_example(spec, np.random.default_rng(0))  # the final jump, not jump 1
+    assert held.position_ids[0, 1:7].tolist() == [1, 1, 1, 2, 2, 2]
+
+
 def test_jump_curriculum_ends_on_the_papers_format():
     """jump_curriculum_steps (a DEPARTURE): jump 1 first, then 2, ..., then the spec's jump for
     the rest of training; 0 = the paper's format from step 0."""

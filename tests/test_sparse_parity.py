@@ -91,6 +91,23 @@ def test_alphabet_size_must_be_even_and_positive():
             sp.sample(np.random.default_rng(0), 3, 4, 1, n)
 
 
+def test_training_k_is_uniform_per_row_capped_below_l_and_follows_the_curriculum():
+    spec = {"task": {"k_train": 12, "n": 20, "train_min_len": 20, "train_max_len": 20,
+                     "l_max": 40}, "train": {"batch_size": 600}}  # fmt: skip
+    b = sp.train_batch(spec, np.random.default_rng(0), 0)
+    k = ((b.tokens[:, 1:-2:2] - 3) <= 10).sum(axis=1)
+    assert set(k.tolist()) == set(range(1, 10))  # K_train 12 capped at l - 1 = 9, per row
+    spec["train"]["k_curriculum_steps"] = 100
+    for step, top in ((0, 1), (99, 1), (250, 3)):
+        b = sp.train_batch(spec, np.random.default_rng(step), step)
+        k = ((b.tokens[:, 1:-2:2] - 3) <= 10).sum(axis=1)
+        assert set(k.tolist()) == set(range(1, top + 1))
+    spec["task"].update(train_min_len=8, train_max_len=12)
+    lengths = {sp.draw_train(np.random.default_rng(s), 2, 8, 12, 3, 20).tokens.shape[1] - 3
+               for s in range(40)}  # fmt: skip
+    assert lengths == {8, 10, 12}
+
+
 def test_curriculum():
     assert sp.curriculum_k(8, 0, 0) == 8
     assert [sp.curriculum_k(4, s, 100) for s in (0, 99, 100, 250, 10_000)] == [1, 1, 2, 3, 4]
