@@ -2,6 +2,7 @@
 
     python tools/mutation.py                      # the whole core, from scratch, table at the end
     python tools/mutation.py lengen.decode lengen.tasks.sparse_parity   # some modules only
+    python tools/mutation.py --retest             # only the last run's survivors, again
     python tools/mutation.py --report             # the table of the last run (mutants/)
 
 mutmut (configured in pyproject.toml, [tool.mutmut]) plants one small change at a time in the core
@@ -99,16 +100,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("modules", nargs="*", help="only these modules (default: the whole core)")
     parser.add_argument("--report", action="store_true", help="only tabulate the last run")
+    parser.add_argument(
+        "--retest",
+        action="store_true",
+        help="run the last run's surviving mutants again (after adding tests)",
+    )
     parser.add_argument("--keep", action="store_true",
                         help="reuse the last run's results for unchanged functions")  # fmt: skip
     parser.add_argument("--children", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args(argv)
     if not args.report:
-        if not args.keep and not args.modules:
+        if not args.keep and not args.modules and not args.retest:
             shutil.rmtree(ROOT / "mutants", ignore_errors=True)  # a score from scratch
         start = time.time()
         env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
         names = [f"{m}.*" for m in args.modules]
+        if args.retest:
+            names = [n for n, st in read_results().items() if st != "killed"]
         subprocess.run(["mutmut", "run", "--max-children", str(args.children), *names], cwd=ROOT,
                        env=env, check=True)  # fmt: skip
         print(f"mutation run: {(time.time() - start) / 60:.1f} min")
