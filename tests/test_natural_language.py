@@ -89,38 +89,7 @@ def test_analyse_assembles_the_three_losses_per_model_pair(model):
 
 
 def test_influential_ties_go_to_the_earliest_positions():
-    logp = torch.tensor(
-        [
-            0.5,
-            0.1,
-            0.1,
-            0.1,
-            0.9,
-            0.1,
-            0.1,
-            0.1,
-            0.1,
-            0.1,
-            0.1,
-            0.1,
-            0.1,
-            0.1,
-            0.1,
-            0.1,
-            0.1,
-            0.1,
-            0.1,
-            0.1,
-            0.1,
-            0.1,
-            0.1,
-            0.1,
-            0.1,
-            0.1,
-            0.1,
-            0.1,
-        ]
-    )
+    logp = torch.tensor([0.5, 0.1, 0.1, 0.1, 0.9] + [0.1] * 23)  # ties from position 2 on
     assert influence.choose_influential(logp, 3) == [2, 3, 4]
     assert influence.choose_influential(torch.tensor([0.3, 0.2, 0.4]), 1) == [2]
 

@@ -117,12 +117,12 @@ def generation_accuracy(model, batch, scheme: str, batch_size: int) -> float:
     with torch.no_grad():  # a block: mutmut skips decorated functions
         task = ps if isinstance(batch, ps.Batch) else va
         example = task.test_example(batch, scheme)
-        n_new = example.tokens.shape[1] - batch.prompt_len
+        p = batch.prompt_len
+        n_new = example.tokens.shape[1] - p
         correct = 0
         for i in range(0, len(example.tokens), batch_size):
             tokens = example.tokens[i : i + batch_size]
             ids = example.position_ids[i : i + batch_size]
-            p = batch.prompt_len
             gen = greedy_decode(model, tokens[:, :p], ids[:, :p], n_new)
             correct += exact_match(gen, tokens, ids, check_positions=scheme == "ppc").sum()
         return float(correct / len(example.tokens))
