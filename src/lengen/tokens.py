@@ -5,7 +5,10 @@ Sources, chosen by `natural_language.tokenizer.source`:
 - `hub`: any HF tokenizer by name (e.g. meta-llama/Llama-2-7b-hf; needs hub access);
 - `mistral_v1` (offline default): `tokenizer.model.v1` from the Apache-2.0 `mistral-common`
   wheel on PyPI, a 32,000-token SentencePiece BPE with byte fallback, the same design as
-  Llama-2's, loaded through HF transformers' LlamaTokenizer.
+  Llama-2's, loaded through HF transformers' LlamaTokenizer;
+- `corpus_bpe` (DEPARTURE, a smaller vocabulary): a byte-level BPE of `vocab_size` tokens
+  trained on the training split with HF `tokenizers` (seconds). At a small model's width the
+  32k-way output head is most of the compute; a small vocabulary buys more tokens per second.
 Either way the tokenizer is saved in HF format beside the tokens. Each split is tokenized once
 (documents joined by EOS, as in OLMo's packed data) into a flat uint16 file read by np.memmap.
 """
@@ -48,13 +51,40 @@ def fetch_mistral_v1(out_dir: Path) -> None:
     (out_dir / "tokenizer.model").write_bytes(data)
 
 
-def prepare_tokenizer(cfg: dict, out_dir: Path):
-    """The configured tokenizer, saved in HF format under out_dir."""
+EOS = "</s>"  # the end-of-document token of every tokenizer trained here (Llama-2's name)
+
+
+def train_corpus_bpe(texts, vocab_size: int):
+    """A byte-level BPE (no unknown tokens) of vocab_size tokens trained on texts, with EOS as
+    its one special token, as a transformers fast tokenizer. Deterministic for the same texts."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=[EOS],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    bpe.train_from_iterator(texts, trainer=trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token=EOS)
+
+
+def prepare_tokenizer(cfg: dict, out_dir: Path, train_texts=None):
+    """The configured tokenizer, saved in HF format under out_dir (`corpus_bpe` is trained on
+    train_texts, an iterable of the training split's documents)."""
     from transformers import AutoTokenizer, LlamaTokenizer
 
     if cfg["source"] == "mistral_v1":
         fetch_mistral_v1(out_dir)
         tok = LlamaTokenizer.from_pretrained(str(out_dir))
+    elif cfg["source"] == "corpus_bpe":
+        if not cfg.get("vocab_size"):
+            raise ValueError("natural_language.tokenizer.vocab_size: needed by source corpus_bpe")
+        tok = train_corpus_bpe(train_texts, cfg["vocab_size"])
     else:
         tok = AutoTokenizer.from_pretrained(cfg["name"])
     if len(tok) > np.iinfo(DTYPE).max:
@@ -134,7 +164,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    tok = prepare_tokenizer(json.loads(args.tokenizer), args.out / "tokenizer")
+    tok_cfg = json.loads(args.tokenizer)
+    train_texts = corpus.read_documents(args.source, "train", args.corpus_dir)
+    tok = prepare_tokenizer(tok_cfg, args.out / "tokenizer", train_texts)
     budget = json.loads(args.max_tokens)
     counts = {}
     for split in corpus.SPLITS:

@@ -1,0 +1,167 @@
+"""Natural-language probes (issue: language models that use their long context, Table 1 and
+Figs. 4/6 on a 2-core CPU).
+
+A probe is one language model of the default tier's natural-language section (`which`: h_short,
+context L with PoSE for its final steps, or h_long, context Lbar) with section keys overridden
+(probes listed in `probes/language.yaml`): corpus packages, tokenizer, model, steps, batch, lr.
+The corpus and token files are built by the project's own code (`lengen.corpus`,
+`lengen.tokens`) once per (corpus, tokenizer, max_tokens) and shared by the probes that agree on
+them (results/probes/language/data/<hash>). The model is trained by the project's trainer and
+scored by the project's Table 1 code (`lengen.perplexity`: 256 held-out chunks of Lbar + 1
+tokens, perplexity at eval lengths L and Lbar) and the leave-one-out code's context masks
+(`lengen.influence`: mean L_short - L_long of the last token over 256 further held-out
+sequences). Each finished probe appends one row to `probes/language_probes.csv` (committed).
+
+Perplexities of different tokenizers are not comparable (different units); the relative drop
+from L to Lbar and the loss differences are.
+
+    python probes/language.py run NAME [NAME ...]   # build data if needed, train, score
+    python probes/language.py list                 # names, and which have a row
+    python probes/language.py figure               # relative drop vs tokens seen
+
+Run two at a time, one thread each (platform notes), in the background:
+
+    OMP_NUM_THREADS=1 nohup python probes/language.py run NAME > results/probes/NAME.log 2>&1 &
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from sparse_parity import ROOT, append_row, load_probe, probe_cli
+
+from lengen import corpus, provenance, specs, tokens, tracking
+from lengen.influence import context_keeps, target_logprob
+from lengen.modelfile import model_from_saved, read_model_file
+from lengen.perplexity import chunk_nll, split_windows, window_nll
+from lengen.train import train
+
+PROBES = ROOT / "probes" / "language.yaml"
+TABLE = ROOT / "probes" / "language_probes.csv"
+N_CHUNKS = 256  # Table 1's held-out chunks (the default tier's eval.n_chunks)
+N_LOSS = 256  # sequences for mean L_short - L_long, after the chunks (as the influence rule)
+
+
+def probe_config(name: str) -> tuple[dict, dict]:
+    """(validated config with the probe's overrides, the probe's entry) for a probe name."""
+    section = "natural_language"
+    return load_probe(PROBES, name, "language", lambda e: section, lambda e: e.get(section, {}))
+
+
+def data_dir(cfg: dict) -> Path:
+    """Corpus + tokens of this config, built once per (corpus, tokenizer, max_tokens, seed)."""
+    nl = cfg["natural_language"]
+    key = {k: nl[k] for k in ("corpus", "tokenizer", "max_tokens")} | {"seed": cfg["seed"]}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+    out = ROOT / "results" / "probes" / "language" / "data" / digest
+    if not (out / "tokens" / "meta.json").exists():
+        corpus.main(["--corpus", json.dumps(nl["corpus"]), "--seed", str(cfg["seed"]),
+                     "--out", str(out / "corpus")])  # fmt: skip
+        tokens.main(["--tokenizer", json.dumps(nl["tokenizer"]), "--source",
+                     nl["corpus"]["source"], "--corpus-dir", str(out / "corpus"),
+                     "--max-tokens", json.dumps(nl["max_tokens"]), "--out", str(out / "tokens")])  # fmt: skip
+        (out / "key.json").write_text(json.dumps(key, indent=2))
+    return out
+
+
+def score(model, held_out: np.ndarray, short_len: int, long_len: int) -> dict[str, float]:
+    """Table 1's perplexity at eval lengths L and Lbar, its relative drop, and the mean
+    L_short - L_long of the last token (Fig. 4's x axis)."""
+    chunks = tokens.consecutive_chunks(held_out, long_len + 1, N_CHUNKS)
+    out = {}
+    for length in (short_len, long_len):
+        nll = window_nll(model, split_windows(chunks, length), 32)
+        out[f"ppl_{length}"] = math.exp(chunk_nll(nll, N_CHUNKS).mean())
+    out["rel_drop"] = 1 - out[f"ppl_{long_len}"] / out[f"ppl_{short_len}"]
+    seqs = tokens.consecutive_chunks(held_out, long_len, N_LOSS, N_CHUNKS * (long_len + 1))
+    keep = context_keeps(long_len, short_len, [])[:2]  # L_short, L_long rows
+    diffs = []
+    for seq in seqs:
+        nll = -target_logprob(model, torch.as_tensor(seq), keep)
+        diffs.append(float(nll[0] - nll[1]))
+    out["mean_short_minus_long"] = float(np.mean(diffs))
+    out["sem_short_minus_long"] = float(np.std(diffs, ddof=1) / math.sqrt(len(diffs)))
+    return out
+
+
+def run(name: str, rescore: bool = False) -> dict:
+    """Build data (if needed), train and score one probe; write its row to the probe table."""
+    torch.set_num_threads(1)
+    cfg, entry = probe_config(name)
+    nl, which = cfg["natural_language"], entry["which"]
+    data = data_dir(cfg)
+    spec = specs.natural_language_train(cfg, which)
+    spec["task"]["train_tokens"] = str(data / "tokens" / "train.bin")
+    spec["run_name"] = f"probe/{name}"
+    out = Path(cfg["results_dir"]) / f"h_{which}"
+    if entry.get("trained"):  # a model trained elsewhere with this config: score it only
+        out = ROOT / entry["trained"]
+        wall = float("nan")
+    elif rescore:
+        wall = float(pd.read_csv(TABLE).set_index("probe").loc[name, "train_wall_s"])
+    else:
+        tracking.prepare_store(spec["tracking"]["uri"], [spec["tracking"]["experiment"]])
+        t0 = time.perf_counter()
+        train(spec, out)
+        wall = time.perf_counter() - t0
+    saved = read_model_file(out / "model.pt")
+    model = model_from_saved(saved)
+    meta = json.loads((data / "tokens" / "meta.json").read_text())
+    held_out = tokens.load_tokens(data / "tokens" / "validation.bin")
+    steps = saved.get("steps_run", spec["train"]["steps"])
+    row = {
+        "probe": name,
+        "which": which,
+        "note": entry.get("note", ""),
+        "overrides": json.dumps(entry.get("natural_language", {}), sort_keys=True),
+        "tokenizer": nl["tokenizer"]["source"],
+        "vocab_size": meta["vocab_size"],
+        "train_tokens_available": meta["tokens"]["train"],
+        "params": model.num_params(),
+        "steps_run": steps,
+        "tokens_seen": steps * spec["train"]["batch_size"] * spec["task"]["context"],
+        "train_wall_s": round(wall, 1),
+        **score(model, held_out, nl["short_context"], nl["long_context"]),
+    }
+    row.update(provenance.record(spec, spec["seed"]))
+    append_row(TABLE, row)
+    print(json.dumps({k: row[k] for k in ("probe", "train_wall_s", "ppl_64", "ppl_128",
+                                          "rel_drop", "mean_short_minus_long")}))  # fmt: skip
+    return row
+
+
+def figure(out: Path) -> None:
+    """Relative perplexity drop from L to Lbar vs tokens seen, one point per probe."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    table = pd.read_csv(TABLE)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for row in table.itertuples():
+        marker = "o" if row.which == "short" else "s"
+        ax.scatter(row.tokens_seen, row.rel_drop, marker=marker)
+        ax.annotate(row.probe, (row.tokens_seen, row.rel_drop), fontsize=6)
+    ax.axhline(1 - 14.74 / 17.59, color="green", lw=0.8, ls="--", label="paper h_short (16%)")
+    ax.set(xscale="log", xlabel="training tokens seen",
+           ylabel="1 - ppl(Lbar) / ppl(L)", title="Language probes: long-context gain")  # fmt: skip
+    ax.legend(fontsize=7)
+    fig.savefig(out, dpi=150, bbox_inches="tight")
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI: run probes by name, score them again, list them, or draw the probe figure."""
+    probe_cli(__doc__, PROBES, TABLE, run, figure, argv)
+
+
+if __name__ == "__main__":
+    main()
