@@ -26,6 +26,7 @@ Run two at a time, one thread each (platform notes), in the background:
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import math
@@ -61,14 +62,22 @@ def data_dir(cfg: dict) -> Path:
     key = {k: nl[k] for k in ("corpus", "tokenizer", "max_tokens")} | {"seed": cfg["seed"]}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
     out = ROOT / "results" / "probes" / "language" / "data" / digest
-    if not (out / "tokens" / "meta.json").exists():
-        corpus.main(["--corpus", json.dumps(nl["corpus"]), "--seed", str(cfg["seed"]),
-                     "--out", str(out / "corpus")])  # fmt: skip
-        tokens.main(["--tokenizer", json.dumps(nl["tokenizer"]), "--source",
-                     nl["corpus"]["source"], "--corpus-dir", str(out / "corpus"),
-                     "--max-tokens", json.dumps(nl["max_tokens"]), "--out", str(out / "tokens")])  # fmt: skip
-        (out / "key.json").write_text(json.dumps(key, indent=2))
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out.with_suffix(".lock"), "w") as lock:  # two probes may need the same data
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / "tokens" / "meta.json").exists():
+            _build(nl, cfg["seed"], out)
+            (out / "key.json").write_text(json.dumps(key, indent=2))
     return out
+
+
+def _build(nl: dict, seed: int, out: Path) -> None:
+    """The corpus shards and token files of one natural_language section under out."""
+    corpus.main(["--corpus", json.dumps(nl["corpus"]), "--seed", str(seed),
+                 "--out", str(out / "corpus")])  # fmt: skip
+    tokens.main(["--tokenizer", json.dumps(nl["tokenizer"]), "--source", nl["corpus"]["source"],
+                 "--corpus-dir", str(out / "corpus"), "--max-tokens", json.dumps(nl["max_tokens"]),
+                 "--out", str(out / "tokens")])  # fmt: skip
 
 
 def score(model, held_out: np.ndarray, short_len: int, long_len: int) -> dict[str, float]:

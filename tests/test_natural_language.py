@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from lengen import corpus, influence, perplexity
+from lengen import corpus, influence, perplexity, tokens
 from lengen.config import ConfigError, validate
 from lengen.model import GPTNeoX, ModelConfig
 from lengen.tasks import c4
@@ -262,6 +262,33 @@ def test_config_checks_name_the_key(smoke_config):
     cfg["natural_language"]["tokenizer"] = {"source": "hub"}
     with pytest.raises(ConfigError, match="natural_language.tokenizer.name"):
         validate(cfg)
+    cfg["natural_language"]["tokenizer"] = {"source": "corpus_bpe"}
+    with pytest.raises(ConfigError, match="natural_language.tokenizer.vocab_size"):
+        validate(cfg)
+
+
+def test_corpus_bpe_tokenizer_round_trips_and_is_deterministic(tmp_path):
+    """The corpus-trained byte-level BPE has exactly vocab_size tokens, EOS as a special token,
+    decodes what it encodes (any byte, no unknown token), learns the corpus's frequent words as
+    single tokens, and is the same when trained twice on the same texts."""
+    texts = ["the parser reads the config file; the parser writes the config file."] * 50 + [
+        "git commit --amend rewrites the last commit.", "naïve café: ünïcödé and emoji \u2603"]
+    tok = tokens.prepare_tokenizer({"source": "corpus_bpe", "vocab_size": 300}, tmp_path / "t",
+                                   iter(texts))  # fmt: skip
+    assert len(tok) == 300 and tok.convert_ids_to_tokens(tok.eos_token_id) == tokens.EOS
+    for text in texts[-3:] + ["words never seen: zyxq ☃ \t tabs"]:
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        assert tok.decode(ids) == text and tok.eos_token_id not in ids
+    assert len(tok("the parser", add_special_tokens=False)["input_ids"]) <= 3
+    again = tokens.train_corpus_bpe(iter(texts), 300)
+    assert again.get_vocab() == tok.get_vocab()
+    from transformers import AutoTokenizer
+
+    saved = AutoTokenizer.from_pretrained(str(tmp_path / "t"))  # saved in HF format
+    assert saved("the config", add_special_tokens=False)["input_ids"] == tok(
+        "the config", add_special_tokens=False)["input_ids"]
+    with pytest.raises(ValueError, match="tokenizer.vocab_size"):
+        tokens.prepare_tokenizer({"source": "corpus_bpe"}, tmp_path / "u", iter(texts))
 
 
 def test_leave_one_out_on_a_hugging_face_model_matches_the_in_house_one(model, tmp_path):
