@@ -232,7 +232,10 @@ def test_c4_task_windows_and_pose_switch(tmp_path):
     assert (before.position_ids == np.arange(1, 66)).all() and before.target_mask[:, 0].sum() == 0
     after = c4.train_batch(spec, np.random.default_rng(0), 5)
     assert not (after.position_ids == np.arange(1, 66)).all()
-    assert after.position_ids.min() >= 1 and after.position_ids.max() <= 128
+    fed = after.position_ids[:, :-1]  # the IDs the model reads (the last token is a label)
+    assert fed.min() >= 1 and fed.max() <= 128
+    many = c4.train_batch({**spec, "train": {"batch_size": 3000}}, np.random.default_rng(1), 5)
+    assert many.position_ids[:, :-1].max() == 128  # the fed IDs reach Lbar, as at test
     assert (np.diff(after.position_ids, axis=1) >= 1).all()  # PoSE: increasing, one jump
     assert before.tokens.dtype == np.int64  # token IDs for the embedding, from uint16 on disk
 

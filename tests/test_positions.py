@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lengen.positions import pose_position_ids, shift_position_ids, true_position_ids
+from lengen.positions import (
+    pose_fed_position_ids,
+    pose_position_ids,
+    shift_position_ids,
+    true_position_ids,
+)
 
 
 @pytest.mark.parametrize("length,l_max", [(23, 510), (53, 510), (5, 8), (2, 3)])
@@ -53,6 +58,19 @@ def test_pose_draw_distributions():
     assert abs(ids[:, 0].mean() - (m + 2) / 3) < 15  # min of 2 draws (min of 3: ~ m / 4)
     assert abs(ids[:, -1].mean() - (2 * m + 1) / 3 - (length - 1)) < 15  # max of 2, + 3
     assert len(np.unique(ids[:, -1])) > 500
+
+
+@pytest.mark.parametrize("length,l_max", [(65, 129), (23, 510), (3, 4)])
+def test_pose_is_drawn_over_the_fed_tokens(length, l_max):
+    """Next-token rows feed their first length - 1 tokens: those IDs are the PoSE draw, lie in
+    [1, l_max - 1] and reach l_max - 1 (h_short's fed IDs reach Lbar = 128, the last fed ID at
+    test); the label token's ID (never fed) continues the last chunk."""
+    ids = pose_fed_position_ids(np.random.default_rng(0), 4000, length, l_max)
+    fed = ids[:, :-1]
+    assert ids.shape == (4000, length)
+    assert fed.min() == 1 and fed.max() == l_max - 1
+    assert (ids[:, -1] == fed[:, -1] + 1).all()
+    assert (fed == pose_position_ids(np.random.default_rng(0), 4000, length - 1, l_max)).all()
 
 
 def test_true_ids():

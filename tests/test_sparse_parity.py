@@ -79,7 +79,7 @@ def test_train_batches_lengths_and_k_in_range(tiny_spec):
         assert (flagged >= 1).all() and (flagged <= min(12, length // 2 - 1)).all()
         lengths.add(length)
         ks.update(flagged.tolist())
-        assert ex.position_ids.max() < spec["task"]["l_max"]
+        assert ex.position_ids[:, :-1].max() < spec["task"]["l_max"]  # fed IDs (last: label)
     assert lengths == set(range(20, 51, 2))
     assert ks == set(range(1, 13))
 
@@ -97,6 +97,7 @@ def test_training_k_is_uniform_per_row_capped_below_l_and_follows_the_curriculum
     b = sp.train_batch(spec, np.random.default_rng(0), 0)
     k = ((b.tokens[:, 1:-2:2] - 3) <= 10).sum(axis=1)
     assert set(k.tolist()) == set(range(1, 10))  # K_train 12 capped at l - 1 = 9, per row
+    assert b.position_ids[:, :-1].max() == 39  # PoSE over the fed tokens reaches l_max - 1
     spec["train"]["k_curriculum_steps"] = 100
     for step, top in ((0, 1), (99, 1), (250, 3)):
         b = sp.train_batch(spec, np.random.default_rng(step), step)

@@ -43,6 +43,18 @@ def pose_position_ids(rng: np.random.Generator, batch: int, length: int, l_max: 
     return np.where(idx < l1[:, None], start1[:, None] + idx, start2[:, None] + idx - l1[:, None])
 
 
+def pose_fed_position_ids(
+    rng: np.random.Generator, batch: int, length: int, l_max: int
+) -> np.ndarray:
+    """PoSE IDs for next-token training rows of `length` tokens, of which the first length - 1
+    are fed to the model (the last is only a label): PoSE (c = 2) is drawn over the fed tokens,
+    so the fed IDs lie in [1, l_max - 1] and reach l_max - 1, the longest test sequence's last
+    fed ID (as PoSE's reference code draws IDs for the model's inputs). The label token's ID
+    continues its chunk and is never read."""
+    fed = pose_position_ids(rng, batch, length - 1, l_max)
+    return np.concatenate([fed, fed[:, -1:] + 1], axis=1)
+
+
 def shift_position_ids(
     rng: np.random.Generator, position_ids: np.ndarray, l_max: int
 ) -> np.ndarray:

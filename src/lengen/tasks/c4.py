@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from lengen.data import Example
-from lengen.positions import pose_position_ids, true_position_ids
+from lengen.positions import pose_fed_position_ids, true_position_ids
 from lengen.tokens import load_tokens
 
 
@@ -39,7 +39,8 @@ def windows(tokens: np.ndarray, starts: np.ndarray, length: int) -> np.ndarray:
 
 def train_batch(spec: dict, rng: np.random.Generator, step: int) -> Example:
     """batch_size windows of context + 1 tokens; every next token scored; true IDs 1..context,
-    or PoSE IDs in [1, l_max - 1] from step `pose_start` on (h_short, Sec. 5.3)."""
+    or PoSE IDs drawn over the fed tokens, in [1, l_max - 1] = [1, Lbar], from step `pose_start`
+    on (h_short, Sec. 5.3)."""
     task, batch = spec["task"], spec["train"]["batch_size"]
     length = task["context"] + 1
     data = _tokens(task["train_tokens"])
@@ -49,7 +50,7 @@ def train_batch(spec: dict, rng: np.random.Generator, step: int) -> Example:
     tokens = windows(data, starts, length)
     pose_start = task.get("pose_start")
     if pose_start is not None and step >= pose_start:
-        ids = pose_position_ids(rng, batch, length, task["l_max"])
+        ids = pose_fed_position_ids(rng, batch, length, task["l_max"])
     else:
         ids = true_position_ids(batch, length)
     mask = np.ones_like(tokens)

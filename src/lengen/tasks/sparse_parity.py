@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lengen.data import Example
-from lengen.positions import pose_position_ids, true_position_ids
+from lengen.positions import pose_fed_position_ids, true_position_ids
 
 SPECIALS = ("<BOS>", "<SEP>", "t0", "t1")
 BOS, SEP, T0, T1 = range(4)
@@ -96,7 +96,7 @@ def train_batch(spec: dict, rng: np.random.Generator, step: int) -> Example:
     b = draw_train(
         rng, train["batch_size"], task["train_min_len"], task["train_max_len"], k_max, task["n"]
     )
-    pos = pose_position_ids(rng, *b.tokens.shape, task["l_max"])
+    pos = pose_fed_position_ids(rng, *b.tokens.shape, task["l_max"])
     return Example(b.tokens, pos, b.target_mask)
 
 
