@@ -275,7 +275,9 @@ def test_corpus_bpe_tokenizer_round_trips_and_is_deterministic(tmp_path):
     decodes what it encodes (any byte, no unknown token), learns the corpus's frequent words as
     single tokens, and is the same when trained twice on the same texts."""
     texts = ["the parser reads the config file; the parser writes the config file."] * 50 + [
-        "git commit --amend rewrites the last commit.", "naïve café: ünïcödé and emoji \u2603"]
+        "git commit --amend rewrites the last commit.",
+        "naïve café: ünïcödé and emoji \u2603",
+    ]
     tok = tokens.prepare_tokenizer({"source": "corpus_bpe", "vocab_size": 300}, tmp_path / "t",
                                    iter(texts))  # fmt: skip
     assert len(tok) == 300 and tok.convert_ids_to_tokens(tok.eos_token_id) == tokens.EOS
@@ -288,8 +290,10 @@ def test_corpus_bpe_tokenizer_round_trips_and_is_deterministic(tmp_path):
     from transformers import AutoTokenizer
 
     saved = AutoTokenizer.from_pretrained(str(tmp_path / "t"))  # saved in HF format
-    assert saved("the config", add_special_tokens=False)["input_ids"] == tok(
-        "the config", add_special_tokens=False)["input_ids"]
+    assert (
+        saved("the config", add_special_tokens=False)["input_ids"]
+        == tok("the config", add_special_tokens=False)["input_ids"]
+    )
     with pytest.raises(ValueError, match="tokenizer.vocab_size"):
         tokens.prepare_tokenizer({"source": "corpus_bpe"}, tmp_path / "u", iter(texts))
 
