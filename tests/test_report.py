@@ -324,12 +324,48 @@ def test_influence_rule_is_slope_and_spread_not_correlation():
     assert report.near_diagonal(noise, np.random.default_rng(1).normal(0, 1, 200))["spread"] > 1
 
 
-def test_on_the_diagonal_bounds_are_inclusive():
+def test_on_the_diagonal_needs_the_whole_ci_inside_and_bounds_are_inclusive():
     on = report._on_diagonal
-    m = lambda slope, spread: report.Measured({"slope": slope, "spread": spread})  # noqa: E731
-    assert on(m(2 / 3, 0.5)) and on(m(3 / 2, 0.5)) and on(m(1.0, 0.0))
-    assert not on(m(0.66, 0.1)) and not on(m(1.51, 0.1)) and not on(m(1.0, 0.51))
-    assert not on(m(0.5, 0.6)) and not on(m(1.0, 0.6)) and not on(m(0.5, 0.1))
+
+    def m(s_lo, s_hi, d_hi):
+        return report.Measured({"slope": (s_lo + s_hi) / 2, "slope_ci_low": s_lo,
+                                "slope_ci_high": s_hi, "spread": d_hi / 2, "spread_ci_low": 0.0,
+                                "spread_ci_high": d_hi})  # fmt: skip
+
+    assert on(m(2 / 3, 3 / 2, 0.5)) and on(m(1.0, 1.0, 0.0))
+    assert not on(m(0.66, 1.0, 0.1)) and not on(m(1.0, 1.51, 0.1)) and not on(m(0.9, 1.1, 0.51))
+    assert not on(m(0.5, 0.6, 0.6)) and not on(m(0.9, 1.1, 0.6))
+
+
+def test_influence_ci_and_the_no_gain_case_is_not_testable():
+    """Slope and spread come with bootstrap CIs over examples (a noisy diagonal has a wide one);
+    a scored model whose far context does not lower its loss (x centred on 0) makes the panel
+    not testable, whatever the points' shape."""
+    rng = np.random.default_rng(0)
+    x = rng.exponential(0.5, 400)  # a clear gain: every far context helps a little
+    fit = report.near_diagonal(x, x + rng.normal(0, 0.05, 400))
+    assert fit["slope_ci_low"] < fit["slope"] < fit["slope_ci_high"]
+    assert 0.9 < fit["slope_ci_low"] and fit["slope_ci_high"] < 1.1 and fit["spread_ci_high"] < 0.2
+    idx = np.random.default_rng(0).integers(0, 400, size=(report.N_BOOTSTRAP, 400))
+    noisy = x + rng.normal(0, 0.5, 400)
+    wide = report.near_diagonal(x, noisy)
+    assert (
+        wide["spread_ci_high"] - wide["spread_ci_low"]
+        > fit["spread_ci_high"] - fit["spread_ci_low"]
+    )
+    boot = report._diagonal_fit(x[idx], noisy[idx])[0]
+    assert wide["slope_ci_low"] == pytest.approx(np.percentile(boot, 2.5))  # seeded, resample rows
+    rows = lambda xs: pd.DataFrame([dict(scored_by=s, chosen_by=c, short_minus_long=a,  # noqa: E731
+                                         short_minus_sparse=a)
+                                    for s in ("h_short", "h_long") for c in ("h_short", "h_long")
+                                    for a in xs])  # fmt: skip
+    v = verdicts(tables(influence=rows(rng.normal(0, 0.3, 200))))
+    assert {v[f"NL-{f}"] for f in ("Fig4", "Fig6a", "Fig6b", "Fig6c")} == {"not testable"}
+    row = report.verdict(next(c for c in report.claims() if c.id == "NL-Fig4"),
+                         tables(influence=rows(rng.normal(0, 0.3, 200))))  # fmt: skip
+    assert "h_short gains nothing from the far tokens" in row["measured as"]
+    v = verdicts(tables(influence=rows(x)))  # on the diagonal, with a gain
+    assert {v[f"NL-{f}"] for f in ("Fig4", "Fig6a", "Fig6b", "Fig6c")} == {"reproduced"}
 
 
 GOLDEN = ROOT / "tests" / "golden" / "REPORT.md"

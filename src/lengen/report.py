@@ -52,7 +52,16 @@ class Measured:
         return self.values[name]
 
     def __str__(self) -> str:
-        return ", ".join(f"{k} {v:.3f}" for k, v in self.values.items())
+        """'name value [CI low, CI high]' per number (CI keys: ci_low / ci_high for `estimate`,
+        NAME_ci_low / NAME_ci_high for the others)."""
+        parts = []
+        for k, v in self.values.items():
+            if k.endswith(("ci_low", "ci_high")):
+                continue
+            lo, hi = ("ci_low", "ci_high") if k == "estimate" else (f"{k}_ci_low", f"{k}_ci_high")
+            ci = f" [{self.values[lo]:.3f}, {self.values[hi]:.3f}]" if lo in self.values else ""
+            parts.append(f"{k} {v:.3f}{ci}")
+        return ", ".join(parts)
 
 
 @dataclass
@@ -530,33 +539,66 @@ def nl_short_close_to_long(t: Tables) -> Measured | None:
     return paired_bootstrap(short, long, lambda x, y: np.exp(x - y) - 1)
 
 
-def near_diagonal(x: np.ndarray, y: np.ndarray) -> Measured:
-    """Slope of the symmetric (reduced major axis) fit through the origin, sign(sum xy) *
-    sqrt(sum y^2 / sum x^2), and the spread: RMS of (y - x) over RMS of x. Points on y = x give
-    slope 1, spread 0; a cloud with no relation gives spread >= 1."""
-    slope = float(np.sign((x * y).sum()) * np.sqrt((y**2).sum() / (x**2).sum()))
-    spread = float(np.sqrt(((y - x) ** 2).mean() / (x**2).mean()))
-    return Measured({"slope": slope, "spread": spread})
+def _diagonal_fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(slope, spread) along the last axis: the symmetric (reduced major axis) slope through the
+    origin, sign(sum xy) * sqrt(sum y^2 / sum x^2), and RMS of (y - x) over RMS of x."""
+    slope = np.sign((x * y).sum(-1)) * np.sqrt((y**2).sum(-1) / (x**2).sum(-1))
+    spread = np.sqrt(((y - x) ** 2).mean(-1) / (x**2).mean(-1))
+    return slope, spread
 
 
-def _influence_fit(scored: str, chosen: str) -> Callable[[Tables], Measured | None]:
-    """Measure: near_diagonal of (L_short - L_long, L_short - L_short,sparse) for one panel."""
+def near_diagonal(x: np.ndarray, y: np.ndarray, seed: int = 0) -> Measured:
+    """Slope and spread of the points (x, y) about y = x (see _diagonal_fit), each with a 95% CI
+    from N_BOOTSTRAP resamples of the points (seeded). Points on y = x give slope 1, spread 0; a
+    cloud with no relation gives spread >= 1."""
+    slope, spread = _diagonal_fit(x, y)
+    idx = np.random.default_rng(seed).integers(0, len(x), size=(N_BOOTSTRAP, len(x)))
+    boot_slope, boot_spread = _diagonal_fit(x[idx], y[idx])
+    (s_lo, s_hi), (d_lo, d_hi) = (np.percentile(b, [2.5, 97.5]) for b in (boot_slope, boot_spread))
+    return Measured(
+        {"slope": float(slope), "slope_ci_low": s_lo, "slope_ci_high": s_hi,
+         "spread": float(spread), "spread_ci_low": d_lo, "spread_ci_high": d_hi}
+    )  # fmt: skip
 
-    def measure(t: Tables) -> Measured | None:
+
+def long_context_gain(x: np.ndarray, seed: int = 0) -> tuple[float, float, float]:
+    """Mean of x = L_short - L_long over the examples and its bootstrap 95% CI (seeded)."""
+    idx = np.random.default_rng(seed).integers(0, len(x), size=(N_BOOTSTRAP, len(x)))
+    lo, hi = np.percentile(x[idx].mean(axis=1), [2.5, 97.5])
+    return float(x.mean()), float(lo), float(hi)
+
+
+def _influence_fit(scored: str, chosen: str) -> Callable[[Tables], Measured | NotTestable | None]:
+    """Measure: near_diagonal of (L_short - L_long, L_short - L_short,sparse) for one panel;
+    not testable unless the scored model gains from its far context (mean L_short - L_long > 0
+    with its 95% CI): with no gain every point sits at x ~ 0 and nothing is left to recover."""
+
+    def measure(t: Tables) -> Measured | NotTestable | None:
         d = t.influence
         if d is None:
             return None
         d = d[(d.scored_by == scored) & (d.chosen_by == chosen)]
         if len(d) <= 2:
             return None
-        return near_diagonal(d.short_minus_long.to_numpy(), d.short_minus_sparse.to_numpy())
+        x, y = d.short_minus_long.to_numpy(), d.short_minus_sparse.to_numpy()
+        mean, lo, hi = long_context_gain(x)
+        if lo <= 0:
+            return NotTestable(
+                f"{scored} gains nothing from the far tokens for the last token: "
+                f"mean L_short - L_long {mean:.3f} (95% CI {lo:.3f} to {hi:.3f})"
+            )
+        return near_diagonal(x, y)
 
     return measure
 
 
 def _on_diagonal(m: Measured) -> bool:
-    """Slope within SLOPE and spread <= SPREAD."""
-    return SLOPE[0] <= m["slope"] <= SLOPE[1] and m["spread"] <= SPREAD
+    """Slope's 95% CI within SLOPE and spread's 95% CI below SPREAD."""
+    return (
+        SLOPE[0] <= m["slope_ci_low"]
+        and m["slope_ci_high"] <= SLOPE[1]
+        and m["spread_ci_high"] <= SPREAD
+    )
 
 
 def nl_claims() -> list[Claim]:
@@ -576,9 +618,11 @@ def nl_claims() -> list[Claim]:
         *[Claim(f"NL-{fig}", f"Sec. 5.3, {fig}", "L_short - L_long and L_short - L_short,sparse "
                 "roughly equal (points near the diagonal)",
                 f"fit of the two differences through the origin (symmetric slope; spread = RMS "
-                f"distance from the diagonal / RMS of x), {scored} scored, J from {chosen}",
+                f"distance from the diagonal / RMS of x; bootstrap 95% CIs over examples), "
+                f"{scored} scored, J from {chosen}; needs {scored}'s mean L_short - L_long > 0",
                 _influence_fit(scored, chosen),
-                f"slope in [{SLOPE[0]:.2f}, {SLOPE[1]:.2f}], spread <= {SPREAD}", _on_diagonal)
+                f"slope CI in [{SLOPE[0]:.2f}, {SLOPE[1]:.2f}], spread CI <= {SPREAD}",
+                _on_diagonal)
           for fig, scored, chosen in NL_PANELS],
     ]  # fmt: skip
 
