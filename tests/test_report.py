@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lengen import report
+from lengen import influence, report
 from lengen.config import load
 from lengen.report import COUPLED, PLAIN, POSITIVE
 
@@ -353,7 +353,7 @@ def test_influence_ci_and_the_no_gain_case_is_not_testable():
         wide["spread_ci_high"] - wide["spread_ci_low"]
         > fit["spread_ci_high"] - fit["spread_ci_low"]
     )
-    boot = report._diagonal_fit(x[idx], noisy[idx])[0]
+    boot = influence._slope_spread(x[idx], noisy[idx])[0]
     assert wide["slope_ci_low"] == pytest.approx(np.percentile(boot, 2.5))  # seeded, resample rows
     rows = lambda xs: pd.DataFrame([dict(scored_by=s, chosen_by=c, short_minus_long=a,  # noqa: E731
                                          short_minus_sparse=a)

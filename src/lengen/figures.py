@@ -16,6 +16,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from lengen import provenance  # noqa: E402
+from lengen.influence import diagonal_fit  # noqa: E402
 
 DEFAULT_STYLE = {"context": "paper", "height": 3.0, "aspect": 1.15, "dpi": 150}
 
@@ -139,7 +140,8 @@ def influence_figure(
     table: pd.DataFrame, fig: str, title: str, out: Path, style: dict, metadata: dict | None = None
 ) -> None:
     """Figs. 4 / 6: per test sequence, (L_short - L_long, L_short - L_short,sparse), one panel per
-    (model scored, model choosing J), the diagonal drawn and Pearson's r printed."""
+    (model scored, model choosing J), the diagonal (dashed), the fitted slope through the origin
+    and the slope and spread with their 95% CIs (lengen.influence.diagonal_fit)."""
     style = {**DEFAULT_STYLE, **style}
     sns.set_theme(context=style["context"], style="whitegrid")
     panels = INFLUENCE_PANELS[fig]
@@ -154,10 +156,15 @@ def influence_figure(
         sns.scatterplot(x=x, y=y, ax=ax, s=10, alpha=0.6, edgecolor=None)
         lo, hi = min(x.min(), y.min()), max(x.max(), y.max())
         ax.plot([lo, hi], [lo, hi], color="grey", lw=1, ls="--")
-        r = x.corr(y)
+        fit = diagonal_fit(x.to_numpy(), y.to_numpy())  # the report's NL-Fig4/6 numbers
+        ax.plot([lo, hi], [lo * fit["slope"], hi * fit["slope"]], color="C1", lw=1)
         label = f"({letters[i]}) " if letters else ""
-        ax.set_title(f"{label}{scored} CE loss; J from {chosen}\nPearson r = {r:.2f}, n = {len(t)}",
-                     fontsize=8)  # fmt: skip
+        ax.set_title(
+            f"{label}{scored} CE loss; J from {chosen}, n = {len(t)}\nslope {fit['slope']:.2f} "
+            f"[{fit['slope_ci_low']:.2f}, {fit['slope_ci_high']:.2f}], spread {fit['spread']:.2f} "
+            f"[{fit['spread_ci_low']:.2f}, {fit['spread_ci_high']:.2f}]",
+            fontsize=8,
+        )
         ax.set_xlabel("L_short - L_long")
         ax.set_ylabel("L_short - L_short,sparse")
     fig_.suptitle(title, y=1.02)

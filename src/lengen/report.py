@@ -24,6 +24,7 @@ import pandas as pd
 
 from lengen import provenance
 from lengen.config import validate
+from lengen.influence import diagonal_fit, mean_with_ci
 from lengen.theory_cases import DELTA
 
 NEAR_PERFECT = 0.9  # "near-perfect" accuracy
@@ -539,33 +540,10 @@ def nl_short_close_to_long(t: Tables) -> Measured | None:
     return paired_bootstrap(short, long, lambda x, y: np.exp(x - y) - 1)
 
 
-def _diagonal_fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(slope, spread) along the last axis: the symmetric (reduced major axis) slope through the
-    origin, sign(sum xy) * sqrt(sum y^2 / sum x^2), and RMS of (y - x) over RMS of x."""
-    slope = np.sign((x * y).sum(-1)) * np.sqrt((y**2).sum(-1) / (x**2).sum(-1))
-    spread = np.sqrt(((y - x) ** 2).mean(-1) / (x**2).mean(-1))
-    return slope, spread
-
-
 def near_diagonal(x: np.ndarray, y: np.ndarray, seed: int = 0) -> Measured:
-    """Slope and spread of the points (x, y) about y = x (see _diagonal_fit), each with a 95% CI
-    from N_BOOTSTRAP resamples of the points (seeded). Points on y = x give slope 1, spread 0; a
-    cloud with no relation gives spread >= 1."""
-    slope, spread = _diagonal_fit(x, y)
-    idx = np.random.default_rng(seed).integers(0, len(x), size=(N_BOOTSTRAP, len(x)))
-    boot_slope, boot_spread = _diagonal_fit(x[idx], y[idx])
-    (s_lo, s_hi), (d_lo, d_hi) = (np.percentile(b, [2.5, 97.5]) for b in (boot_slope, boot_spread))
-    return Measured(
-        {"slope": float(slope), "slope_ci_low": s_lo, "slope_ci_high": s_hi,
-         "spread": float(spread), "spread_ci_low": d_lo, "spread_ci_high": d_hi}
-    )  # fmt: skip
-
-
-def long_context_gain(x: np.ndarray, seed: int = 0) -> tuple[float, float, float]:
-    """Mean of x = L_short - L_long over the examples and its bootstrap 95% CI (seeded)."""
-    idx = np.random.default_rng(seed).integers(0, len(x), size=(N_BOOTSTRAP, len(x)))
-    lo, hi = np.percentile(x[idx].mean(axis=1), [2.5, 97.5])
-    return float(x.mean()), float(lo), float(hi)
+    """Slope and spread of the points about y = x with bootstrap 95% CIs
+    (lengen.influence.diagonal_fit: the same numbers Figs. 4/6 print)."""
+    return Measured(diagonal_fit(x, y, N_BOOTSTRAP, seed))
 
 
 def _influence_fit(scored: str, chosen: str) -> Callable[[Tables], Measured | NotTestable | None]:
@@ -581,7 +559,7 @@ def _influence_fit(scored: str, chosen: str) -> Callable[[Tables], Measured | No
         if len(d) <= 2:
             return None
         x, y = d.short_minus_long.to_numpy(), d.short_minus_sparse.to_numpy()
-        mean, lo, hi = long_context_gain(x)
+        mean, lo, hi = mean_with_ci(x, N_BOOTSTRAP)
         if lo <= 0:
             return NotTestable(
                 f"{scored} gains nothing from the far tokens for the last token: "
