@@ -60,6 +60,7 @@ def data_dir(cfg: dict) -> Path:
     """Corpus + tokens of this config, built once per (corpus, tokenizer, max_tokens, seed)."""
     nl = cfg["natural_language"]
     key = {k: nl[k] for k in ("corpus", "tokenizer", "max_tokens")} | {"seed": cfg["seed"]}
+    key["documents"] = "shuffled"  # since 2026-11-23 (before: package order, see the README)
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
     out = ROOT / "results" / "probes" / "language" / "data" / digest
     out.mkdir(parents=True, exist_ok=True)

@@ -216,6 +216,11 @@ def test_corpus_builder_writes_c4_shards_the_loader_reads(tmp_path, monkeypatch)
     loaded = [t for s in corpus.SPLITS for t in corpus.read_documents("debian", s, tmp_path / "c4")]
     assert sorted(loaded) == sorted(texts) and len(loaded) == 4
     assert sum(p["documents"] for p in manifest["packages"]) == 4
+    assert corpus.shuffled(list(range(50)), 0, "train") == corpus.shuffled(
+        list(range(50)), 0, "train"
+    )
+    assert corpus.shuffled(list(range(50)), 0, "train") != list(range(50))  # no package order
+    assert sorted(corpus.shuffled(list(range(50)), 1, "validation")) == list(range(50))
 
 
 def test_c4_task_windows_and_pose_switch(tmp_path):

@@ -16,6 +16,7 @@ import datetime as dt
 import gzip
 import hashlib
 import json
+import random
 import re
 import shutil
 import subprocess
@@ -123,6 +124,12 @@ def is_validation(url: str, fraction: float, seed: int) -> bool:
     return int.from_bytes(digest[:8], "big") / 2**64 < fraction
 
 
+def shuffled(rows: list, seed: int, split: str) -> list:
+    """rows in a random order drawn from (seed, split): deterministic, independent per split."""
+    rng = random.Random(f"{seed}:{split}")
+    return rng.sample(rows, len(rows))
+
+
 def write_shards(records: dict[str, list[dict]], out: Path, docs_per_shard: int) -> dict:
     """Write each split's records as gzipped JSON-lines shards; return {split: n_shards}."""
     out.mkdir(parents=True, exist_ok=True)
@@ -177,6 +184,10 @@ def build_from_debian(cfg: dict, out: Path, seed: int) -> dict:
                     else "",
                 }  # fmt: skip
             )
+    # C4's shards hold web pages in no particular order; package order would make the first
+    # held-out chunks (Table 1, leave-one-out) all one package: shuffle each split (seeded)
+    for split, rows in records.items():
+        records[split] = shuffled(rows, seed, split)
     shards = write_shards(records, out, cfg["docs_per_shard"])
     manifest = {"source": "debian", "shards": shards, "packages": sources}
     (out / "sources.json").write_text(json.dumps(manifest, indent=2))
