@@ -89,6 +89,10 @@ def score(model, held_out: np.ndarray, short_len: int, long_len: int) -> dict[st
     for length in (short_len, long_len):
         nll = window_nll(model, split_windows(chunks, length), 32)
         out[f"ppl_{length}"] = math.exp(chunk_nll(nll, N_CHUNKS).mean())
+    # loss by position in the Lbar window (target t predicted from t - 1 tokens), in bands of
+    # 16: does the loss keep falling past position L, where h_short's training context ends?
+    for first in range(0, long_len, 16):
+        out[f"loss_pos{first + 1}"] = float(nll[:, first : first + 16].mean())
     out["rel_drop"] = 1 - out[f"ppl_{long_len}"] / out[f"ppl_{short_len}"]
     seqs = tokens.consecutive_chunks(held_out, long_len, N_LOSS, N_CHUNKS * (long_len + 1))
     keep = context_keeps(long_len, short_len, [])[:2]  # L_short, L_long rows
@@ -148,14 +152,26 @@ def run(name: str, rescore: bool = False) -> dict:
 
 
 def figure(out: Path) -> None:
-    """Relative perplexity drop from L to Lbar vs tokens seen, one point per probe."""
+    """Left: relative perplexity drop from L to Lbar vs tokens seen, one point per probe. Right:
+    loss by position in the Lbar window (bands of 16 targets), one line per probe."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     table = pd.read_csv(TABLE)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 4.5))
+    bands = [c for c in table.columns if c.startswith("loss_pos")]
+    for row in table.dropna(subset=bands).itertuples():
+        firsts = [int(c.removeprefix("loss_pos")) for c in bands]
+        loss = [getattr(row, c) for c in bands]
+        ax2.plot(
+            [f + 7.5 for f in firsts], [v - loss[0] for v in loss], marker=".", label=row.probe
+        )
+    ax2.axvline(64.5, color="grey", lw=0.8, ls=":")
+    ax2.set(xlabel="target position in the 128-token window", title="loss by position",
+            ylabel="mean NLL minus positions 1-16's")  # fmt: skip
+    ax2.legend(fontsize=6)
     for row in table.itertuples():
         marker = "o" if row.which == "short" else "s"
         ax.scatter(row.tokens_seen, row.rel_drop, marker=marker)

@@ -3,7 +3,7 @@ scored tokens only, periodic checkpoints with resume, MLflow logging (App. E "Sh
 
 Run as `python -m lengen.train --spec spec.json --out DIR` (one process on CPU, or under the
 `deepspeed` launcher for several GPUs). The spec holds the task, model, train, runtime and
-tracking sections of one run; see lengen.workflow_specs for how the Snakefile builds it.
+tracking sections of one run; see lengen.specs for how the Snakefile builds it.
 """
 
 from __future__ import annotations
