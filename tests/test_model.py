@@ -107,3 +107,66 @@ def test_learned_positions_cover_ids_0_to_l_max_and_name_a_bad_id():
         pos(torch.tensor([[0, 11]]))
     with pytest.raises(ValueError, match=r"must lie in \[0, 10\], got \[-1, 3\]"):
         pos(torch.tensor([[-1, 3]]))
+
+
+def test_alibi_slopes_are_the_papers_and_match_bloom():
+    """Press et al. (2022), Sec. 3: 8 heads 1/2 ... 1/256, 4 heads 1/4 ... 1/256; the same
+    slopes as transformers' BLOOM ALiBi, power of 2 or not."""
+    from transformers.models.bloom.modeling_bloom import build_alibi_tensor
+
+    from lengen.positions import alibi_slopes
+
+    assert alibi_slopes(8).tolist() == [2.0**-i for i in range(1, 9)]
+    assert alibi_slopes(4).tolist() == [2.0**-i for i in (2, 4, 6, 8)]
+    for n in (2, 4, 6, 8, 12, 16):
+        bloom = build_alibi_tensor(torch.ones(1, 3, dtype=torch.long), n, torch.float32)
+        torch.testing.assert_close(alibi_slopes(n), bloom[:, 0, 1])  # slope x key index 1
+
+
+@pytest.mark.parametrize("position", ["nope", "alibi"])
+def test_nope_and_alibi_models_decode_with_the_cache_and_read_positions_as_documented(position):
+    """NoPE: the output does not depend on the position IDs at all. ALiBi: only on their
+    differences (shifting every ID changes nothing) and it does depend on them; both decode step
+    by step with the KV cache to the same logits as one causal pass."""
+    from lengen.model import KVCache
+
+    torch.manual_seed(0)
+    model = GPTNeoX(ModelConfig(vocab_size=24, n_layer=2, n_head=4, d_model=32,
+                                position=position)).eval()  # fmt: skip
+    ids = torch.randint(0, 24, (2, 16))
+    pos = torch.arange(1, 17).repeat(2, 1)
+    spread = torch.cat([pos[:, :8], pos[:, 8:] + 40], dim=1)  # a PoSE-like gap
+    with torch.no_grad():
+        out = model(ids, pos)
+        torch.testing.assert_close(model(ids, pos + 100), out)  # shift-invariant
+        if position == "nope":
+            torch.testing.assert_close(model(ids, torch.randint(0, 500, (2, 16))), out)
+            assert len(list(model.state_dict())) == len(list(model.parameters()))  # no tables
+        else:
+            assert not torch.allclose(model(ids, spread)[:, 8:], out[:, 8:])
+        cache = KVCache(2)
+        steps = [model(ids[:, :5], spread[:, :5], cache=cache)]
+        steps += [model(ids[:, t : t + 1], spread[:, t : t + 1], cache=cache) for t in range(5, 16)]
+        torch.testing.assert_close(torch.cat(steps, 1), model(ids, spread), atol=1e-5, rtol=1e-4)
+        # a custom mask (leave-one-out) still applies under ALiBi's bias
+        from lengen.influence import attention_mask
+
+        keep = torch.ones(1, 16, dtype=torch.bool)
+        keep[0, 3] = False
+        masked = model.hidden(ids[:1], pos[:1], attention_mask(keep))
+        changed = ids[:1].clone()
+        changed[0, 3] = (changed[0, 3] + 5) % 24
+        torch.testing.assert_close(model.hidden(changed, pos[:1], attention_mask(keep))[:, 4:],
+                                   masked[:, 4:])  # fmt: skip
+
+
+def test_alibi_bias_is_minus_slope_times_distance():
+    from lengen.positions import alibi_bias, alibi_slopes
+
+    slopes = alibi_slopes(2)  # 1/16, 1/256
+    q = torch.tensor([[5, 9]])
+    k = torch.tensor([[1, 5, 9]])
+    bias = alibi_bias(slopes, q, k)
+    assert bias.shape == (1, 2, 2, 3)
+    torch.testing.assert_close(bias[0, 0], -torch.tensor([[4.0, 0.0, -4.0], [8.0, 4.0, 0.0]]) / 16)
+    torch.testing.assert_close(bias[0, 1], -torch.tensor([[4.0, 0.0, -4.0], [8.0, 4.0, 0.0]]) / 256)

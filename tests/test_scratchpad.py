@@ -111,8 +111,12 @@ def test_schemes_train_and_test_ids():
     assert (np.diff(pose, axis=1) >= 1).all()
     assert (scheme_test_ids("ppc", b.coupled_ids) == b.coupled_ids).all()
     assert scheme_test_ids("rope_pose", b.coupled_ids)[0].tolist() == list(range(1, 23))
+    for scheme in ("nope", "alibi"):  # true IDs in training and at test
+        ids = scheme_train_ids(scheme, rng, b.coupled_ids, 50)
+        assert (ids == np.arange(1, 23)).all()  # no shift, no PoSE
+        assert scheme_test_ids(scheme, b.coupled_ids)[0].tolist() == list(range(1, 23))
     with pytest.raises(ValueError, match="scheme"):
-        scheme_test_ids("alibi", b.coupled_ids)
+        scheme_test_ids("alibi_typo", b.coupled_ids)
 
 
 def test_position_labels_are_the_next_coupled_ids_where_scored():
@@ -414,6 +418,8 @@ def test_positions_schemes_say_what_the_model_needs():
     assert model_position("ppc") == {"position": "absolute", "predict_positions": True}
     assert model_position("absolute") == {"position": "absolute", "predict_positions": False}
     assert model_position("rope_pose") == {"position": "rope", "predict_positions": False}
+    assert model_position("nope") == {"position": "nope", "predict_positions": False}
+    assert model_position("alibi") == {"position": "alibi", "predict_positions": False}
     with pytest.raises(ValueError, match="scheme must be one of"):
         model_position("alibi_typo")
 
@@ -424,3 +430,28 @@ def test_step_rng_depends_only_on_seed_step_rank():
     draw = lambda *a: step_rng(*a).integers(0, 2**31, 4).tolist()  # noqa: E731
     assert draw(1, 5) == draw(1, 5, 0)
     assert len({tuple(draw(*a)) for a in ((1, 5), (2, 5), (1, 6), (1, 5, 1))}) == 4
+
+
+@pytest.mark.parametrize("scheme", ["nope", "alibi"])
+def test_nope_and_alibi_schemes_train_and_evaluate_end_to_end(scheme, tmp_path, smoke_config):
+    """A scratchpad variant with scheme nope / alibi trains through the project's trainer (true
+    IDs, the model built without learned positions or RoPE) and is scored by the evaluator."""
+    import copy
+
+    from lengen import specs, tracking
+    from lengen.config import validate
+    from lengen.evaluate import evaluate_scratchpad
+    from lengen.modelfile import read_model_file
+    from lengen.train import train
+
+    cfg = copy.deepcopy(smoke_config)
+    cfg["results_dir"] = str(tmp_path / "results")
+    cfg["parity_scratchpad"]["variants"][scheme] = {"scheme": scheme, "runs": 1}
+    spec = specs.scratchpad_train(validate(cfg), "parity_scratchpad", scheme, 1, 0)
+    assert spec["model"]["position"] == scheme and not spec["model"]["predict_positions"]
+    tracking.prepare_store(spec["tracking"]["uri"], [spec["tracking"]["experiment"]])
+    path = train(spec, tmp_path / "model")
+    state = read_model_file(path)["state_dict"]
+    assert not any("abs_pos" in k or "rope" in k for k in state)
+    table = evaluate_scratchpad(path, cfg["parity_scratchpad"]["eval"], 0, tmp_path / "eval.csv")
+    assert sorted(table["length"]) == [8, 16] and table["accuracy"].between(0, 1).all()

@@ -3,7 +3,9 @@
 Same computation as transformers' GPTNeoXModel + embed_out (parallel residual, fused QKV laid out
 per head, partial RoPE, GeLU MLP, final LayerNorm); tests/test_model.py checks equal outputs
 given the same weights. The position scheme is a named piece from lengen.positions: RoPE at
-arbitrary IDs (PoSE in training, true IDs at test) or learned absolute embeddings. With
+arbitrary IDs (PoSE in training, true IDs at test), learned absolute embeddings, ALiBi (Press et
+al. 2022: a per-head linear bias on the ID distance, no embedding) or NoPE (no positional
+information but the causal mask; Kazemnejad et al. 2023). With
 `predict_positions`, a second output head predicts the next token's position ID (Predictive Position
 Coupling, Sec. 5.2). A `KVCache` makes step-by-step greedy decoding cost one token per step. The
 model knows nothing of DeepSpeed, MLflow or Snakemake.
@@ -17,7 +19,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lengen.positions import POSITION_SCHEMES, LearnedAbsolutePositions, RotaryEmbedding
+from lengen.positions import (
+    POSITION_SCHEMES,
+    LearnedAbsolutePositions,
+    RotaryEmbedding,
+    alibi_bias,
+    alibi_slopes,
+)
 
 ATTN_SCALES = ("none", "log_length")
 
@@ -76,10 +84,19 @@ class ModelConfig:
 
 
 class KVCache:
-    """Keys and values of every layer for the tokens decoded so far (B, H, T, D each)."""
+    """Keys and values of every layer for the tokens decoded so far (B, H, T, D each), and
+    their position IDs (B, T; ALiBi's bias needs the keys' IDs)."""
 
     def __init__(self, n_layer: int):
         self.layers: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * n_layer
+        self.position_ids: torch.Tensor | None = None
+
+    def extend_positions(self, position_ids: torch.Tensor) -> torch.Tensor:
+        """Append this step's position IDs; return every cached token's IDs (B, T)."""
+        if self.position_ids is not None:
+            position_ids = torch.cat([self.position_ids, position_ids], dim=1)
+        self.position_ids = position_ids
+        return position_ids
 
     @property
     def length(self) -> int:
@@ -133,8 +150,10 @@ class Attention(nn.Module):
         cos_sin: tuple[torch.Tensor, torch.Tensor] | None,
         attn_mask: torch.Tensor | None = None,
         cache: KVCache | None = None,
+        bias: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """x (B, T, C) -> (B, T, C); attn_mask (B or 1, 1, T, T) bool replaces the causal mask.
+        """x (B, T, C) -> (B, T, C); attn_mask (B or 1, 1, T, T) bool replaces the causal mask;
+        bias (B, H, T, T_keys) is added to the logits (ALiBi).
 
         With a cache, x is either the whole prompt (empty cache) or one new token.
         """
@@ -144,7 +163,13 @@ class Attention(nn.Module):
         q, k, v = self.project(x, rope, cos_sin, past)
         if cache is not None:
             k, v = cache.extend(self.index, k, v)
-        if decoding:  # one new token attends to everything before it
+        if bias is not None:  # ALiBi: the bias, and -inf where the mask removes a key
+            if not decoding:  # (one new token attends to everything before it)
+                keep = attn_mask if attn_mask is not None else torch.ones(
+                    T, T, dtype=torch.bool, device=x.device).tril()  # fmt: skip
+                bias = bias.masked_fill(~keep, float("-inf"))
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias.to(q.dtype))
+        elif decoding:  # one new token attends to everything before it
             y = F.scaled_dot_product_attention(q, k, v)
         elif attn_mask is None:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -176,9 +201,9 @@ class Block(nn.Module):
         self.attention = Attention(cfg, index)
         self.mlp = MLP(cfg)
 
-    def forward(self, x, rope, cos_sin, attn_mask=None, cache=None) -> torch.Tensor:
+    def forward(self, x, rope, cos_sin, attn_mask=None, cache=None, bias=None) -> torch.Tensor:
         """One layer."""
-        attn = self.attention(self.input_layernorm(x), rope, cos_sin, attn_mask, cache)
+        attn = self.attention(self.input_layernorm(x), rope, cos_sin, attn_mask, cache, bias)
         return x + attn + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -194,11 +219,14 @@ class GPTNeoX(nn.Module):
         self.embed_in = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.rope = None
         self.abs_pos = None
+        slopes = alibi_slopes(cfg.n_head) if cfg.position == "alibi" else None
+        self.register_buffer("alibi", slopes, persistent=False)  # ALiBi's per-head slopes
         if cfg.position == "rope":
             rotary_dim = int(cfg.head_dim * cfg.rotary_pct)
             self.rope = RotaryEmbedding(rotary_dim, cfg.rope_base)
-        else:
+        elif cfg.position == "absolute":
             self.abs_pos = LearnedAbsolutePositions(cfg.l_max, cfg.d_model)
+        # "nope": no positional parameters; the causal mask is the only order information
         self.layers = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layer))
         self.final_layer_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.embed_out = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
@@ -229,11 +257,13 @@ class GPTNeoX(nn.Module):
         return self.embed_out(x), self.position_out(x)
 
     def embed(self, input_ids: torch.Tensor, position_ids: torch.Tensor):
-        """Input of the first layer (B, T, C) and the RoPE tables (None for learned positions)."""
+        """Input of the first layer (B, T, C) and the RoPE tables (None for other schemes)."""
         x = self.embed_in(input_ids)
         if self.rope is not None:
             return x, self.rope.cos_sin(position_ids)
-        return x + self.abs_pos(position_ids), None
+        if self.abs_pos is not None:
+            return x + self.abs_pos(position_ids), None
+        return x, None  # ALiBi (bias in attention) and NoPE read no ID here
 
     def hidden(
         self,
@@ -244,8 +274,12 @@ class GPTNeoX(nn.Module):
     ) -> torch.Tensor:
         """Final-layer-normed hidden states (B, T, C), before the output heads."""
         x, cos_sin = self.embed(input_ids, position_ids)
+        bias = None
+        if self.alibi is not None:
+            keys = cache.extend_positions(position_ids) if cache is not None else position_ids
+            bias = alibi_bias(self.alibi, position_ids, keys)
         for layer in self.layers:
-            x = layer(x, self.rope, cos_sin, attn_mask, cache)
+            x = layer(x, self.rope, cos_sin, attn_mask, cache, bias)
         return self.final_layer_norm(x)
 
     def num_params(self) -> int:

@@ -8,17 +8,21 @@ The scratchpad tasks select one of three SCHEMES (Sec. 5.2 and its ablations, Fi
 - "ppc": coupled IDs, learned absolute embeddings, shifted by a random offset in training, and a
   second output head that predicts the next coupled ID (Predictive Position Coupling);
 - "absolute": true IDs with the same embeddings and random shift, no coupling (Fig. 8a, Fig. 3b);
-- "rope_pose": RoPE with PoSE IDs in training, true IDs at test (Fig. 8b, Fig. 3c-d).
+- "rope_pose": RoPE with PoSE IDs in training, true IDs at test (Fig. 8b, Fig. 3c-d);
+- "nope": no positional encoding, the causal mask only (Kazemnejad et al. 2023; not in the paper);
+- "alibi": ALiBi's linear distance bias at true IDs (Press et al. 2022; not in the paper).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import torch
 from torch import nn
 
-POSITION_SCHEMES = ("rope", "absolute")  # how the model consumes IDs
-SCHEMES = ("ppc", "absolute", "rope_pose")  # which IDs a scratchpad task feeds (see above)
+POSITION_SCHEMES = ("rope", "absolute", "nope", "alibi")  # how the model consumes IDs
+SCHEMES = ("ppc", "absolute", "rope_pose", "nope", "alibi")  # which IDs a task feeds (above)
 
 
 def true_position_ids(batch: int, length: int) -> np.ndarray:
@@ -82,7 +86,9 @@ def scheme_train_ids(
         return shift_position_ids(rng, coupled, l_max)
     if scheme == "absolute":
         return shift_position_ids(rng, true_position_ids(batch, length), l_max)
-    return pose_position_ids(rng, batch, length, l_max)
+    if scheme == "rope_pose":
+        return pose_position_ids(rng, batch, length, l_max)
+    return true_position_ids(batch, length)  # nope (IDs unread), alibi
 
 
 def scheme_test_ids(scheme: str, coupled: np.ndarray) -> np.ndarray:
@@ -94,10 +100,8 @@ def scheme_test_ids(scheme: str, coupled: np.ndarray) -> np.ndarray:
 def model_position(scheme: str) -> dict:
     """Model options of a scheme: how IDs enter, and whether a head predicts the next ID."""
     _check_scheme(scheme)
-    return {
-        "position": "rope" if scheme == "rope_pose" else "absolute",
-        "predict_positions": scheme == "ppc",
-    }
+    position = {"rope_pose": "rope", "nope": "nope", "alibi": "alibi"}.get(scheme, "absolute")
+    return {"position": position, "predict_positions": scheme == "ppc"}
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -129,6 +133,27 @@ class RotaryEmbedding(nn.Module):
         x_rot, x_pass = x[..., :rd], x[..., rd:]
         x_rot = x_rot * cos.to(x.dtype) + rotate_half(x_rot) * sin.to(x.dtype)
         return torch.cat((x_rot, x_pass), dim=-1)
+
+
+def alibi_slopes(n_head: int) -> torch.Tensor:
+    """ALiBi's head slopes (Press et al. 2022, Sec. 3): for n heads, a power of 2, the geometric
+    sequence starting at 2^(-8/n) with that ratio (4 heads: 1/4, 1/16, 1/64, 1/256); otherwise
+    the slopes of the closest smaller power of 2, then every other slope of twice that."""
+    if n_head & (n_head - 1) == 0:
+        start = 2.0 ** (-8.0 / n_head)
+        return torch.tensor([start ** (i + 1) for i in range(n_head)])
+    closest = 2 ** math.floor(math.log2(n_head))
+    extra = alibi_slopes(2 * closest)[0::2][: n_head - closest]
+    return torch.cat([alibi_slopes(closest), extra])
+
+
+def alibi_bias(
+    slopes: torch.Tensor, query_ids: torch.Tensor, key_ids: torch.Tensor
+) -> torch.Tensor:
+    """ALiBi's additive attention bias -m_h * (query ID - key ID), (B, H, Tq, Tk), from position
+    IDs (B, Tq) and (B, Tk): relative, so any shift of every ID leaves it unchanged."""
+    distance = (query_ids[:, None, :, None] - key_ids[:, None, None, :]).float()
+    return -slopes.to(distance.device)[None, :, None, None] * distance
 
 
 class LearnedAbsolutePositions(nn.Module):
