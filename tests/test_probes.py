@@ -49,3 +49,60 @@ def test_committed_rows_have_definitions_and_consistent_verdicts(probes):
     assert len(table) >= 5 and set(table["probe"]) <= set(defined)
     for row in table.to_dict("records"):
         assert row["verdict"] == probes.verdict(row, int(row["k_train"])), row["probe"]
+
+
+@pytest.fixture(scope="module")
+def language():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "probes"))  # the runner imports its sibling sparse_parity
+    spec = importlib.util.spec_from_file_location("probes_nl", ROOT / "probes" / "language.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_language_probes_validate_and_rows_are_defined(language):
+    import yaml
+
+    defined = yaml.safe_load(language.PROBES.read_text())["probes"]
+    for name in defined:
+        cfg, got = language.probe_config(name)  # every entry merges and validates
+        assert got["which"] in ("short", "long"), name
+        assert cfg["results_dir"].endswith(f"probes/language/{name}")
+    cfg, _ = language.probe_config("NL_docs_short_12k")
+    nl = cfg["natural_language"]
+    assert nl["short"]["pose_start"] == 8400 and nl["short"]["train"]["batch_size"] == 16
+    assert [p["name"] for p in nl["corpus"]["packages"]][-1] == "postgresql-doc-15"
+    table = pd.read_csv(language.TABLE)
+    assert set(table["probe"]) <= set(defined)
+    drop = 1 - table["ppl_128"] / table["ppl_64"]
+    assert (abs(drop - table["rel_drop"]) < 1e-9).all()
+
+
+def test_language_probe_score_known_answers(language):
+    """A model that predicts every token uniformly has perplexity = vocabulary size at both
+    lengths, no relative drop, and L_short - L_long = 0."""
+    import numpy as np
+    import torch
+
+    class Uniform(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(1))
+            self.embed_out = lambda h: torch.zeros(*h.shape[:-1], 50)
+
+        def forward(self, x, ids):
+            return torch.zeros(*x.shape, 50) + self.w
+
+        def hidden(self, x, ids, mask=None):
+            return torch.zeros(*x.shape, 4)
+
+    held_out = np.random.default_rng(0).integers(0, 50, 129 * 256 + 128 * 256)
+    out = language.score(Uniform(), held_out, 64, 128)
+    assert out["ppl_64"] == pytest.approx(50, rel=1e-5) and out["ppl_128"] == pytest.approx(
+        50, rel=1e-5
+    )
+    assert out["rel_drop"] == pytest.approx(0, abs=1e-9)
+    assert out["mean_short_minus_long"] == pytest.approx(0, abs=1e-6)
+    assert out["loss_pos1"] == pytest.approx(np.log(50), rel=1e-5)
