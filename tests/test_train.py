@@ -243,20 +243,20 @@ def test_ds_config_json_is_merged_over_the_computed_config(tmp_path):
     that disagrees with the train section is an error naming it."""
     from lengen import specs
     from lengen.config import ConfigError, load, validate
-    from lengen.train import _deepspeed_config
+    from lengen.runtime import deepspeed_config
 
     from .conftest import ROOT
 
     cfg = load(ROOT / "config" / "paper.yaml")
     spec = specs.natural_language_train(cfg, "short")
-    ds = _deepspeed_config(spec, world=8)
+    ds = deepspeed_config(spec, world=8)
     zero = ds["zero_optimization"]
     assert zero["stage"] == 2 and zero["overlap_comm"] and ds["bf16"] == {"enabled": True}
     assert (ds["train_micro_batch_size_per_gpu"], ds["gradient_accumulation_steps"]) == (256, 4)
     assert "ds_config" not in specs.sparse_parity_train(cfg, 8)["runtime"]
     spec["runtime"]["ds_config"]["gradient_accumulation_steps"] = 2
     with pytest.raises(ValueError, match="gradient_accumulation_steps = 2, but the train"):
-        _deepspeed_config(spec, world=8)
+        deepspeed_config(spec, world=8)
     bad = tmp_path / "ds.json"
     bad.write_text("{not json")
     cfg["natural_language"]["ds_config"] = str(bad)

@@ -20,6 +20,7 @@ from tqdm import tqdm
 from lengen import provenance, tracking
 from lengen.decode import exact_match, greedy_decode
 from lengen.modelfile import model_from_saved, read_model_file
+from lengen.runtime import eval_device
 from lengen.tasks import parity_scratchpad as ps
 from lengen.tasks import sparse_parity as sp
 from lengen.tasks import variable_assignment as va
@@ -62,18 +63,6 @@ def final_token_accuracy(model, tokens: np.ndarray, batch_size: int) -> float:
             logits = model(inputs["input_ids"], inputs["position_ids"])[:, -1]
             correct += (logits.argmax(-1).cpu().numpy() == chunk[:, -1]).sum()
         return float(correct / len(tokens))
-
-
-# pragma: no mutate start  (device choice)
-def eval_device() -> str:
-    """cuda when a GPU is visible (paper-size models), else one CPU thread per job."""
-    if torch.cuda.is_available():
-        return "cuda"
-    torch.set_num_threads(1)
-    return "cpu"
-
-
-# pragma: no mutate end
 
 
 def evaluate(model_path: Path, testset: Path, batch_size: int, out: Path) -> pd.DataFrame:

@@ -28,8 +28,8 @@ import torch
 from tqdm import tqdm
 
 from lengen import provenance
-from lengen.evaluate import eval_device
 from lengen.modelfile import model_from_saved, read_model_file
+from lengen.runtime import eval_device
 from lengen.tokens import consecutive_chunks, load_tokens
 
 

@@ -20,9 +20,9 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from lengen import provenance
-from lengen.evaluate import eval_device
 from lengen.modelfile import model_from_saved, read_model_file
 from lengen.positions import true_position_ids
+from lengen.runtime import eval_device
 from lengen.tokens import consecutive_chunks, load_tokens
 
 PAPER = {("short", 64): 17.59, ("short", 128): 14.74, ("long", 64): 17.62, ("long", 128): 14.49}

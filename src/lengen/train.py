@@ -22,8 +22,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from lengen import provenance, tasks, tracking
-from lengen.config import merge_dicts
+from lengen import provenance, runtime, tasks, tracking
 from lengen.data import IGNORE, VALID_STREAM, step_rng
 from lengen.model import GPTNeoX, ModelConfig
 from lengen.modelfile import write_model_file
@@ -132,73 +131,8 @@ def build_model(spec: dict) -> GPTNeoX:
     return GPTNeoX(ModelConfig(vocab_size=task.vocab_size(spec), **spec["model"]))
 
 
-def _init_distributed(runtime: dict) -> None:
-    """Process group for DeepSpeed: the launcher's env, or a single-process group (gloo on CPU)."""
-    import deepspeed
-    import torch.distributed as dist
-
-    if dist.is_initialized():
-        return
-    if "WORLD_SIZE" in os.environ and int(os.environ["WORLD_SIZE"]) > 1:
-        deepspeed.init_distributed()
-        return
-    os.environ.setdefault("LOCAL_RANK", "0")
-    os.environ.setdefault("RANK", "0")
-    os.environ.setdefault("WORLD_SIZE", "1")
-    backend = "nccl" if runtime["device"] == "cuda" else "gloo"
-    dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
-
-
-def _deepspeed_config(spec: dict, world: int) -> dict:
-    """DeepSpeed config dict from the spec's train and runtime sections."""
-    train, runtime = spec["train"], spec["runtime"]
-    micro = train.get("micro_batch_size") or train["batch_size"] // world
-    accum = train["batch_size"] // (micro * world)
-    if micro * world * accum != train["batch_size"]:
-        raise ValueError(
-            f"batch_size {train['batch_size']} is not {world} processes x micro-batches of {micro}"
-        )
-    computed = {
-        "train_batch_size": train["batch_size"],
-        "train_micro_batch_size_per_gpu": micro,
-        "gradient_accumulation_steps": accum,
-        "gradient_clipping": train.get("grad_clip", 1.0),
-        "bf16": {"enabled": runtime["precision"] == "bf16"},
-        "zero_optimization": {"stage": runtime["zero_stage"]},
-        "steps_per_print": 10**9,
-        "wall_clock_breakdown": False,
-    }
-    user = runtime.get("ds_config") or {}  # the tier's ds_config JSON, merged over the above
-    for key in (
-        "train_batch_size",
-        "train_micro_batch_size_per_gpu",
-        "gradient_accumulation_steps",
-    ):
-        if key in user and user[key] != computed[key]:
-            raise ValueError(
-                f"ds_config sets {key} = {user[key]}, but the train section gives {computed[key]} "
-                f"(batch_size {train['batch_size']}, {world} processes): set it in the config"
-            )
-    return merge_dicts(computed, user)
-
-
-def setup_runtime(runtime: dict) -> None:
-    """Threads and accelerator selection; must run before deepspeed is imported."""
-    if runtime["device"] == "cpu":
-        os.environ["DS_ACCELERATOR"] = "cpu"
-        torch.set_num_threads(runtime["threads_per_job"])
-    import deepspeed.ops
-
-    # Single CPU process: skip the JIT-compiled shared-memory comm op (45-120 s, unused).
-    deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
-
-
 def make_engine(spec: dict, model: GPTNeoX):
     """DeepSpeed engine wrapping the model with a client AdamW and the lr schedule."""
-    import deepspeed
-    import torch.distributed as dist
-
-    _init_distributed(spec["runtime"])
     train = spec["train"]
     optimizer = torch.optim.AdamW(
         model.parameters(),
@@ -207,13 +141,7 @@ def make_engine(spec: dict, model: GPTNeoX):
         betas=tuple(train.get("betas", (0.9, 0.999))),
     )
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(train))
-    engine, _, _, _ = deepspeed.initialize(
-        model=model,
-        optimizer=optimizer,
-        lr_scheduler=scheduler,
-        config=_deepspeed_config(spec, dist.get_world_size()),
-    )
-    return engine
+    return runtime.deepspeed_engine(spec, model, optimizer, scheduler)
 
 
 KEEP_CHECKPOINTS = 2  # a checkpoint cut off by a kill never leaves the run without a good one
@@ -276,7 +204,7 @@ def _train(spec: dict, out: Path, stop_after: int | None) -> Path:
     """train's body."""
     import torch.distributed as dist
 
-    setup_runtime(spec["runtime"])
+    runtime.setup(spec["runtime"])
     out.mkdir(parents=True, exist_ok=True)
     ckpt_dir = out / "ckpt"
     model = build_model(spec)
