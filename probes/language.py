@@ -85,14 +85,20 @@ def score(model, held_out: np.ndarray, short_len: int, long_len: int) -> dict[st
     """Table 1's perplexity at eval lengths L and Lbar, its relative drop, and the mean
     L_short - L_long of the last token (Fig. 4's x axis)."""
     chunks = tokens.consecutive_chunks(held_out, long_len + 1, N_CHUNKS)
-    out = {}
+    out, by_target = {}, {}
     for length in (short_len, long_len):
         nll = window_nll(model, split_windows(chunks, length), 32)
         out[f"ppl_{length}"] = math.exp(chunk_nll(nll, N_CHUNKS).mean())
-    # loss by position in the Lbar window (target t predicted from t - 1 tokens), in bands of
-    # 16: does the loss keep falling past position L, where h_short's training context ends?
+        by_target[length] = np.concatenate(np.split(nll, long_len // length), axis=1)  # (N, Lbar)
+    # by target position t in the chunk, in bands of 16: the loss at eval length Lbar (t - 1
+    # tokens of context), and for t > L the paired gain over eval length L (context restarts at
+    # L + 1 there): negative = the far context helps; the gain is what Table 1's drop averages
     for first in range(0, long_len, 16):
-        out[f"loss_pos{first + 1}"] = float(nll[:, first : first + 16].mean())
+        band = slice(first, first + 16)
+        out[f"loss_pos{first + 1}"] = float(by_target[long_len][:, band].mean())
+        if first >= short_len:
+            gain = by_target[long_len][:, band] - by_target[short_len][:, band]
+            out[f"gain_pos{first + 1}"] = float(gain.mean())
     out["rel_drop"] = 1 - out[f"ppl_{long_len}"] / out[f"ppl_{short_len}"]
     seqs = tokens.consecutive_chunks(held_out, long_len, N_LOSS, N_CHUNKS * (long_len + 1))
     keep = context_keeps(long_len, short_len, [])[:2]  # L_short, L_long rows
@@ -153,7 +159,7 @@ def run(name: str, rescore: bool = False) -> dict:
 
 def figure(out: Path) -> None:
     """Left: relative perplexity drop from L to Lbar vs tokens seen, one point per probe. Right:
-    loss by position in the Lbar window (bands of 16 targets), one line per probe."""
+    the far-context gain by target position (bands of 16), one line per probe."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -161,16 +167,15 @@ def figure(out: Path) -> None:
 
     table = pd.read_csv(TABLE)
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 4.5))
-    bands = [c for c in table.columns if c.startswith("loss_pos")]
+    bands = [c for c in table.columns if c.startswith("gain_pos")]
     for row in table.dropna(subset=bands).itertuples():
-        firsts = [int(c.removeprefix("loss_pos")) for c in bands]
-        loss = [getattr(row, c) for c in bands]
-        ax2.plot(
-            [f + 7.5 for f in firsts], [v - loss[0] for v in loss], marker=".", label=row.probe
-        )
-    ax2.axvline(64.5, color="grey", lw=0.8, ls=":")
-    ax2.set(xlabel="target position in the 128-token window", title="loss by position",
-            ylabel="mean NLL minus positions 1-16's")  # fmt: skip
+        firsts = [int(c.removeprefix("gain_pos")) for c in bands]
+        gain = [getattr(row, c) for c in bands]
+        ax2.plot([f + 7.5 for f in firsts], gain, marker=".", label=row.probe)
+    ax2.axhline(0, color="grey", lw=0.8)
+    ax2.set(xlabel="target position t in the 128-token chunk",
+            title="far-context gain: NLL with t - 1 tokens minus with t - 65",
+            ylabel="mean NLL difference (negative: helps)")  # fmt: skip
     ax2.legend(fontsize=6)
     for row in table.itertuples():
         marker = "o" if row.which == "short" else "s"

@@ -106,3 +106,4 @@ def test_language_probe_score_known_answers(language):
     assert out["rel_drop"] == pytest.approx(0, abs=1e-5)
     assert out["mean_short_minus_long"] == pytest.approx(0, abs=1e-6)
     assert out["loss_pos1"] == pytest.approx(np.log(50), rel=1e-5)
+    assert out["gain_pos65"] == pytest.approx(0, abs=1e-6) and "gain_pos49" not in out
