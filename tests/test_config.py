@@ -75,7 +75,7 @@ def test_paper_tier_has_tables_3_and_4_exactly():
         (lambda c: c["sparse_parity"].update(l_max=20), "sparse_parity.l_max"),
         (lambda c: c["sparse_parity"]["eval"].update(lengths=[21]), "sparse_parity.eval.lengths.0"),
         (
-            lambda c: c["parity_scratchpad"]["variants"]["ppc"].update(scheme="alibi"),
+            lambda c: c["parity_scratchpad"]["variants"]["ppc"].update(scheme="alibi_typo"),
             "parity_scratchpad.variants.ppc.scheme",
         ),
         (
