@@ -153,7 +153,8 @@ class Attention(nn.Module):
         bias: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """x (B, T, C) -> (B, T, C); attn_mask (B or 1, 1, T, T) bool replaces the causal mask;
-        bias (B, H, T, T_keys) is added to the logits (ALiBi).
+        bias (B, H, T, T_keys), when given, is added to the logits in their place: ALiBi's bias,
+        -inf where a key is masked (GPTNeoX.hidden builds it once for every layer).
 
         With a cache, x is either the whole prompt (empty cache) or one new token.
         """
@@ -163,11 +164,7 @@ class Attention(nn.Module):
         q, k, v = self.project(x, rope, cos_sin, past)
         if cache is not None:
             k, v = cache.extend(self.index, k, v)
-        if bias is not None:  # ALiBi: the bias, and -inf where the mask removes a key
-            if not decoding:  # (one new token attends to everything before it)
-                keep = attn_mask if attn_mask is not None else torch.ones(
-                    T, T, dtype=torch.bool, device=x.device).tril()  # fmt: skip
-                bias = bias.masked_fill(~keep, float("-inf"))
+        if bias is not None:  # ALiBi: the bias with the mask folded in
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias.to(q.dtype))
         elif decoding:  # one new token attends to everything before it
             y = F.scaled_dot_product_attention(q, k, v)
@@ -275,9 +272,14 @@ class GPTNeoX(nn.Module):
         """Final-layer-normed hidden states (B, T, C), before the output heads."""
         x, cos_sin = self.embed(input_ids, position_ids)
         bias = None
-        if self.alibi is not None:
+        if self.alibi is not None:  # one additive mask for every layer
             keys = cache.extend_positions(position_ids) if cache is not None else position_ids
             bias = alibi_bias(self.alibi, position_ids, keys)
+            T = position_ids.shape[1]
+            if keys.shape[1] == T:  # a whole sequence; one decoded token sees every key
+                keep = attn_mask if attn_mask is not None else torch.ones(
+                    T, T, dtype=torch.bool, device=bias.device).tril()  # fmt: skip
+                bias = bias.masked_fill(~keep, float("-inf"))
         for layer in self.layers:
             x = layer(x, self.rope, cos_sin, attn_mask, cache, bias)
         return self.final_layer_norm(x)
