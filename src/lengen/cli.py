@@ -10,74 +10,14 @@ from pathlib import Path
 
 import numpy as np
 
-from lengen.positions import SCHEMES
-from lengen.tasks import parity_scratchpad as ps
-from lengen.tasks import sparse_parity as sp
-from lengen.tasks import variable_assignment as va
+from lengen import tasks
+from lengen.tasks.base import nonnegative_int, positive_int
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
-def nonnegative_int(text: str) -> int:
-    """argparse type: an integer >= 0."""
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return value
-
-
-def _sample_sparse_parity(args: argparse.Namespace) -> list[dict]:
-    """Sparse-parity examples (App. E.1.1) with test-time position IDs."""
-    if args.length % 2:
-        raise ValueError(f"--length must be even (it is 2l), got {args.length}")
-    if args.k >= args.length // 2:
-        raise ValueError(f"--k must be below l = --length / 2 = {args.length // 2} (App. E.1.1)")
-    if args.vocab_n % 2:
-        raise ValueError(f"--vocab-n must be even (J <= N/2 flags a bit), got {args.vocab_n}")
-    batch = sp.sample(
-        np.random.default_rng(args.seed), args.n, args.length // 2, args.k, args.vocab_n
-    )
-    return sp.to_records(sp.test_example(batch), batch, args.vocab_n)
-
-
-def _sample_parity_scratchpad(args: argparse.Namespace) -> list[dict]:
-    """Parity-with-scratchpad examples (App. E.2.1) with the scheme's test-time IDs."""
-    if args.length % 2:
-        raise ValueError(f"--length must be even (it is 2l), got {args.length}")
-    batch = ps.sample(np.random.default_rng(args.seed), args.n, args.length, args.jump)
-    return ps.to_records(ps.test_example(batch, args.scheme), batch)
-
-
-def _sample_variable_assignment(args: argparse.Namespace) -> list[dict]:
-    """Variable-assignment examples (App. E.3.1) with the scheme's test-time IDs."""
-    batch = va.sample(
-        np.random.default_rng(args.seed),
-        args.n,
-        args.length,
-        args.depth,
-        args.n_vars,
-        scratchpad=not args.no_scratchpad,
-    )
-    return va.to_records(va.test_example(batch, args.scheme), batch, args.n_vars)
-
-
-def _common(p: argparse.ArgumentParser, scheme: bool = False) -> None:
+def _common(p: argparse.ArgumentParser) -> None:
     """Options every sampler takes."""
     p.add_argument("--n", type=positive_int, default=1, help="number of examples")
     p.add_argument("--seed", type=nonnegative_int, default=0)
-    if scheme:
-        p.add_argument(
-            "--scheme",
-            choices=SCHEMES,
-            default="ppc",
-            help="position IDs: coupled (ppc) or true IDs 1..T (absolute, rope_pose)",
-        )
 
 
 def _influence(args: argparse.Namespace) -> None:
@@ -135,33 +75,13 @@ def main(argv: list[str] | None = None) -> None:
     )
     p.set_defaults(fn=_influence, parser=p)
     sample = sub.add_parser("sample", help="print examples as JSON lines")
-    tasks = sample.add_subparsers(dest="task", required=True)
-    p = tasks.add_parser("sparse_parity", help="sparse parity, App. E.1")
-    p.add_argument("--k", type=positive_int, required=True, help="number of flagged positions")
-    p.add_argument(
-        "--length", type=positive_int, required=True, help="2l, the length of the J/bit part"
-    )
-    _common(p)
-    p.add_argument("--vocab-n", type=positive_int, default=20, help="N, the integer alphabet size")
-    p.set_defaults(fn=_sample_sparse_parity, parser=p)
-    p = tasks.add_parser("parity_scratchpad", help="parity with scratchpad and jumps, App. E.2")
-    p.add_argument(
-        "--jump", type=positive_int, default=1, help="k: scratchpad bit i = parity of k*i bits"
-    )
-    p.add_argument(
-        "--length", type=positive_int, required=True, help="2l; l is the number of input bits"
-    )
-    _common(p, scheme=True)
-    p.set_defaults(fn=_sample_parity_scratchpad, parser=p)
-    p = tasks.add_parser("variable_assignment", help="variable assignment, App. E.3")
-    p.add_argument("--depth", type=positive_int, required=True, help="d, assignments per chain")
-    p.add_argument(
-        "--length", type=positive_int, required=True, help="l, bound on the assignment part"
-    )
-    p.add_argument("--n-vars", type=positive_int, default=200, help="number of variables")
-    p.add_argument("--no-scratchpad", action="store_true", help="answer token only (Fig. 3c)")
-    _common(p, scheme=True)
-    p.set_defaults(fn=_sample_variable_assignment, parser=p)
+    samplers = sample.add_subparsers(dest="task", required=True)
+    for name, task in tasks.REGISTRY.items():  # every task that can print its examples
+        if hasattr(task, "sample_records"):
+            p = samplers.add_parser(name, help=task.__doc__.splitlines()[0])
+            task.add_sample_arguments(p)
+            _common(p)
+            p.set_defaults(fn=task.sample_records, parser=p)
     args = parser.parse_args(argv)
     if args.cmd == "influence":
         args.fn(args)

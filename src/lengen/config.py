@@ -10,6 +10,8 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from lengen import tasks
+
 
 class ConfigError(ValueError):
     """A config key or value is invalid; the message names the key path."""
@@ -69,7 +71,7 @@ def _cross_checks(cfg: dict) -> list[tuple[str, str]]:
             if model["d_model"] % model["n_head"]:
                 key = f"sparse_parity.variants.{name}.model.d_model"
                 errors.append((key, "must be divisible by n_head"))
-    for name in ("parity_scratchpad", "variable_assignment"):
+    for name in tasks.generation_tasks():
         if name in cfg:
             errors += _scratchpad_checks(name, cfg[name])
     if "natural_language" in cfg:
@@ -137,28 +139,21 @@ def _natural_language_checks(nl: dict) -> list[tuple[str, str]]:
     return errors
 
 
-def _longest_tokens(name: str, section: dict, length: int) -> int:
-    """Tokens of the longest sequence at a task length (for the position-ID range)."""
-    if name == "parity_scratchpad":
-        return length + 2  # <BOS>, l bits, <SEP>, at most l scratchpad bits
-    return length + 4 + 3 * max(section["depths"])  # <BOS>, v_init, <SEP1>, l, <SEP2>, 3d
-
-
 def _scratchpad_checks(name: str, section: dict) -> list[tuple[str, str]]:
-    """Cross-key constraints of a scratchpad experiment (Sec. 5.2)."""
+    """Cross-key constraints of a generation-scored experiment (Sec. 5.2): those every such task
+    shares, then the task's own (its `config_checks`)."""
+    task = tasks.get(name)
     errors = []
     if section["train_min_len"] > section["train_max_len"]:
         errors.append((f"{name}.train_min_len", "must be <= train_max_len"))
     longest = max(max(section["eval"]["lengths"]), section["train_max_len"])
-    needed = _longest_tokens(name, section, longest)
+    needed = task.longest_tokens(section, longest)
     if needed > section["l_max"]:
         errors.append((f"{name}.l_max", f"must be >= {needed}, the longest sequence's true IDs"))
     if section["model"]["d_model"] % section["model"]["n_head"]:
         errors.append((f"{name}.model.d_model", "must be divisible by n_head"))
     for var_name, var in section["variants"].items():
         key = f"{name}.variants.{var_name}"
-        if name == "variable_assignment" and "scratchpad" not in var:
-            errors.append((f"{key}.scratchpad", "is required for variable_assignment"))
         if var["scheme"] == "ppc" and var.get("scratchpad", True) is False:
             errors.append((f"{key}.scheme", "ppc needs a scratchpad to couple"))
         model = {**section["model"], **var.get("model", {})}
@@ -170,20 +165,7 @@ def _scratchpad_checks(name: str, section: dict) -> list[tuple[str, str]]:
         missing = set(spec["panels"]) - set(section["variants"])
         if missing:
             errors.append((f"{name}.figures.{fig}.panels", f"{sorted(missing)} not in variants"))
-    if name == "parity_scratchpad":
-        short = min(section["train_min_len"], *section["eval"]["lengths"])
-        if short // 2 < max(section["jumps"]):
-            errors.append(
-                (
-                    f"{name}.jumps",
-                    f"a jump of {max(section['jumps'])} needs l >= the "
-                    f"jump, but the shortest length 2l = {short} has l = {short // 2}",
-                )
-            )
-    if name == "variable_assignment":
-        short = min(section["train_min_len"], *section["eval"]["lengths"])
-        if short < 3 * max(section["depths"]):
-            errors.append((f"{name}.train_min_len", "every length must fit one chain (3 d)"))
+    errors += task.config_checks(name, section)
     return errors
 
 

@@ -17,13 +17,11 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from lengen import provenance, tracking
+from lengen import provenance, tasks, tracking
 from lengen.decode import exact_match, greedy_decode
 from lengen.modelfile import model_from_saved, read_model_file
 from lengen.runtime import eval_device
-from lengen.tasks import parity_scratchpad as ps
 from lengen.tasks import sparse_parity as sp
-from lengen.tasks import variable_assignment as va
 
 
 def write_testset(eval_cfg: dict, n: int, seed: int, path: Path) -> None:
@@ -94,18 +92,16 @@ def evaluate(model_path: Path, testset: Path, batch_size: int, out: Path) -> pd.
 
 
 def scratchpad_testset(spec: dict, eval_cfg: dict, test_seed: int) -> dict:
-    """Fixed test draws per length for a scratchpad spec; the same for every model and variant."""
-    task = spec["task"]
-    if spec["experiment"] == "parity_scratchpad":
-        return ps.make_testset(eval_cfg, task["jump"], test_seed)
-    return va.make_testset(eval_cfg, task["depth"], task["n_vars"], task["scratchpad"], test_seed)
+    """Fixed test draws per length for a generation-scored spec (its task's `testset`); the same
+    for every model and variant."""
+    return tasks.get(spec["experiment"]).testset(spec, eval_cfg, test_seed)
 
 
 def generation_accuracy(model, batch, scheme: str, batch_size: int) -> float:
-    """Fraction of examples generated exactly right from the prompt (tokens, and IDs for ppc)."""
+    """Fraction of examples generated exactly right from the prompt (tokens, and IDs for ppc);
+    `batch` is a task's test draw (its `prompt_len` and `test_example(scheme)`)."""
     with torch.no_grad():  # a block: mutmut skips decorated functions
-        task = ps if isinstance(batch, ps.Batch) else va
-        example = task.test_example(batch, scheme)
+        example = batch.test_example(scheme)
         p = batch.prompt_len
         n_new = example.tokens.shape[1] - p
         correct = 0
@@ -120,12 +116,13 @@ def generation_accuracy(model, batch, scheme: str, batch_size: int) -> float:
 def evaluate_scratchpad(
     model_path: Path, eval_cfg: dict, test_seed: int, out: Path
 ) -> pd.DataFrame:
-    """Exact-match accuracy of one scratchpad model over the test lengths."""
+    """Exact-match accuracy of one generation-scored model (a scratchpad task) over the test
+    lengths."""
     device = eval_device()
     saved = read_model_file(model_path, device)
     spec, model = saved["spec"], model_from_saved(saved, device)
     task = spec["task"]
-    param = "jump" if spec["experiment"] == "parity_scratchpad" else "depth"
+    param = tasks.get(spec["experiment"]).SETTING.key
     stopped = {  # train.early_stop's outcome: "did not learn in N steps" travels with the table
         "steps_run": saved.get("steps_run", spec["train"]["steps"]),
         "stop_reason": saved.get("stop_reason", "steps"),
@@ -178,8 +175,9 @@ def _write_and_log(table: pd.DataFrame, spec: dict, model_path: Path, out: Path)
 
 TABLE_COLUMNS = {  # every per-model eval table has these, integer-valued except accuracy
     "sparse_parity": ("k_train", "seed", "length", "k_test", "n"),
-    "parity_scratchpad": ("jump", "seed", "length", "n"),
-    "variable_assignment": ("depth", "seed", "length", "n"),
+    **{
+        name: (t.SETTING.key, "seed", "length", "n") for name, t in tasks.generation_tasks().items()
+    },
 }
 
 
@@ -224,7 +222,8 @@ def combine(tables: list[Path], out: Path) -> pd.DataFrame:
                 f"(cut off?); delete {path} and rerun its eval rule"
             )
     table = pd.concat(parts, ignore_index=True)
-    order = ["k_train", "variant", "jump", "depth", "seed", "length", "k_test"]
+    settings = [t.SETTING.key for t in tasks.generation_tasks().values()]
+    order = ["k_train", "variant", *settings, "seed", "length", "k_test"]
     table = table.sort_values([c for c in order if c in table], ignore_index=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(out, index=False)

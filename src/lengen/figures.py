@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from lengen import provenance  # noqa: E402
+from lengen import provenance, tasks  # noqa: E402
 from lengen.influence import diagonal_fit  # noqa: E402
 
 DEFAULT_STYLE = {"context": "paper", "height": 3.0, "aspect": 1.15, "dpi": 150}
@@ -94,7 +94,8 @@ def scratchpad_figure(
     a 95% CI band, as the paper), a panel per variant in `panels` order (Figs. 2, 8, 3a-d)."""
     style = {**DEFAULT_STYLE, **style}
     sns.set_theme(context=style["context"], style="whitegrid")
-    param = "jump" if "jump" in table else "depth"
+    experiment = tasks.get(table["experiment"].iloc[0])
+    param, x = experiment.SETTING.key, experiment.SETTING.length_axis
     table = table[table["variant"].isin(panels)].copy()
     letters = "abcdefgh" if len(panels) > 1 else ""
     names = {
@@ -102,7 +103,6 @@ def scratchpad_figure(
         for i, v in enumerate(panels)
     }
     table["panel"] = table["variant"].map(names)
-    x = "test length 2l" if param == "jump" else "test length l"
     table = table.rename(columns={"length": x})
     grid = sns.relplot(
         data=table,

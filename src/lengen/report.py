@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lengen import provenance
+from lengen import provenance, tasks
 from lengen.config import validate
 from lengen.influence import diagonal_fit, mean_with_ci
 from lengen.theory_cases import DELTA
@@ -233,7 +233,10 @@ def sp_claims(variants: dict[str, str] | None) -> list[Claim]:
 
 # --- scratchpad tasks (Sec. 5.2) -----------------------------------------------------------------
 
-PARAM = {"parity_scratchpad": "jump", "variable_assignment": "depth"}
+
+def _setting(experiment: str) -> str:
+    """The per-model setting column of a generation-scored task's table (jump, depth)."""
+    return tasks.get(experiment).SETTING.key
 
 
 def in_distribution(t: Tables, experiment: str) -> pd.Series | None:
@@ -244,7 +247,7 @@ def in_distribution(t: Tables, experiment: str) -> pd.Series | None:
         return None
     section = t.cfg[experiment]
     d = d[(d.length >= section["train_min_len"]) & (d.length <= section["train_max_len"])]
-    per_length = d.groupby(["variant", PARAM[experiment], "length"]).accuracy.mean()
+    per_length = d.groupby(["variant", _setting(experiment), "length"]).accuracy.mean()
     return per_length.groupby(level=[0, 1]).min()
 
 
@@ -253,7 +256,7 @@ def _beyond(t: Tables, experiment: str) -> pd.Series:
     (variant, jump / depth)."""
     d = getattr(t, experiment)
     d = d[d.length > t.cfg[experiment]["train_max_len"]]
-    per_length = d.groupby(["variant", PARAM[experiment], "length"]).accuracy.mean()
+    per_length = d.groupby(["variant", _setting(experiment), "length"]).accuracy.mean()
     return per_length.groupby(level=[0, 1]).mean()
 
 
@@ -261,7 +264,7 @@ def _not_learned(t: Tables, experiment: str, variants: list[str]) -> list[str]:
     """'variant at jump/depth v (worst x.xx)' for every compared model below NEAR_PERFECT in
     distribution (empty: the comparison is testable)."""
     inside = in_distribution(t, experiment)
-    param = PARAM[experiment]
+    param = _setting(experiment)
     d = getattr(t, experiment)
     why = {}  # train.early_stop's plateau stops, e.g. "did not learn in 1500 steps"
     if "stop_reason" in d:

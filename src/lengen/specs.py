@@ -6,11 +6,10 @@ slice changed (e.g. editing a figure's style reruns that figure, not the trainin
 
 from __future__ import annotations
 
+from lengen import tasks
 from lengen.config import read_ds_config, tracking_uri
 from lengen.positions import model_position
 from lengen.tracking import experiment_name
-
-SCRATCHPAD_PARAM = {"parity_scratchpad": "jump", "variable_assignment": "depth"}
 
 
 def runtime(cfg: dict, ds_config: str | None = None) -> dict:
@@ -51,26 +50,20 @@ def sparse_parity_train(cfg: dict, k_train: int, variant: str | None = None) -> 
 
 
 def scratchpad_train(cfg: dict, experiment: str, variant: str, value: int, run: int) -> dict:
-    """Spec of run `run` of a scratchpad-task variant at jump / depth `value` (Sec. 5.2).
+    """Spec of run `run` of a generation-scored task's variant (a scratchpad task, Sec. 5.2) at
+    its setting `value` (jump, depth: the task's SETTING); the task section is the task's own
+    `task_spec`.
 
     Run r trains from seed cfg.seed + r; every run is scored on the same test set (cfg.seed).
     """
     section = cfg[experiment]
-    param = SCRATCHPAD_PARAM[experiment]
+    setting = tasks.get(experiment).SETTING
     var = section["variants"][variant]
-    task = {
-        param: value,
-        "scheme": var["scheme"],
-        "train_min_len": section["train_min_len"],
-        "train_max_len": section["train_max_len"],
-        "l_max": section["l_max"],
-    }
-    if experiment == "variable_assignment":
-        task.update(n_vars=section["n_vars"], scratchpad=var["scratchpad"])
+    task = tasks.get(experiment).task_spec(section, var, value)
     return {
         "experiment": experiment,
         "variant": variant,
-        "run_name": f"{variant}/{param[0]}{value}/seed{run}",
+        "run_name": f"{variant}/{setting.key[0]}{value}/seed{run}",
         "seed": cfg["seed"] + run,
         "task": task,
         "model": {

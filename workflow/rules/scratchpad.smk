@@ -1,7 +1,9 @@
 # Scratchpad tasks with Predictive Position Coupling (Sec. 5.2): parity with jumps (Fig. 2, Fig. 8)
 # and variable assignment (Fig. 3a-d). One rule set for both; `variants` in the config pick the
 # position scheme (ppc / absolute / rope_pose) and, for variable assignment, the scratchpad.
-SCRATCHPAD_PARAM = {"parity_scratchpad": ("k", "jumps"), "variable_assignment": ("d", "depths")}
+from lengen import tasks
+
+GENERATION_TASKS = tasks.generation_tasks()  # each task's SETTING: path prefix, config list
 SCRATCHPAD_FIGURES = {  # figure file stem -> (experiment, figure key, default title)
     "fig2_parity_scratchpad": ("parity_scratchpad", "fig2", "Fig. 2: parity with scratchpad, PPC"),
     "fig8_parity_scratchpad_ablations": (
@@ -13,24 +15,24 @@ SCRATCHPAD_FIGURES = {  # figure file stem -> (experiment, figure key, default t
 }
 SCRATCHPAD_OUTPUTS = [
     f"{REPORTS}/{stem}.png" for stem, (exp, *_) in SCRATCHPAD_FIGURES.items() if exp in config
-] + [f"{REPORTS}/{exp}_accuracy.csv" for exp in SCRATCHPAD_PARAM if exp in config]
+] + [f"{REPORTS}/{exp}_accuracy.csv" for exp in GENERATION_TASKS if exp in config]
 
 
 def scratchpad_evals(exp, variants=None):
     """eval.csv of every run of the given variants (all by default) of one experiment."""
     section = config[exp]
-    prefix, values = SCRATCHPAD_PARAM[exp]
+    setting = GENERATION_TASKS[exp].SETTING
     return [
-        f"{RESULTS}/{exp}/{variant}/{prefix}{value}/seed{run}/eval.csv"
+        f"{RESULTS}/{exp}/{variant}/{setting.prefix}{value}/seed{run}/eval.csv"
         for variant in (variants or section["variants"])
-        for value in section[values]
+        for value in section[setting.values]
         for run in range(section["variants"][variant]["runs"])
     ]
 
 
 SCRATCHPAD_WILDCARDS = {
-    "experiment": "parity_scratchpad|variable_assignment",
-    "setting": r"[kd]\d+",
+    "experiment": "|".join(GENERATION_TASKS),
+    "setting": "|".join(rf"{t.SETTING.prefix}\d+" for t in GENERATION_TASKS.values()),
     "run": r"\d+",
 }
 

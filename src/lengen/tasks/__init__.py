@@ -1,8 +1,22 @@
 """Tasks of the paper (App. E synthetic tasks; C4 text, App. F), one module each, behind one
-small interface.
+interface; nothing outside a task module names a task.
 
-A task module exposes `vocab_size(spec)` and `train_batch(spec, rng, step)`, the latter returning
-a `lengen.data.Example` batch (tokens, position IDs, target mask) exactly as the model is fed.
+Every task module exposes `vocab_size(spec)` and `train_batch(spec, rng, step)`, the latter
+returning a `lengen.data.Example` batch (tokens, position IDs, target mask) exactly as the model
+is fed, and, for `lengen sample`, `add_sample_arguments(parser)` and `sample_records(args)`.
+
+Tasks scored by greedy generation over test lengths, one model per (variant, setting, run)
+(the scratchpad tasks of Sec. 5.2) also expose:
+
+- `SETTING`: the per-model setting (jump, depth, ...), a `Setting`;
+- `task_spec(section, variant, value)`: the spec's task section for one model;
+- `testset(spec, eval_cfg, seed)`: the fixed test draws per length, each a batch with
+  `prompt_len` and `test_example(scheme)` (what the model is fed at test time);
+- `config_checks(name, section)`: the task's cross-key constraints, as (key, message) pairs;
+- `heldout_example(spec, rng)` (optional): early stopping's held-out batch at test-time IDs.
+
+`lengen.evaluate`, `lengen.specs`, the CLI, the report and the workflow rules dispatch through
+`get` and `generation_tasks`.
 """
 
 from __future__ import annotations
@@ -10,6 +24,9 @@ from __future__ import annotations
 from types import ModuleType
 
 from lengen.tasks import c4, parity_scratchpad, sparse_parity, variable_assignment
+from lengen.tasks.base import Setting
+
+__all__ = ["REGISTRY", "Setting", "generation_tasks", "get"]
 
 REGISTRY: dict[str, ModuleType] = {
     "sparse_parity": sparse_parity,
@@ -24,3 +41,8 @@ def get(name: str) -> ModuleType:
     if name not in REGISTRY:
         raise KeyError(f"unknown task {name!r}; known: {sorted(REGISTRY)}")
     return REGISTRY[name]
+
+
+def generation_tasks() -> dict[str, ModuleType]:
+    """The tasks scored by greedy generation (those with a per-model `SETTING`), by name."""
+    return {name: t for name, t in REGISTRY.items() if hasattr(t, "SETTING")}

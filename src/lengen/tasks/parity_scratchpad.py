@@ -19,9 +19,11 @@ import numpy as np
 
 from lengen.data import TEST_STREAM, Example
 from lengen.positions import scheme_test_ids, scheme_train_ids
+from lengen.tasks.base import Setting, add_scheme_argument, positive_int
 
 VOCAB = ("<BOS>", "<SEP>", "0", "1")
 BOS, SEP, ZERO, ONE = range(4)
+SETTING = Setting(key="jump", values="jumps", prefix="k", length_axis="test length 2l")
 
 
 def vocabulary() -> list[str]:
@@ -48,6 +50,10 @@ class Batch:
     def prompt_len(self) -> int:
         """Tokens up to and including <SEP>: what generation starts from."""
         return self.n_bits + 2
+
+    def test_example(self, scheme: str) -> Example:
+        """What the model is fed at test time under a scheme (`test_example`)."""
+        return test_example(self, scheme)
 
 
 def n_bits(length: int, jump: int) -> int:
@@ -124,6 +130,33 @@ def test_example(b: Batch, scheme: str) -> Example:
     return Example(b.tokens, scheme_test_ids(scheme, b.coupled_ids), b.target_mask)
 
 
+def task_spec(section: dict, variant: dict, value: int) -> dict:
+    """The spec's task section of one model: jump `value`, the variant's scheme, the section's
+    lengths (App. E.2.1)."""
+    keys = ("train_min_len", "train_max_len", "l_max")
+    return {"jump": value, "scheme": variant["scheme"], **{k: section[k] for k in keys}}
+
+
+def testset(spec: dict, eval_cfg: dict, seed: int) -> dict[int, Batch]:
+    """The fixed test draws of a model's spec (the same for every variant and run)."""
+    return make_testset(eval_cfg, spec["task"]["jump"], seed)
+
+
+def longest_tokens(section: dict, length: int) -> int:
+    """Tokens of the longest sequence at paper length 2l = length: <BOS>, l bits, <SEP>, at most
+    l scratchpad bits (for the position-ID range)."""
+    return length + 2
+
+
+def config_checks(name: str, section: dict) -> list[tuple[str, str]]:
+    """Cross-key constraints of this task's config section: every length fits the largest jump."""
+    short = min(section["train_min_len"], *section["eval"]["lengths"])
+    if short // 2 < max(section["jumps"]):
+        return [(f"{name}.jumps", f"a jump of {max(section['jumps'])} needs l >= the jump, but "
+                 f"the shortest length 2l = {short} has l = {short // 2}")]  # fmt: skip
+    return []
+
+
 def make_testset(eval_cfg: dict, jump: int, seed: int) -> dict[int, Batch]:
     """Fixed test draws per length 2l, each from its own generator seeded by (seed, 2l, k)."""
     return {
@@ -152,3 +185,22 @@ def to_records(example: Example, batch: Batch) -> list[dict]:
         }
         for i in range(len(example.tokens))
     ]
+
+
+def add_sample_arguments(parser) -> None:
+    """`lengen sample parity_scratchpad` options (beside --n, --seed and --scheme)."""
+    parser.add_argument(
+        "--jump", type=positive_int, default=1, help="k: scratchpad bit i = parity of k*i bits"
+    )
+    parser.add_argument(
+        "--length", type=positive_int, required=True, help="2l; l is the number of input bits"
+    )
+    add_scheme_argument(parser)
+
+
+def sample_records(args) -> list[dict]:
+    """`lengen sample parity_scratchpad`: examples (App. E.2.1) with the scheme's test-time IDs."""
+    if args.length % 2:
+        raise ValueError(f"--length must be even (it is 2l), got {args.length}")
+    batch = sample(np.random.default_rng(args.seed), args.n, args.length, args.jump)
+    return to_records(test_example(batch, args.scheme), batch)

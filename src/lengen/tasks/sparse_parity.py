@@ -13,6 +13,7 @@ import numpy as np
 
 from lengen.data import Example
 from lengen.positions import pose_fed_position_ids, true_position_ids
+from lengen.tasks.base import positive_int
 
 SPECIALS = ("<BOS>", "<SEP>", "t0", "t1")
 BOS, SEP, T0, T1 = range(4)
@@ -139,3 +140,26 @@ def to_records(example: Example, batch: Batch, n: int) -> list[dict]:
         }
         for i in range(len(batch.label))
     ]
+
+
+def add_sample_arguments(parser) -> None:
+    """`lengen sample sparse_parity` options (beside --n and --seed)."""
+    parser.add_argument("--k", type=positive_int, required=True, help="number of flagged positions")
+    parser.add_argument(
+        "--length", type=positive_int, required=True, help="2l, the length of the J/bit part"
+    )
+    parser.add_argument(
+        "--vocab-n", type=positive_int, default=20, help="N, the integer alphabet size"
+    )
+
+
+def sample_records(args) -> list[dict]:
+    """`lengen sample sparse_parity`: examples (App. E.1.1) with test-time position IDs."""
+    if args.length % 2:
+        raise ValueError(f"--length must be even (it is 2l), got {args.length}")
+    if args.k >= args.length // 2:
+        raise ValueError(f"--k must be below l = --length / 2 = {args.length // 2} (App. E.1.1)")
+    if args.vocab_n % 2:
+        raise ValueError(f"--vocab-n must be even (J <= N/2 flags a bit), got {args.vocab_n}")
+    batch = sample(np.random.default_rng(args.seed), args.n, args.length // 2, args.k, args.vocab_n)
+    return to_records(test_example(batch), batch, args.vocab_n)

@@ -24,9 +24,11 @@ import numpy as np
 
 from lengen.data import TEST_STREAM, Example
 from lengen.positions import scheme_test_ids, scheme_train_ids
+from lengen.tasks.base import Setting, add_scheme_argument, positive_int
 
 SPECIALS = ("<BOS>", "<SEP1>", "<SEP2>", "<-")
 BOS, SEP1, SEP2, ARROW = range(4)
+SETTING = Setting(key="depth", values="depths", prefix="d", length_axis="test length l")
 
 
 def vocabulary(n_vars: int) -> list[str]:
@@ -55,6 +57,10 @@ class Batch:
     def prompt_len(self) -> int:
         """Tokens up to and including <SEP2>: what generation starts from."""
         return 3 + 3 * self.depth * self.n_chains + 1
+
+    def test_example(self, scheme: str) -> Example:
+        """What the model is fed at test time under a scheme (`test_example`)."""
+        return test_example(self, scheme)
 
 
 def n_chains(length: int, depth: int) -> int:
@@ -147,6 +153,44 @@ def test_example(b: Batch, scheme: str) -> Example:
     return Example(b.tokens, scheme_test_ids(scheme, b.coupled_ids), b.target_mask)
 
 
+def task_spec(section: dict, variant: dict, value: int) -> dict:
+    """The spec's task section of one model: depth `value`, the variant's scheme and scratchpad,
+    the section's lengths and number of variables (App. E.3.1)."""
+    keys = ("train_min_len", "train_max_len", "l_max", "n_vars")
+    return {
+        "depth": value,
+        "scheme": variant["scheme"],
+        **{k: section[k] for k in keys},
+        "scratchpad": variant["scratchpad"],
+    }
+
+
+def testset(spec: dict, eval_cfg: dict, seed: int) -> dict[int, Batch]:
+    """The fixed test draws of a model's spec (the same for every run; with or without the
+    scratchpad as the variant says)."""
+    task = spec["task"]
+    return make_testset(eval_cfg, task["depth"], task["n_vars"], task["scratchpad"], seed)
+
+
+def longest_tokens(section: dict, length: int) -> int:
+    """Tokens of the longest sequence at length l: <BOS>, v_init, <SEP1>, l, <SEP2>, 3 d."""
+    return length + 4 + 3 * max(section["depths"])
+
+
+def config_checks(name: str, section: dict) -> list[tuple[str, str]]:
+    """Cross-key constraints of this task's config section: every variant says whether it has a
+    scratchpad; every length fits one chain."""
+    errors = [
+        (f"{name}.variants.{v}.scratchpad", "is required for variable_assignment")
+        for v, var in section["variants"].items()
+        if "scratchpad" not in var
+    ]
+    short = min(section["train_min_len"], *section["eval"]["lengths"])
+    if short < 3 * max(section["depths"]):
+        errors.append((f"{name}.train_min_len", "every length must fit one chain (3 d)"))
+    return errors
+
+
 def make_testset(eval_cfg: dict, depth: int, n_vars: int, scratchpad: bool, seed: int):
     """Fixed test draws per length l, each from its own generator seeded by (seed, l, d)."""
     return {
@@ -178,3 +222,25 @@ def to_records(example: Example, batch: Batch, n_vars: int) -> list[dict]:
         }
         for i in range(len(example.tokens))
     ]
+
+
+def add_sample_arguments(parser) -> None:
+    """`lengen sample variable_assignment` options (beside --n and --seed)."""
+    parser.add_argument(
+        "--depth", type=positive_int, required=True, help="d, assignments per chain"
+    )
+    parser.add_argument(
+        "--length", type=positive_int, required=True, help="l, bound on the assignment part"
+    )
+    parser.add_argument("--n-vars", type=positive_int, default=200, help="number of variables")
+    parser.add_argument("--no-scratchpad", action="store_true", help="answer token only (Fig. 3c)")
+    add_scheme_argument(parser)
+
+
+def sample_records(args) -> list[dict]:
+    """`lengen sample variable_assignment`: examples (App. E.3.1) with the scheme's test-time
+    IDs."""
+    rng = np.random.default_rng(args.seed)
+    scratchpad = not args.no_scratchpad
+    batch = sample(rng, args.n, args.length, args.depth, args.n_vars, scratchpad=scratchpad)
+    return to_records(test_example(batch, args.scheme), batch, args.n_vars)

@@ -1,0 +1,47 @@
+"""Shared pieces of the task interface (lengen.tasks): the per-model setting of a generation-scored
+task, and the argument types of `lengen sample` options."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from lengen.positions import SCHEMES
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What one model of a generation-scored task is trained at: the spec's task key (`jump`),
+    the config section's list of values (`jumps`), the results-path prefix (`k` in k2/) and the
+    figures' length axis."""
+
+    key: str
+    values: str
+    prefix: str
+    length_axis: str
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def nonnegative_int(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def add_scheme_argument(parser: argparse.ArgumentParser) -> None:
+    """`--scheme`: which position IDs a sampled example shows (lengen.positions.SCHEMES)."""
+    parser.add_argument(
+        "--scheme",
+        choices=SCHEMES,
+        default="ppc",
+        help="position IDs: coupled (ppc) or true IDs 1..T (absolute, rope_pose)",
+    )
