@@ -49,6 +49,27 @@ def scratchpad(param: str, values, variants: dict[str, tuple[float, float]]) -> 
     return pd.DataFrame(rows)
 
 
+def majority_table(inside: float, beyond: float) -> pd.DataFrame:
+    """A majority table (default tier: trained on n <= 21): `inside` at n <= 21, `beyond` at
+    31 and 41 (within 2L), two schemes, two seeds."""
+    return pd.DataFrame([
+        {"variant": v, "train_max_len": 21, "seed": s, "length": n,
+         "accuracy": inside if n <= 21 else beyond}
+        for v in ("absolute", "nope") for s in (0, 1) for n in (11, 21, 31, 41)
+    ])  # fmt: skip
+
+
+def test_majority_rule_all_three_outcomes():
+    """MJ-1 (the plug-in task's claims row, collected from lengen.tasks.majority): reproduced
+    when absolute PE holds >= 0.9 to 2L; not reproduced when it learned but falls; not testable
+    when it never learned in distribution."""
+    v = lambda inside, beyond: verdicts(tables(others={"majority": majority_table(inside, beyond)}))  # noqa: E731
+    assert v(1.0, 0.95)["MJ-1"] == "reproduced"
+    assert v(0.99, 0.6)["MJ-1"] == "not reproduced"
+    assert v(0.7, 0.7)["MJ-1"] == "not testable"
+    assert verdicts(tables())["MJ-1"] == "not run"
+
+
 def tables(**kw) -> report.Tables:
     """Tables with the given entries, None elsewhere."""
     base = dict(sparse_parity=None, parity_scratchpad=None, variable_assignment=None, theory=None)
@@ -403,6 +424,7 @@ def test_report_file(tmp_path):
     loo = [dict(scored_by=s_, chosen_by=b, short_minus_long=a, short_minus_sparse=0.9 * a)
            for s_ in ("h_short", "h_long") for b in ("h_short", "h_long") for a in x]  # fmt: skip
     pd.DataFrame(loo).to_csv(tmp_path / "influence_loo.csv", index=False)
+    majority_table(1.0, 0.95).to_csv(tmp_path / "majority_accuracy.csv", index=False)
     out = tmp_path / "REPORT.md"
     rows = report.write_report(c, out)
     text = "\n".join(

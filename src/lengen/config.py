@@ -144,9 +144,10 @@ def _scratchpad_checks(name: str, section: dict) -> list[tuple[str, str]]:
     shares, then the task's own (its `config_checks`)."""
     task = tasks.get(name)
     errors = []
-    if section["train_min_len"] > section["train_max_len"]:
-        errors.append((f"{name}.train_min_len", "must be <= train_max_len"))
-    longest = max(max(section["eval"]["lengths"]), section["train_max_len"])
+    shortest_train, longest_train = task.train_lengths(section)
+    if shortest_train > longest_train:
+        errors.append((f"{name}.train_min_len", "must be <= the longest training length"))
+    longest = max(max(section["eval"]["lengths"]), longest_train)
     needed = task.longest_tokens(section, longest)
     if needed > section["l_max"]:
         errors.append((f"{name}.l_max", f"must be >= {needed}, the longest sequence's true IDs"))

@@ -78,6 +78,8 @@ PANEL_LABELS = {
     "no_coupling": "scratchpad, no coupling",
     "no_scratchpad": "RoPE + PoSE, no scratchpad",
     "rope_pose": "RoPE + PoSE",
+    "nope": "NoPE (causal mask only)",
+    "alibi": "ALiBi",
 }
 
 

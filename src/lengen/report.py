@@ -16,7 +16,7 @@ import json
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -76,6 +76,13 @@ class Tables:
     theory: pd.DataFrame | None
     influence: pd.DataFrame | None = None
     perplexity_chunks: pd.DataFrame | None = None
+    others: dict[str, pd.DataFrame | None] = field(default_factory=dict)  # other tasks' tables
+
+    def table(self, experiment: str) -> pd.DataFrame | None:
+        """A generation-scored task's accuracy table (None when absent)."""
+        if experiment in self.others:
+            return self.others[experiment]
+        return getattr(self, experiment, None)
 
 
 def read_tables(cfg: dict) -> Tables:
@@ -94,6 +101,11 @@ def read_tables(cfg: dict) -> Tables:
         read("theory_table.csv"),
         read("influence_loo.csv"),
         read("table1_chunk_nll.csv"),
+        {
+            name: read(f"{name}_accuracy.csv")
+            for name in tasks.generation_tasks()
+            if name not in ("parity_scratchpad", "variable_assignment")
+        },
     )
 
 
@@ -242,11 +254,11 @@ def _setting(experiment: str) -> str:
 def in_distribution(t: Tables, experiment: str) -> pd.Series | None:
     """Worst seed-mean exact match over the tested lengths inside the training range, per
     (variant, jump / depth): what "learned the task in distribution" is judged on."""
-    d = getattr(t, experiment)
+    d = t.table(experiment)
     if d is None:
         return None
-    section = t.cfg[experiment]
-    d = d[(d.length >= section["train_min_len"]) & (d.length <= section["train_max_len"])]
+    shortest, longest = tasks.get(experiment).train_lengths(t.cfg[experiment])
+    d = d[(d.length >= shortest) & (d.length <= longest)]
     per_length = d.groupby(["variant", _setting(experiment), "length"]).accuracy.mean()
     return per_length.groupby(level=[0, 1]).min()
 
@@ -254,18 +266,18 @@ def in_distribution(t: Tables, experiment: str) -> pd.Series | None:
 def _beyond(t: Tables, experiment: str) -> pd.Series:
     """Seed-mean exact match beyond the training lengths, averaged over those lengths, per
     (variant, jump / depth)."""
-    d = getattr(t, experiment)
-    d = d[d.length > t.cfg[experiment]["train_max_len"]]
+    d = t.table(experiment)
+    d = d[d.length > tasks.get(experiment).train_lengths(t.cfg[experiment])[1]]
     per_length = d.groupby(["variant", _setting(experiment), "length"]).accuracy.mean()
     return per_length.groupby(level=[0, 1]).mean()
 
 
-def _not_learned(t: Tables, experiment: str, variants: list[str]) -> list[str]:
+def not_learned(t: Tables, experiment: str, variants: list[str]) -> list[str]:
     """'variant at jump/depth v (worst x.xx)' for every compared model below NEAR_PERFECT in
     distribution (empty: the comparison is testable)."""
     inside = in_distribution(t, experiment)
     param = _setting(experiment)
-    d = getattr(t, experiment)
+    d = t.table(experiment)
     why = {}  # train.early_stop's plateau stops, e.g. "did not learn in 1500 steps"
     if "stop_reason" in d:
         plateau = d[d.stop_reason.astype(str).str.startswith("did not learn")]
@@ -291,11 +303,11 @@ def compare_beyond(
     generalization."""
 
     def measure(t: Tables) -> float | NotTestable | None:
-        d = getattr(t, experiment)
+        d = t.table(experiment)
         if d is None or better not in set(d.variant) or not set(worse) & set(d.variant):
             return None
         compared = [better, *[w for w in worse if w in set(d.variant)]]
-        weak = _not_learned(t, experiment, compared)
+        weak = not_learned(t, experiment, compared)
         if weak:
             return NotTestable("not learned in distribution (< 0.9): " + ", ".join(weak))
         ood = _beyond(t, experiment)
@@ -326,7 +338,7 @@ def ps_smaller_jump_better(t: Tables) -> float | NotTestable | None:
         return None
     if d[d.variant == "ppc"].jump.nunique() < 2:
         return NotTestable("fewer than two jumps run")
-    weak = _not_learned(t, "parity_scratchpad", ["ppc"])
+    weak = not_learned(t, "parity_scratchpad", ["ppc"])
     if weak:
         return NotTestable("not learned in distribution (< 0.9): " + ", ".join(weak))
     per_jump = _beyond(t, "parity_scratchpad")["ppc"]
@@ -486,6 +498,7 @@ def claims(sp_variants: dict[str, str] | None = None) -> list[Claim]:
               "Lbar >= 2L); PC[H_attn] meets every assumption and the bound",
               coupling_contrast, f">= {CONTRAST}", lambda v: v >= CONTRAST),
         *nl_claims(),
+        *[c for task in tasks.REGISTRY.values() if hasattr(task, "claims") for c in task.claims()],
     ]  # fmt: skip
 
 

@@ -12,6 +12,7 @@ SCRATCHPAD_FIGURES = {  # figure file stem -> (experiment, figure key, default t
         "Fig. 8: parity with scratchpad, without PPC",
     ),
     "fig3_variable_assignment": ("variable_assignment", "fig3", "Fig. 3: variable assignment"),
+    "fig_majority": ("majority", "fig_majority", "Majority (not in the paper): position schemes"),
 }
 SCRATCHPAD_OUTPUTS = [
     f"{REPORTS}/{stem}.png" for stem, (exp, *_) in SCRATCHPAD_FIGURES.items() if exp in config
@@ -109,8 +110,10 @@ rule scratchpad_figure:
         ].get("title", SCRATCHPAD_FIGURES[w.stem][2])
         + f" ({config['tier']} tier)",
         style=lambda w: to_json(config[SCRATCHPAD_FIGURES[w.stem][0]]["figures"].get("style", {})),
-        train_range=lambda w: "{train_min_len} {train_max_len}".format(
-            **config[SCRATCHPAD_FIGURES[w.stem][0]]
+        train_range=lambda w: "{} {}".format(
+            *GENERATION_TASKS[SCRATCHPAD_FIGURES[w.stem][0]].train_lengths(
+                config[SCRATCHPAD_FIGURES[w.stem][0]]
+            )
         ),
         tracking=lambda w: figure_tracking(SCRATCHPAD_FIGURES[w.stem][0]),
     conda:

@@ -10,6 +10,8 @@ Tasks scored by greedy generation over test lengths, one model per (variant, set
 
 - `SETTING`: the per-model setting (jump, depth, ...), a `Setting`;
 - `task_spec(section, variant, value)`: the spec's task section for one model;
+- `train_lengths(section)`: the shortest and longest training length of its models;
+- `longest_tokens(section, length)`: tokens of the longest sequence at a length (ID range);
 - `testset(spec, eval_cfg, seed)`: the fixed test draws per length, each a batch with
   `prompt_len` and `test_example(scheme)` (what the model is fed at test time);
 - `config_checks(name, section)`: the task's cross-key constraints, as (key, message) pairs;
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from lengen.tasks import c4, parity_scratchpad, sparse_parity, variable_assignment
+from lengen.tasks import c4, majority, parity_scratchpad, sparse_parity, variable_assignment
 from lengen.tasks.base import Setting
 
 __all__ = ["REGISTRY", "Setting", "generation_tasks", "get"]
@@ -33,6 +35,7 @@ REGISTRY: dict[str, ModuleType] = {
     "parity_scratchpad": parity_scratchpad,
     "variable_assignment": variable_assignment,
     "natural_language": c4,
+    "majority": majority,  # not in the paper: the plug-in example (README, "Adding a task")
 }
 
 

@@ -37,11 +37,13 @@ def nonnegative_int(text: str) -> int:
     return value
 
 
-def add_scheme_argument(parser: argparse.ArgumentParser) -> None:
+def add_scheme_argument(
+    parser: argparse.ArgumentParser, choices: tuple[str, ...] = SCHEMES, default: str = "ppc"
+) -> None:
     """`--scheme`: which position IDs a sampled example shows (lengen.positions.SCHEMES)."""
     parser.add_argument(
         "--scheme",
-        choices=SCHEMES,
-        default="ppc",
+        choices=choices,
+        default=default,
         help="position IDs: coupled (ppc) or true IDs 1..T (absolute, rope_pose)",
     )

@@ -137,6 +137,11 @@ def task_spec(section: dict, variant: dict, value: int) -> dict:
     return {"jump": value, "scheme": variant["scheme"], **{k: section[k] for k in keys}}
 
 
+def train_lengths(section: dict) -> tuple[int, int]:
+    """Shortest and longest training length of the section's models."""
+    return section["train_min_len"], section["train_max_len"]
+
+
 def testset(spec: dict, eval_cfg: dict, seed: int) -> dict[int, Batch]:
     """The fixed test draws of a model's spec (the same for every variant and run)."""
     return make_testset(eval_cfg, spec["task"]["jump"], seed)

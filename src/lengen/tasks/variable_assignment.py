@@ -165,6 +165,11 @@ def task_spec(section: dict, variant: dict, value: int) -> dict:
     }
 
 
+def train_lengths(section: dict) -> tuple[int, int]:
+    """Shortest and longest training length of the section's models."""
+    return section["train_min_len"], section["train_max_len"]
+
+
 def testset(spec: dict, eval_cfg: dict, seed: int) -> dict[int, Batch]:
     """The fixed test draws of a model's spec (the same for every run; with or without the
     scratchpad as the variant says)."""

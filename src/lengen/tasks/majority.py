@@ -1,0 +1,193 @@
+"""Majority over bits (not in the paper: the plug-in example of the task interface, lengen.tasks).
+
+Sequence: <BOS>, b_1, ..., b_n, <SEP>, a with n odd, b_i ~ Unif{0, 1} and a = 1 iff more than
+half of the bits are 1; only a is predicted and scored. The answer depends on every bit, so it is
+not k-sparse for any fixed k: the sparsity theory (Sec. 4) does not predict that it length-
+generalizes, while C-RASP (Huang et al. 2024, "A Formal Framework for Understanding Length
+Generalization in Transformers") expresses it (a count comparison) and predicts it does with
+absolute positions. The per-model setting is the longest training length (n in
+[train_min_len, train_max_len], odd). Position IDs are the true ones (there is nothing to
+couple): 0 for <BOS>, then 1, 2, ...; each scheme shifts or draws them in training as it does for
+the scratchpad tasks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lengen.data import TEST_STREAM, Example
+from lengen.positions import SCHEMES, scheme_test_ids, scheme_train_ids
+from lengen.tasks.base import Setting, add_scheme_argument, positive_int
+
+VOCAB = ("<BOS>", "<SEP>", "0", "1")
+BOS, SEP, ZERO, ONE = range(4)
+SETTING = Setting(
+    key="train_max_len", values="train_max_lens", prefix="n", length_axis="test length n"
+)
+
+
+def vocab_size(spec: dict) -> int:
+    """Number of token IDs."""
+    return len(VOCAB)
+
+
+@dataclass
+class Batch:
+    """Examples of one length n: tokens, IDs 0..n+2, target mask (B, n + 3)."""
+
+    tokens: np.ndarray
+    coupled_ids: np.ndarray  # the true IDs: majority has nothing to couple
+    target_mask: np.ndarray
+    n_bits: int
+
+    @property
+    def prompt_len(self) -> int:
+        """Tokens up to and including <SEP>: what generation starts from."""
+        return self.n_bits + 2
+
+    def test_example(self, scheme: str) -> Example:
+        """What the model is fed at test time under a scheme (`test_example`)."""
+        return test_example(self, scheme)
+
+
+def sample(rng: np.random.Generator, n_examples: int, n_bits: int) -> Batch:
+    """Draw n_examples sequences of n_bits (odd) bits and their majority."""
+    if n_bits % 2 == 0:
+        raise ValueError(f"n must be odd (no ties), got {n_bits}")
+    bits = rng.integers(0, 2, size=(n_examples, n_bits))
+    answer = (2 * bits.sum(axis=1) > n_bits).astype(np.int64)
+    tokens = np.concatenate(
+        [np.full((n_examples, 1), BOS), ZERO + bits, np.full((n_examples, 1), SEP),
+         (ZERO + answer)[:, None]],
+        axis=1,
+    ).astype(np.int64)  # fmt: skip
+    target_mask = np.zeros_like(tokens)
+    target_mask[:, -1] = 1
+    ids = np.tile(np.arange(n_bits + 3, dtype=np.int64), (n_examples, 1))
+    return Batch(tokens, ids, target_mask, n_bits)
+
+
+def draw_train(spec: dict, rng: np.random.Generator) -> Batch:
+    """A training draw: one odd n ~ Unif over the odd lengths in [train_min_len, train_max_len]."""
+    task = spec["task"]
+    n = 2 * int(rng.integers(task["train_min_len"] // 2, (task["train_max_len"] - 1) // 2 + 1)) + 1
+    return sample(rng, spec["train"]["batch_size"], n)
+
+
+def train_batch(spec: dict, rng: np.random.Generator, step: int) -> Example:
+    """One training batch: a training draw with IDs by the spec's scheme (shifted / PoSE)."""
+    b = draw_train(spec, rng)
+    pos = scheme_train_ids(spec["task"]["scheme"], rng, b.coupled_ids, spec["task"]["l_max"])
+    return Example(b.tokens, pos, b.target_mask)
+
+
+def heldout_example(spec: dict, rng: np.random.Generator) -> Example:
+    """Early stopping's held-out batch: a training draw at test-time IDs."""
+    return test_example(draw_train(spec, rng), spec["task"]["scheme"])
+
+
+def test_example(b: Batch, scheme: str) -> Example:
+    """Test-time view of a draw: true IDs 1..T (every scheme but ppc, which majority has not)."""
+    return Example(b.tokens, scheme_test_ids(scheme, b.coupled_ids), b.target_mask)
+
+
+def task_spec(section: dict, variant: dict, value: int) -> dict:
+    """The spec's task section of one model: trained on n in [train_min_len, value]."""
+    return {
+        "train_max_len": value,
+        "scheme": variant["scheme"],
+        "train_min_len": section["train_min_len"],
+        "l_max": section["l_max"],
+    }
+
+
+def train_lengths(section: dict) -> tuple[int, int]:
+    """Shortest and longest training length of any model of the section."""
+    return section["train_min_len"], max(section["train_max_lens"])
+
+
+def testset(spec: dict, eval_cfg: dict, seed: int) -> dict[int, Batch]:
+    """Fixed test draws per length n, each from its own generator seeded by (seed, n)."""
+    return {
+        n: sample(np.random.default_rng([seed, TEST_STREAM, n]), eval_cfg["n_examples"], n)
+        for n in sorted(eval_cfg["lengths"])
+    }
+
+
+def longest_tokens(section: dict, length: int) -> int:
+    """Tokens of the longest sequence at length n: <BOS>, n bits, <SEP>, the answer."""
+    return length + 3
+
+
+def config_checks(name: str, section: dict) -> list[tuple[str, str]]:
+    """Every length is odd (a majority has no ties); no scheme couples (ppc has no IDs to
+    predict here)."""
+    errors = [
+        (f"{name}.{key}", f"{bad} even: a majority of an even number of bits can tie")
+        for key, lengths in (("train_min_len", [section["train_min_len"]]),
+                             ("train_max_lens", section["train_max_lens"]),
+                             ("eval.lengths", section["eval"]["lengths"]))
+        if (bad := [n for n in lengths if n % 2 == 0])
+    ]  # fmt: skip
+    errors += [
+        (f"{name}.variants.{v}.scheme", "ppc has nothing to couple in majority")
+        for v, var in section["variants"].items()
+        if var["scheme"] == "ppc"
+    ]
+    return errors
+
+
+def to_records(example: Example, batch: Batch) -> list[dict]:
+    """JSON-ready rows: token strings, position IDs, target mask, the label and the length."""
+    return [
+        {
+            "tokens": [VOCAB[t] for t in example.tokens[i]],
+            "position_ids": example.position_ids[i].tolist(),
+            "target_mask": example.target_mask[i].tolist(),
+            "label": VOCAB[int(example.tokens[i, -1])],
+            "length": batch.n_bits,
+        }
+        for i in range(len(example.tokens))
+    ]
+
+
+def add_sample_arguments(parser) -> None:
+    """`lengen sample majority` options (beside --n and --seed)."""
+    parser.add_argument("--length", type=positive_int, required=True, help="n, odd: the bits")
+    add_scheme_argument(parser, tuple(s for s in SCHEMES if s != "ppc"), default="absolute")
+
+
+def sample_records(args) -> list[dict]:
+    """`lengen sample majority`: examples with the scheme's test-time IDs."""
+    if args.length % 2 == 0:
+        raise ValueError(f"--length must be odd (no ties), got {args.length}")
+    batch = sample(np.random.default_rng(args.seed), args.n, args.length)
+    return to_records(test_example(batch, args.scheme), batch)
+
+
+def claims() -> list:
+    """The report's row for this task (lengen.report collects every task's `claims`)."""
+    from lengen.report import NEAR_PERFECT, Claim, NotTestable, not_learned
+
+    def measure(t) -> float | NotTestable | None:
+        d = t.table("majority")
+        if d is None or "absolute" not in set(d.variant):
+            return None
+        weak = not_learned(t, "majority", ["absolute"])
+        if weak:
+            return NotTestable("not learned in distribution (< 0.9): " + ", ".join(weak))
+        longest = max(t.cfg["majority"]["train_max_lens"])
+        sub = d[(d.variant == "absolute") & (d.length > longest) & (d.length <= 2 * longest)]
+        return float(sub.groupby("length").accuracy.mean().min()) if len(sub) else None
+
+    return [
+        Claim("MJ-1", "not in the paper (C-RASP: Huang et al. 2024)",
+              "majority (k = n, not sparse): C-RASP predicts length generalization with "
+              "absolute positions; the sparsity theory (Sec. 4) does not predict it",
+              "worst seed-mean accuracy of absolute PE at lengths in (L, 2L], L its longest "
+              "training length; learned >= 0.9 in distribution (RoPE + PoSE, NoPE, ALiBi: "
+              "fig_majority.png)",
+              measure, f">= {NEAR_PERFECT}", lambda v: v >= NEAR_PERFECT),
+    ]  # fmt: skip

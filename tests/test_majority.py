@@ -1,0 +1,88 @@
+"""Majority over bits: the plug-in task (lengen.tasks.majority) through the task interface."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+
+from lengen import cli, specs, tasks, tracking
+from lengen.config import ConfigError, validate
+from lengen.tasks import majority as mj
+
+
+def test_labels_and_layout_known_answers():
+    b = mj.sample(np.random.default_rng(0), 256, 7)
+    bits = b.tokens[:, 1:8] - mj.ZERO
+    assert (b.tokens[:, 0] == mj.BOS).all() and (b.tokens[:, 8] == mj.SEP).all()
+    assert ((b.tokens[:, 9] - mj.ZERO) == (bits.sum(axis=1) >= 4)).all()  # 4 of 7 is a majority
+    assert b.target_mask.sum() == 256 and (b.target_mask[:, -1] == 1).all()
+    assert b.prompt_len == 9 and 0.3 < (b.tokens[:, 9] == mj.ONE).mean() < 0.7
+    hand = mj.sample(np.random.default_rng(1), 1, 3)
+    ones = int((hand.tokens[0, 1:4] == mj.ONE).sum())
+    assert hand.tokens[0, -1] == (mj.ONE if ones >= 2 else mj.ZERO)
+    with pytest.raises(ValueError, match="odd"):
+        mj.sample(np.random.default_rng(0), 1, 4)
+
+
+def test_training_draws_are_odd_lengths_in_range_and_test_ids_are_true_ids():
+    spec = {"task": {"train_min_len": 5, "train_max_len": 9, "scheme": "absolute", "l_max": 40},
+            "train": {"batch_size": 4}}  # fmt: skip
+    lengths = {mj.draw_train(spec, np.random.default_rng(s)).n_bits for s in range(200)}
+    assert lengths == {5, 7, 9}
+    b = mj.sample(np.random.default_rng(0), 2, 5)
+    for scheme in ("absolute", "rope_pose", "nope", "alibi"):
+        assert (b.test_example(scheme).position_ids == np.arange(1, 9)).all()
+    shifted = mj.train_batch(spec, np.random.default_rng(0), 0).position_ids
+    assert (np.diff(shifted, axis=1) == 1).all() and shifted.max() <= 40
+
+
+def test_sample_cli_prints_what_the_model_is_fed(capsys):
+    cli.main(["sample", "majority", "--length", "5", "--n", "2", "--seed", "3"])
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    b = mj.sample(np.random.default_rng(3), 2, 5)
+    assert [r["tokens"] for r in rows] == [[mj.VOCAB[t] for t in row] for row in b.tokens]
+    assert rows[0]["position_ids"] == list(range(1, 9)) and rows[0]["length"] == 5
+    assert rows[0]["target_mask"] == [0] * 7 + [1] and rows[0]["label"] == rows[0]["tokens"][-1]
+    for argv, message in ((["--length", "4"], "odd"), (["--length", "5", "--scheme", "ppc"], "")):
+        with pytest.raises(SystemExit):
+            cli.main(["sample", "majority", *argv])
+        assert message in capsys.readouterr().err
+
+
+def test_config_checks_name_the_key(smoke_config):
+    cfg = copy.deepcopy(smoke_config)
+    cfg["majority"]["eval"]["lengths"] = [3, 8]
+    cfg["majority"]["variants"]["ppc"] = {"scheme": "ppc", "runs": 1}
+    with pytest.raises(ConfigError) as err:
+        validate(cfg)
+    assert "majority.eval.lengths" in str(err.value) and "majority.variants.ppc.scheme" in str(
+        err.value
+    )
+
+
+def test_it_is_a_generation_task_registered_once():
+    assert tasks.get("majority") is mj and "majority" in tasks.generation_tasks()
+    assert mj.SETTING.key == "train_max_len" and mj.longest_tokens({}, 11) == 14
+
+
+@pytest.mark.parametrize("scheme", ["absolute", "nope", "alibi", "rope_pose"])
+def test_majority_trains_and_evaluates_end_to_end(scheme, tmp_path, smoke_config):
+    """Every scheme trains through the project's trainer and is scored by the evaluator (the
+    answer token by greedy generation), one row per test length."""
+    from lengen.evaluate import evaluate_scratchpad
+    from lengen.train import train
+
+    cfg = copy.deepcopy(smoke_config)
+    cfg["results_dir"] = str(tmp_path / "results")
+    cfg["majority"]["variants"][scheme] = {"scheme": scheme, "runs": 1}
+    spec = specs.scratchpad_train(validate(cfg), "majority", scheme, 7, 0)
+    assert spec["task"] == {"train_max_len": 7, "scheme": scheme, "train_min_len": 3, "l_max": 20}
+    assert spec["run_name"] == f"{scheme}/t7/seed0"
+    tracking.prepare_store(spec["tracking"]["uri"], [spec["tracking"]["experiment"]])
+    path = train(spec, tmp_path / "model")
+    table = evaluate_scratchpad(path, cfg["majority"]["eval"], 0, tmp_path / "eval.csv")
+    assert sorted(table["length"]) == [3, 7, 11] and table["accuracy"].between(0, 1).all()
+    assert set(table["train_max_len"]) == {7}
