@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lengen import provenance, tasks
+from lengen import artifacts, provenance, tasks
 from lengen.config import validate
 from lengen.influence import diagonal_fit, mean_with_ci
 from lengen.theory_cases import DELTA
@@ -85,24 +85,26 @@ class Tables:
         return getattr(self, experiment, None)
 
 
-def read_tables(cfg: dict) -> Tables:
-    """Load every tidy table the config's reports directory holds."""
-    reports = Path(cfg["reports_dir"])
+def read_tables(cfg: dict, paths: dict[str, str] | None = None) -> Tables:
+    """Load the tidy tables the report reads: `paths` (name -> file, the rule's named inputs),
+    by default the artifact contract's for this config (lengen.artifacts.report_tables). A
+    table whose file is absent is None (its claims read "not run")."""
+    paths = artifacts.report_tables(cfg) if paths is None else paths
 
     def read(name: str) -> pd.DataFrame | None:
-        path = reports / name
-        return pd.read_csv(path, dtype=provenance.DTYPES) if path.exists() else None
+        path = paths.get(name)
+        return pd.read_csv(path, dtype=provenance.DTYPES) if path and os.path.exists(path) else None
 
     return Tables(
         cfg,
-        read("sparse_parity_accuracy.csv"),
-        read("parity_scratchpad_accuracy.csv"),
-        read("variable_assignment_accuracy.csv"),
-        read("theory_table.csv"),
-        read("influence_loo.csv"),
-        read("table1_chunk_nll.csv"),
+        read("sparse_parity"),
+        read("parity_scratchpad"),
+        read("variable_assignment"),
+        read("theory"),
+        read("influence"),
+        read("perplexity_chunks"),
         {
-            name: read(f"{name}_accuracy.csv")
+            name: read(name)
             for name in tasks.generation_tasks()
             if name not in ("parity_scratchpad", "variable_assignment")
         },
@@ -644,10 +646,10 @@ def verdict(claim: Claim, tables: Tables) -> dict:
     }
 
 
-def write_report(cfg: dict, out: Path) -> pd.DataFrame:
-    """REPORT.md for the config's run: the verdict table and the figures it rests on."""
-    validate(cfg)
-    tables = read_tables(cfg)
+def write_report(cfg: dict, out: Path, paths: dict[str, str] | None = None) -> pd.DataFrame:
+    """REPORT.md for the config's run (the report's slice of it, lengen.artifacts.report_config,
+    is enough): the verdict table and the figures it rests on; `paths` as read_tables."""
+    tables = read_tables(cfg, paths)
     variants = {v: e["label"] for v, e in cfg["sparse_parity"]["variants"].items()}
     rows = pd.DataFrame([verdict(c, tables) for c in claims(variants)])
     counts = rows.verdict.value_counts().to_dict()
@@ -663,7 +665,7 @@ def write_report(cfg: dict, out: Path) -> pd.DataFrame:
         "",
         rows.to_markdown(index=False),
         "",
-        "Figures: " + ", ".join(f"`{p.name}`" for p in sorted(out.parent.glob("*.png"))) + ".",
+        "Figures: " + ", ".join(f"`{name}`" for name in artifacts.report_figures(cfg)) + ".",
         "",
         "Where a sparse-parity verdict fails, `sparse_parity_attention_<variant>.png` shows why: "
         "the predicting token's attention on the flagged tokens per head vs test length, and "
@@ -682,14 +684,23 @@ def main(argv: list[str] | None = None) -> None:
     import yaml
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True, help="config YAML file or JSON string")
+    parser.add_argument(
+        "--config",
+        required=True,
+        help="a whole config YAML file (validated), or the JSON of its report slice (the rule's)",
+    )
+    parser.add_argument(
+        "--table", nargs="*", default=None, metavar="NAME=PATH",
+        help="the tables to read (default: the artifact contract's for the config)",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     if os.path.exists(args.config):
-        cfg = yaml.safe_load(Path(args.config).read_text())
+        cfg = artifacts.report_config(validate(yaml.safe_load(Path(args.config).read_text())))
     else:
         cfg = json.loads(args.config)
-    write_report(cfg, args.out)
+    paths = None if args.table is None else dict(t.split("=", 1) for t in args.table)
+    write_report(cfg, args.out, paths)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 # Validates the config before any job runs and defines shared paths and the MLflow setup rule.
 import json
 
-from lengen import specs
+from lengen import artifacts, specs
 from lengen.config import tracking_uri, validate
 from lengen.tracking import experiment_name
 

@@ -4,11 +4,10 @@
 NL = config.get("natural_language")
 NL_DIR = f"{RESULTS}/natural_language"
 NL_TOKENS = [f"{NL_DIR}/tokens/{name}" for name in ("train.bin", "validation.bin", "meta.json")]
-NL_TABLE = f"{REPORTS}/table1_perplexity.csv"
-NL_CHUNKS = f"{REPORTS}/table1_chunk_nll.csv"  # per-chunk NLL: the report's paired bootstrap
-NL_INFLUENCE = f"{REPORTS}/influence_loo.csv"
-NL_FIGURES = [f"{REPORTS}/{fig}" for fig in
-              ("fig4_influence.png", "fig5_masks.png", "fig6_influence.png")]
+NL_TABLE = artifacts.table(config, "perplexity")
+NL_CHUNKS = artifacts.table(config, "perplexity_chunks")  # the report's paired bootstrap
+NL_INFLUENCE = artifacts.table(config, "influence")
+NL_FIGURES = [artifacts.figure(config, f) for f in ("fig4_influence", "fig5_masks", "fig6_influence")]
 NL_OUTPUTS = [NL_TABLE, NL_TABLE.replace(".csv", ".md"), NL_CHUNKS, NL_INFLUENCE, *NL_FIGURES] if NL else []
 # App. F's models span several GPUs: natural_language.gpus_per_job overrides the runtime's
 NL_GPUS = NL.get("gpus_per_job", config["runtime"]["gpus_per_job"]) if NL else 0

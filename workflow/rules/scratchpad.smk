@@ -15,8 +15,8 @@ SCRATCHPAD_FIGURES = {  # figure file stem -> (experiment, figure key, default t
     "fig_majority": ("majority", "fig_majority", "Majority (not in the paper): position schemes"),
 }
 SCRATCHPAD_OUTPUTS = [
-    f"{REPORTS}/{stem}.png" for stem, (exp, *_) in SCRATCHPAD_FIGURES.items() if exp in config
-] + [f"{REPORTS}/{exp}_accuracy.csv" for exp in GENERATION_TASKS if exp in config]
+    artifacts.figure(config, stem) for stem, (exp, *_) in SCRATCHPAD_FIGURES.items() if exp in config
+] + [artifacts.table(config, exp) for exp in GENERATION_TASKS if exp in config]
 
 
 def scratchpad_evals(exp, variants=None):

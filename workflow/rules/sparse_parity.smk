@@ -1,11 +1,8 @@
 # Sparse parity (Sec. 5.1, App. E.1): Fig. 1 (K_train 8, 10) and Fig. 7 (K_train 4, 6, 12).
 SP = config["sparse_parity"]
 SP_DIR = f"{RESULTS}/sparse_parity"
-SPARSE_PARITY_FIGURES = [
-    f"{REPORTS}/fig1_sparse_parity.png",
-    f"{REPORTS}/fig7_sparse_parity.png",
-]
-SPARSE_PARITY_TABLE = f"{REPORTS}/sparse_parity_accuracy.csv"
+SPARSE_PARITY_FIGURES = [artifacts.figure(config, f"{fig}_sparse_parity") for fig in ("fig1", "fig7")]
+SPARSE_PARITY_TABLE = artifacts.table(config, "sparse_parity")
 FIG_K = {"fig1": SP["figures"]["fig1"], "fig7": SP["figures"]["fig7"]}
 SP_VARIANTS = list(SP["variants"])  # each variant trains every K_train (a figure row each)
 

@@ -1,8 +1,9 @@
 # Executable theory (Sec. 3-4, App. C-D): Prop. C.3's counterexamples, a Theorem 4.3 positive
 # case and position coupling (Prop. 4.4), with exact population risks. CPU seconds, no training.
 THEORY = config.get("theory")
+THEORY_TABLE = artifacts.table(config, "theory")
 THEORY_OUTPUTS = (
-    [f"{REPORTS}/theory_table.csv", f"{REPORTS}/theory_table.md", f"{REPORTS}/theory_figure.png"]
+    [THEORY_TABLE, THEORY_TABLE.replace(".csv", ".md"), artifacts.figure(config, "theory_figure")]
     if THEORY
     else []
 )
@@ -10,8 +11,8 @@ THEORY_OUTPUTS = (
 
 rule theory:
     output:
-        table=f"{REPORTS}/theory_table.csv",
-        markdown=f"{REPORTS}/theory_table.md",
+        table=THEORY_TABLE,
+        markdown=THEORY_TABLE.replace(".csv", ".md"),
         figure=report(
             f"{REPORTS}/theory_figure.png", caption="../report/fig_theory.rst", category="Theory"
         ),

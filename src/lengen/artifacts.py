@@ -1,0 +1,85 @@
+"""The artifact contract: every file a run leaves under `reports_dir`, named in one place.
+
+The workflow rules (workflow/rules/*.smk) take their report-level outputs from here, and
+`lengen.report` receives exactly these tables as named inputs (`report_tables`), with only the
+config slice its rules read (`report_config`: no figure sections, so restyling a figure never
+reruns the claims). Per-model files under `results_dir` (model.pt, eval.csv, logs, benchmarks) are
+wildcard patterns of their own rules.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lengen import tasks
+
+REPORT = "REPORT.md"
+TABLES = {  # report-level tidy tables: name -> file under reports_dir
+    "sparse_parity": "sparse_parity_accuracy.csv",
+    "theory": "theory_table.csv",
+    "influence": "influence_loo.csv",  # Eq. (6) leave-one-out (Figs. 4, 6)
+    "perplexity_chunks": "table1_chunk_nll.csv",  # per-chunk NLL: Table 1's paired bootstrap
+    "perplexity": "table1_perplexity.csv",
+}
+SECTION_OF = {  # a table exists only when its config section does
+    "sparse_parity": "sparse_parity",
+    "theory": "theory",
+    "influence": "natural_language",
+    "perplexity_chunks": "natural_language",
+    "perplexity": "natural_language",
+}
+REPORT_READS = ("sparse_parity", "theory", "influence", "perplexity_chunks")  # + generation tasks
+FIGURES = {  # figure stem -> config section (Figs. 1-8 of the paper, diagnostics, majority)
+    "fig1_sparse_parity": "sparse_parity",
+    "fig7_sparse_parity": "sparse_parity",
+    "fig2_parity_scratchpad": "parity_scratchpad",
+    "fig8_parity_scratchpad_ablations": "parity_scratchpad",
+    "fig3_variable_assignment": "variable_assignment",
+    "fig4_influence": "natural_language",
+    "fig5_masks": "natural_language",
+    "fig6_influence": "natural_language",
+    "theory_figure": "theory",
+    "fig_majority": "majority",
+}
+
+
+def reports(cfg: dict) -> Path:
+    """The run's reports directory."""
+    return Path(cfg["reports_dir"])
+
+
+def table(cfg: dict, name: str) -> str:
+    """Path of a report-level table: a name of TABLES, or a generation task's accuracy table."""
+    if name in tasks.generation_tasks():
+        return str(reports(cfg) / f"{name}_accuracy.csv")
+    return str(reports(cfg) / TABLES[name])
+
+
+def figure(cfg: dict, stem: str) -> str:
+    """Path of a figure by stem (FIGURES, or a diagnostic such as sparse_parity_attention_neox)."""
+    return str(reports(cfg) / f"{stem}.png")
+
+
+def report_tables(cfg: dict) -> dict[str, str]:
+    """The tables lengen.report reads, by name, for the sections this config runs."""
+    names = [n for n in REPORT_READS if SECTION_OF[n] in cfg]
+    names += [n for n in tasks.generation_tasks() if n in cfg]
+    return {name: table(cfg, name) for name in names}
+
+
+def report_figures(cfg: dict) -> list[str]:
+    """File names of the figures the run draws (what REPORT.md lists), sections in config order."""
+    names = [f"{stem}.png" for stem, section in FIGURES.items() if section in cfg]
+    if "sparse_parity" in cfg:
+        names += [f"sparse_parity_attention_{v}.png" for v in cfg["sparse_parity"]["variants"]]
+    return sorted(names)
+
+
+def report_config(cfg: dict) -> dict:
+    """The config slice the report's rules read: everything but the figure sections."""
+    return {
+        key: {k: v for k, v in value.items() if k != "figures"}
+        if isinstance(value, dict)
+        else value
+        for key, value in cfg.items()
+    }

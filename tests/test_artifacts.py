@@ -1,0 +1,28 @@
+"""The artifact contract (lengen.artifacts): one place names every report-level file."""
+
+from __future__ import annotations
+
+from lengen import artifacts, report
+
+
+def test_report_reads_exactly_the_contracts_tables(smoke_config):
+    paths = artifacts.report_tables(smoke_config)
+    assert set(paths) == {"sparse_parity", "theory", "influence", "perplexity_chunks",
+                          "parity_scratchpad", "variable_assignment", "majority"}  # fmt: skip
+    reports = smoke_config["reports_dir"]
+    assert paths["majority"] == f"{reports}/majority_accuracy.csv"
+    assert paths["perplexity_chunks"] == f"{reports}/table1_chunk_nll.csv"
+    no_nl = {k: v for k, v in smoke_config.items() if k != "natural_language"}
+    assert "influence" not in artifacts.report_tables(no_nl)
+
+
+def test_report_config_has_no_figure_sections_and_the_report_runs_on_it(tmp_path, smoke_config):
+    sliced = artifacts.report_config(smoke_config)
+    assert all("figures" not in v for v in sliced.values() if isinstance(v, dict))
+    assert sliced["majority"]["train_max_lens"] == smoke_config["majority"]["train_max_lens"]
+    restyled = {**smoke_config, "majority": {**smoke_config["majority"], "figures": {}}}
+    assert artifacts.report_config(restyled) == sliced  # restyling never changes the slice
+    rows = report.write_report(sliced, tmp_path / "REPORT.md", paths={})
+    assert set(rows.verdict) == {"not run"}
+    text = (tmp_path / "REPORT.md").read_text()
+    assert "`fig_majority.png`" in text and "`sparse_parity_attention_neox.png`" in text
