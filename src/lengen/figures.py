@@ -96,8 +96,10 @@ def scratchpad_figure(
     a 95% CI band, as the paper), a panel per variant in `panels` order (Figs. 2, 8, 3a-d)."""
     style = {**DEFAULT_STYLE, **style}
     sns.set_theme(context=style["context"], style="whitegrid")
-    experiment = tasks.get(table["experiment"].iloc[0])
-    param, x = experiment.SETTING.key, experiment.SETTING.length_axis
+    setting = next(  # the task whose per-model setting (jump, depth, ...) the table has
+        t.SETTING for t in tasks.generation_tasks().values() if t.SETTING.key in table
+    )
+    param, x = setting.key, setting.length_axis
     table = table[table["variant"].isin(panels)].copy()
     letters = "abcdefgh" if len(panels) > 1 else ""
     names = {

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from lengen import artifacts, provenance, tasks
+from lengen.claims import Claim, Measured, NotTestable
 from lengen.config import validate
 from lengen.influence import diagonal_fit, mean_with_ci
 from lengen.theory_cases import DELTA
@@ -32,37 +33,6 @@ FAILS = 0.75  # "fails": never above this accuracy
 MONOTONE = -0.8  # Spearman correlation that counts as "larger k is worse"
 MUCH_WORSE = 0.3  # accuracy gap that counts as "much worse" / "hurts a lot"
 OMEGA_1 = 0.5  # test risk that counts as "bounded away from 0" (Omega(1))
-
-
-@dataclass(frozen=True)
-class NotTestable:
-    """A measure's answer when the comparison it makes would show nothing: e.g. a length-
-    generalization comparison between models that did not learn the task in distribution."""
-
-    reason: str
-
-
-@dataclass(frozen=True)
-class Measured:
-    """A measurement made of several named numbers (an estimate and its 95% CI, or a slope and a
-    spread), shown together; a rule reads them by name."""
-
-    values: dict[str, float]
-
-    def __getitem__(self, name: str) -> float:
-        return self.values[name]
-
-    def __str__(self) -> str:
-        """'name value [CI low, CI high]' per number (CI keys: ci_low / ci_high for `estimate`,
-        NAME_ci_low / NAME_ci_high for the others)."""
-        parts = []
-        for k, v in self.values.items():
-            if k.endswith(("ci_low", "ci_high")):
-                continue
-            lo, hi = ("ci_low", "ci_high") if k == "estimate" else (f"{k}_ci_low", f"{k}_ci_high")
-            ci = f" [{self.values[lo]:.3f}, {self.values[hi]:.3f}]" if lo in self.values else ""
-            parts.append(f"{k} {v:.3f}{ci}")
-        return ", ".join(parts)
 
 
 @dataclass
@@ -109,19 +79,6 @@ def read_tables(cfg: dict, paths: dict[str, str] | None = None) -> Tables:
             if name not in ("parity_scratchpad", "variable_assignment")
         },
     )
-
-
-@dataclass
-class Claim:
-    """A claim, how it is measured, and the rule that turns the measurement into a verdict."""
-
-    id: str
-    section: str
-    paper: str  # the paper's statement or number
-    measured_as: str  # what the number is
-    measure: Callable[[Tables], float | Measured | NotTestable | None]
-    rule: str  # the rule, in words
-    holds: Callable[[float | Measured], bool]
 
 
 def _spearman(x: pd.Series, y: pd.Series) -> float:

@@ -169,7 +169,8 @@ def sample_records(args) -> list[dict]:
 
 def claims() -> list:
     """The report's row for this task (lengen.report collects every task's `claims`)."""
-    from lengen.report import NEAR_PERFECT, Claim, NotTestable, not_learned
+    from lengen.claims import Claim, NotTestable
+    from lengen.report import NEAR_PERFECT, not_learned
 
     def measure(t) -> float | NotTestable | None:
         d = t.table("majority")

@@ -1,0 +1,52 @@
+"""The claims report's value types, shared by lengen.report and the task modules that own claims
+rows (lengen.tasks.majority): a module of their own, so that `python -m lengen.report` and a task
+module importing them see the same classes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class NotTestable:
+    """A measure's answer when the comparison it makes would show nothing: e.g. a length-
+    generalization comparison between models that did not learn the task in distribution."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A measurement made of several named numbers (an estimate and its 95% CI, or a slope and a
+    spread), shown together; a rule reads them by name."""
+
+    values: dict[str, float]
+
+    def __getitem__(self, name: str) -> float:
+        return self.values[name]
+
+    def __str__(self) -> str:
+        """'name value [CI low, CI high]' per number (CI keys: ci_low / ci_high for `estimate`,
+        NAME_ci_low / NAME_ci_high for the others)."""
+        parts = []
+        for k, v in self.values.items():
+            if k.endswith(("ci_low", "ci_high")):
+                continue
+            lo, hi = ("ci_low", "ci_high") if k == "estimate" else (f"{k}_ci_low", f"{k}_ci_high")
+            ci = f" [{self.values[lo]:.3f}, {self.values[hi]:.3f}]" if lo in self.values else ""
+            parts.append(f"{k} {v:.3f}{ci}")
+        return ", ".join(parts)
+
+
+@dataclass
+class Claim:
+    """A claim, how it is measured, and the rule that turns the measurement into a verdict."""
+
+    id: str
+    section: str
+    paper: str  # the paper's statement or number
+    measured_as: str  # what the number is
+    measure: Callable[[object], float | Measured | NotTestable | None]
+    rule: str  # the rule, in words
+    holds: Callable[[float | Measured], bool]
