@@ -20,6 +20,7 @@ TABLES = {  # report-level tidy tables: name -> file under reports_dir
     "influence": "influence_loo.csv",  # Eq. (6) leave-one-out (Figs. 4, 6)
     "perplexity_chunks": "table1_chunk_nll.csv",  # per-chunk NLL: Table 1's paired bootstrap
     "perplexity": "table1_perplexity.csv",
+    "sparse_parity_schemes": "sparse_parity_schemes.csv",  # extra figure's models at one K_train
 }
 SECTION_OF = {  # a table exists only when its config section does
     "sparse_parity": "sparse_parity",
@@ -27,6 +28,7 @@ SECTION_OF = {  # a table exists only when its config section does
     "influence": "natural_language",
     "perplexity_chunks": "natural_language",
     "perplexity": "natural_language",
+    "sparse_parity_schemes": "sparse_parity",
 }
 REPORT_READS = ("sparse_parity", "theory", "influence", "perplexity_chunks")  # + generation tasks
 FIGURES = {  # figure stem -> config section (Figs. 1-8 of the paper, diagnostics, majority)
@@ -72,6 +74,8 @@ def report_figures(cfg: dict) -> list[str]:
     names = [f"{stem}.png" for stem, section in FIGURES.items() if section in cfg]
     if "sparse_parity" in cfg:
         names += [f"sparse_parity_attention_{v}.png" for v in cfg["sparse_parity"]["variants"]]
+        if "schemes" in cfg["sparse_parity"]:
+            names.append("sparse_parity_schemes.png")
     return sorted(names)
 
 

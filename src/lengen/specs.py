@@ -27,6 +27,8 @@ def sparse_parity_train(cfg: dict, k_train: int, variant: str | None = None) -> 
     K_train = k_train (Sec. 5.1); the variant's model keys override the section's model."""
     sp = cfg["sparse_parity"]
     variant = variant or next(iter(sp["variants"]))
+    schemes = sp.get("schemes", {}).get("variants", {})  # the extra figure's NoPE / ALiBi models
+    var = sp["variants"][variant] if variant in sp["variants"] else schemes[variant]
     return {
         "experiment": "sparse_parity",
         "variant": variant,
@@ -39,7 +41,11 @@ def sparse_parity_train(cfg: dict, k_train: int, variant: str | None = None) -> 
             "train_max_len": sp["train_max_len"],
             "l_max": sp["l_max"],
         },
-        "model": {"position": "rope", **sp["model"], **sp["variants"][variant].get("model", {})},
+        "model": {
+            "position": var.get("position", "rope"),
+            **sp["model"],
+            **var.get("model", {}),
+        },
         "train": sp["train"],
         "runtime": runtime(cfg),
         "tracking": {

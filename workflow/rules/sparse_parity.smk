@@ -163,3 +163,67 @@ rule sparse_parity_attention:
         "{PY} -m lengen.attention --model {input} --lengths {params.lengths} --k {params.k}"
         " --n-examples {params.n} --seed {params.seed} --title {params.title:q}"
         " --out-table {output.table} --out-figure {output.figure} > {log} 2>&1"
+
+
+# Extra figure (not in the paper): NoPE and ALiBi at one K_train beside the variants at that K.
+SP_SCHEMES = SP.get("schemes")
+SP_SCHEME_EVALS = (
+    [f"{SP_DIR}/{v}/K{SP_SCHEMES['k_train']}/eval.csv" for v in [*SP_VARIANTS, *SP_SCHEMES["variants"]]]
+    if SP_SCHEMES
+    else []
+)
+SPARSE_PARITY_SCHEMES = (
+    [artifacts.figure(config, "sparse_parity_schemes"), artifacts.table(config, "sparse_parity_schemes")]
+    if SP_SCHEMES
+    else []
+)
+
+
+rule sparse_parity_schemes_table:
+    # The extra figure's models and the variants at its K_train, in one tidy table.
+    input:
+        SP_SCHEME_EVALS,
+    output:
+        artifacts.table(config, "sparse_parity_schemes"),
+    conda:
+        CONDA_ENV
+    benchmark:
+        f"{BENCHMARKS}/sparse_parity/schemes_table.tsv",
+    log:
+        f"{LOGS}/sparse_parity/schemes_table.log",
+    shell:
+        "{PY} -m lengen.evaluate combine --tables {input} --out {output} > {log} 2>&1"
+
+
+rule sparse_parity_schemes_figure:
+    # Accuracy vs test length, a line per k_test, a row per position scheme, at one K_train.
+    input:
+        SP_SCHEME_EVALS,
+    output:
+        report(
+            artifacts.figure(config, "sparse_parity_schemes"),
+            caption="../report/fig_sparse_parity.rst",
+            category="Sparse parity",
+        ),
+    params:
+        title=lambda w: (
+            f"Sparse parity, K_train = {SP_SCHEMES['k_train']}: position schemes (not in the "
+            f"paper; {config['tier']} tier)"
+        ),
+        style=to_json(SP["figures"].get("style", {})),
+        train_range=f"{SP['train_min_len']} {SP['train_max_len']}",
+        labels=lambda w: to_json(
+            [[v, SP["variants"][v]["label"]] for v in SP_VARIANTS]
+            + [[v, e["label"]] for v, e in SP_SCHEMES["variants"].items()]
+        ),
+        tracking=figure_tracking("sparse_parity"),
+    conda:
+        CONDA_ENV
+    benchmark:
+        f"{BENCHMARKS}/sparse_parity/schemes_figure.tsv",
+    log:
+        f"{LOGS}/sparse_parity/schemes_figure.log",
+    shell:
+        "{PY} -m lengen.figures sparse_parity --tables {input} --title {params.title:q}"
+        " --style {params.style:q} --train-range {params.train_range} --labels {params.labels:q}"
+        " {params.tracking} --out {output} > {log} 2>&1"

@@ -91,13 +91,18 @@ def vocab_size(spec: dict) -> int:
 
 
 def train_batch(spec: dict, rng: np.random.Generator, step: int) -> Example:
-    """One training batch as fed to the model: PoSE position IDs (Sec. 2.2), final token scored."""
+    """One training batch as fed to the model: PoSE position IDs for RoPE (Sec. 2.2; the paper),
+    true IDs for ALiBi and NoPE (the extra figure's schemes: ALiBi reads ID distances as at
+    test, NoPE reads none); the final token scored."""
     task, train = spec["task"], spec["train"]
     k_max = curriculum_k(task["k_train"], step, train.get("k_curriculum_steps", 0))
     b = draw_train(
         rng, train["batch_size"], task["train_min_len"], task["train_max_len"], k_max, task["n"]
     )
-    pos = pose_fed_position_ids(rng, *b.tokens.shape, task["l_max"])
+    if spec["model"].get("position", "rope") == "rope":
+        pos = pose_fed_position_ids(rng, *b.tokens.shape, task["l_max"])
+    else:
+        pos = true_position_ids(*b.tokens.shape)
     return Example(b.tokens, pos, b.target_mask)
 
 
