@@ -167,3 +167,28 @@ def test_sample_cli_rejects_bad_input(argv, message, capsys):
     out, err = capsys.readouterr()
     assert exit_info.value.code == 2 and message in err and out == ""
     assert err.startswith("usage: lengen sample") and "Traceback" not in err
+
+
+def test_extra_schemes_nope_and_alibi_read_true_ids_and_are_checked(smoke_config):
+    """sparse_parity.schemes (the extra figure, not in the paper): NoPE / ALiBi models at one
+    K_train, fed true IDs in training (RoPE keeps PoSE); the config names bad keys."""
+    import copy
+
+    from lengen import specs, tasks
+    from lengen.config import ConfigError, validate
+
+    cfg = validate(copy.deepcopy(smoke_config))
+    task = tasks.get("sparse_parity")
+    for variant, position in (("nope", "nope"), ("alibi", "alibi"), ("neox", "rope")):
+        spec = specs.sparse_parity_train(cfg, 2, variant)
+        assert spec["model"]["position"] == position and spec["variant"] == variant
+        ids = task.train_batch(spec, np.random.default_rng(0), 0).position_ids
+        true = (ids == np.arange(1, ids.shape[1] + 1)).all()
+        assert true == (position != "rope")  # PoSE draws gaps for RoPE
+    bad = copy.deepcopy(smoke_config)
+    bad["sparse_parity"]["schemes"]["k_train"] = 7
+    bad["sparse_parity"]["schemes"]["variants"]["neox"] = {"label": "x", "position": "nope"}
+    with pytest.raises(ConfigError) as err:
+        validate(bad)
+    assert "sparse_parity.schemes.k_train" in str(err.value)
+    assert "sparse_parity.schemes.variants" in str(err.value)
