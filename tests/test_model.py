@@ -45,7 +45,7 @@ def test_rope_is_relative_shifting_all_ids_leaves_logits_unchanged():
 
 
 def test_absolute_positions_are_not_shift_invariant_and_checked():
-    model = _model("absolute")
+    model = _model("learned")
     ids = torch.randint(0, 24, (2, 20))
     pos = torch.arange(1, 21).repeat(2, 1)
     with torch.no_grad():
@@ -170,3 +170,16 @@ def test_alibi_bias_is_minus_slope_times_distance():
     assert bias.shape == (1, 2, 2, 3)
     torch.testing.assert_close(bias[0, 0], -torch.tensor([[4.0, 0.0, -4.0], [8.0, 4.0, 0.0]]) / 16)
     torch.testing.assert_close(bias[0, 1], -torch.tensor([[4.0, 0.0, -4.0], [8.0, 4.0, 0.0]]) / 256)
+
+
+def test_one_scheme_vocabulary_and_legacy_model_files():
+    """Every scheme says what the model needs in MODEL_POSITIONS; a model file written before the
+    rename (position "absolute") still loads as the learned table."""
+    from lengen.positions import MODEL_POSITIONS, SCHEME_TABLE
+
+    assert {s.model for s in SCHEME_TABLE.values()} == set(MODEL_POSITIONS)
+    assert [n for n, s in SCHEME_TABLE.items() if s.predicts_positions] == ["ppc"]
+    legacy = ModelConfig(vocab_size=4, position="absolute", predict_positions=True, l_max=8)
+    assert legacy.position == "learned" and GPTNeoX(legacy).abs_pos is not None
+    with pytest.raises(ValueError, match="MODEL_POSITIONS|one of"):
+        ModelConfig(vocab_size=4, position="rope_pose")

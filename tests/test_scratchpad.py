@@ -123,7 +123,7 @@ def test_position_labels_are_the_next_coupled_ids_where_scored():
     b = ps.sample(np.random.default_rng(0), 2, 8, 1)
     inputs = Example(b.tokens, b.coupled_ids, b.target_mask).model_inputs()
     assert inputs["position_labels"][0].tolist() == [IGNORE] * 5 + [1, 2, 3, 4]
-    cfg = ModelConfig(vocab_size=4, n_layer=1, n_head=2, d_model=16, position="absolute",
+    cfg = ModelConfig(vocab_size=4, n_layer=1, n_head=2, d_model=16, position="learned",
                       l_max=20, predict_positions=True)  # fmt: skip
     out = GPTNeoX(cfg)(inputs["input_ids"], inputs["position_ids"])
     assert isinstance(out, tuple) and out[1].shape == (2, 9, 21)
@@ -137,7 +137,7 @@ def random_ppc_model(seed: int = 0) -> GPTNeoX:
     """A random PPC model with large weights, so that its argmaxes vary."""
     torch.manual_seed(seed)
     cfg = ModelConfig(vocab_size=va.vocab_size({"task": {"n_vars": 20}}), n_layer=2, n_head=2,
-                      d_model=32, position="absolute", l_max=60, predict_positions=True,
+                      d_model=32, position="learned", l_max=60, predict_positions=True,
                       init_std=0.3)  # fmt: skip
     return GPTNeoX(cfg).eval()
 
@@ -179,7 +179,7 @@ def test_corrupting_the_position_head_breaks_a_trained_ppc_model():
     # train a tiny PPC model on short coupled parity until it is exact, then permute its
     # position head's outputs: full-string accuracy must collapse (the IDs fed are predicted).
     torch.manual_seed(0)
-    cfg = ModelConfig(vocab_size=4, n_layer=2, n_head=2, d_model=32, position="absolute",
+    cfg = ModelConfig(vocab_size=4, n_layer=2, n_head=2, d_model=32, position="learned",
                       l_max=12, predict_positions=True)  # fmt: skip
     model = GPTNeoX(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
@@ -415,8 +415,8 @@ def test_training_draws_cover_the_length_range_and_heldout_uses_test_ids(task, s
 def test_positions_schemes_say_what_the_model_needs():
     from lengen.positions import model_position
 
-    assert model_position("ppc") == {"position": "absolute", "predict_positions": True}
-    assert model_position("absolute") == {"position": "absolute", "predict_positions": False}
+    assert model_position("ppc") == {"position": "learned", "predict_positions": True}
+    assert model_position("absolute") == {"position": "learned", "predict_positions": False}
     assert model_position("rope_pose") == {"position": "rope", "predict_positions": False}
     assert model_position("nope") == {"position": "nope", "predict_positions": False}
     assert model_position("alibi") == {"position": "alibi", "predict_positions": False}

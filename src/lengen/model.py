@@ -20,7 +20,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from lengen.positions import (
-    POSITION_SCHEMES,
+    LEGACY_MODEL_POSITIONS,
+    MODEL_POSITIONS,
     LearnedAbsolutePositions,
     RotaryEmbedding,
     alibi_bias,
@@ -45,7 +46,7 @@ class ModelConfig:
     n_head: int = 4
     d_model: int = 128
     d_mlp: int | None = None  # default 4 * d_model, as GPT-NeoX
-    position: str = "rope"  # one of POSITION_SCHEMES
+    position: str = "rope"  # how IDs are read: one of MODEL_POSITIONS (lengen.positions)
     rotary_pct: float = 1.0  # fraction of each head's channels rotated by RoPE
     rope_base: float = 10000.0
     l_max: int = 512  # largest position ID (absolute embeddings, position head)
@@ -59,10 +60,12 @@ class ModelConfig:
     attn_scale: str = "none"
 
     def __post_init__(self):
-        if self.position not in POSITION_SCHEMES:
-            raise ValueError(f"position must be one of {POSITION_SCHEMES}, got {self.position!r}")
-        if self.predict_positions and self.position != "absolute":
-            raise ValueError("predict_positions needs position='absolute' (Sec. 5.2)")
+        if self.position in LEGACY_MODEL_POSITIONS:  # a model file from before the rename
+            object.__setattr__(self, "position", LEGACY_MODEL_POSITIONS[self.position])
+        if self.position not in MODEL_POSITIONS:
+            raise ValueError(f"position must be one of {MODEL_POSITIONS}, got {self.position!r}")
+        if self.predict_positions and self.position != "learned":
+            raise ValueError("predict_positions needs position='learned' (Sec. 5.2)")
         if self.d_model % self.n_head:
             raise ValueError(f"d_model={self.d_model} not divisible by n_head={self.n_head}")
         if self.attn_scale not in ATTN_SCALES:
@@ -221,7 +224,7 @@ class GPTNeoX(nn.Module):
         if cfg.position == "rope":
             rotary_dim = int(cfg.head_dim * cfg.rotary_pct)
             self.rope = RotaryEmbedding(rotary_dim, cfg.rope_base)
-        elif cfg.position == "absolute":
+        elif cfg.position == "learned":
             self.abs_pos = LearnedAbsolutePositions(cfg.l_max, cfg.d_model)
         # "nope": no positional parameters; the causal mask is the only order information
         self.layers = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layer))

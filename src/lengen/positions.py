@@ -1,28 +1,58 @@
 """Position schemes, each a named piece: RoPE (Sec. 2.2 / App. E), PoSE position IDs (Sec. 2.2),
-learned absolute embeddings with a random training shift (Sec. 5.2).
+learned absolute embeddings with a random training shift (Sec. 5.2), ALiBi and NoPE.
 
 True position IDs are 1-based: a test-time sequence of T tokens has IDs 1..T (Sec. 2.2). Coupled
 IDs (Sec. 5.2, App. E.2-E.3) are the task's own and give <BOS> and the separator ID 0.
 
-The scratchpad tasks select one of three SCHEMES (Sec. 5.2 and its ablations, Figs. 3, 8):
-- "ppc": coupled IDs, learned absolute embeddings, shifted by a random offset in training, and a
-  second output head that predicts the next coupled ID (Predictive Position Coupling);
-- "absolute": true IDs with the same embeddings and random shift, no coupling (Fig. 8a, Fig. 3b);
-- "rope_pose": RoPE with PoSE IDs in training, true IDs at test (Fig. 8b, Fig. 3c-d);
-- "nope": no positional encoding, the causal mask only (Kazemnejad et al. 2023; not in the paper);
-- "alibi": ALiBi's linear distance bias at true IDs (Press et al. 2022; not in the paper).
+One vocabulary, two levels. A *scheme* (SCHEMES, what a config's variant names) says which IDs a
+task feeds in training and at test and what the model needs; the model needs one of
+MODEL_POSITIONS (how it reads IDs: a learned table, RoPE, an ALiBi bias, or nothing):
+
+| scheme      | training IDs          | test IDs | model needs           | paper          |
+| ----------- | --------------------- | -------- | --------------------- | -------------- |
+| `ppc`       | coupled, random shift | coupled  | `learned` + PPC head  | Sec. 5.2       |
+| `absolute`  | true, random shift    | true     | `learned`             | Figs. 8a, 3b   |
+| `rope_pose` | PoSE (c = 2)          | true     | `rope`                | Figs. 8b, 3c-d |
+| `nope`      | true (unread)         | true     | `nope` (causal mask)  | not in paper   |
+| `alibi`     | true                  | true     | `alibi` (linear bias) | not in paper   |
+
+NoPE: Kazemnejad et al. 2023; ALiBi: Press et al. 2022.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
-POSITION_SCHEMES = ("rope", "absolute", "nope", "alibi")  # how the model consumes IDs
-SCHEMES = ("ppc", "absolute", "rope_pose", "nope", "alibi")  # which IDs a task feeds (above)
+MODEL_POSITIONS = ("rope", "learned", "nope", "alibi")  # how the model reads IDs (ModelConfig)
+LEGACY_MODEL_POSITIONS = {"absolute": "learned"}  # model files written before the rename
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """A position scheme: the IDs a task feeds (coupled or true; shifted, PoSE or as they are in
+    training) and what the model needs (`model`, one of MODEL_POSITIONS, and the PPC head)."""
+
+    name: str
+    coupled: bool  # feeds the task's coupled IDs (else true IDs 1..T)
+    train: str  # how training moves the IDs: "shift" (uniform offset), "pose", or "none"
+    model: str
+    predicts_positions: bool = False
+
+
+_SCHEMES = (
+    Scheme("ppc", coupled=True, train="shift", model="learned", predicts_positions=True),
+    Scheme("absolute", coupled=False, train="shift", model="learned"),
+    Scheme("rope_pose", coupled=False, train="pose", model="rope"),
+    Scheme("nope", coupled=False, train="none", model="nope"),
+    Scheme("alibi", coupled=False, train="none", model="alibi"),
+)
+SCHEME_TABLE = {s.name: s for s in _SCHEMES}
+SCHEMES = tuple(SCHEME_TABLE)  # the names a config's variant may use
 
 
 def true_position_ids(batch: int, length: int) -> np.ndarray:
@@ -70,38 +100,36 @@ def shift_position_ids(
     return position_ids + offset[:, None]
 
 
-def _check_scheme(scheme: str) -> None:
-    """Raise on an unknown scheme name."""
-    if scheme not in SCHEMES:
-        raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
+def get_scheme(name: str) -> Scheme:
+    """The scheme of a name; ValueError naming the known ones otherwise."""
+    if name not in SCHEME_TABLE:
+        raise ValueError(f"scheme must be one of {SCHEMES}, got {name!r}")
+    return SCHEME_TABLE[name]
 
 
 def scheme_train_ids(
     scheme: str, rng: np.random.Generator, coupled: np.ndarray, l_max: int
 ) -> np.ndarray:
     """Training IDs of a batch under a scheme, given its coupled IDs (B, T)."""
-    _check_scheme(scheme)
+    s = get_scheme(scheme)
     batch, length = coupled.shape
-    if scheme == "ppc":
-        return shift_position_ids(rng, coupled, l_max)
-    if scheme == "absolute":
-        return shift_position_ids(rng, true_position_ids(batch, length), l_max)
-    if scheme == "rope_pose":
+    ids = coupled if s.coupled else true_position_ids(batch, length)
+    if s.train == "shift":
+        return shift_position_ids(rng, ids, l_max)
+    if s.train == "pose":
         return pose_position_ids(rng, batch, length, l_max)
-    return true_position_ids(batch, length)  # nope (IDs unread), alibi
+    return ids
 
 
 def scheme_test_ids(scheme: str, coupled: np.ndarray) -> np.ndarray:
-    """Test-time IDs under a scheme: the coupled IDs for ppc, true IDs 1..T otherwise."""
-    _check_scheme(scheme)
-    return coupled.copy() if scheme == "ppc" else true_position_ids(*coupled.shape)
+    """Test-time IDs under a scheme: the coupled IDs (ppc), else true IDs 1..T."""
+    return coupled.copy() if get_scheme(scheme).coupled else true_position_ids(*coupled.shape)
 
 
 def model_position(scheme: str) -> dict:
     """Model options of a scheme: how IDs enter, and whether a head predicts the next ID."""
-    _check_scheme(scheme)
-    position = {"rope_pose": "rope", "nope": "nope", "alibi": "alibi"}.get(scheme, "absolute")
-    return {"position": position, "predict_positions": scheme == "ppc"}
+    s = get_scheme(scheme)
+    return {"position": s.model, "predict_positions": s.predicts_positions}
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
