@@ -154,14 +154,25 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     runs = client.search_runs([exp.experiment_id])
     figures = {r.info.run_name: r for r in runs if r.info.run_name.startswith("figure/")}
     runs = [r for r in runs if r not in figures.values()]
-    assert sorted(figures) == ["figure/fig1_sparse_parity", "figure/fig7_sparse_parity"]
+    assert sorted(figures) == ["figure/fig1_sparse_parity", "figure/fig7_sparse_parity",
+                               "figure/sparse_parity_schemes"]  # fmt: skip
     fig1 = figures["figure/fig1_sparse_parity"]  # which runs made this figure: its tags say
     assert fig1.data.tags["model_runs"].split() == ["loglen/K2", "loglen/K3", "neox/K2", "neox/K3"]
     assert [a.path for a in client.list_artifacts(fig1.info.run_id)] == ["fig1_sparse_parity.png"]
-    assert sorted(r.info.run_name for r in runs) == [
-        f"{v}/K{k}" for v in ("loglen", "neox") for k in (1, 2, 3)
-    ]
+    assert sorted(r.info.run_name for r in runs) == sorted(
+        [f"{v}/K{k}" for v in ("loglen", "neox") for k in (1, 2, 3)] + ["alibi/K2", "nope/K2"]
+    )  # the paper's variants at every K_train, the extra schemes at theirs
     assert all("acc_len16_k1" in r.data.metrics for r in runs)
+    # the extra sparse-parity figure: NoPE and ALiBi beside the variants at K_train = 2
+    schemes = pd.read_csv(res / "reports" / "sparse_parity_schemes.csv")
+    assert set(schemes["variant"]) == {"neox", "loglen", "nope", "alibi"}
+    assert set(schemes["k_train"]) == {2}
+    assert (res / "reports" / "sparse_parity_schemes.png").stat().st_size > 10_000
+    # majority (the plug-in task): its figure and table, one row per scheme and length
+    major = pd.read_csv(res / "reports" / "majority_accuracy.csv")
+    assert set(major["variant"]) == {"absolute", "nope", "alibi"} and set(major["length"]) == {
+        3, 7, 11}  # fmt: skip
+    assert (res / "reports" / "fig_majority.png").stat().st_size > 10_000
     # the scratchpad branch (Figs. 2, 8, 3): figures, tables, one MLflow run per training run
     for fig in ("fig2_parity_scratchpad", "fig8_parity_scratchpad_ablations",
                 "fig3_variable_assignment"):  # fmt: skip
