@@ -68,6 +68,18 @@ def needed_bit_mass(model, length: int, jump: int, n: int = 128) -> pd.DataFrame
     )
 
 
+def per_model_table(items: list[str], lengths, table_fn) -> pd.DataFrame:
+    """One table from table_fn(model, length) for every NAME=PATH model and length, with a
+    `model` column (one thread: the diagnostics run beside training jobs)."""
+    torch.set_num_threads(1)
+    tables = []
+    for item in items:
+        name, path = item.split("=", 1)
+        model = load_model(path)
+        tables += [table_fn(model, length).assign(model=name) for length in lengths]
+    return pd.concat(tables, ignore_index=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     """CLI: mass table (CSV beside the figure) and figure for one or more models."""
     import matplotlib
@@ -80,14 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--jump", type=int, default=1)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    torch.set_num_threads(1)
-    tables = []
-    for item in args.model:
-        name, path = item.split("=", 1)
-        model = load_model(path)
-        for length in LENGTHS:
-            tables.append(needed_bit_mass(model, length, args.jump).assign(model=name))
-    table = pd.concat(tables, ignore_index=True)
+    table = per_model_table(args.model, LENGTHS, lambda m, n: needed_bit_mass(m, n, args.jump))
     table.to_csv(args.out.with_suffix(".csv"), index=False)
     fig, (ax, ax_err) = plt.subplots(1, 2, figsize=(11, 4))
     for name, d in table.groupby("model", sort=False):

@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+from scratchpad_attention import per_model_table
 
-from lengen.modelfile import load_model
 from lengen.tasks import variable_assignment as va
 
 LENGTHS = (40, 60, 90, 120, 150, 180)
@@ -92,14 +92,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n-vars", type=int, default=200)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    torch.set_num_threads(1)
-    tables = []
-    for item in args.model:
-        name, path = item.split("=", 1)
-        model = load_model(path)
-        for length in LENGTHS:
-            tables.append(lookup_table(model, length, args.depth, args.n_vars).assign(model=name))
-    table = pd.concat(tables, ignore_index=True)
+    table = per_model_table(
+        args.model, LENGTHS, lambda m, n: lookup_table(m, n, args.depth, args.n_vars)
+    )
     table.to_csv(args.out.with_suffix(".csv"), index=False)
     fig, (ax_err, ax_mass) = plt.subplots(1, 2, figsize=(12, 4.2))
     for (name, d), colour in zip(
