@@ -99,7 +99,7 @@ def train_batch(spec: dict, rng: np.random.Generator, step: int) -> Example:
     b = draw_train(
         rng, train["batch_size"], task["train_min_len"], task["train_max_len"], k_max, task["n"]
     )
-    if spec["model"].get("position", "rope") == "rope":
+    if spec.get("model", {}).get("position", "rope") == "rope":
         pos = pose_fed_position_ids(rng, *b.tokens.shape, task["l_max"])
     else:
         pos = true_position_ids(*b.tokens.shape)
