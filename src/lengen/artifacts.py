@@ -14,21 +14,14 @@ from pathlib import Path
 from lengen import tasks
 
 REPORT = "REPORT.md"
-TABLES = {  # report-level tidy tables: name -> file under reports_dir
-    "sparse_parity": "sparse_parity_accuracy.csv",
-    "theory": "theory_table.csv",
-    "influence": "influence_loo.csv",  # Eq. (6) leave-one-out (Figs. 4, 6)
-    "perplexity_chunks": "table1_chunk_nll.csv",  # per-chunk NLL: Table 1's paired bootstrap
-    "perplexity": "table1_perplexity.csv",
-    "sparse_parity_schemes": "sparse_parity_schemes.csv",  # extra figure's models at one K_train
-}
-SECTION_OF = {  # a table exists only when its config section does
-    "sparse_parity": "sparse_parity",
-    "theory": "theory",
-    "influence": "natural_language",
-    "perplexity_chunks": "natural_language",
-    "perplexity": "natural_language",
-    "sparse_parity_schemes": "sparse_parity",
+TABLES = {  # report-level tidy tables: name -> (file under reports_dir, the config section that
+    # makes it: a table exists only when its section does)
+    "sparse_parity": ("sparse_parity_accuracy.csv", "sparse_parity"),
+    "theory": ("theory_table.csv", "theory"),
+    "influence": ("influence_loo.csv", "natural_language"),  # Eq. (6) leave-one-out (Figs. 4, 6)
+    "perplexity_chunks": ("table1_chunk_nll.csv", "natural_language"),  # Table 1's bootstrap
+    "perplexity": ("table1_perplexity.csv", "natural_language"),
+    "sparse_parity_schemes": ("sparse_parity_schemes.csv", "sparse_parity"),  # extra figure
 }
 REPORT_READS = ("sparse_parity", "theory", "influence", "perplexity_chunks")  # + generation tasks
 FIGURES = {  # figure stem -> config section (Figs. 1-8 of the paper, diagnostics, majority)
@@ -54,7 +47,7 @@ def table(cfg: dict, name: str) -> str:
     """Path of a report-level table: a name of TABLES, or a generation task's accuracy table."""
     if name in tasks.generation_tasks():
         return str(reports(cfg) / f"{name}_accuracy.csv")
-    return str(reports(cfg) / TABLES[name])
+    return str(reports(cfg) / TABLES[name][0])
 
 
 def figure(cfg: dict, stem: str) -> str:
@@ -64,7 +57,7 @@ def figure(cfg: dict, stem: str) -> str:
 
 def report_tables(cfg: dict) -> dict[str, str]:
     """The tables lengen.report reads, by name, for the sections this config runs."""
-    names = [n for n in REPORT_READS if SECTION_OF[n] in cfg]
+    names = [n for n in REPORT_READS if TABLES[n][1] in cfg]
     names += [n for n in tasks.generation_tasks() if n in cfg]
     return {name: table(cfg, name) for name in names}
 

@@ -64,8 +64,8 @@ def _cross_checks(cfg: dict) -> list[tuple[str, str]]:
         schemes = sp.get("schemes")
         if schemes and schemes["k_train"] not in sp["k_train"]:
             errors.append(("sparse_parity.schemes.k_train", "not in k_train (its comparison)"))
-        if schemes and set(schemes["variants"]) & set(sp["variants"]):
-            clash = sorted(set(schemes["variants"]) & set(sp["variants"]))
+        clash = sorted(set(schemes["variants"]) & set(sp["variants"])) if schemes else []
+        if clash:
             errors.append(("sparse_parity.schemes.variants", f"{clash} are also variants"))
         att = sp["figures"].get("attention")
         if att and att["k_train"] not in sp["k_train"]:

@@ -62,14 +62,13 @@ def scratchpad_train(cfg: dict, experiment: str, variant: str, value: int, run: 
 
     Run r trains from seed cfg.seed + r; every run is scored on the same test set (cfg.seed).
     """
-    section = cfg[experiment]
-    setting = tasks.get(experiment).SETTING
+    section, task_module = cfg[experiment], tasks.get(experiment)
     var = section["variants"][variant]
-    task = tasks.get(experiment).task_spec(section, var, value)
+    task = task_module.task_spec(section, var, value)
     return {
         "experiment": experiment,
         "variant": variant,
-        "run_name": f"{variant}/{setting.key[0]}{value}/seed{run}",
+        "run_name": f"{variant}/{task_module.SETTING.key[0]}{value}/seed{run}",
         "seed": cfg["seed"] + run,
         "task": task,
         "model": {

@@ -3,8 +3,28 @@ SP = config["sparse_parity"]
 SP_DIR = f"{RESULTS}/sparse_parity"
 SPARSE_PARITY_FIGURES = [artifacts.figure(config, f"{fig}_sparse_parity") for fig in ("fig1", "fig7")]
 SPARSE_PARITY_TABLE = artifacts.table(config, "sparse_parity")
-FIG_K = {"fig1": SP["figures"]["fig1"], "fig7": SP["figures"]["fig7"]}
 SP_VARIANTS = list(SP["variants"])  # each variant trains every K_train (a figure row each)
+SP_SCHEMES = SP.get("schemes")  # extra figure (not in the paper): NoPE / ALiBi at one K_train
+SP_LABELS = {v: e["label"] for v, e in {**SP["variants"], **(SP_SCHEMES or {}).get("variants", {})}.items()}
+SP_FIGURES = {  # figure stem -> (model variants, K_train values, title; {tier} filled in)
+    f"{fig}_sparse_parity": (
+        SP_VARIANTS, SP["figures"][fig], f"{fig.replace('fig', 'Fig. ')}: sparse parity ({{tier}} tier)"
+    )
+    for fig in ("fig1", "fig7")
+}
+if SP_SCHEMES:
+    SP_FIGURES["sparse_parity_schemes"] = (
+        [*SP_VARIANTS, *SP_SCHEMES["variants"]],
+        [SP_SCHEMES["k_train"]],
+        f"Sparse parity, K_train = {SP_SCHEMES['k_train']}: position schemes (not in the paper; "
+        "{tier} tier)",
+    )
+
+
+def sp_figure_evals(stem):
+    """eval.csv of every model a sparse-parity figure draws."""
+    variants, ks, _ = SP_FIGURES[stem]
+    return expand(f"{SP_DIR}/{{v}}/K{{K}}/eval.csv", v=variants, K=ks)
 
 
 wildcard_constraints:
@@ -79,29 +99,30 @@ rule sparse_parity_eval:
 
 
 rule sparse_parity_figure:
-    # Fig. 1 / Fig. 7: accuracy vs test length, one line per k_test, one panel per K_train.
+    # Fig. 1 / Fig. 7 (and the extra schemes figure): accuracy vs test length, one line per
+    # k_test, one panel per K_train, one row per model variant.
     input:
-        lambda w: expand(f"{SP_DIR}/{{v}}/K{{K}}/eval.csv", v=SP_VARIANTS, K=FIG_K[w.fig]),
+        lambda w: sp_figure_evals(w.stem),
     output:
         report(
-            f"{REPORTS}/{{fig}}_sparse_parity.png",
+            f"{REPORTS}/{{stem}}.png",
             caption="../report/fig_sparse_parity.rst",
             category="Sparse parity",
         ),
     wildcard_constraints:
-        fig="fig1|fig7",
+        stem="|".join(SP_FIGURES),
     params:
-        title=lambda w: f"{w.fig.replace('fig', 'Fig. ')}: sparse parity ({config['tier']} tier)",
+        title=lambda w: SP_FIGURES[w.stem][2].format(tier=config["tier"]),
         style=to_json(SP["figures"].get("style", {})),
         train_range=f"{SP['train_min_len']} {SP['train_max_len']}",
-        labels=to_json([[v, SP["variants"][v]["label"]] for v in SP_VARIANTS]),  # config order
+        labels=lambda w: to_json([[v, SP_LABELS[v]] for v in SP_FIGURES[w.stem][0]]),  # config order
         tracking=figure_tracking("sparse_parity"),
     conda:
         CONDA_ENV
     benchmark:
-        f"{BENCHMARKS}/sparse_parity/{{fig}}.tsv",
+        f"{BENCHMARKS}/sparse_parity/{{stem}}.tsv",
     log:
-        f"{LOGS}/sparse_parity/{{fig}}.log",
+        f"{LOGS}/sparse_parity/{{stem}}.log",
     shell:
         "{PY} -m lengen.figures sparse_parity --tables {input} --title {params.title:q}"
         " --style {params.style:q} --train-range {params.train_range} --labels {params.labels:q}"
@@ -165,13 +186,7 @@ rule sparse_parity_attention:
         " --out-table {output.table} --out-figure {output.figure} > {log} 2>&1"
 
 
-# Extra figure (not in the paper): NoPE and ALiBi at one K_train beside the variants at that K.
-SP_SCHEMES = SP.get("schemes")
-SP_SCHEME_EVALS = (
-    [f"{SP_DIR}/{v}/K{SP_SCHEMES['k_train']}/eval.csv" for v in [*SP_VARIANTS, *SP_SCHEMES["variants"]]]
-    if SP_SCHEMES
-    else []
-)
+# Extra figure's table (not in the paper): NoPE and ALiBi beside the variants at its K_train.
 SPARSE_PARITY_SCHEMES = (
     [artifacts.figure(config, "sparse_parity_schemes"), artifacts.table(config, "sparse_parity_schemes")]
     if SP_SCHEMES
@@ -182,7 +197,7 @@ SPARSE_PARITY_SCHEMES = (
 rule sparse_parity_schemes_table:
     # The extra figure's models and the variants at its K_train, in one tidy table.
     input:
-        SP_SCHEME_EVALS,
+        lambda w: sp_figure_evals("sparse_parity_schemes"),
     output:
         artifacts.table(config, "sparse_parity_schemes"),
     conda:
@@ -193,37 +208,3 @@ rule sparse_parity_schemes_table:
         f"{LOGS}/sparse_parity/schemes_table.log",
     shell:
         "{PY} -m lengen.evaluate combine --tables {input} --out {output} > {log} 2>&1"
-
-
-rule sparse_parity_schemes_figure:
-    # Accuracy vs test length, a line per k_test, a row per position scheme, at one K_train.
-    input:
-        SP_SCHEME_EVALS,
-    output:
-        report(
-            artifacts.figure(config, "sparse_parity_schemes"),
-            caption="../report/fig_sparse_parity.rst",
-            category="Sparse parity",
-        ),
-    params:
-        title=lambda w: (
-            f"Sparse parity, K_train = {SP_SCHEMES['k_train']}: position schemes (not in the "
-            f"paper; {config['tier']} tier)"
-        ),
-        style=to_json(SP["figures"].get("style", {})),
-        train_range=f"{SP['train_min_len']} {SP['train_max_len']}",
-        labels=lambda w: to_json(
-            [[v, SP["variants"][v]["label"]] for v in SP_VARIANTS]
-            + [[v, e["label"]] for v, e in SP_SCHEMES["variants"].items()]
-        ),
-        tracking=figure_tracking("sparse_parity"),
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/sparse_parity/schemes_figure.tsv",
-    log:
-        f"{LOGS}/sparse_parity/schemes_figure.log",
-    shell:
-        "{PY} -m lengen.figures sparse_parity --tables {input} --title {params.title:q}"
-        " --style {params.style:q} --train-range {params.train_range} --labels {params.labels:q}"
-        " {params.tracking} --out {output} > {log} 2>&1"
