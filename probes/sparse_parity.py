@@ -2,7 +2,7 @@
 
 A probe is the default tier's sparse-parity section with a few keys overridden (probes listed in
 `probes/sparse_parity.yaml`), trained by the project's own trainer and scored by the project's own
-evaluator (`lengen.evaluate.final_token_accuracy`) on a fixed probe test grid:
+evaluator (`lengen.tasks.sparse_parity.final_token_accuracy`) on a fixed probe test grid:
 2l in {50, 100, 200, 500} x k_test in {1..K_train} (256 examples each, seed 0), plus the best
 accuracy at k_test in {K_train + 2, K_train + 4} (SP-2 says it fails). Each finished
 probe appends one row to `probes/sparse_parity_probes.csv` (committed), failures included.
@@ -32,7 +32,6 @@ import yaml
 
 from lengen import config as config_mod
 from lengen import provenance, specs, tracking
-from lengen.evaluate import final_token_accuracy
 from lengen.modelfile import model_from_saved, read_model_file
 from lengen.tasks import sparse_parity as sp
 from lengen.train import train
@@ -97,7 +96,7 @@ def probe_config(name: str) -> tuple[dict, dict]:
 def accuracy(model, length: int, k: int) -> float:
     """Final-token accuracy on the fixed probe draw at test length 2l = length, sparsity k."""
     batch = sp.sample(np.random.default_rng([TEST_SEED, length, k]), N_EXAMPLES, length // 2, k, 20)
-    return final_token_accuracy(model, batch.tokens, 128)
+    return sp.final_token_accuracy(model, batch.tokens, 128)
 
 
 def score(model, k_train: int) -> dict[str, float]:

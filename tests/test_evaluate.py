@@ -8,17 +8,18 @@ import pytest
 import torch
 
 from lengen.config import config_hash
-from lengen.evaluate import TableError, final_token_accuracy, read_testset, write_testset
+from lengen.evaluate import TableError
 from lengen.model import GPTNeoX, ModelConfig
 from lengen.tasks import parity_scratchpad as ps
 from lengen.tasks import sparse_parity as sp
 from lengen.tasks import variable_assignment as va
+from lengen.tasks.sparse_parity import final_token_accuracy, read_testset, write_testset
 
 EVAL = {"lengths": [8, 20], "k_test": [1, 3, 6], "n_examples": 10, "batch_size": 4}
 
 
 def test_testset_is_fixed_by_the_seed_and_covers_the_grid(tmp_path):
-    from lengen.evaluate import testset_config
+    from lengen.tasks.sparse_parity import testset_config
 
     write_testset(EVAL, 20, 5, tmp_path / "new" / "dir" / "t.npz")  # creates its folder
     assert testset_config(tmp_path / "new" / "dir" / "t.npz") == {"eval": EVAL, "n": 20, "seed": 5}
@@ -95,7 +96,7 @@ def test_sparse_parity_evaluate_known_answers(tmp_path, monkeypatch):
         assert list(table.columns[:9]) == ["experiment", "variant", "run", "k_train", "seed",
                                            "length", "k_test", "n", "accuracy"]  # fmt: skip
         assert set(table.experiment) == {"sparse_parity"}
-        setup = {"spec": spec, "testset": ev.testset_config(tmp_path / "test.npz"),
+        setup = {"spec": spec, "testset": sp.testset_config(tmp_path / "test.npz"),
                  "batch_size": 4}  # fmt: skip
         assert set(table.config_hash) == {config_hash(setup)}
         assert table[["length", "k_test"]].values.tolist() == [[8, 1], [8, 3], [20, 1], [20, 3],

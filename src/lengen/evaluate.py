@@ -1,18 +1,21 @@
 """Length-sweep evaluation, written as a tidy CSV per model and logged to that model's MLflow run.
 
-- Sparse parity (Sec. 5.1): accuracy of the final token per (2l, k_test), batched by length.
-- Scratchpad tasks (Sec. 5.2): greedy generation after the separator (lengen.decode); accuracy is
-  the fraction of examples with every scratchpad token and, for PPC, every predicted position ID
-  right (Fig. 2, 3a); answer-token accuracy without a scratchpad (Fig. 3c).
+Two kinds of scoring, chosen by the task module (lengen.tasks):
+- a task with a stored test set scores a model itself (`score`; sparse parity, Sec. 5.1: the final
+  token per (2l, k_test));
+- a generation-scored task (one with a `SETTING`, the scratchpad tasks of Sec. 5.2) is scored
+  here by greedy generation after the prompt (lengen.decode): the fraction of examples with every
+  scored token and, for PPC, every predicted position ID right (Fig. 2, 3a); the answer token
+  alone without a scratchpad (Fig. 3c).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from functools import partial
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import torch
 from tqdm import tqdm
@@ -21,73 +24,20 @@ from lengen import provenance, tasks, tracking
 from lengen.decode import exact_match, greedy_decode
 from lengen.modelfile import model_from_saved, read_model_file
 from lengen.runtime import eval_device
-from lengen.tasks import sparse_parity as sp
-
-
-def write_testset(eval_cfg: dict, n: int, seed: int, path: Path) -> None:
-    """Draw the sparse-parity test set once and store it (tokens per (2l, k_test) group, and
-    the draw's settings)."""
-    arrays = {"config": np.array(json.dumps({"eval": eval_cfg, "n": n, "seed": seed}))}
-    for (length, k), b in sp.make_testset(eval_cfg, n, seed).items():
-        arrays[f"L{length}_k{k}_tokens"] = b.tokens  # the label is the last token
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(path, **arrays)
-
-
-def testset_config(path: Path) -> dict:
-    """The eval config, size and seed the stored test set was drawn with."""
-    return json.loads(str(np.load(path)["config"]))
-
-
-def read_testset(path: Path) -> dict[tuple[int, int], np.ndarray]:
-    """(2l, k_test) -> tokens of the stored test set."""
-    data = np.load(path)
-    groups = {}
-    for key in data.files:
-        if key.endswith("_tokens"):
-            length, k = key.removesuffix("_tokens").split("_")
-            groups[(int(length[1:]), int(k[1:]))] = data[key]
-    return groups
-
-
-def final_token_accuracy(model, tokens: np.ndarray, batch_size: int) -> float:
-    """Fraction of rows whose last token is the argmax prediction at true position IDs."""
-    with torch.no_grad():  # a block: mutmut skips decorated functions
-        correct = 0
-        for i in range(0, len(tokens), batch_size):
-            chunk = tokens[i : i + batch_size]
-            example = sp.test_example(sp.Batch(chunk, np.zeros_like(chunk), None, None))
-            inputs = example.model_inputs(next(model.parameters()).device)
-            logits = model(inputs["input_ids"], inputs["position_ids"])[:, -1]
-            correct += (logits.argmax(-1).cpu().numpy() == chunk[:, -1]).sum()
-        return float(correct / len(tokens))
 
 
 def evaluate(model_path: Path, testset: Path, batch_size: int, out: Path) -> pd.DataFrame:
-    """Accuracy table of one trained model over the whole test grid."""
+    """Table of one trained model scored on its task's stored test set (the task's `score`;
+    sparse parity: final-token accuracy over the (2l, k_test) grid)."""
     device = eval_device()
     saved = read_model_file(model_path, device)
-    saved_spec, model = saved["spec"], model_from_saved(saved, device)
-    groups = read_testset(testset)
-    rows = []
-    for (length, k), tokens in tqdm(sorted(groups.items()), desc="eval", mininterval=5):
-        acc = final_token_accuracy(model, tokens, batch_size)
-        rows.append(
-            {
-                "experiment": saved_spec["experiment"],
-                "variant": saved_spec.get("variant", "neox"),
-                "run": saved_spec["run_name"],
-                "k_train": saved_spec["task"]["k_train"],
-                "seed": saved_spec["seed"],
-                "length": length,
-                "k_test": k,
-                "n": len(tokens),
-                "accuracy": acc,
-            }
-        )
-    setup = {"spec": saved_spec, "testset": testset_config(testset), "batch_size": batch_size}
-    table = provenance.stamp(pd.DataFrame(rows), setup, saved_spec["seed"])
-    _write_and_log(table, saved_spec, model_path, out)
+    spec, model = saved["spec"], model_from_saved(saved, device)
+    task = tasks.get(spec["experiment"])
+    progress = partial(tqdm, desc="eval", mininterval=5)
+    rows = task.score(model, spec, testset, batch_size, progress)
+    setup = {"spec": spec, "testset": task.testset_config(testset), "batch_size": batch_size}
+    table = provenance.stamp(pd.DataFrame(rows), setup, spec["seed"])
+    _write_and_log(table, spec, model_path, out)
     return table
 
 
@@ -173,14 +123,6 @@ def _write_and_log(table: pd.DataFrame, spec: dict, model_path: Path, out: Path)
 # pragma: no mutate end
 
 
-TABLE_COLUMNS = {  # every per-model eval table has these, integer-valued except accuracy
-    "sparse_parity": ("k_train", "seed", "length", "k_test", "n"),
-    **{
-        name: (t.SETTING.key, "seed", "length", "n") for name, t in tasks.generation_tasks().items()
-    },
-}
-
-
 class TableError(ValueError):
     """A per-model eval table that its rule did not finish writing."""
 
@@ -195,7 +137,7 @@ def read_eval_table(path: Path) -> pd.DataFrame:
         raise TableError(f"{path}: unreadable ({type(err).__name__}: {err}); {fix}") from err
     if table.empty or "experiment" not in table:
         raise TableError(f"{path}: no rows or no 'experiment' column; {fix}")
-    columns = (*TABLE_COLUMNS.get(table["experiment"].iloc[0], ()), "accuracy")
+    columns = (*tasks.table_keys(table["experiment"].iloc[0]), "accuracy")
     missing = [c for c in columns if c not in table]
     if missing:
         raise TableError(f"{path}: missing columns {missing}; {fix}")
@@ -222,8 +164,7 @@ def combine(tables: list[Path], out: Path) -> pd.DataFrame:
                 f"(cut off?); delete {path} and rerun its eval rule"
             )
     table = pd.concat(parts, ignore_index=True)
-    settings = [t.SETTING.key for t in tasks.generation_tasks().values()]
-    order = ["k_train", "variant", *settings, "seed", "length", "k_test"]
+    order = tasks.table_order(table["experiment"].iloc[0])
     table = table.sort_values([c for c in order if c in table], ignore_index=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(out, index=False)
@@ -232,11 +173,12 @@ def combine(tables: list[Path], out: Path) -> pd.DataFrame:
 
 # pragma: no mutate block  (CLI wiring: tested through the workflow in subprocesses)
 def main(argv: list[str] | None = None) -> None:
-    """CLI: `testset` writes the sparse-parity test set; `run` scores a sparse-parity model;
-    `generate` scores a scratchpad model; `combine` joins tables."""
+    """CLI: `testset` writes a task's stored test set; `run` scores a model on it; `generate`
+    scores a generation-scored (scratchpad) model; `combine` joins tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("testset")
+    t.add_argument("--experiment", required=True, help="a task with a stored test set")
     t.add_argument("--eval", required=True, help="JSON of the eval config section")
     t.add_argument("--n", type=int, required=True)
     t.add_argument("--seed", type=int, required=True)
@@ -256,7 +198,7 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     if args.cmd == "testset":
-        write_testset(json.loads(args.eval), args.n, args.seed, args.out)
+        tasks.get(args.experiment).write_testset(json.loads(args.eval), args.n, args.seed, args.out)
     elif args.cmd == "run":
         evaluate(args.model, args.testset, args.batch_size, args.out)
     elif args.cmd == "generate":

@@ -50,8 +50,8 @@ rule sparse_parity_testset:
     log:
         f"{LOGS}/sparse_parity/testset.log",
     shell:
-        "{PY} -m lengen.evaluate testset --eval {params.eval:q} --n {params.n}"
-        " --seed {params.seed} --out {output} > {log} 2>&1"
+        "{PY} -m lengen.evaluate testset --experiment sparse_parity --eval {params.eval:q}"
+        " --n {params.n} --seed {params.seed} --out {output} > {log} 2>&1"
 
 
 rule sparse_parity_train:

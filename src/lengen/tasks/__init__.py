@@ -28,7 +28,7 @@ from types import ModuleType
 from lengen.tasks import c4, majority, parity_scratchpad, sparse_parity, variable_assignment
 from lengen.tasks.base import Setting
 
-__all__ = ["REGISTRY", "Setting", "generation_tasks", "get"]
+__all__ = ["REGISTRY", "Setting", "generation_tasks", "get", "table_keys", "table_order"]
 
 REGISTRY: dict[str, ModuleType] = {
     "sparse_parity": sparse_parity,
@@ -49,3 +49,20 @@ def get(name: str) -> ModuleType:
 def generation_tasks() -> dict[str, ModuleType]:
     """The tasks scored by greedy generation (those with a per-model `SETTING`), by name."""
     return {name: t for name, t in REGISTRY.items() if hasattr(t, "SETTING")}
+
+
+def table_keys(name: str) -> tuple[str, ...]:
+    """Integer-valued columns of a per-model eval table of this task (beside `accuracy`): the
+    task's `TABLE_KEYS` (a task with a stored test set), else its setting, seed, length, n."""
+    task = get(name)
+    if hasattr(task, "TABLE_KEYS"):
+        return task.TABLE_KEYS
+    return (task.SETTING.key, "seed", "length", "n") if hasattr(task, "SETTING") else ()
+
+
+def table_order(name: str) -> tuple[str, ...]:
+    """Sort order of a combined eval table of this task (`TABLE_ORDER` where it has one)."""
+    task = get(name)
+    if hasattr(task, "TABLE_ORDER"):
+        return task.TABLE_ORDER
+    return ("variant", task.SETTING.key, "seed", "length") if hasattr(task, "SETTING") else ()

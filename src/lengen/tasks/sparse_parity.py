@@ -7,9 +7,12 @@ token t_{b*} is predicted and scored. The paper's "length" is 2l (the J/bit part
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+import torch
 
 from lengen.data import Example
 from lengen.positions import pose_fed_position_ids, true_position_ids
@@ -129,6 +132,71 @@ def make_testset(eval_cfg: dict, n: int, seed: int) -> dict[tuple[int, int], Bat
         )
         for length, k in test_grid(eval_cfg)
     }
+
+
+# The stored test set and its scoring (Sec. 5.1: accuracy of the final token at true IDs)
+
+TABLE_KEYS = ("k_train", "seed", "length", "k_test", "n")  # integer columns of an eval table
+TABLE_ORDER = ("k_train", "variant", "seed", "length", "k_test")  # its rows' sort order
+
+
+def write_testset(eval_cfg: dict, n: int, seed: int, path: Path) -> None:
+    """Draw the test set once and store it (tokens per (2l, k_test) group, and the draw's
+    settings), so that every model of the branch is scored on the same file."""
+    arrays = {"config": np.array(json.dumps({"eval": eval_cfg, "n": n, "seed": seed}))}
+    for (length, k), b in make_testset(eval_cfg, n, seed).items():
+        arrays[f"L{length}_k{k}_tokens"] = b.tokens  # the label is the last token
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(path, **arrays)
+
+
+def testset_config(path: Path) -> dict:
+    """The eval config, size and seed the stored test set was drawn with."""
+    return json.loads(str(np.load(path)["config"]))
+
+
+def read_testset(path: Path) -> dict[tuple[int, int], np.ndarray]:
+    """(2l, k_test) -> tokens of the stored test set."""
+    data = np.load(path)
+    groups = {}
+    for key in data.files:
+        if key.endswith("_tokens"):
+            length, k = key.removesuffix("_tokens").split("_")
+            groups[(int(length[1:]), int(k[1:]))] = data[key]
+    return groups
+
+
+def final_token_accuracy(model, tokens: np.ndarray, batch_size: int) -> float:
+    """Fraction of rows whose last token is the argmax prediction at true position IDs."""
+    with torch.no_grad():  # a block: mutmut skips decorated functions
+        correct = 0
+        for i in range(0, len(tokens), batch_size):
+            chunk = tokens[i : i + batch_size]
+            example = test_example(Batch(chunk, np.zeros_like(chunk), None, None))
+            inputs = example.model_inputs(next(model.parameters()).device)
+            logits = model(inputs["input_ids"], inputs["position_ids"])[:, -1]
+            correct += (logits.argmax(-1).cpu().numpy() == chunk[:, -1]).sum()
+        return float(correct / len(tokens))
+
+
+def score(model, spec: dict, testset: Path, batch_size: int, progress=iter) -> list[dict]:
+    """One trained model's rows of the eval table: final-token accuracy per (2l, k_test) of the
+    stored test set (`progress` wraps the loop, e.g. a tqdm)."""
+    groups = read_testset(testset)
+    return [
+        {
+            "experiment": spec["experiment"],
+            "variant": spec.get("variant", "neox"),
+            "run": spec["run_name"],
+            "k_train": spec["task"]["k_train"],
+            "seed": spec["seed"],
+            "length": length,
+            "k_test": k,
+            "n": len(tokens),
+            "accuracy": final_token_accuracy(model, tokens, batch_size),
+        }
+        for (length, k), tokens in progress(sorted(groups.items()))
+    ]
 
 
 def to_records(example: Example, batch: Batch, n: int) -> list[dict]:
