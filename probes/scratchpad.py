@@ -30,6 +30,7 @@ from sparse_parity import ROOT, append_row, load_probe, probe_cli
 from lengen import provenance, specs, tracking
 from lengen.evaluate import generation_accuracy, scratchpad_testset
 from lengen.modelfile import model_from_saved, read_model_file
+from lengen.specs import Spec
 from lengen.train import train
 
 PROBES = ROOT / "probes" / "scratchpad.yaml"
@@ -51,10 +52,10 @@ def probe_config(name: str) -> tuple[dict, dict]:
 
 def score(model, spec: dict) -> dict[str, float]:
     """Exact match per probe length, keyed 'acc_L{length}'."""
-    experiment = spec["experiment"]
-    eval_cfg = {"lengths": list(LENGTHS[experiment]), "n_examples": N_EXAMPLES}
+    spec = Spec.parse(spec)
+    eval_cfg = {"lengths": list(LENGTHS[spec.experiment]), "n_examples": N_EXAMPLES}
     testset = scratchpad_testset(spec, eval_cfg, TEST_SEED)
-    scheme = spec["task"]["scheme"]
+    scheme = spec.task.scheme
     return {
         f"acc_L{n}": generation_accuracy(model, b, scheme, N_EXAMPLES) for n, b in testset.items()
     }

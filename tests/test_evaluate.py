@@ -10,10 +10,12 @@ import torch
 from lengen.config import config_hash
 from lengen.evaluate import TableError
 from lengen.model import GPTNeoX, ModelConfig
+from lengen.specs import Spec
 from lengen.tasks import parity_scratchpad as ps
 from lengen.tasks import sparse_parity as sp
 from lengen.tasks import variable_assignment as va
 from lengen.tasks.sparse_parity import final_token_accuracy, read_testset, write_testset
+from tests.helpers import make_spec
 
 EVAL = {"lengths": [8, 20], "k_test": [1, 3, 6], "n_examples": 10, "batch_size": 4}
 
@@ -72,13 +74,8 @@ def test_sparse_parity_evaluate_known_answers(tmp_path, monkeypatch):
     from lengen import evaluate as ev
 
     write_testset(EVAL, 20, 5, tmp_path / "test.npz")
-    spec = {
-        "experiment": "sparse_parity",
-        "run_name": "r",
-        "seed": 7,
-        "task": {"k_train": 3},
-    }  # fmt: skip  (no variant: the GPT-NeoX default)
-    saved = {"spec": spec}
+    spec = make_spec("sparse_parity", task={"k_train": 3}, run_name="r", seed=7).source
+    saved = {"spec": spec}  # no variant: the GPT-NeoX default (model files from before variants)
 
     def read(path, device):
         assert path == tmp_path / "m.pt" and device == "cpu"
@@ -121,9 +118,8 @@ def test_scratchpad_evaluate_known_answers(tmp_path, monkeypatch):
             {"depth": 2, "n_vars": 20, "scratchpad": False, "scheme": "rope_pose"},
         ),  # fmt: skip
     ):
-        spec = {"experiment": experiment, "variant": "v", "run_name": "r", "seed": 1,
-                "task": task, "train": {"steps": 100}}  # fmt: skip
-        testset = ev.scratchpad_testset(spec, eval_cfg, 3)
+        spec = make_spec(experiment, task=task, variant="v", run_name="r", seed=1).source
+        testset = ev.scratchpad_testset(Spec.parse(spec), eval_cfg, 3)
         assert all(getattr(b, "scratchpad", True) is task.get("scratchpad", True)
                    for b in testset.values())  # fmt: skip
         module = ps if experiment == "parity_scratchpad" else va

@@ -11,6 +11,7 @@ import pytest
 from lengen import cli, specs, tasks, tracking
 from lengen.config import ConfigError, validate
 from lengen.tasks import majority as mj
+from tests.helpers import make_spec
 
 
 def test_labels_and_layout_known_answers():
@@ -28,8 +29,7 @@ def test_labels_and_layout_known_answers():
 
 
 def test_training_draws_are_odd_lengths_in_range_and_test_ids_are_true_ids():
-    spec = {"task": {"train_min_len": 5, "train_max_len": 9, "scheme": "absolute", "l_max": 40},
-            "train": {"batch_size": 4}}  # fmt: skip
+    spec = make_spec("majority", task={"train_min_len": 5, "train_max_len": 9, "l_max": 40})
     lengths = {mj.draw_train(spec, np.random.default_rng(s)).n_bits for s in range(200)}
     assert lengths == {5, 7, 9}
     b = mj.sample(np.random.default_rng(0), 2, 5)

@@ -17,6 +17,7 @@ from lengen import corpus, influence, perplexity, tokens
 from lengen.config import ConfigError, validate
 from lengen.model import GPTNeoX, ModelConfig
 from lengen.tasks import c4
+from tests.helpers import make_spec
 
 LONG, SHORT = 16, 6  # Lbar, L for tiny checks
 
@@ -148,7 +149,7 @@ def test_perplexity_known_answers(monkeypatch):
     # every target token of chunk c (tokens 1..16 of it) scored once, each -log p(token)
     expect = -np.log(probs)[chunks[:, 1:]].mean(axis=1)
     assert np.allclose(perplexity.chunk_nll(nll, 3), expect, atol=1e-6)
-    saved = {"spec": {"task": {"context": 8, "pose_start": None}, "seed": 3}}
+    saved = {"spec": make_spec("natural_language", task={"context": 8}, seed=3).source}
 
     def read(path, device):
         assert path == Path("m.pt") and device == "cpu"
@@ -175,7 +176,8 @@ def test_perplexity_known_answers(monkeypatch):
     assert per_chunk.index.tolist() == list(range(6))
     assert np.allclose(per_chunk.nll, np.tile(expect, 2), atol=1e-6)
     long_text = np.random.default_rng(1).integers(0, 4, 2 * 129)
-    saved["spec"]["task"]["pose_start"] = 700  # h_short's PoSE from step 700: flagged
+    saved["spec"] = make_spec("natural_language", task={"context": 8, "pose_start": 700},
+                              seed=3).source  # h_short's PoSE from step 700: flagged  # fmt: skip
     table, _ = perplexity.perplexity_table({"long": Path("m.pt")}, long_text, [64, 128], 2, 2)
     assert table.paper_perplexity.tolist() == [17.62, 14.49]  # Table 1, h_long
     assert table.pose.tolist() == [True, True]
@@ -227,9 +229,8 @@ def test_c4_task_windows_and_pose_switch(tmp_path):
     tokens = np.arange(1000, dtype=np.uint16)
     tokens.tofile(tmp_path / "train.bin")
     (tmp_path / "meta.json").write_text(json.dumps({"vocab_size": 32000}))
-    spec = {"task": {"context": 64, "l_max": 129, "pose_start": 5,
-                     "train_tokens": str(tmp_path / "train.bin")},
-            "train": {"batch_size": 4}}  # fmt: skip
+    spec = make_spec("natural_language", task={"context": 64, "l_max": 129, "pose_start": 5,
+                     "train_tokens": str(tmp_path / "train.bin")})  # fmt: skip
     assert c4.vocab_size(spec) == 32000
     before = c4.train_batch(spec, np.random.default_rng(0), 4)
     assert before.tokens.shape == (4, 65)
@@ -239,16 +240,15 @@ def test_c4_task_windows_and_pose_switch(tmp_path):
     assert not (after.position_ids == np.arange(1, 66)).all()
     fed = after.position_ids[:, :-1]  # the IDs the model reads (the last token is a label)
     assert fed.min() >= 1 and fed.max() <= 128
-    many = c4.train_batch({**spec, "train": {"batch_size": 3000}}, np.random.default_rng(1), 5)
+    many = c4.train_batch(spec.with_batch_size(3000), np.random.default_rng(1), 5)
     assert many.position_ids[:, :-1].max() == 128  # the fed IDs reach Lbar, as at test
     assert (np.diff(after.position_ids, axis=1) >= 1).all()  # PoSE: increasing, one jump
     assert before.tokens.dtype == np.int64  # token IDs for the embedding, from uint16 on disk
 
 
 def test_c4_windows_start_anywhere_in_the_file(tmp_path):
-    spec = {"task": {"context": 4, "l_max": 9, "pose_start": None,
-                     "train_tokens": str(tmp_path / "train.bin")},
-            "train": {"batch_size": 64}}  # fmt: skip
+    task = {"context": 4, "l_max": 9, "train_tokens": str(tmp_path / "train.bin")}
+    spec = make_spec("natural_language", task=task, train={"batch_size": 64})
     for n_tokens, starts in ((5, {0}), (6, {0, 1}), (7, {0, 1, 2})):
         c4._tokens.cache_clear()
         np.arange(n_tokens, dtype=np.uint16).tofile(tmp_path / "train.bin")

@@ -16,6 +16,7 @@ from lengen.positions import scheme_test_ids, scheme_train_ids
 from lengen.tasks import parity_scratchpad as ps
 from lengen.tasks import variable_assignment as va
 from lengen.train import training_loss
+from tests.helpers import make_spec
 
 
 def words(tokens, vocab):
@@ -136,9 +137,9 @@ def test_position_labels_are_the_next_coupled_ids_where_scored():
 def random_ppc_model(seed: int = 0) -> GPTNeoX:
     """A random PPC model with large weights, so that its argmaxes vary."""
     torch.manual_seed(seed)
-    cfg = ModelConfig(vocab_size=va.vocab_size({"task": {"n_vars": 20}}), n_layer=2, n_head=2,
-                      d_model=32, position="learned", l_max=60, predict_positions=True,
-                      init_std=0.3)  # fmt: skip
+    vocab = va.vocab_size(make_spec("variable_assignment", task={"n_vars": 20}))
+    cfg = ModelConfig(vocab_size=vocab, n_layer=2, n_head=2, d_model=32, position="learned",
+                      l_max=60, predict_positions=True, init_std=0.3)  # fmt: skip
     return GPTNeoX(cfg).eval()
 
 
@@ -183,8 +184,8 @@ def test_corrupting_the_position_head_breaks_a_trained_ppc_model():
                       l_max=12, predict_positions=True)  # fmt: skip
     model = GPTNeoX(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    spec = {"task": {"train_min_len": 4, "train_max_len": 8, "l_max": 12, "jump": 1,
-                     "scheme": "ppc"}, "train": {"batch_size": 64}}  # fmt: skip
+    spec = make_spec("parity_scratchpad", task={"train_min_len": 4, "train_max_len": 8,
+                     "l_max": 12, "jump": 1}, train={"batch_size": 64})  # fmt: skip
     for step in range(400):
         inputs = ps.train_batch(spec, np.random.default_rng(step), step).model_inputs()
         loss = training_loss(model(inputs["input_ids"], inputs["position_ids"]), inputs)
@@ -268,10 +269,11 @@ def test_vocabularies_and_answers():
 def test_jump_curriculum_steps_and_the_held_out_jump():
     assert [ps.curriculum_jump(3, s, 1) for s in (0, 1, 2, 9)] == [1, 2, 3, 3]
     assert ps.curriculum_jump(3, 0, 0) == 3
-    spec = {"task": {"train_min_len": 12, "train_max_len": 12, "l_max": 40, "jump": 3,
-                     "scheme": "ppc"}, "train": {"batch_size": 4, "steps": 1000}}  # fmt: skip
+    task = {"train_min_len": 12, "train_max_len": 12, "l_max": 40, "jump": 3}
+    spec = make_spec("parity_scratchpad", task=task, train={"steps": 1000})
     assert ps.draw_train(spec, np.random.default_rng(0), 0).jump == 3  # no curriculum key: 0
-    spec["train"]["jump_curriculum_steps"] = 100
+    train = {"steps": 1000, "jump_curriculum_steps": 100}
+    spec = make_spec("parity_scratchpad", task=task, train=train)
     assert ps.draw_train(spec, np.random.default_rng(0), 0).jump == 1
     held = ps.heldout_example(spec, np.random.default_rng(0))  # the final jump, not jump 1
     assert held.position_ids[0, 1:7].tolist() == [1, 1, 1, 2, 2, 2]
@@ -282,9 +284,9 @@ def test_jump_curriculum_ends_on_the_papers_format():
     the rest of training; 0 = the paper's format from step 0."""
     assert [ps.curriculum_jump(3, s, 100) for s in (0, 99, 100, 250, 5000)] == [1, 1, 2, 3, 3]
     assert ps.curriculum_jump(3, 0, 0) == 3
-    spec = {"task": {"jump": 2, "scheme": "ppc", "train_min_len": 10, "train_max_len": 10,
-                     "l_max": 50},
-            "train": {"batch_size": 4, "jump_curriculum_steps": 100}}  # fmt: skip
+    spec = make_spec("parity_scratchpad", task={"jump": 2, "train_min_len": 10,
+                     "train_max_len": 10, "l_max": 50},
+                     train={"batch_size": 4, "jump_curriculum_steps": 100})  # fmt: skip
     early = ps.train_batch(spec, np.random.default_rng(0), 0)
     late = ps.train_batch(spec, np.random.default_rng(0), 100)
     assert early.target_mask.sum(1).tolist() == [5] * 4  # jump 1: l = 5 scratchpad tokens
@@ -385,9 +387,9 @@ def test_exact_match_known_answers():
 @pytest.mark.parametrize("task", ["parity_scratchpad", "variable_assignment"])
 def test_training_draws_cover_the_length_range_and_heldout_uses_test_ids(task, scheme):
     module = ps if task == "parity_scratchpad" else va
-    spec = {"task": {"train_min_len": 10, "train_max_len": 16, "l_max": 60, "jump": 2, "depth": 2,
-                     "n_vars": 20, "scratchpad": True, "scheme": scheme},
-            "train": {"batch_size": 5, "steps": 100, "jump_curriculum_steps": 0}}  # fmt: skip
+    setting = {"jump": 2} if task == "parity_scratchpad" else {"depth": 2, "n_vars": 20}
+    spec = make_spec(task, task={"train_min_len": 10, "train_max_len": 16, "l_max": 60,
+                                 "scheme": scheme, **setting}, train={"batch_size": 5})  # fmt: skip
     seen = set()
     for step in range(60):
         rng = np.random.default_rng(step)

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from lengen import cli
+from lengen.specs import Spec
 from lengen.tasks import sparse_parity as sp
+from tests.helpers import make_spec
 
 
 @pytest.mark.parametrize("k,half", [(1, 10), (4, 10), (12, 25), (16, 250)])
@@ -61,15 +63,11 @@ def test_k_must_be_below_l():
 
 
 def test_train_batches_lengths_and_k_in_range(tiny_spec):
-    spec = dict(tiny_spec)
-    spec["task"] = {
-        **spec["task"],
-        "k_train": 12,
-        "train_min_len": 20,
-        "train_max_len": 50,
-        "l_max": 510,
-    }
-    spec["train"] = {**spec["train"], "batch_size": 64}
+    task = {**tiny_spec["task"], "k_train": 12, "train_min_len": 20, "train_max_len": 50,
+            "l_max": 510}  # fmt: skip
+    spec = Spec.parse(
+        {**tiny_spec, "task": task, "train": {**tiny_spec["train"], "batch_size": 64}}
+    )
     lengths, ks = set(), set()
     for step in range(200):
         ex = sp.train_batch(spec, np.random.default_rng([0, step]), step)
@@ -79,7 +77,7 @@ def test_train_batches_lengths_and_k_in_range(tiny_spec):
         assert (flagged >= 1).all() and (flagged <= min(12, length // 2 - 1)).all()
         lengths.add(length)
         ks.update(flagged.tolist())
-        assert ex.position_ids[:, :-1].max() < spec["task"]["l_max"]  # fed IDs (last: label)
+        assert ex.position_ids[:, :-1].max() < spec.task.l_max  # fed IDs (last: label)
     assert lengths == set(range(20, 51, 2))
     assert ks == set(range(1, 13))
 
@@ -92,18 +90,19 @@ def test_alphabet_size_must_be_even_and_positive():
 
 
 def test_training_k_is_uniform_per_row_capped_below_l_and_follows_the_curriculum():
-    spec = {"task": {"k_train": 12, "n": 20, "train_min_len": 20, "train_max_len": 20,
-                     "l_max": 40}, "train": {"batch_size": 600}}  # fmt: skip
+    task = {"k_train": 12, "n": 20, "train_min_len": 20, "train_max_len": 20, "l_max": 40}
+    spec = make_spec("sparse_parity", task=task, train={"batch_size": 600})
     b = sp.train_batch(spec, np.random.default_rng(0), 0)
     k = ((b.tokens[:, 1:-2:2] - 3) <= 10).sum(axis=1)
     assert set(k.tolist()) == set(range(1, 10))  # K_train 12 capped at l - 1 = 9, per row
     assert b.position_ids[:, :-1].max() == 39  # PoSE over the fed tokens reaches l_max - 1
-    spec["train"]["k_curriculum_steps"] = 100
+    spec = make_spec(
+        "sparse_parity", task=task, train={"batch_size": 600, "k_curriculum_steps": 100}
+    )
     for step, top in ((0, 1), (99, 1), (250, 3)):
         b = sp.train_batch(spec, np.random.default_rng(step), step)
         k = ((b.tokens[:, 1:-2:2] - 3) <= 10).sum(axis=1)
         assert set(k.tolist()) == set(range(1, top + 1))
-    spec["task"].update(train_min_len=8, train_max_len=12)
     lengths = {sp.draw_train(np.random.default_rng(s), 2, 8, 12, 3, 20).tokens.shape[1] - 3
                for s in range(40)}  # fmt: skip
     assert lengths == {8, 10, 12}
@@ -182,7 +181,7 @@ def test_extra_schemes_nope_and_alibi_read_true_ids_and_are_checked(smoke_config
     for variant, position in (("nope", "nope"), ("alibi", "alibi"), ("neox", "rope")):
         spec = specs.sparse_parity_train(cfg, 2, variant)
         assert spec["model"]["position"] == position and spec["variant"] == variant
-        ids = task.train_batch(spec, np.random.default_rng(0), 0).position_ids
+        ids = task.train_batch(Spec.parse(spec), np.random.default_rng(0), 0).position_ids
         true = (ids == np.arange(1, ids.shape[1] + 1)).all()
         assert true == (position != "rope")  # PoSE draws gaps for RoPE
     bad = copy.deepcopy(smoke_config)

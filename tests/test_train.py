@@ -12,6 +12,8 @@ import torch
 
 from lengen import tasks
 from lengen.data import Example
+from lengen.specs import EarlyStopSpec, Spec, TrainSpec
+from lengen.tasks import sparse_parity
 from lengen.train import lr_lambda, train
 
 
@@ -19,13 +21,15 @@ def _copy_task() -> types.SimpleNamespace:
     """`<BOS> a <SEP> a`: predict the token two places back (one attention hop)."""
 
     def train_batch(spec, rng, step):
-        a = rng.integers(2, 10, size=(spec["train"]["batch_size"], 1))
+        a = rng.integers(2, 10, size=(spec.train.batch_size, 1))
         tokens = np.concatenate([np.zeros_like(a), a, np.ones_like(a), a], axis=1)
         mask = np.zeros_like(tokens)
         mask[:, -1] = 1
         return Example(tokens, np.tile(np.arange(1, 5), (len(a), 1)), mask)
 
-    return types.SimpleNamespace(vocab_size=lambda spec: 10, train_batch=train_batch)
+    return types.SimpleNamespace(  # its spec's task section: the tiny spec's sparse parity one
+        TaskSpec=sparse_parity.TaskSpec, vocab_size=lambda spec: 10, train_batch=train_batch
+    )
 
 
 def test_trainer_learns_a_trivial_task(tiny_spec, tmp_path, monkeypatch):
@@ -40,7 +44,7 @@ def test_trainer_learns_a_trivial_task(tiny_spec, tmp_path, monkeypatch):
     from lengen.modelfile import load_model
 
     model = load_model(path)
-    batch = _copy_task().train_batch(spec, np.random.default_rng(99), 0).model_inputs()
+    batch = _copy_task().train_batch(Spec.parse(spec), np.random.default_rng(99), 0).model_inputs()
     with torch.no_grad():
         pred = model(batch["input_ids"], batch["position_ids"])[:, -1].argmax(-1)
     assert (pred == batch["labels"][:, -1]).float().mean() > 0.95
@@ -88,10 +92,11 @@ def test_mlflow_run_has_params_and_loss_curve(tiny_spec, tmp_path):
 
 
 def test_lr_schedule_linear_warmup_then_decay():
-    f = lr_lambda({"warmup_steps": 10, "steps": 110, "schedule": "linear"})
+    base = {"batch_size": 1, "lr": 1.0, "weight_decay": 0.0}
+    f = lr_lambda(TrainSpec(warmup_steps=10, steps=110, schedule="linear", **base))
     assert f(0) == 0.1 and f(9) == 1.0 and f(10) == 1.0
     assert abs(f(60) - 0.5) < 1e-9 and f(110) == 0.0
-    g = lr_lambda({"warmup_steps": 0, "steps": 100, "schedule": "cosine", "min_lr_ratio": 0.1})
+    g = lr_lambda(TrainSpec(warmup_steps=0, steps=100, schedule="cosine", min_lr_ratio=0.1, **base))
     assert abs(g(100) - 0.1) < 1e-9 and abs(g(0) - 1.0) < 1e-9
 
 
@@ -174,7 +179,7 @@ def test_early_stop_heldout_spans_training_lengths(tiny_spec):
                     "l_max": 60}  # fmt: skip
     spec["train"]["early_stop"] = {"every": 10, "target_accuracy": 0.9, "patience": 1,
                                    "n_examples": 64, "n_draws": 8}  # fmt: skip
-    stop = EarlyStop(spec, tasks.get("parity_scratchpad"), "cpu")
+    stop = EarlyStop(Spec.parse(spec), tasks.get("parity_scratchpad"), "cpu")
     assert [len(d["input_ids"]) for d in stop.draws] == [8] * 8
     assert len({d["input_ids"].shape[1] for d in stop.draws}) >= 3
 
@@ -185,8 +190,8 @@ def test_early_stop_min_steps_delays_only_the_target_stop():
     from lengen.train import EarlyStop
 
     stop = EarlyStop.__new__(EarlyStop)
-    stop.cfg = {"every": 10, "target_accuracy": 0.9, "patience": 2, "min_steps": 100,
-                "plateau_steps": 30, "plateau_accuracy": 0.5}  # fmt: skip
+    stop.cfg = EarlyStopSpec(every=10, target_accuracy=0.9, patience=2, min_steps=100,
+                             plateau_steps=30, plateau_accuracy=0.5)  # fmt: skip
     stop.streak = 0
     assert stop.due(10) and stop.due(20) and not stop.due(25)
     assert stop.update(1.0, 10) is None and stop.update(1.0, 20) is None  # fitted, too early
@@ -226,8 +231,10 @@ def test_a_failed_run_is_closed_failed_not_left_running(tiny_spec, tmp_path, mon
     def broken(spec, rng, step):
         raise RuntimeError("disk full")
 
-    monkeypatch.setitem(tasks.REGISTRY, "broken", types.SimpleNamespace(
-        vocab_size=lambda spec: 10, train_batch=broken))  # fmt: skip
+    broken_task = types.SimpleNamespace(
+        TaskSpec=sparse_parity.TaskSpec, vocab_size=lambda spec: 10, train_batch=broken
+    )
+    monkeypatch.setitem(tasks.REGISTRY, "broken", broken_task)
     spec = copy.deepcopy(tiny_spec)
     spec["experiment"] = "broken"
     out = tmp_path / "broken"
@@ -249,14 +256,14 @@ def test_ds_config_json_is_merged_over_the_computed_config(tmp_path):
 
     cfg = load(ROOT / "config" / "paper.yaml")
     spec = specs.natural_language_train(cfg, "short")
-    ds = deepspeed_config(spec, world=8)
+    ds = deepspeed_config(Spec.parse(spec), world=8)
     zero = ds["zero_optimization"]
     assert zero["stage"] == 2 and zero["overlap_comm"] and ds["bf16"] == {"enabled": True}
     assert (ds["train_micro_batch_size_per_gpu"], ds["gradient_accumulation_steps"]) == (256, 4)
     assert "ds_config" not in specs.sparse_parity_train(cfg, 8)["runtime"]
     spec["runtime"]["ds_config"]["gradient_accumulation_steps"] = 2
     with pytest.raises(ValueError, match="gradient_accumulation_steps = 2, but the train"):
-        deepspeed_config(spec, world=8)
+        deepspeed_config(Spec.parse(spec), world=8)
     bad = tmp_path / "ds.json"
     bad.write_text("{not json")
     cfg["natural_language"]["ds_config"] = str(bad)

@@ -179,6 +179,7 @@ def main(argv: list[str] | None = None) -> None:
     """CLI: attention-mass and accuracy-by-ones tables and figure for one sparse-parity model."""
     from lengen import provenance
     from lengen.modelfile import model_from_saved, read_model_file
+    from lengen.specs import Spec
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, required=True)
@@ -192,18 +193,23 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     saved = read_model_file(args.model)
-    model, spec = model_from_saved(saved), saved["spec"]
-    n = spec["task"]["n"]
-    mass, by_ones = diagnose(model, args.lengths, args.k, n, args.n_examples, args.seed)
+    model, spec = model_from_saved(saved), Spec.parse(saved["spec"])
+    k_train = spec.task.k_train
+    mass, by_ones = diagnose(model, args.lengths, args.k, spec.task.n, args.n_examples, args.seed)
     table = pd.concat(
         [mass.assign(table="attention_mass"), by_ones.assign(table="accuracy_by_ones")]
     )
-    setup = {"spec": spec, "lengths": args.lengths, "k": args.k, "n_examples": args.n_examples}
+    setup = {
+        "spec": spec.source,
+        "lengths": args.lengths,
+        "k": args.k,
+        "n_examples": args.n_examples,
+    }
     args.out_table.parent.mkdir(parents=True, exist_ok=True)
     provenance.stamp(table, setup, args.seed).to_csv(args.out_table, index=False)
-    title = args.title or f"Where <SEP> attends: sparse parity, K_train = {spec['task']['k_train']}"
+    title = args.title or f"Where <SEP> attends: sparse parity, K_train = {k_train}"
     meta = provenance.png_metadata(setup, args.seed)
-    figure(mass, by_ones, spec["task"]["k_train"], title, args.out_figure, meta)
+    figure(mass, by_ones, k_train, title, args.out_figure, meta)
 
 
 if __name__ == "__main__":

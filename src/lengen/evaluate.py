@@ -24,6 +24,7 @@ from lengen import provenance, tasks, tracking
 from lengen.decode import exact_match, greedy_decode
 from lengen.modelfile import model_from_saved, read_model_file
 from lengen.runtime import eval_device
+from lengen.specs import Spec
 
 
 def evaluate(model_path: Path, testset: Path, batch_size: int, out: Path) -> pd.DataFrame:
@@ -31,20 +32,20 @@ def evaluate(model_path: Path, testset: Path, batch_size: int, out: Path) -> pd.
     sparse parity: final-token accuracy over the (2l, k_test) grid)."""
     device = eval_device()
     saved = read_model_file(model_path, device)
-    spec, model = saved["spec"], model_from_saved(saved, device)
-    task = tasks.get(spec["experiment"])
+    spec, model = Spec.parse(saved["spec"]), model_from_saved(saved, device)
+    task = tasks.get(spec.experiment)
     progress = partial(tqdm, desc="eval", mininterval=5)
     rows = task.score(model, spec, testset, batch_size, progress)
-    setup = {"spec": spec, "testset": task.testset_config(testset), "batch_size": batch_size}
-    table = provenance.stamp(pd.DataFrame(rows), setup, spec["seed"])
+    setup = {"spec": spec.source, "testset": task.testset_config(testset), "batch_size": batch_size}
+    table = provenance.stamp(pd.DataFrame(rows), setup, spec.seed)
     _write_and_log(table, spec, model_path, out)
     return table
 
 
-def scratchpad_testset(spec: dict, eval_cfg: dict, test_seed: int) -> dict:
+def scratchpad_testset(spec: Spec, eval_cfg: dict, test_seed: int) -> dict:
     """Fixed test draws per length for a generation-scored spec (its task's `testset`); the same
     for every model and variant."""
-    return tasks.get(spec["experiment"]).testset(spec, eval_cfg, test_seed)
+    return tasks.get(spec.experiment).testset(spec, eval_cfg, test_seed)
 
 
 def generation_accuracy(model, batch, scheme: str, batch_size: int) -> float:
@@ -70,11 +71,11 @@ def evaluate_scratchpad(
     lengths."""
     device = eval_device()
     saved = read_model_file(model_path, device)
-    spec, model = saved["spec"], model_from_saved(saved, device)
-    task = spec["task"]
-    param = tasks.get(spec["experiment"]).SETTING.key
+    spec, model = Spec.parse(saved["spec"]), model_from_saved(saved, device)
+    task = spec.task
+    param = tasks.get(spec.experiment).SETTING.key
     stopped = {  # train.early_stop's outcome: "did not learn in N steps" travels with the table
-        "steps_run": saved.get("steps_run", spec["train"]["steps"]),
+        "steps_run": saved.get("steps_run", spec.train.steps),
         "stop_reason": saved.get("stop_reason", "steps"),
     }
     rows = []
@@ -82,36 +83,34 @@ def evaluate_scratchpad(
     for length, batch in tqdm(testset.items(), desc="eval", mininterval=5):
         rows.append(
             {
-                "experiment": spec["experiment"],
-                "variant": spec["variant"],
-                "run": spec["run_name"],
-                "scheme": task["scheme"],
-                "scratchpad": task.get("scratchpad", True),
-                param: task[param],
-                "seed": spec["seed"],
+                "experiment": spec.experiment,
+                "variant": spec.variant,
+                "run": spec.run_name,
+                "scheme": task.scheme,
+                "scratchpad": getattr(task, "scratchpad", True),
+                param: getattr(task, param),
+                "seed": spec.seed,
                 "length": length,
                 "n": len(batch.tokens),
-                "accuracy": generation_accuracy(
-                    model, batch, task["scheme"], eval_cfg["batch_size"]
-                ),
+                "accuracy": generation_accuracy(model, batch, task.scheme, eval_cfg["batch_size"]),
                 **stopped,
             }
         )
-    setup = {"spec": spec, "eval": eval_cfg, "test_seed": test_seed}
-    table = provenance.stamp(pd.DataFrame(rows), setup, spec["seed"])
+    setup = {"spec": spec.source, "eval": eval_cfg, "test_seed": test_seed}
+    table = provenance.stamp(pd.DataFrame(rows), setup, spec.seed)
     _write_and_log(table, spec, model_path, out)
     return table
 
 
 # pragma: no mutate start  (file and MLflow output)
-def _write_and_log(table: pd.DataFrame, spec: dict, model_path: Path, out: Path) -> None:
+def _write_and_log(table: pd.DataFrame, spec: Spec, model_path: Path, out: Path) -> None:
     """Write the table; log accuracies and the table to the model's MLflow run."""
     out.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(out, index=False)
     run_id_file = model_path.parent / "mlflow_run_id"
     if not run_id_file.exists():
         return
-    tracking.resume_run(spec["tracking"]["uri"], run_id_file)
+    tracking.resume_run(spec.tracking.uri, run_id_file)
     suffix = (lambda r: f"_k{r.k_test}") if "k_test" in table else (lambda r: "")
     tracking.log_metrics(
         {f"acc_len{r.length}{suffix(r)}": r.accuracy for r in table.itertuples()}, 0

@@ -30,6 +30,7 @@ from tqdm import tqdm
 from lengen import provenance
 from lengen.modelfile import model_from_saved, read_model_file
 from lengen.runtime import eval_device
+from lengen.specs import Spec
 from lengen.tokens import consecutive_chunks, load_tokens
 
 
@@ -185,12 +186,12 @@ def main(argv: list[str] | None = None) -> None:
     saved = {"h_short": read_model_file(args.short, device),
              "h_long": read_model_file(args.long, device)}  # fmt: skip
     models = {name: model_from_saved(s, device) for name, s in saved.items()}
-    spec = saved["h_short"]["spec"]
+    seed = Spec.parse(saved["h_short"]["spec"]).seed
     examples = consecutive_chunks(load_tokens(args.tokens), cfg["long_len"], cfg["n_examples"],
                                   cfg["offset"])  # fmt: skip
     table = analyse(models, examples, cfg["short_len"], cfg["k"])
     setup = {"influence": cfg, "models": [str(args.short), str(args.long)]}
-    table = provenance.stamp(table, setup, spec["seed"])
+    table = provenance.stamp(table, setup, seed)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out, index=False)
 

@@ -5,26 +5,30 @@ importing the trainer or DeepSpeed."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
 from lengen import provenance
 from lengen.model import GPTNeoX, ModelConfig
 
+if TYPE_CHECKING:
+    from lengen.specs import Spec
+
 
 def write_model_file(
-    model: GPTNeoX, spec: dict, path: Path, steps_run: int, stop_reason: str
+    model: GPTNeoX, spec: Spec, path: Path, steps_run: int, stop_reason: str
 ) -> None:
-    """model.pt: fp32 weights, model config, the job's spec, its provenance, and the steps
-    actually run with why training stopped (train.early_stop)."""
+    """model.pt: fp32 weights, model config, the job's spec (its JSON, `Spec.source`), its
+    provenance, and the steps actually run with why training stopped (train.early_stop)."""
     state = {k: v.detach().float().cpu() for k, v in model.state_dict().items()}
     config = model.cfg.to_dict()
-    prov = provenance.record(spec, spec["seed"])
+    prov = provenance.record(spec.source, spec.seed)
     torch.save(
         {
             "model_config": config,
             "state_dict": state,
-            "spec": spec,
+            "spec": spec.source,
             "provenance": prov,
             "steps_run": steps_run,
             "stop_reason": stop_reason,

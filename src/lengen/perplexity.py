@@ -23,6 +23,7 @@ from lengen import provenance
 from lengen.modelfile import model_from_saved, read_model_file
 from lengen.positions import true_position_ids
 from lengen.runtime import eval_device
+from lengen.specs import Spec
 from lengen.tokens import consecutive_chunks, load_tokens
 
 PAPER = {("short", 64): 17.59, ("short", 128): 14.74, ("long", 64): 17.62, ("long", 128): 14.49}
@@ -67,7 +68,7 @@ def perplexity_table(
     device = eval_device()
     for name, path in models.items():
         saved = read_model_file(path, device)
-        model, spec = model_from_saved(saved, device), saved["spec"]
+        model, spec = model_from_saved(saved, device), Spec.parse(saved["spec"])
         for length in tqdm(lengths, desc=f"perplexity {name}"):
             nll = window_nll(model, split_windows(chunks, length), batch_size)
             per_chunk.append(
@@ -77,13 +78,13 @@ def perplexity_table(
             rows.append(
                 {
                     "model": f"h_{name}",
-                    "train_context": spec["task"]["context"],
-                    "pose": spec["task"].get("pose_start") is not None,
+                    "train_context": spec.task.context,
+                    "pose": spec.task.pose_start is not None,
                     "eval_length": length,
                     "n_tokens": nll.size,
                     "perplexity": math.exp(nll.mean()),
                     "paper_perplexity": PAPER.get((name, length), float("nan")),
-                    "seed": spec["seed"],
+                    "seed": spec.seed,
                 }  # fmt: skip
             )
     return pd.DataFrame(rows), pd.concat(per_chunk, ignore_index=True)

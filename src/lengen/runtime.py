@@ -6,13 +6,17 @@ hands them here to be wrapped."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import torch
 
 from lengen.config import merge_dicts
 
+if TYPE_CHECKING:
+    from lengen.specs import RuntimeSpec, Spec
 
-def _init_distributed(runtime: dict) -> None:
+
+def _init_distributed(runtime: RuntimeSpec) -> None:
     """Process group for DeepSpeed: the launcher's env, or a single-process group (gloo on CPU)."""
     import deepspeed
     import torch.distributed as dist
@@ -25,30 +29,30 @@ def _init_distributed(runtime: dict) -> None:
     os.environ.setdefault("LOCAL_RANK", "0")
     os.environ.setdefault("RANK", "0")
     os.environ.setdefault("WORLD_SIZE", "1")
-    backend = "nccl" if runtime["device"] == "cuda" else "gloo"
+    backend = "nccl" if runtime.device == "cuda" else "gloo"
     dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
 
 
-def deepspeed_config(spec: dict, world: int) -> dict:
+def deepspeed_config(spec: Spec, world: int) -> dict:
     """DeepSpeed config dict from the spec's train and runtime sections."""
-    train, runtime = spec["train"], spec["runtime"]
-    micro = train.get("micro_batch_size") or train["batch_size"] // world
-    accum = train["batch_size"] // (micro * world)
-    if micro * world * accum != train["batch_size"]:
+    train, runtime = spec.train, spec.runtime
+    micro = train.micro_batch_size or train.batch_size // world
+    accum = train.batch_size // (micro * world)
+    if micro * world * accum != train.batch_size:
         raise ValueError(
-            f"batch_size {train['batch_size']} is not {world} processes x micro-batches of {micro}"
+            f"batch_size {train.batch_size} is not {world} processes x micro-batches of {micro}"
         )
     computed = {
-        "train_batch_size": train["batch_size"],
+        "train_batch_size": train.batch_size,
         "train_micro_batch_size_per_gpu": micro,
         "gradient_accumulation_steps": accum,
-        "gradient_clipping": train.get("grad_clip", 1.0),
-        "bf16": {"enabled": runtime["precision"] == "bf16"},
-        "zero_optimization": {"stage": runtime["zero_stage"]},
+        "gradient_clipping": train.grad_clip,
+        "bf16": {"enabled": runtime.precision == "bf16"},
+        "zero_optimization": {"stage": runtime.zero_stage},
         "steps_per_print": 10**9,
         "wall_clock_breakdown": False,
     }
-    user = runtime.get("ds_config") or {}  # the tier's ds_config JSON, merged over the above
+    user = runtime.ds_config or {}  # the tier's ds_config JSON, merged over the above
     for key in (
         "train_batch_size",
         "train_micro_batch_size_per_gpu",
@@ -57,28 +61,28 @@ def deepspeed_config(spec: dict, world: int) -> dict:
         if key in user and user[key] != computed[key]:
             raise ValueError(
                 f"ds_config sets {key} = {user[key]}, but the train section gives {computed[key]} "
-                f"(batch_size {train['batch_size']}, {world} processes): set it in the config"
+                f"(batch_size {train.batch_size}, {world} processes): set it in the config"
             )
     return merge_dicts(computed, user)
 
 
-def setup(runtime: dict) -> None:
+def setup(runtime: RuntimeSpec) -> None:
     """Threads and accelerator selection; must run before deepspeed is imported."""
-    if runtime["device"] == "cpu":
+    if runtime.device == "cpu":
         os.environ["DS_ACCELERATOR"] = "cpu"
-        torch.set_num_threads(runtime["threads_per_job"])
+        torch.set_num_threads(runtime.threads_per_job)
     import deepspeed.ops
 
     # Single CPU process: skip the JIT-compiled shared-memory comm op (45-120 s, unused).
     deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
 
 
-def deepspeed_engine(spec: dict, model: torch.nn.Module, optimizer, scheduler):
+def deepspeed_engine(spec: Spec, model: torch.nn.Module, optimizer, scheduler):
     """DeepSpeed engine wrapping model, a client optimizer and lr scheduler (spec's runtime)."""
     import deepspeed
     import torch.distributed as dist
 
-    _init_distributed(spec["runtime"])
+    _init_distributed(spec.runtime)
     engine, _, _, _ = deepspeed.initialize(
         model=model,
         optimizer=optimizer,

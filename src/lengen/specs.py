@@ -1,15 +1,154 @@
-"""Run specs: the self-contained JSON each workflow job receives, built from a validated config.
+"""Run specs: the self-contained JSON each workflow job receives, built from a validated config,
+and its typed form.
 
 A job sees only its own slice of the config, so Snakemake's params trigger reruns only where the
-slice changed (e.g. editing a figure's style reruns that figure, not the trainings).
+slice changed (e.g. editing a figure's style reruns that figure, not the trainings). Each job parses
+its JSON once, at its entry point (`Spec.parse`), into the dataclasses below; the trainer, the
+task modules and the evaluator take the typed `Spec`, so a key such as `k_train` can be followed
+from the config section (the builders here) through `sparse_parity.TaskSpec.k_train` to the eval
+table's `k_train` column and the figure drawn from it. `Spec.source` keeps the JSON itself: it is
+what model.pt stores, what MLflow logs and what the provenance hash is taken of.
 """
 
 from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
 
 from lengen import tasks
 from lengen.config import read_ds_config, tracking_uri
 from lengen.positions import model_position
 from lengen.tracking import experiment_name
+
+
+class SpecError(ValueError):
+    """A spec section with a key its dataclass does not have, or without a required one."""
+
+
+def _build(cls, section: str, values: dict):
+    """cls(**values), with an error naming the spec section and the keys when they do not fit."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        known = sorted(names - {"source"})
+        raise SpecError(f"spec section {section!r}: unknown key(s) {unknown}; known: {known}")
+    required = [f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING
+                and f.default_factory is dataclasses.MISSING]  # fmt: skip
+    missing = [k for k in required if k not in values]
+    if missing:
+        raise SpecError(f"spec section {section!r}: missing key(s) {missing}")
+    return cls(**values)
+
+
+@dataclass(frozen=True)
+class EarlyStopSpec:
+    """`train.early_stop` (lengen.train.EarlyStop; schema: train_keys.early_stop)."""
+
+    every: int
+    target_accuracy: float
+    patience: int
+    min_steps: int = 0
+    n_examples: int = 512
+    n_draws: int = 1
+    plateau_steps: int | None = None
+    plateau_accuracy: float = 0.6
+
+
+@dataclass(frozen=True)
+class TrainSpec:
+    """A spec's `train` section (schema: train_keys): optimizer, schedule, batch, curricula,
+    checkpoints, early stopping."""
+
+    steps: int
+    batch_size: int
+    lr: float
+    weight_decay: float
+    warmup_steps: int
+    schedule: str  # linear | cosine | constant, after the warm-up
+    micro_batch_size: int | None = None
+    min_lr_ratio: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.999)
+    grad_clip: float = 1.0
+    checkpoint_every: int = 1000
+    log_every: int = 50
+    k_curriculum_steps: int = 0  # sparse parity (DEPARTURE, config/config.yaml)
+    jump_curriculum_steps: int = 0  # parity with scratchpad (DEPARTURE, config/config.yaml)
+    early_stop: EarlyStopSpec | None = None
+
+    @classmethod
+    def parse(cls, values: dict) -> TrainSpec:
+        """From the JSON section (betas as a tuple, early_stop as its dataclass)."""
+        values = dict(values)
+        if "betas" in values:
+            values["betas"] = tuple(values["betas"])
+        if values.get("early_stop"):
+            values["early_stop"] = _build(EarlyStopSpec, "train.early_stop", values["early_stop"])
+        return _build(cls, "train", values)
+
+
+@dataclass(frozen=True)
+class RuntimeSpec:
+    """A spec's `runtime` section (lengen.runtime): device, precision, ZeRO stage, threads, and
+    the DeepSpeed config JSON read in (None: the computed one alone)."""
+
+    device: str
+    precision: str
+    zero_stage: int
+    gpus_per_job: int = 0
+    threads_per_job: int = 1
+    progress: bool = True
+    ds_config: dict | None = None
+
+
+@dataclass(frozen=True)
+class TrackingSpec:
+    """Where the run is logged: MLflow tracking URI and experiment name."""
+
+    uri: str
+    experiment: str
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One job's run spec, typed. `task` is the task module's own `TaskSpec` (e.g.
+    `sparse_parity.TaskSpec`); `model` holds ModelConfig's keyword arguments (the vocabulary size
+    comes from the task)."""
+
+    experiment: str
+    run_name: str
+    seed: int
+    task: Any
+    model: dict
+    train: TrainSpec
+    runtime: RuntimeSpec
+    tracking: TrackingSpec
+    variant: str | None = None
+    source: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def parse(cls, values: dict) -> Spec:
+        """The typed spec of a job's JSON (as built below, or as stored in a model.pt)."""
+        if isinstance(values, Spec):
+            return values
+        values = dict(values)
+        experiment = values.get("experiment")
+        task_cls = tasks.get(experiment).TaskSpec
+        sections = {
+            "task": _build(task_cls, "task", values.get("task", {})),
+            "model": dict(values.get("model", {})),
+            "train": TrainSpec.parse(values.get("train", {})),
+            "runtime": _build(RuntimeSpec, "runtime", values.get("runtime", {})),
+            "tracking": _build(TrackingSpec, "tracking", values.get("tracking", {})),
+        }
+        return _build(cls, "spec", {**values, **sections, "source": values})
+
+    def with_batch_size(self, batch_size: int) -> Spec:
+        """The same spec drawing batches of `batch_size` (a process's micro-batch, a held-out
+        draw); `source` still names the job's spec."""
+        return dataclasses.replace(
+            self, train=dataclasses.replace(self.train, batch_size=batch_size)
+        )
 
 
 def runtime(cfg: dict, ds_config: str | None = None) -> dict:

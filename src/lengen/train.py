@@ -3,7 +3,8 @@ scored tokens only, periodic checkpoints with resume, MLflow logging (App. E "Sh
 
 Run as `python -m lengen.train --spec spec.json --out DIR` (one process on CPU, or under the
 `deepspeed` launcher for several GPUs). The spec holds the task, model, train, runtime and
-tracking sections of one run; see lengen.specs for how the Snakefile builds it.
+tracking sections of one run; see lengen.specs for how the Snakefile builds it and for its typed
+form (`Spec`), parsed once here.
 """
 
 from __future__ import annotations
@@ -26,20 +27,20 @@ from lengen import provenance, runtime, tasks, tracking
 from lengen.data import IGNORE, VALID_STREAM, step_rng
 from lengen.model import GPTNeoX, ModelConfig
 from lengen.modelfile import write_model_file
+from lengen.specs import Spec, TrainSpec
 
 
-def lr_lambda(train: dict):
+def lr_lambda(train: TrainSpec):
     """Multiplier of the peak lr at each step: linear warm-up, then linear/cosine/constant."""
-    warm, total = train["warmup_steps"], train["steps"]
-    floor = train.get("min_lr_ratio", 0.0)
+    warm, total, floor = train.warmup_steps, train.steps, train.min_lr_ratio
 
     def f(step: int) -> float:
         if step < warm:
             return (step + 1) / warm
-        if train["schedule"] == "constant":
+        if train.schedule == "constant":
             return 1.0
         frac = min(1.0, (step - warm) / max(1, total - warm))
-        if train["schedule"] == "linear":
+        if train.schedule == "linear":
             return floor + (1 - floor) * (1 - frac)
         return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * frac))
 
@@ -71,14 +72,13 @@ class EarlyStop:
     where the task defines `heldout_example`; it never sees a test length.
     """
 
-    def __init__(self, spec: dict, task, device):
-        self.cfg = spec["train"]["early_stop"]
-        draws = self.cfg.get("n_draws", 1)
-        per = max(1, self.cfg.get("n_examples", 512) // draws)
-        draw_spec = {**spec, "train": {**spec["train"], "batch_size": per}}
-        last = spec["train"]["steps"]
+    def __init__(self, spec: Spec, task, device):
+        self.cfg = spec.train.early_stop
+        draws = self.cfg.n_draws
+        draw_spec = spec.with_batch_size(max(1, self.cfg.n_examples // draws))
+        last = spec.train.steps
         heldout = getattr(task, "heldout_example", None)  # a test-time view, where a task has one
-        rngs = [step_rng(spec["seed"], 0, VALID_STREAM + i) for i in range(draws)]
+        rngs = [step_rng(spec.seed, 0, VALID_STREAM + i) for i in range(draws)]
         self.draws = [
             (
                 heldout(draw_spec, rng) if heldout else task.train_batch(draw_spec, rng, last)
@@ -89,7 +89,7 @@ class EarlyStop:
 
     def due(self, done: int) -> bool:
         """Whether step `done` is a check step."""
-        return done % self.cfg["every"] == 0
+        return done % self.cfg.every == 0
 
     @torch.no_grad()
     def accuracy(self, module) -> float:
@@ -112,33 +112,29 @@ class EarlyStop:
 
     def update(self, acc: float, done: int) -> str | None:
         """Record one check at step `done`; the reason to stop now, or None."""
-        self.streak = self.streak + 1 if acc >= self.cfg["target_accuracy"] else 0
-        if self.streak >= self.cfg["patience"] and done >= self.cfg.get("min_steps", 0):
-            return (
-                f"held-out exact match >= {self.cfg['target_accuracy']} at "
-                f"{self.cfg['patience']} checks in a row"
-            )
-        budget = self.cfg.get("plateau_steps")
-        if budget and done >= budget and acc < self.cfg.get("plateau_accuracy", 0.6):
+        cfg = self.cfg
+        self.streak = self.streak + 1 if acc >= cfg.target_accuracy else 0
+        if self.streak >= cfg.patience and done >= cfg.min_steps:
+            target, patience = cfg.target_accuracy, cfg.patience
+            return f"held-out exact match >= {target} at {patience} checks in a row"
+        budget = cfg.plateau_steps
+        if budget and done >= budget and acc < cfg.plateau_accuracy:
             return f"did not learn in {done} steps (held-out exact match {acc:.2f})"
         return None
 
 
-def build_model(spec: dict) -> GPTNeoX:
+def build_model(spec: Spec) -> GPTNeoX:
     """The spec's model, with weights drawn from the spec's seed."""
-    torch.manual_seed(spec["seed"])
-    task = tasks.get(spec["experiment"])
-    return GPTNeoX(ModelConfig(vocab_size=task.vocab_size(spec), **spec["model"]))
+    torch.manual_seed(spec.seed)
+    task = tasks.get(spec.experiment)
+    return GPTNeoX(ModelConfig(vocab_size=task.vocab_size(spec), **spec.model))
 
 
-def make_engine(spec: dict, model: GPTNeoX):
+def make_engine(spec: Spec, model: GPTNeoX):
     """DeepSpeed engine wrapping the model with a client AdamW and the lr schedule."""
-    train = spec["train"]
+    train = spec.train
     optimizer = torch.optim.AdamW(
-        model.parameters(),
-        lr=train["lr"],
-        weight_decay=train["weight_decay"],
-        betas=tuple(train.get("betas", (0.9, 0.999))),
+        model.parameters(), lr=train.lr, weight_decay=train.weight_decay, betas=train.betas
     )
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(train))
     return runtime.deepspeed_engine(spec, model, optimizer, scheduler)
@@ -186,35 +182,36 @@ def _prune(ckpt_dir: Path) -> None:
         shutil.rmtree(ckpt_dir / tag, ignore_errors=True)
 
 
-def train(spec: dict, out: Path, stop_after: int | None = None) -> Path:
-    """Train one model as the spec says; write out/model.pt; resume from out/ckpt if present.
+def train(spec: Spec | dict, out: Path, stop_after: int | None = None) -> Path:
+    """Train one model as the spec says (its JSON is parsed here, once); write out/model.pt;
+    resume from out/ckpt if present.
 
     stop_after simulates a crash after that many steps (for tests); returns the model path. A
     run that raises, is interrupted or is terminated leaves its MLflow run FAILED or KILLED (a
     rerun resumes that run, from the newest readable checkpoint).
     """
     try:
-        return _train(spec, out, stop_after)
+        return _train(Spec.parse(spec), out, stop_after)
     except BaseException as err:
         tracking.close_failed_run(err)
         raise
 
 
-def _train(spec: dict, out: Path, stop_after: int | None) -> Path:
+def _train(spec: Spec, out: Path, stop_after: int | None) -> Path:
     """train's body."""
     import torch.distributed as dist
 
-    runtime.setup(spec["runtime"])
+    runtime.setup(spec.runtime)
     out.mkdir(parents=True, exist_ok=True)
     ckpt_dir = out / "ckpt"
     model = build_model(spec)
     engine = make_engine(spec, model)
     rank, world = dist.get_rank(), dist.get_world_size()
     device = engine.device
-    task = tasks.get(spec["experiment"])
-    train_cfg = spec["train"]
+    task = tasks.get(spec.experiment)
+    train_cfg = spec.train
     start = 0
-    stopper = EarlyStop(spec, task, device) if train_cfg.get("early_stop") else None
+    stopper = EarlyStop(spec, task, device) if train_cfg.early_stop else None
     tag = _resume_tag(ckpt_dir, lambda msg: print(msg, file=sys.stderr, flush=True))
     if tag is not None:
         _, client = engine.load_checkpoint(str(ckpt_dir), tag=tag)
@@ -224,24 +221,23 @@ def _train(spec: dict, out: Path, stop_after: int | None) -> Path:
             stopper.streak = client.get("early_stop_streak", 0)
     if rank == 0:
         _open_run(spec, out, model, resumed=start > 0)
-    every, ckpt_every = train_cfg.get("log_every", 50), train_cfg.get("checkpoint_every", 1000)
+    every, ckpt_every, steps = train_cfg.log_every, train_cfg.checkpoint_every, train_cfg.steps
     bar = tqdm(
-        range(start, train_cfg["steps"]),
+        range(start, steps),
         initial=start,
-        total=train_cfg["steps"],
-        desc=spec["run_name"],
-        disable=rank != 0 or not spec["runtime"].get("progress", True),
+        total=steps,
+        desc=spec.run_name,
+        disable=rank != 0 or not spec.runtime.progress,
         mininterval=5,
     )
     window, tokens, t0 = [], 0, time.perf_counter()
-    steps_run, stop_reason = train_cfg["steps"], "steps"
+    steps_run, stop_reason = steps, "steps"
     # each process draws its own micro-batches from (seed, step, stream), stream = rank * accum + m
     accum = engine.gradient_accumulation_steps()
-    micro = train_cfg["batch_size"] // (world * accum)
-    rank_spec = {**spec, "train": {**train_cfg, "batch_size": micro}}
+    rank_spec = spec.with_batch_size(train_cfg.batch_size // (world * accum))
     for step in bar:
         for m in range(accum):  # DeepSpeed steps the optimizer on the last micro-batch
-            rng = step_rng(spec["seed"], step, rank * accum + m)
+            rng = step_rng(spec.seed, step, rank * accum + m)
             inputs = task.train_batch(rank_spec, rng, step).model_inputs(device)
             loss = training_loss(engine(inputs["input_ids"], inputs["position_ids"]), inputs)
             engine.backward(loss)
@@ -249,7 +245,7 @@ def _train(spec: dict, out: Path, stop_after: int | None) -> Path:
             window.append(loss.item())
             tokens += inputs["input_ids"].numel() * world
         done = step + 1
-        if done % every == 0 or done == train_cfg["steps"]:
+        if done % every == 0 or done == steps:
             rate = tokens / (time.perf_counter() - t0)
             metrics = {
                 "train_loss": sum(window) / len(window),
@@ -265,11 +261,11 @@ def _train(spec: dict, out: Path, stop_after: int | None) -> Path:
             if rank == 0:
                 tracking.log_metrics({"heldout_exact_match": acc}, done)
             reason = stopper.update(acc, done)
-            if reason and done < train_cfg["steps"]:
+            if reason and done < steps:
                 steps_run, stop_reason = done, reason
                 bar.write(f"early stop at step {done}: {stop_reason}")
                 break
-        if done % ckpt_every == 0 and done < train_cfg["steps"]:
+        if done % ckpt_every == 0 and done < steps:
             client = {"step": done, "early_stop_streak": stopper.streak if stopper else 0}
             engine.save_checkpoint(str(ckpt_dir), tag=f"step_{done}", client_state=client)
             if rank == 0:
@@ -291,17 +287,17 @@ def _train(spec: dict, out: Path, stop_after: int | None) -> Path:
     return path
 
 
-def _open_run(spec: dict, out: Path, model: GPTNeoX, resumed: bool) -> None:
-    """Write the spec beside the run and start (or resume) its MLflow run."""
-    (out / "spec.json").write_text(json.dumps(spec, indent=2, sort_keys=True))
-    trk = spec["tracking"]
-    tracking.start_run(trk["uri"], trk["experiment"], spec["run_name"], out / "mlflow_run_id")
+def _open_run(spec: Spec, out: Path, model: GPTNeoX, resumed: bool) -> None:
+    """Write the spec's JSON beside the run and start (or resume) its MLflow run."""
+    (out / "spec.json").write_text(json.dumps(spec.source, indent=2, sort_keys=True))
+    trk = spec.tracking
+    tracking.start_run(trk.uri, trk.experiment, spec.run_name, out / "mlflow_run_id")
     if not resumed:
-        tracking.log_params_once(spec, model)
-        tracking.set_tags(provenance.record(spec, spec["seed"]))
+        tracking.log_params_once(spec.source, model)
+        tracking.set_tags(provenance.record(spec.source, spec.seed))
 
 
-def _save_final(engine, spec: dict, path: Path, steps_run: int, stop_reason: str) -> None:
+def _save_final(engine, spec: Spec, path: Path, steps_run: int, stop_reason: str) -> None:
     """Final fp32 weights (from the DeepSpeed engine), readable without DeepSpeed."""
     write_model_file(engine.module, spec, path, steps_run, stop_reason)
 

@@ -1,9 +1,15 @@
 """Tasks of the paper (App. E synthetic tasks; C4 text, App. F), one module each, behind one
 interface; nothing outside a task module names a task.
 
-Every task module exposes `vocab_size(spec)` and `train_batch(spec, rng, step)`, the latter
+Every task module exposes `TaskSpec` (a frozen dataclass: the typed task section of a run spec,
+lengen.specs.Spec.task), `vocab_size(spec)` and `train_batch(spec, rng, step)`, the latter
 returning a `lengen.data.Example` batch (tokens, position IDs, target mask) exactly as the model
 is fed, and, for `lengen sample`, `add_sample_arguments(parser)` and `sample_records(args)`.
+`spec` is always the typed `lengen.specs.Spec`.
+
+A task scored on a stored test set (sparse parity) also exposes `write_testset`,
+`testset_config`, `score(model, spec, testset, batch_size, progress)` (its eval-table rows),
+`TABLE_KEYS` and `TABLE_ORDER`.
 
 Tasks scored by greedy generation over test lengths, one model per (variant, setting, run)
 (the scratchpad tasks of Sec. 5.2) also expose:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import functools
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,11 +19,24 @@ from lengen.data import Example
 from lengen.positions import pose_fed_position_ids, true_position_ids
 from lengen.tokens import load_tokens
 
+if TYPE_CHECKING:
+    from lengen.specs import Spec
 
-def vocab_size(spec: dict) -> int:
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A language model's task section (lengen.specs.natural_language_train)."""
+
+    context: int  # tokens of context per training window: L (h_short) or Lbar (h_long)
+    l_max: int  # Lbar + 1: PoSE IDs are drawn in [1, l_max - 1]
+    train_tokens: str  # the packed training token file
+    pose_start: int | None = None  # h_short: PoSE from this step on (App. F); h_long: None
+
+
+def vocab_size(spec: Spec) -> int:
     """The tokenizer's vocabulary size (32,000 for Llama-2 and the offline default), read from
     the meta.json written beside the token files."""
-    meta = Path(spec["task"]["train_tokens"]).parent / "meta.json"
+    meta = Path(spec.task.train_tokens).parent / "meta.json"
     return json.loads(meta.read_text())["vocab_size"]
 
 
@@ -37,20 +52,19 @@ def windows(tokens: np.ndarray, starts: np.ndarray, length: int) -> np.ndarray:
     return np.asarray(tokens[idx], dtype=np.int64)
 
 
-def train_batch(spec: dict, rng: np.random.Generator, step: int) -> Example:
+def train_batch(spec: Spec, rng: np.random.Generator, step: int) -> Example:
     """batch_size windows of context + 1 tokens; every next token scored; true IDs 1..context,
     or PoSE IDs drawn over the fed tokens, in [1, l_max - 1] = [1, Lbar], from step `pose_start`
     on (h_short, Sec. 5.3)."""
-    task, batch = spec["task"], spec["train"]["batch_size"]
-    length = task["context"] + 1
-    data = _tokens(task["train_tokens"])
+    task, batch = spec.task, spec.train.batch_size
+    length = task.context + 1
+    data = _tokens(task.train_tokens)
     if len(data) < length:  # one window of context + 1 tokens at least
-        raise ValueError(f"{task['train_tokens']}: {len(data)} tokens, need at least {length}")
+        raise ValueError(f"{task.train_tokens}: {len(data)} tokens, need at least {length}")
     starts = rng.integers(0, len(data) - length + 1, size=batch)
     tokens = windows(data, starts, length)
-    pose_start = task.get("pose_start")
-    if pose_start is not None and step >= pose_start:
-        ids = pose_fed_position_ids(rng, batch, length, task["l_max"])
+    if task.pose_start is not None and step >= task.pose_start:
+        ids = pose_fed_position_ids(rng, batch, length, task.l_max)
     else:
         ids = true_position_ids(batch, length)
     mask = np.ones_like(tokens)

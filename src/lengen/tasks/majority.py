@@ -14,12 +14,16 @@ the scratchpad tasks.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from lengen.data import TEST_STREAM, Example
 from lengen.positions import SCHEMES, scheme_test_ids, scheme_train_ids
 from lengen.tasks.base import Setting, add_scheme_argument, positive_int
+
+if TYPE_CHECKING:
+    from lengen.specs import Spec
 
 VOCAB = ("<BOS>", "<SEP>", "0", "1")
 BOS, SEP, ZERO, ONE = range(4)
@@ -28,7 +32,18 @@ SETTING = Setting(
 )
 
 
-def vocab_size(spec: dict) -> int:
+@dataclass(frozen=True)
+class TaskSpec:
+    """A model's task section (`task_spec`): n odd in [train_min_len, train_max_len], the
+    position scheme, the largest shifted training ID."""
+
+    train_max_len: int
+    scheme: str
+    train_min_len: int
+    l_max: int
+
+
+def vocab_size(spec: Spec) -> int:
     """Number of token IDs."""
     return len(VOCAB)
 
@@ -69,23 +84,23 @@ def sample(rng: np.random.Generator, n_examples: int, n_bits: int) -> Batch:
     return Batch(tokens, ids, target_mask, n_bits)
 
 
-def draw_train(spec: dict, rng: np.random.Generator) -> Batch:
+def draw_train(spec: Spec, rng: np.random.Generator) -> Batch:
     """A training draw: one odd n ~ Unif over the odd lengths in [train_min_len, train_max_len]."""
-    task = spec["task"]
-    n = 2 * int(rng.integers(task["train_min_len"] // 2, (task["train_max_len"] - 1) // 2 + 1)) + 1
-    return sample(rng, spec["train"]["batch_size"], n)
+    task = spec.task
+    n = 2 * int(rng.integers(task.train_min_len // 2, (task.train_max_len - 1) // 2 + 1)) + 1
+    return sample(rng, spec.train.batch_size, n)
 
 
-def train_batch(spec: dict, rng: np.random.Generator, step: int) -> Example:
+def train_batch(spec: Spec, rng: np.random.Generator, step: int) -> Example:
     """One training batch: a training draw with IDs by the spec's scheme (shifted / PoSE)."""
     b = draw_train(spec, rng)
-    pos = scheme_train_ids(spec["task"]["scheme"], rng, b.coupled_ids, spec["task"]["l_max"])
+    pos = scheme_train_ids(spec.task.scheme, rng, b.coupled_ids, spec.task.l_max)
     return Example(b.tokens, pos, b.target_mask)
 
 
-def heldout_example(spec: dict, rng: np.random.Generator) -> Example:
+def heldout_example(spec: Spec, rng: np.random.Generator) -> Example:
     """Early stopping's held-out batch: a training draw at test-time IDs."""
-    return test_example(draw_train(spec, rng), spec["task"]["scheme"])
+    return test_example(draw_train(spec, rng), spec.task.scheme)
 
 
 def test_example(b: Batch, scheme: str) -> Example:
@@ -108,7 +123,7 @@ def train_lengths(section: dict) -> tuple[int, int]:
     return section["train_min_len"], max(section["train_max_lens"])
 
 
-def testset(spec: dict, eval_cfg: dict, seed: int) -> dict[int, Batch]:
+def testset(spec: Spec, eval_cfg: dict, seed: int) -> dict[int, Batch]:
     """Fixed test draws per length n, each from its own generator seeded by (seed, n)."""
     return {
         n: sample(np.random.default_rng([seed, TEST_STREAM, n]), eval_cfg["n_examples"], n)

@@ -14,6 +14,7 @@ say how it handles that case.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,9 +22,23 @@ from lengen.data import TEST_STREAM, Example
 from lengen.positions import scheme_test_ids, scheme_train_ids
 from lengen.tasks.base import Setting, add_scheme_argument, positive_int
 
+if TYPE_CHECKING:
+    from lengen.specs import Spec
+
 VOCAB = ("<BOS>", "<SEP>", "0", "1")
 BOS, SEP, ZERO, ONE = range(4)
 SETTING = Setting(key="jump", values="jumps", prefix="k", length_axis="test length 2l")
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A model's task section (`task_spec`): its jump, position scheme and lengths (2l)."""
+
+    jump: int
+    scheme: str
+    train_min_len: int
+    train_max_len: int
+    l_max: int  # largest position ID a shifted training sequence may reach
 
 
 def vocabulary() -> list[str]:
@@ -31,7 +46,7 @@ def vocabulary() -> list[str]:
     return list(VOCAB)
 
 
-def vocab_size(spec: dict) -> int:
+def vocab_size(spec: Spec) -> int:
     """Number of token IDs."""
     return len(VOCAB)
 
@@ -102,27 +117,27 @@ def curriculum_jump(jump: int, step: int, every: int) -> int:
     return jump if every <= 0 else min(jump, 1 + step // every)
 
 
-def draw_train(spec: dict, rng: np.random.Generator, step: int) -> Batch:
+def draw_train(spec: Spec, rng: np.random.Generator, step: int) -> Batch:
     """A training draw: one even length 2l ~ Unif[min, max], the jump of this step."""
-    task, train = spec["task"], spec["train"]
-    jump = curriculum_jump(task["jump"], step, train.get("jump_curriculum_steps", 0))
-    length = 2 * int(rng.integers(task["train_min_len"] // 2, task["train_max_len"] // 2 + 1))
-    return sample(rng, train["batch_size"], length, jump)
+    task, train = spec.task, spec.train
+    jump = curriculum_jump(task.jump, step, train.jump_curriculum_steps)
+    length = 2 * int(rng.integers(task.train_min_len // 2, task.train_max_len // 2 + 1))
+    return sample(rng, train.batch_size, length, jump)
 
 
-def train_batch(spec: dict, rng: np.random.Generator, step: int) -> Example:
+def train_batch(spec: Spec, rng: np.random.Generator, step: int) -> Example:
     """One training batch: a training draw with IDs by the spec's scheme (shifted in training)."""
     b = draw_train(spec, rng, step)
-    pos = scheme_train_ids(spec["task"]["scheme"], rng, b.coupled_ids, spec["task"]["l_max"])
+    pos = scheme_train_ids(spec.task.scheme, rng, b.coupled_ids, spec.task.l_max)
     return Example(b.tokens, pos, b.target_mask)
 
 
-def heldout_example(spec: dict, rng: np.random.Generator) -> Example:
+def heldout_example(spec: Spec, rng: np.random.Generator) -> Example:
     """Early stopping's held-out batch: a training draw (final jump) at *test-time* IDs. The test
     couples from ID 0 unshifted (App. E.2), which training's random shift rarely shows; a check at
     shifted IDs passed while the test's own in-distribution lengths were at 0.55
     (probes/scratchpad.yaml, PS_j2_curr)."""
-    return test_example(draw_train(spec, rng, spec["train"]["steps"]), spec["task"]["scheme"])
+    return test_example(draw_train(spec, rng, spec.train.steps), spec.task.scheme)
 
 
 def test_example(b: Batch, scheme: str) -> Example:
@@ -142,9 +157,9 @@ def train_lengths(section: dict) -> tuple[int, int]:
     return section["train_min_len"], section["train_max_len"]
 
 
-def testset(spec: dict, eval_cfg: dict, seed: int) -> dict[int, Batch]:
+def testset(spec: Spec, eval_cfg: dict, seed: int) -> dict[int, Batch]:
     """The fixed test draws of a model's spec (the same for every variant and run)."""
-    return make_testset(eval_cfg, spec["task"]["jump"], seed)
+    return make_testset(eval_cfg, spec.task.jump, seed)
 
 
 def longest_tokens(section: dict, length: int) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -18,8 +19,23 @@ from lengen.data import Example
 from lengen.positions import pose_fed_position_ids, true_position_ids
 from lengen.tasks.base import positive_int
 
+if TYPE_CHECKING:
+    from lengen.specs import Spec
+
 SPECIALS = ("<BOS>", "<SEP>", "t0", "t1")
 BOS, SEP, T0, T1 = range(4)
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A model's task section (lengen.specs.sparse_parity_train): K_train, the integer alphabet
+    size N, the training range of 2l and the largest PoSE ID."""
+
+    k_train: int
+    n: int
+    train_min_len: int
+    train_max_len: int
+    l_max: int
 
 
 def vocabulary(n: int) -> list[str]:
@@ -88,22 +104,20 @@ def curriculum_k(k_train: int, step: int, every: int) -> int:
     return k_train if every <= 0 else min(k_train, 1 + step // every)
 
 
-def vocab_size(spec: dict) -> int:
+def vocab_size(spec: Spec) -> int:
     """Number of token IDs for this spec."""
-    return len(SPECIALS) + spec["task"]["n"]
+    return len(SPECIALS) + spec.task.n
 
 
-def train_batch(spec: dict, rng: np.random.Generator, step: int) -> Example:
+def train_batch(spec: Spec, rng: np.random.Generator, step: int) -> Example:
     """One training batch as fed to the model: PoSE position IDs for RoPE (Sec. 2.2; the paper),
     true IDs for ALiBi and NoPE (the extra figure's schemes: ALiBi reads ID distances as at
     test, NoPE reads none); the final token scored."""
-    task, train = spec["task"], spec["train"]
-    k_max = curriculum_k(task["k_train"], step, train.get("k_curriculum_steps", 0))
-    b = draw_train(
-        rng, train["batch_size"], task["train_min_len"], task["train_max_len"], k_max, task["n"]
-    )
-    if spec.get("model", {}).get("position", "rope") == "rope":
-        pos = pose_fed_position_ids(rng, *b.tokens.shape, task["l_max"])
+    task, train = spec.task, spec.train
+    k_max = curriculum_k(task.k_train, step, train.k_curriculum_steps)
+    b = draw_train(rng, train.batch_size, task.train_min_len, task.train_max_len, k_max, task.n)
+    if spec.model.get("position", "rope") == "rope":
+        pos = pose_fed_position_ids(rng, *b.tokens.shape, task.l_max)
     else:
         pos = true_position_ids(*b.tokens.shape)
     return Example(b.tokens, pos, b.target_mask)
@@ -179,17 +193,17 @@ def final_token_accuracy(model, tokens: np.ndarray, batch_size: int) -> float:
         return float(correct / len(tokens))
 
 
-def score(model, spec: dict, testset: Path, batch_size: int, progress=iter) -> list[dict]:
+def score(model, spec: Spec, testset: Path, batch_size: int, progress=iter) -> list[dict]:
     """One trained model's rows of the eval table: final-token accuracy per (2l, k_test) of the
     stored test set (`progress` wraps the loop, e.g. a tqdm)."""
     groups = read_testset(testset)
     return [
         {
-            "experiment": spec["experiment"],
-            "variant": spec.get("variant", "neox"),
-            "run": spec["run_name"],
-            "k_train": spec["task"]["k_train"],
-            "seed": spec["seed"],
+            "experiment": spec.experiment,
+            "variant": spec.variant or "neox",  # model files from before variants: GPT-NeoX
+            "run": spec.run_name,
+            "k_train": spec.task.k_train,
+            "seed": spec.seed,
             "length": length,
             "k_test": k,
             "n": len(tokens),

@@ -19,6 +19,7 @@ Predictive Position Coupling predicts them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,9 +27,26 @@ from lengen.data import TEST_STREAM, Example
 from lengen.positions import scheme_test_ids, scheme_train_ids
 from lengen.tasks.base import Setting, add_scheme_argument, positive_int
 
+if TYPE_CHECKING:
+    from lengen.specs import Spec
+
 SPECIALS = ("<BOS>", "<SEP1>", "<SEP2>", "<-")
 BOS, SEP1, SEP2, ARROW = range(4)
 SETTING = Setting(key="depth", values="depths", prefix="d", length_axis="test length l")
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A model's task section (`task_spec`): depth, position scheme, lengths, number of
+    variables, and whether it writes the scratchpad (Fig. 3c: not)."""
+
+    depth: int
+    scheme: str
+    train_min_len: int
+    train_max_len: int
+    l_max: int  # largest position ID a shifted training sequence may reach
+    n_vars: int
+    scratchpad: bool = True
 
 
 def vocabulary(n_vars: int) -> list[str]:
@@ -36,9 +54,9 @@ def vocabulary(n_vars: int) -> list[str]:
     return [*SPECIALS, *(f"v{i}" for i in range(1, n_vars + 1))]
 
 
-def vocab_size(spec: dict) -> int:
+def vocab_size(spec: Spec) -> int:
     """Number of token IDs for this spec."""
-    return len(SPECIALS) + spec["task"]["n_vars"]
+    return len(SPECIALS) + spec.task.n_vars
 
 
 @dataclass
@@ -126,26 +144,24 @@ def sample(
     return Batch(tokens, ids, target_mask, depth, w, length, scratchpad)
 
 
-def draw_train(spec: dict, rng: np.random.Generator) -> Batch:
+def draw_train(spec: Spec, rng: np.random.Generator) -> Batch:
     """A training draw: one length l ~ Unif[min, max]."""
-    task, train = spec["task"], spec["train"]
-    length = int(rng.integers(task["train_min_len"], task["train_max_len"] + 1))
-    return sample(
-        rng, train["batch_size"], length, task["depth"], task["n_vars"], task["scratchpad"]
-    )
+    task = spec.task
+    length = int(rng.integers(task.train_min_len, task.train_max_len + 1))
+    return sample(rng, spec.train.batch_size, length, task.depth, task.n_vars, task.scratchpad)
 
 
-def train_batch(spec: dict, rng: np.random.Generator, step: int) -> Example:
+def train_batch(spec: Spec, rng: np.random.Generator, step: int) -> Example:
     """One training batch: a training draw with IDs by the spec's scheme (shifted in training)."""
     b = draw_train(spec, rng)
-    pos = scheme_train_ids(spec["task"]["scheme"], rng, b.coupled_ids, spec["task"]["l_max"])
+    pos = scheme_train_ids(spec.task.scheme, rng, b.coupled_ids, spec.task.l_max)
     return Example(b.tokens, pos, b.target_mask)
 
 
-def heldout_example(spec: dict, rng: np.random.Generator) -> Example:
+def heldout_example(spec: Spec, rng: np.random.Generator) -> Example:
     """Early stopping's held-out batch: a training draw at *test-time* IDs (unshifted, as the
     test; see parity_scratchpad.heldout_example)."""
-    return test_example(draw_train(spec, rng), spec["task"]["scheme"])
+    return test_example(draw_train(spec, rng), spec.task.scheme)
 
 
 def test_example(b: Batch, scheme: str) -> Example:
@@ -170,11 +186,11 @@ def train_lengths(section: dict) -> tuple[int, int]:
     return section["train_min_len"], section["train_max_len"]
 
 
-def testset(spec: dict, eval_cfg: dict, seed: int) -> dict[int, Batch]:
+def testset(spec: Spec, eval_cfg: dict, seed: int) -> dict[int, Batch]:
     """The fixed test draws of a model's spec (the same for every run; with or without the
     scratchpad as the variant says)."""
-    task = spec["task"]
-    return make_testset(eval_cfg, task["depth"], task["n_vars"], task["scratchpad"], seed)
+    task = spec.task
+    return make_testset(eval_cfg, task.depth, task.n_vars, task.scratchpad, seed)
 
 
 def longest_tokens(section: dict, length: int) -> int:

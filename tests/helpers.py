@@ -1,0 +1,34 @@
+"""Test helpers: a complete, typed run spec from a few overrides (lengen.specs.Spec)."""
+
+from __future__ import annotations
+
+from lengen.specs import Spec
+
+TASK_DEFAULTS = {
+    "sparse_parity": {"k_train": 2, "n": 20, "train_min_len": 8, "train_max_len": 16, "l_max": 40},
+    "parity_scratchpad": {"jump": 1, "scheme": "ppc", "train_min_len": 4, "train_max_len": 10,
+                          "l_max": 40},
+    "variable_assignment": {"depth": 2, "scheme": "ppc", "train_min_len": 10,
+                            "train_max_len": 20, "l_max": 60, "n_vars": 20, "scratchpad": True},
+    "majority": {"train_max_len": 11, "scheme": "absolute", "train_min_len": 5, "l_max": 40},
+    "natural_language": {"context": 16, "l_max": 33, "train_tokens": "unused/train.bin"},
+}  # fmt: skip
+TRAIN_DEFAULTS = {"steps": 100, "batch_size": 4, "lr": 1e-3, "weight_decay": 0.0,
+                  "warmup_steps": 0, "schedule": "constant"}  # fmt: skip
+
+
+def make_spec(experiment: str, task=None, train=None, model=None, **top) -> Spec:
+    """A valid spec of `experiment`: the defaults above with the given keys replaced."""
+    return Spec.parse(
+        {
+            "experiment": experiment,
+            "run_name": "test",
+            "seed": 0,
+            "task": {**TASK_DEFAULTS[experiment], **(task or {})},
+            "model": model or {},
+            "train": {**TRAIN_DEFAULTS, **(train or {})},
+            "runtime": {"device": "cpu", "precision": "fp32", "zero_stage": 0},
+            "tracking": {"uri": "sqlite:///unused.db", "experiment": "test"},
+            **top,
+        }
+    )

@@ -1,0 +1,66 @@
+"""Typed run specs (lengen.specs.Spec): every job's JSON parses into them, a parameter can be
+followed by attribute, and a spec with a stray or missing key fails naming it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lengen import specs, tasks
+from lengen.config import load
+from lengen.specs import EarlyStopSpec, Spec, SpecError, TrainSpec
+from lengen.tasks import sparse_parity, variable_assignment
+from tests.conftest import ROOT
+
+
+@pytest.mark.parametrize("tier", ["smoke", "config", "paper"])
+def test_every_job_spec_of_a_tier_parses(tier):
+    cfg = load(ROOT / "config" / f"{tier}.yaml")
+    built = [specs.sparse_parity_train(cfg, k) for k in cfg["sparse_parity"]["k_train"]]
+    for name, task in tasks.generation_tasks().items():
+        if name not in cfg:  # majority is not in the paper's tiers
+            continue
+        section = cfg[name]
+        for variant, var in section["variants"].items():
+            value = section[task.SETTING.values][0]
+            built += [specs.scratchpad_train(cfg, name, variant, value, run)
+                      for run in range(var["runs"])]  # fmt: skip
+    built += [specs.natural_language_train(cfg, which) for which in ("short", "long")]
+    for source in built:
+        spec = Spec.parse(json.loads(json.dumps(source)))  # as a job receives it
+        assert spec.source == source and isinstance(spec.train, TrainSpec)
+        assert isinstance(spec.task, tasks.get(source["experiment"]).TaskSpec)
+        assert spec.train.steps == source["train"]["steps"] and spec.seed == source["seed"]
+
+
+def test_a_parameter_is_followed_by_attribute():
+    cfg = load(ROOT / "config" / "smoke.yaml")
+    spec = Spec.parse(specs.sparse_parity_train(cfg, 4))
+    assert isinstance(spec.task, sparse_parity.TaskSpec) and spec.task.k_train == 4
+    va = Spec.parse(specs.scratchpad_train(cfg, "variable_assignment", "ppc", 3, 1))
+    assert isinstance(va.task, variable_assignment.TaskSpec)
+    assert (va.task.depth, va.task.scheme, va.seed) == (3, "ppc", cfg["seed"] + 1)
+    early = Spec.parse(specs.scratchpad_train(cfg, "parity_scratchpad", "absolute", 1, 0))
+    assert isinstance(early.train.early_stop, EarlyStopSpec)  # the variant's train override
+    assert (early.train.early_stop.plateau_steps, early.train.early_stop.min_steps) == (2, 0)
+    half = early.with_batch_size(3)  # a process's micro-batch: same job, same source
+    assert half.train.batch_size == 3 and half.source is early.source
+    assert Spec.parse(half) is half
+
+
+def test_a_stray_or_missing_key_is_an_error_naming_it():
+    cfg = load(ROOT / "config" / "smoke.yaml")
+    good = specs.sparse_parity_train(cfg, 2)
+    with pytest.raises(SpecError, match=r"section 'task': unknown key\(s\) \['k_trian'\]"):
+        Spec.parse({**good, "task": {**good["task"], "k_trian": 3}})
+    task = {k: v for k, v in good["task"].items() if k != "n"}
+    with pytest.raises(SpecError, match=r"section 'task': missing key\(s\) \['n'\]"):
+        Spec.parse({**good, "task": task})
+    early = {"every": 10, "target_accuracy": 0.9, "patience": 2, "plateau": 3}
+    with pytest.raises(SpecError, match=r"'train.early_stop': unknown key\(s\) \['plateau'\]"):
+        Spec.parse({**good, "train": {**good["train"], "early_stop": early}})
+    with pytest.raises(SpecError, match=r"section 'spec': unknown key\(s\) \['extra'\]"):
+        Spec.parse({**good, "extra": 1})
+    with pytest.raises(KeyError, match="unknown task 'nope'"):
+        Spec.parse({**good, "experiment": "nope"})
