@@ -18,7 +18,7 @@ from typing import Any
 
 from lengen import tasks
 from lengen.config import read_ds_config, tracking_uri
-from lengen.positions import model_position
+from lengen.positions import get_scheme, model_position
 from lengen.tracking import experiment_name
 
 
@@ -229,13 +229,16 @@ NL_DIR = "natural_language"
 
 
 def natural_language_train(cfg: dict, which: str) -> dict:
-    """Spec of h_short (context L, PoSE from `pose_start` on) or h_long (context Lbar) (App. F)."""
+    """Spec of h_short (context L, PoSE from `pose_start` on) or h_long (context Lbar) (App. F),
+    in the section's position scheme (default rope_pose, the paper's; nope and alibi feed true
+    IDs, without PoSE)."""
     nl = cfg["natural_language"]
     short = which == "short"
+    scheme = get_scheme(nl.get("scheme", "rope_pose"))
     task = {
         "context": nl["short_context"] if short else nl["long_context"],
         "l_max": nl["long_context"] + 1,  # PoSE IDs in [1, Lbar]: the test sequence's true IDs
-        "pose_start": nl["short"]["pose_start"] if short else None,
+        "pose_start": nl["short"]["pose_start"] if short and scheme.train == "pose" else None,
         "train_tokens": f"{cfg['results_dir']}/{NL_DIR}/tokens/train.bin",
     }
     return {
@@ -243,7 +246,7 @@ def natural_language_train(cfg: dict, which: str) -> dict:
         "run_name": f"h_{which}",
         "seed": cfg["seed"],
         "task": task,
-        "model": {"position": "rope", "l_max": nl["long_context"] + 1, **nl["model"]},
+        "model": {"position": scheme.model, "l_max": nl["long_context"] + 1, **nl["model"]},
         "train": nl[which]["train"],
         "runtime": runtime(cfg, nl.get("ds_config")),
         "tracking": {
