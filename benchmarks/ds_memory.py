@@ -13,9 +13,9 @@ import argparse
 
 import torch
 
-from lengen import specs
-from lengen.config import load
-from lengen.model import GPTNeoX, ModelConfig
+from lengen.config import specs
+from lengen.config.config import load
+from lengen.model.model import GPTNeoX, ModelConfig
 
 VOCAB = 32_000  # Llama-2's and mistral v1's vocabulary size
 

@@ -14,9 +14,9 @@ import time
 
 import torch
 
-from lengen import influence
-from lengen.config import load
-from lengen.model import GPTNeoX, ModelConfig
+from lengen.analysis import influence
+from lengen.config.config import load
+from lengen.model.model import GPTNeoX, ModelConfig
 
 
 def best_time(fn, reps: int) -> float:

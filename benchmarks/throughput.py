@@ -17,12 +17,12 @@ import time
 
 import torch
 
-from lengen import specs
-from lengen.config import load
-from lengen.data import step_rng
-from lengen.hf import to_transformers
+from lengen.config import specs
+from lengen.config.config import load
+from lengen.data.data import step_rng
+from lengen.model.hf import to_transformers
 from lengen.tasks import sparse_parity as sp
-from lengen.train import build_model, scored_loss
+from lengen.train.train import build_model, scored_loss
 
 
 def sync(device: str) -> None:

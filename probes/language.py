@@ -3,13 +3,13 @@ Figs. 4/6 on a 2-core CPU).
 
 A probe is one language model of the default tier's natural-language section (`which`: h_short,
 context L with PoSE for its final steps, or h_long, context Lbar) with section keys overridden
-(probes listed in `probes/language.yaml`): corpus packages, tokenizer, model, steps, batch, lr.
-The corpus and token files are built by the project's own code (`lengen.corpus`,
-`lengen.tokens`) once per (corpus, tokenizer, max_tokens) and shared by the probes that agree on
-them (results/probes/language/data/<hash>). The model is trained by the project's trainer and
-scored by the project's Table 1 code (`lengen.perplexity`: 256 held-out chunks of Lbar + 1
+(probes listed in `probes/language.yaml`): corpus packages, tokenizer, model, steps, batch, lr. The
+corpus and token files are built by the project's own code (`lengen.data.corpus`,
+`lengen.data.tokens`) once per (corpus, tokenizer, max_tokens) and shared by the probes that agree
+on them (results/probes/language/data/<hash>). The model is trained by the project's trainer and
+scored by the project's Table 1 code (`lengen.analysis.perplexity`: 256 held-out chunks of Lbar + 1
 tokens, perplexity at eval lengths L and Lbar) and the leave-one-out code's context masks
-(`lengen.influence`: mean L_short - L_long of the last token over 256 further held-out
+(`lengen.analysis.influence`: mean L_short - L_long of the last token over 256 further held-out
 sequences). Each finished probe appends one row to `probes/language_probes.csv` (committed).
 
 Perplexities of different tokenizers are not comparable (different units); the relative drop
@@ -38,11 +38,14 @@ import pandas as pd
 import torch
 from sparse_parity import ROOT, append_row, load_probe, probe_cli
 
-from lengen import corpus, provenance, specs, tokens, tracking
-from lengen.influence import context_keeps, target_logprob
-from lengen.modelfile import model_from_saved, read_model_file
-from lengen.perplexity import chunk_nll, split_windows, window_nll
-from lengen.train import train
+from lengen.analysis.influence import context_keeps, target_logprob
+from lengen.analysis.perplexity import chunk_nll, split_windows, window_nll
+from lengen.config import specs
+from lengen.data import corpus, tokens
+from lengen.model.modelfile import model_from_saved, read_model_file
+from lengen.report import provenance
+from lengen.train import tracking
+from lengen.train.train import train
 
 PROBES = ROOT / "probes" / "language.yaml"
 TABLE = ROOT / "probes" / "language_probes.csv"

@@ -3,7 +3,7 @@
 A probe is one model of the default tier's parity-with-scratchpad or variable-assignment section
 (experiment, variant, jump / depth) with a few section keys overridden (probes listed in
 `probes/scratchpad.yaml`), trained by the project's own trainer and scored by the project's own
-evaluator (`lengen.evaluate.generation_accuracy`: greedy generation, exact match of every
+evaluator (`lengen.analysis.evaluate.generation_accuracy`: greedy generation, exact match of every
 scratchpad token and, for PPC, every predicted position ID) on a fixed probe grid of lengths
 (128 examples each, test seed 0). Each finished probe appends one row to
 `probes/scratchpad_probes.csv` (committed), failures included.
@@ -27,11 +27,13 @@ import pandas as pd
 import torch
 from sparse_parity import ROOT, append_row, load_probe, probe_cli
 
-from lengen import provenance, specs, tracking
-from lengen.evaluate import generation_accuracy, scratchpad_testset
-from lengen.modelfile import model_from_saved, read_model_file
-from lengen.specs import Spec
-from lengen.train import train
+from lengen.analysis.evaluate import generation_accuracy, scratchpad_testset
+from lengen.config import specs
+from lengen.config.specs import Spec
+from lengen.model.modelfile import model_from_saved, read_model_file
+from lengen.report import provenance
+from lengen.train import tracking
+from lengen.train.train import train
 
 PROBES = ROOT / "probes" / "scratchpad.yaml"
 TABLE = ROOT / "probes" / "scratchpad_probes.csv"

@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from lengen.data import IGNORE
-from lengen.modelfile import load_model
+from lengen.data.data import IGNORE
+from lengen.model.modelfile import load_model
 from lengen.tasks import parity_scratchpad as ps
 
 LENGTHS = (20, 40, 60, 100, 150, 200)

@@ -30,11 +30,13 @@ import pandas as pd
 import torch
 import yaml
 
-from lengen import config as config_mod
-from lengen import provenance, specs, tracking
-from lengen.modelfile import model_from_saved, read_model_file
+from lengen.config import config as config_mod
+from lengen.config import specs
+from lengen.model.modelfile import model_from_saved, read_model_file
+from lengen.report import provenance
 from lengen.tasks import sparse_parity as sp
-from lengen.train import train
+from lengen.train import tracking
+from lengen.train.train import train
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBES = ROOT / "probes" / "sparse_parity.yaml"

@@ -24,7 +24,8 @@ def smoke_config() -> dict:
 @pytest.fixture
 def tiny_spec(tmp_path, smoke_config) -> dict:
     """A sparse-parity train spec on the smoke tier, tracked in a fresh SQLite store."""
-    from lengen import specs, tracking
+    from lengen.config import specs
+    from lengen.train import tracking
 
     cfg = copy.deepcopy(smoke_config)
     cfg["results_dir"] = str(tmp_path / "results")

@@ -1,8 +1,8 @@
-"""Test helpers: a complete, typed run spec from a few overrides (lengen.specs.Spec)."""
+"""Test helpers: a complete, typed run spec from a few overrides (lengen.config.specs.Spec)."""
 
 from __future__ import annotations
 
-from lengen.specs import Spec
+from lengen.config.specs import Spec
 
 TASK_DEFAULTS = {
     "sparse_parity": {"k_train": 2, "n": 20, "train_min_len": 8, "train_max_len": 16, "l_max": 40},

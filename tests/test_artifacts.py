@@ -1,8 +1,9 @@
-"""The artifact contract (lengen.artifacts): one place names every report-level file."""
+"""The artifact contract (lengen.config.artifacts): one place names every report-level file."""
 
 from __future__ import annotations
 
-from lengen import artifacts, report
+from lengen.config import artifacts
+from lengen.report import report
 
 
 def test_report_reads_exactly_the_contracts_tables(smoke_config):

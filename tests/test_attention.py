@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from lengen import attention
-from lengen.hf import to_transformers
-from lengen.model import GPTNeoX, ModelConfig
+from lengen.analysis import attention
+from lengen.model.hf import to_transformers
+from lengen.model.model import GPTNeoX, ModelConfig
 from lengen.tasks import sparse_parity as sp
 
 

@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from lengen.config import ConfigError, load, validate
+from lengen.config.config import ConfigError, load, validate
 
 from .conftest import ROOT
 
@@ -143,9 +143,9 @@ def test_snakemake_refuses_a_bad_config_before_any_job(tmp_path, smoke_config):
 
 
 def test_config_check_names_the_file_and_line(tmp_path, capsys):
-    """`python -m lengen.config FILE`: a YAML syntax error gives file:line:column, an empty file
-    says so (Snakemake's own message names neither); a valid tier passes."""
-    from lengen.config import main
+    """`python -m lengen.config.config FILE`: a YAML syntax error gives file:line:column, an empty
+    file says so (Snakemake's own message names neither); a valid tier passes."""
+    from lengen.config.config import main
 
     bad, empty = tmp_path / "bad.yaml", tmp_path / "empty.yaml"
     bad.write_text("tier: smoke\nseed: [1,\n")

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 import torch
 
-from lengen.config import config_hash
-from lengen.evaluate import TableError
-from lengen.model import GPTNeoX, ModelConfig
-from lengen.specs import Spec
+from lengen.analysis.evaluate import TableError
+from lengen.config.config import config_hash
+from lengen.config.specs import Spec
+from lengen.model.model import GPTNeoX, ModelConfig
 from lengen.tasks import parity_scratchpad as ps
 from lengen.tasks import sparse_parity as sp
 from lengen.tasks import variable_assignment as va
@@ -71,7 +71,7 @@ class ParityOracle(torch.nn.Module):
 
 
 def test_sparse_parity_evaluate_known_answers(tmp_path, monkeypatch):
-    from lengen import evaluate as ev
+    from lengen.analysis import evaluate as ev
 
     write_testset(EVAL, 20, 5, tmp_path / "test.npz")
     spec = make_spec("sparse_parity", task={"k_train": 3}, run_name="r", seed=7).source
@@ -106,7 +106,7 @@ def test_sparse_parity_evaluate_known_answers(tmp_path, monkeypatch):
 
 
 def test_scratchpad_evaluate_known_answers(tmp_path, monkeypatch):
-    from lengen import evaluate as ev
+    from lengen.analysis import evaluate as ev
     from tests.test_scratchpad import Oracle
 
     eval_cfg = {"lengths": [10, 16], "n_examples": 6, "batch_size": 4}
@@ -163,7 +163,7 @@ def test_scratchpad_evaluate_known_answers(tmp_path, monkeypatch):
 
 
 def test_combine_sorts_by_setting_seed_length(tmp_path):
-    from lengen.evaluate import combine
+    from lengen.analysis.evaluate import combine
 
     paths = []
     for variant, jump, seed in (("ppc", 2, 1), ("absolute", 1, 0), ("ppc", 1, 1), ("ppc", 1, 0)):

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 import torch
 
-from lengen.evaluate import TableError, combine, read_eval_table
-from lengen.modelfile import ModelFileError, load_model
-from lengen.tokens import DTYPE, TokenFileError, load_tokens
-from lengen.train import train
+from lengen.analysis.evaluate import TableError, combine, read_eval_table
+from lengen.data.tokens import DTYPE, TokenFileError, load_tokens
+from lengen.model.modelfile import ModelFileError, load_model
+from lengen.train.train import train
 
 
 def _eval_table(path, experiment="parity_scratchpad"):
@@ -85,7 +85,8 @@ def test_kill_9_during_training_resumes_to_identical_weights(tiny_spec, tmp_path
     spec = dict(tiny_spec, train={**tiny_spec["train"], "steps": 400, "checkpoint_every": 5})
     straight = torch.load(train(spec, tmp_path / "straight"), weights_only=True)["state_dict"]
     out = tmp_path / "killed"
-    cmd = [sys.executable, "-m", "lengen.train", "--spec", json.dumps(spec), "--out", str(out)]
+    module = "lengen.train.train"
+    cmd = [sys.executable, "-m", module, "--spec", json.dumps(spec), "--out", str(out)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(cmd, env=env, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120

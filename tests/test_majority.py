@@ -8,9 +8,11 @@ import json
 import numpy as np
 import pytest
 
-from lengen import cli, specs, tasks, tracking
-from lengen.config import ConfigError, validate
+from lengen import cli, tasks
+from lengen.config import specs
+from lengen.config.config import ConfigError, validate
 from lengen.tasks import majority as mj
+from lengen.train import tracking
 from tests.helpers import make_spec
 
 
@@ -72,8 +74,8 @@ def test_it_is_a_generation_task_registered_once():
 def test_majority_trains_and_evaluates_end_to_end(scheme, tmp_path, smoke_config):
     """Every scheme trains through the project's trainer and is scored by the evaluator (the
     answer token by greedy generation), one row per test length."""
-    from lengen.evaluate import evaluate_scratchpad
-    from lengen.train import train
+    from lengen.analysis.evaluate import evaluate_scratchpad
+    from lengen.train.train import train
 
     cfg = copy.deepcopy(smoke_config)
     cfg["results_dir"] = str(tmp_path / "results")

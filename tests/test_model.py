@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lengen.hf import to_transformers
-from lengen.model import GPTNeoX, ModelConfig
+from lengen.model.hf import to_transformers
+from lengen.model.model import GPTNeoX, ModelConfig
 
 
 @pytest.mark.parametrize("rotary_pct", [0.25, 1.0])
@@ -70,7 +70,7 @@ def test_causal_later_tokens_do_not_change_earlier_logits(position):
 def test_log_length_scaling_is_an_exact_logit_multiplier_and_cache_consistent():
     """attn_scale='log_length' (a labelled departure): query at index t has its logits multiplied
     by max(1, log(t + 1)); step-by-step decoding with the KV cache gives the same logits."""
-    from lengen.model import KVCache, log_length_scale
+    from lengen.model.model import KVCache, log_length_scale
 
     scale = log_length_scale(0, 30).squeeze(1)
     assert scale[0] == 1.0 and scale[1] == 1.0  # log 1, log 2 < 1: no change for tiny contexts
@@ -97,7 +97,7 @@ def test_log_length_scaling_is_an_exact_logit_multiplier_and_cache_consistent():
 
 
 def test_learned_positions_cover_ids_0_to_l_max_and_name_a_bad_id():
-    from lengen.positions import LearnedAbsolutePositions
+    from lengen.model.positions import LearnedAbsolutePositions
 
     pos = LearnedAbsolutePositions(l_max=10, d_model=4)
     assert pos.embed.num_embeddings == 11  # IDs 0..l_max, one row each
@@ -114,7 +114,7 @@ def test_alibi_slopes_are_the_papers_and_match_bloom():
     slopes as transformers' BLOOM ALiBi, power of 2 or not."""
     from transformers.models.bloom.modeling_bloom import build_alibi_tensor
 
-    from lengen.positions import alibi_slopes
+    from lengen.model.positions import alibi_slopes
 
     assert alibi_slopes(8).tolist() == [2.0**-i for i in range(1, 9)]
     assert alibi_slopes(4).tolist() == [2.0**-i for i in (2, 4, 6, 8)]
@@ -128,7 +128,7 @@ def test_nope_and_alibi_models_decode_with_the_cache_and_read_positions_as_docum
     """NoPE: the output does not depend on the position IDs at all. ALiBi: only on their
     differences (shifting every ID changes nothing) and it does depend on them; both decode step
     by step with the KV cache to the same logits as one causal pass."""
-    from lengen.model import KVCache
+    from lengen.model.model import KVCache
 
     torch.manual_seed(0)
     model = GPTNeoX(ModelConfig(vocab_size=24, n_layer=2, n_head=4, d_model=32,
@@ -149,7 +149,7 @@ def test_nope_and_alibi_models_decode_with_the_cache_and_read_positions_as_docum
         steps += [model(ids[:, t : t + 1], spread[:, t : t + 1], cache=cache) for t in range(5, 16)]
         torch.testing.assert_close(torch.cat(steps, 1), model(ids, spread), atol=1e-5, rtol=1e-4)
         # a custom mask (leave-one-out) still applies under ALiBi's bias
-        from lengen.influence import attention_mask
+        from lengen.analysis.influence import attention_mask
 
         keep = torch.ones(1, 16, dtype=torch.bool)
         keep[0, 3] = False
@@ -161,7 +161,7 @@ def test_nope_and_alibi_models_decode_with_the_cache_and_read_positions_as_docum
 
 
 def test_alibi_bias_is_minus_slope_times_distance():
-    from lengen.positions import alibi_bias, alibi_slopes
+    from lengen.model.positions import alibi_bias, alibi_slopes
 
     slopes = alibi_slopes(2)  # 1/16, 1/256
     q = torch.tensor([[5, 9]])
@@ -175,7 +175,7 @@ def test_alibi_bias_is_minus_slope_times_distance():
 def test_one_scheme_vocabulary_and_legacy_model_files():
     """Every scheme says what the model needs in MODEL_POSITIONS; a model file written before the
     rename (position "absolute") still loads as the learned table."""
-    from lengen.positions import MODEL_POSITIONS, SCHEME_TABLE
+    from lengen.model.positions import MODEL_POSITIONS, SCHEME_TABLE
 
     assert {s.model for s in SCHEME_TABLE.values()} == set(MODEL_POSITIONS)
     assert [n for n, s in SCHEME_TABLE.items() if s.predicts_positions] == ["ppc"]

@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 import torch
 
-from lengen import corpus, influence, perplexity, tokens
-from lengen.config import ConfigError, validate
-from lengen.model import GPTNeoX, ModelConfig
+from lengen.analysis import influence, perplexity
+from lengen.config.config import ConfigError, validate
+from lengen.data import corpus, tokens
+from lengen.model.model import GPTNeoX, ModelConfig
 from lengen.tasks import c4
 from tests.helpers import make_spec
 
@@ -307,7 +308,7 @@ def test_leave_one_out_on_a_hugging_face_model_matches_the_in_house_one(model, t
     """The same GPT-NeoX weights saved as a local transformers directory give the same Eq. (6)
     log-probabilities through HFCausalLM (custom 4D mask, position IDs kept) as the in-house
     model: every leave-one-out row and the three Fig. 5 contexts."""
-    from lengen.hf import to_transformers
+    from lengen.model.hf import to_transformers
 
     to_transformers(model).save_pretrained(tmp_path / "neox")
     hf = influence.HFCausalLM.from_pretrained(tmp_path / "neox")
@@ -358,9 +359,10 @@ def test_language_models_train_and_score_in_every_scheme(scheme, smoke_config, t
     """natural_language.scheme: RoPE + PoSE (the paper), NoPE or ALiBi for both models; only
     rope_pose moves h_short's IDs (PoSE), the others feed true IDs at every step; each trains
     and is scored by Table 1's perplexity."""
-    from lengen import specs, tracking
-    from lengen.specs import Spec
-    from lengen.train import train
+    from lengen.config import specs
+    from lengen.config.specs import Spec
+    from lengen.train import tracking
+    from lengen.train.train import train
 
     cfg = copy.deepcopy(smoke_config)
     cfg["results_dir"] = str(tmp_path / "results")

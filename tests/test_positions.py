@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lengen.positions import (
+from lengen.model.positions import (
     pose_fed_position_ids,
     pose_position_ids,
     shift_position_ids,

@@ -8,10 +8,12 @@ import re
 
 import pandas as pd
 
-from lengen import provenance, specs, tracking
-from lengen.evaluate import evaluate_scratchpad
-from lengen.figures import scratchpad_figure
-from lengen.train import train
+from lengen.analysis.evaluate import evaluate_scratchpad
+from lengen.config import specs
+from lengen.report import provenance
+from lengen.report.figures import scratchpad_figure
+from lengen.train import tracking
+from lengen.train.train import train
 
 
 def test_record_names_config_seed_commit_and_versions():

@@ -6,9 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lengen import influence, report
-from lengen.config import load
-from lengen.report import COUPLED, PLAIN, POSITIVE
+from lengen.analysis import influence
+from lengen.config.config import load
+from lengen.report import report
+from lengen.report.report import COUPLED, PLAIN, POSITIVE
 
 from .conftest import ROOT
 

@@ -9,13 +9,13 @@ import pytest
 import torch
 
 from lengen import cli
-from lengen.data import IGNORE, Example
-from lengen.decode import exact_match, greedy_decode
-from lengen.model import GPTNeoX, ModelConfig
-from lengen.positions import scheme_test_ids, scheme_train_ids
+from lengen.analysis.decode import exact_match, greedy_decode
+from lengen.data.data import IGNORE, Example
+from lengen.model.model import GPTNeoX, ModelConfig
+from lengen.model.positions import scheme_test_ids, scheme_train_ids
 from lengen.tasks import parity_scratchpad as ps
 from lengen.tasks import variable_assignment as va
-from lengen.train import training_loss
+from lengen.train.train import training_loss
 from tests.helpers import make_spec
 
 
@@ -332,7 +332,7 @@ class Oracle(torch.nn.Module):
 
 @pytest.mark.parametrize("scheme", ["ppc", "absolute"])
 def test_generation_accuracy_known_answers(scheme):
-    from lengen.evaluate import generation_accuracy
+    from lengen.analysis.evaluate import generation_accuracy
 
     b = ps.sample(np.random.default_rng(0), 8, 12, 1)
     example = ps.test_example(b, scheme)
@@ -358,7 +358,7 @@ def test_generation_accuracy_known_answers(scheme):
 
 
 def test_exact_match_known_answers():
-    from lengen.decode import Generation
+    from lengen.analysis.decode import Generation
 
     tokens = np.array([[1, 2, 5, 6, 7], [1, 2, 5, 6, 7], [1, 2, 5, 6, 7], [1, 2, 5, 6, 7]])
     ids = np.array([[1, 2, 3, 4, 5]] * 4)
@@ -415,7 +415,7 @@ def test_training_draws_cover_the_length_range_and_heldout_uses_test_ids(task, s
 
 
 def test_positions_schemes_say_what_the_model_needs():
-    from lengen.positions import model_position
+    from lengen.model.positions import model_position
 
     assert model_position("ppc") == {"position": "learned", "predict_positions": True}
     assert model_position("absolute") == {"position": "learned", "predict_positions": False}
@@ -427,7 +427,7 @@ def test_positions_schemes_say_what_the_model_needs():
 
 
 def test_step_rng_depends_only_on_seed_step_rank():
-    from lengen.data import step_rng
+    from lengen.data.data import step_rng
 
     draw = lambda *a: step_rng(*a).integers(0, 2**31, 4).tolist()  # noqa: E731
     assert draw(1, 5) == draw(1, 5, 0)
@@ -440,11 +440,12 @@ def test_nope_and_alibi_schemes_train_and_evaluate_end_to_end(scheme, tmp_path, 
     IDs, the model built without learned positions or RoPE) and is scored by the evaluator."""
     import copy
 
-    from lengen import specs, tracking
-    from lengen.config import validate
-    from lengen.evaluate import evaluate_scratchpad
-    from lengen.modelfile import read_model_file
-    from lengen.train import train
+    from lengen.analysis.evaluate import evaluate_scratchpad
+    from lengen.config import specs
+    from lengen.config.config import validate
+    from lengen.model.modelfile import read_model_file
+    from lengen.train import tracking
+    from lengen.train.train import train
 
     cfg = copy.deepcopy(smoke_config)
     cfg["results_dir"] = str(tmp_path / "results")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from lengen import cli
-from lengen.specs import Spec
+from lengen.config.specs import Spec
 from lengen.tasks import sparse_parity as sp
 from tests.helpers import make_spec
 
@@ -173,8 +173,9 @@ def test_extra_schemes_nope_and_alibi_read_true_ids_and_are_checked(smoke_config
     K_train, fed true IDs in training (RoPE keeps PoSE); the config names bad keys."""
     import copy
 
-    from lengen import specs, tasks
-    from lengen.config import ConfigError, validate
+    from lengen import tasks
+    from lengen.config import specs
+    from lengen.config.config import ConfigError, validate
 
     cfg = validate(copy.deepcopy(smoke_config))
     task = tasks.get("sparse_parity")

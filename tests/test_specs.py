@@ -1,4 +1,4 @@
-"""Typed run specs (lengen.specs.Spec): every job's JSON parses into them, a parameter can be
+"""Typed run specs (lengen.config.specs.Spec): every job's JSON parses into them, a parameter can be
 followed by attribute, and a spec with a stray or missing key fails naming it."""
 
 from __future__ import annotations
@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from lengen import specs, tasks
-from lengen.config import load
-from lengen.specs import EarlyStopSpec, Spec, SpecError, TrainSpec
+from lengen import tasks
+from lengen.config import specs
+from lengen.config.config import load
+from lengen.config.specs import EarlyStopSpec, Spec, SpecError, TrainSpec
 from lengen.tasks import sparse_parity, variable_assignment
 from tests.conftest import ROOT
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lengen import theory_cases as tc
-from lengen.theory import (
+from lengen.analysis import theory_cases as tc
+from lengen.analysis.theory import (
     NEG_INF,
     Fn,
     coverage_eta,

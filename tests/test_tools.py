@@ -12,9 +12,10 @@ spec.loader.exec_module(mutation)
 
 
 def test_module_of_mutant_names():
-    assert mutation.module_of("lengen.report.x_verdict__mutmut_12") == "lengen.report"
+    assert mutation.module_of("lengen.report.report.x_verdict__mutmut_12") == "lengen.report.report"
     assert mutation.module_of("lengen.tasks.c4.x_windows__mutmut_1") == "lengen.tasks.c4"
-    assert mutation.module_of("lengen.data.xǁExampleǁmodel_inputs__mutmut_3") == "lengen.data"
+    name = "lengen.data.data.xǁExampleǁmodel_inputs__mutmut_3"
+    assert mutation.module_of(name) == "lengen.data.data"
 
 
 def test_score_counts_every_mutant_not_killed_except_listed_equivalents():

@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from lengen import tasks
-from lengen.data import Example
-from lengen.specs import EarlyStopSpec, Spec, TrainSpec
+from lengen.config.specs import EarlyStopSpec, Spec, TrainSpec
+from lengen.data.data import Example
 from lengen.tasks import sparse_parity
-from lengen.train import lr_lambda, train
+from lengen.train.train import lr_lambda, train
 
 
 def _copy_task() -> types.SimpleNamespace:
@@ -41,7 +41,7 @@ def test_trainer_learns_a_trivial_task(tiny_spec, tmp_path, monkeypatch):
     path = train(spec, tmp_path / "copy")
     model_state = torch.load(path, weights_only=True)
     assert model_state["spec"]["experiment"] == "copy"
-    from lengen.modelfile import load_model
+    from lengen.model.modelfile import load_model
 
     model = load_model(path)
     batch = _copy_task().train_batch(Spec.parse(spec), np.random.default_rng(99), 0).model_inputs()
@@ -83,7 +83,7 @@ def test_mlflow_run_has_params_and_loss_curve(tiny_spec, tmp_path):
     assert [m.step for m in history] == [2, 4, 6]
     assert run.info.status == "FINISHED"
     # which model file the run made, and artifacts kept under the tier's results dir
-    from lengen.provenance import file_sha256
+    from lengen.report.provenance import file_sha256
 
     assert run.data.tags["model_sha256"] == file_sha256(out / "model.pt")
     assert run.data.tags["model_path"] == str((out / "model.pt").resolve())
@@ -118,7 +118,7 @@ def test_two_processes_share_the_batch(tiny_spec, tmp_path):
             "torch.distributed.run",
             "--nproc_per_node=2",
             "-m",
-            "lengen.train",
+            "lengen.train.train",
             "--spec",
             json.dumps(spec),
             "--out",
@@ -171,7 +171,7 @@ def test_early_stop_ends_training_at_target_and_records_it(tiny_spec, tmp_path, 
 def test_early_stop_heldout_spans_training_lengths(tiny_spec):
     """n_draws: the held-out set is that many training batches, each of its own length drawn from
     the training range (one batch would judge a single length), n_examples split evenly."""
-    from lengen.train import EarlyStop
+    from lengen.train.train import EarlyStop
 
     spec = copy.deepcopy(tiny_spec)
     spec["experiment"] = "parity_scratchpad"
@@ -187,7 +187,7 @@ def test_early_stop_heldout_spans_training_lengths(tiny_spec):
 def test_early_stop_min_steps_delays_only_the_target_stop():
     """min_steps holds back the stop on accuracy (a run that must keep training after it first
     fits), never the plateau stop: checks still run from the first `every` steps."""
-    from lengen.train import EarlyStop
+    from lengen.train.train import EarlyStop
 
     stop = EarlyStop.__new__(EarlyStop)
     stop.cfg = EarlyStopSpec(every=10, target_accuracy=0.9, patience=2, min_steps=100,
@@ -248,9 +248,9 @@ def test_ds_config_json_is_merged_over_the_computed_config(tmp_path):
     """A tier's ds_config JSON (config/ds_config_lm.json for the paper's language models) is
     read into the spec and merged key by key over the computed DeepSpeed config; a batch key
     that disagrees with the train section is an error naming it."""
-    from lengen import specs
-    from lengen.config import ConfigError, load, validate
-    from lengen.runtime import deepspeed_config
+    from lengen.config import specs
+    from lengen.config.config import ConfigError, load, validate
+    from lengen.train.runtime import deepspeed_config
 
     from .conftest import ROOT
 

@@ -1,7 +1,7 @@
 """Mutation score of the scientific core, per module (issue: tests that catch the bugs that matter).
 
     python tools/mutation.py                      # the whole core, from scratch, table at the end
-    python tools/mutation.py lengen.decode lengen.tasks.sparse_parity   # some modules only
+    python tools/mutation.py lengen.analysis.decode lengen.tasks.sparse_parity   # some modules only
     python tools/mutation.py --retest             # only the last run's survivors, again
     python tools/mutation.py --report             # the table of the last run (mutants/)
 
@@ -39,7 +39,8 @@ LINE = re.compile(r"^\s*(?P<name>[\w.ǁ]+__mutmut_\d+): (?P<status>.+?)\s*$")
 
 
 def module_of(name: str) -> str:
-    """lengen.report.x_ps_rule__mutmut_3 -> lengen.report (methods: xǁClassǁmethod__mutmut_N)."""
+    """lengen.report.report.x_ps_rule__mutmut_3 -> lengen.report.report (methods:
+    xǁClassǁmethod__mutmut_N)."""
     return name.split("__mutmut_")[0].rsplit(".", 1)[0]
 
 

@@ -24,8 +24,8 @@ def _influence(args: argparse.Namespace) -> None:
     """Eq. (6) leave-one-out on local Hugging Face causal LMs, written as the pipeline's table."""
     import torch
 
-    from lengen.influence import HFCausalLM, analyse
-    from lengen.tokens import consecutive_chunks, load_tokens
+    from lengen.analysis.influence import HFCausalLM, analyse
+    from lengen.data.tokens import consecutive_chunks, load_tokens
 
     if args.short_len >= args.long_len - args.k:
         args.parser.error(f"--short-len must leave more than k = {args.k} far tokens")

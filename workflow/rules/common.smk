@@ -1,9 +1,9 @@
 # Validates the config before any job runs and defines shared paths and the MLflow setup rule.
 import json
 
-from lengen import artifacts, specs
-from lengen.config import tracking_uri, validate
-from lengen.tracking import experiment_name
+from lengen.config import artifacts, specs
+from lengen.config.config import tracking_uri, validate
+from lengen.train.tracking import experiment_name
 
 validate(config)
 
@@ -16,7 +16,7 @@ PY = "python"  # the interpreter of the active environment (envs/lengen.yaml on 
 
 
 def figure_tracking(experiment):
-    """lengen.figures arguments that log a figure to its experiment's MLflow store."""
+    """lengen.report.figures arguments that log a figure to its experiment's MLflow store."""
     name = experiment_name(config["tracking"]["experiment_prefix"], experiment)
     return f"--tracking-uri {tracking_uri(config)} --experiment {name}"
 
@@ -48,7 +48,7 @@ rule mlflow_store:
     log:
         f"{LOGS}/mlflow_store.log",
     shell:
-        "{PY} -m lengen.tracking --uri {params.uri:q} --done {output} > {log} 2>&1"
+        "{PY} -m lengen.train.tracking --uri {params.uri:q} --done {output} > {log} 2>&1"
 
 
 rule mlflow_setup:
@@ -68,5 +68,5 @@ rule mlflow_setup:
     log:
         f"{LOGS}/mlflow_setup_{{experiment}}.log",
     shell:
-        "{PY} -m lengen.tracking --uri {params.uri:q} --experiments {params.name:q}"
+        "{PY} -m lengen.train.tracking --uri {params.uri:q} --experiments {params.name:q}"
         " --done {output} > {log} 2>&1"

@@ -28,7 +28,7 @@ rule nl_corpus:
     log:
         f"{LOGS}/natural_language/corpus.log",
     shell:
-        "{PY} -m lengen.corpus --corpus {params.corpus:q} --seed {params.seed}"
+        "{PY} -m lengen.data.corpus --corpus {params.corpus:q} --seed {params.seed}"
         " --out {params.out} > {log} 2>&1"
 
 
@@ -51,7 +51,7 @@ rule nl_tokens:
     log:
         f"{LOGS}/natural_language/tokens.log",
     shell:
-        "{PY} -m lengen.tokens --tokenizer {params.tokenizer:q} --source {params.source}"
+        "{PY} -m lengen.data.tokens --tokenizer {params.tokenizer:q} --source {params.source}"
         " --corpus-dir {NL_DIR}/corpus --max-tokens {params.max_tokens:q}"
         " --out {params.out} > {log} 2>&1"
 
@@ -78,7 +78,7 @@ rule nl_train:
     log:
         f"{LOGS}/natural_language/train_{{which}}.log",
     shell:
-        "{params.launcher} lengen.train --spec {params.spec:q} --out {NL_DIR}/h_{wildcards.which}"
+        "{params.launcher} lengen.train.train --spec {params.spec:q} --out {NL_DIR}/h_{wildcards.which}"
         " > {log} 2>&1"
 
 
@@ -103,7 +103,7 @@ rule nl_perplexity:
     log:
         f"{LOGS}/natural_language/perplexity.log",
     shell:
-        "{PY} -m lengen.perplexity --short {input.short} --long {input.long}"
+        "{PY} -m lengen.analysis.perplexity --short {input.short} --long {input.long}"
         " --tokens {input.tokens} --eval {params.eval:q} --out {output.csv}"
         " --out-chunks {output.chunks} > {log} 2>&1"
 
@@ -130,7 +130,7 @@ rule nl_influence:
     log:
         f"{LOGS}/natural_language/influence.log",
     shell:
-        "{PY} -m lengen.influence --short {input.short} --long {input.long}"
+        "{PY} -m lengen.analysis.influence --short {input.short} --long {input.long}"
         " --tokens {input.tokens} --influence {params.influence:q} --out {output} > {log} 2>&1"
 
 
@@ -158,7 +158,7 @@ rule nl_figure:
     log:
         f"{LOGS}/natural_language/{{fig}}.log",
     shell:
-        "{PY} -m lengen.figures {wildcards.fig} --tables {input} --title {params.title:q}"
+        "{PY} -m lengen.report.figures {wildcards.fig} --tables {input} --title {params.title:q}"
         " --style {params.style:q} {params.tracking} --out {output} > {log} 2>&1"
 
 
@@ -174,4 +174,4 @@ rule nl_mask_figure:
     log:
         f"{LOGS}/natural_language/fig5.log",
     shell:
-        "{PY} -m lengen.figures fig5 --out {output} > {log} 2>&1"
+        "{PY} -m lengen.report.figures fig5 --out {output} > {log} 2>&1"

@@ -1,4 +1,4 @@
-# Claims verdict report: one row per claim, measured number, rule and verdict (lengen.report);
+# Claims verdict report: one row per claim, measured number, rule and verdict (lengen.report.report);
 # then, after every successful run that has it, Snakemake's HTML report of all figures.
 import os
 import sys
@@ -10,7 +10,7 @@ HTML_REPORT = f"{REPORTS}/report.html"
 
 
 rule report:
-    # Named inputs: exactly the tables the claims read (lengen.artifacts.report_tables), and only
+    # Named inputs: exactly the tables the claims read (lengen.config.artifacts.report_tables), and only
     # the config slice the rules read: restyling a figure does not rerun the claims.
     input:
         **artifacts.report_tables(config),
@@ -26,7 +26,7 @@ rule report:
     log:
         f"{LOGS}/report.log",
     shell:
-        "{PY} -m lengen.report --config {params.cfg:q} --table {params.tables}"
+        "{PY} -m lengen.report.report --config {params.cfg:q} --table {params.tables}"
         " --out {output} > {log} 2>&1"
 
 

@@ -61,7 +61,7 @@ rule scratchpad_train:
     log:
         f"{LOGS}/{{experiment}}/train_{{variant}}_{{setting}}_seed{{run}}.log",
     shell:
-        "{params.launcher} lengen.train --spec {params.spec:q}"
+        "{params.launcher} lengen.train.train --spec {params.spec:q}"
         " --out {RESULTS}/{wildcards.experiment}/{wildcards.variant}/{wildcards.setting}/seed{wildcards.run}"
         " > {log} 2>&1"
 
@@ -84,7 +84,7 @@ rule scratchpad_eval:
     log:
         f"{LOGS}/{{experiment}}/eval_{{variant}}_{{setting}}_seed{{run}}.log",
     shell:
-        "{PY} -m lengen.evaluate generate --model {input} --eval {params.eval:q}"
+        "{PY} -m lengen.analysis.evaluate generate --model {input} --eval {params.eval:q}"
         " --seed {params.seed} --out {output} > {log} 2>&1"
 
 
@@ -123,7 +123,7 @@ rule scratchpad_figure:
     log:
         f"{LOGS}/{{stem}}.log",
     shell:
-        "{PY} -m lengen.figures scratchpad --tables {input} --panels {params.panels}"
+        "{PY} -m lengen.report.figures scratchpad --tables {input} --panels {params.panels}"
         " --title {params.title:q} --style {params.style:q} --train-range {params.train_range}"
         " {params.tracking} --out {output} > {log} 2>&1"
 
@@ -143,4 +143,4 @@ rule scratchpad_table:
     log:
         f"{LOGS}/{{experiment}}/table.log",
     shell:
-        "{PY} -m lengen.evaluate combine --tables {input} --out {output} > {log} 2>&1"
+        "{PY} -m lengen.analysis.evaluate combine --tables {input} --out {output} > {log} 2>&1"

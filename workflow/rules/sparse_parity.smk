@@ -50,7 +50,7 @@ rule sparse_parity_testset:
     log:
         f"{LOGS}/sparse_parity/testset.log",
     shell:
-        "{PY} -m lengen.evaluate testset --experiment sparse_parity --eval {params.eval:q}"
+        "{PY} -m lengen.analysis.evaluate testset --experiment sparse_parity --eval {params.eval:q}"
         " --n {params.n} --seed {params.seed} --out {output} > {log} 2>&1"
 
 
@@ -73,7 +73,7 @@ rule sparse_parity_train:
     log:
         f"{LOGS}/sparse_parity/train_{{variant}}_K{{K}}.log",
     shell:
-        "{params.launcher} lengen.train --spec {params.spec:q}"
+        "{params.launcher} lengen.train.train --spec {params.spec:q}"
         " --out {SP_DIR}/{wildcards.variant}/K{wildcards.K}"
         " > {log} 2>&1"
 
@@ -94,7 +94,7 @@ rule sparse_parity_eval:
     log:
         f"{LOGS}/sparse_parity/eval_{{variant}}_K{{K}}.log",
     shell:
-        "{PY} -m lengen.evaluate run --model {input.model} --testset {input.testset}"
+        "{PY} -m lengen.analysis.evaluate run --model {input.model} --testset {input.testset}"
         " --batch-size {params.batch_size} --out {output} > {log} 2>&1"
 
 
@@ -124,7 +124,7 @@ rule sparse_parity_figure:
     log:
         f"{LOGS}/sparse_parity/{{stem}}.log",
     shell:
-        "{PY} -m lengen.figures sparse_parity --tables {input} --title {params.title:q}"
+        "{PY} -m lengen.report.figures sparse_parity --tables {input} --title {params.title:q}"
         " --style {params.style:q} --train-range {params.train_range} --labels {params.labels:q}"
         " {params.tracking} --out {output} > {log} 2>&1"
 
@@ -142,7 +142,7 @@ rule sparse_parity_table:
     log:
         f"{LOGS}/sparse_parity/table.log",
     shell:
-        "{PY} -m lengen.evaluate combine --tables {input} --out {output} > {log} 2>&1"
+        "{PY} -m lengen.analysis.evaluate combine --tables {input} --out {output} > {log} 2>&1"
 
 
 SP_ATTENTION = SP["figures"].get("attention")
@@ -154,7 +154,7 @@ SPARSE_PARITY_DIAGNOSTIC = (
 
 
 rule sparse_parity_attention:
-    # Diagnostic (lengen.attention), one per variant: attention mass of the predicting <SEP>
+    # Diagnostic (lengen.analysis.attention), one per variant: attention mass of the predicting <SEP>
     # token on flagged / unflagged tokens per head vs test length; accuracy by flagged ones.
     input:
         lambda w: f"{SP_DIR}/{w.variant}/K{SP_ATTENTION['k_train']}/model.pt",
@@ -181,7 +181,7 @@ rule sparse_parity_attention:
     log:
         f"{LOGS}/sparse_parity/attention_{{variant}}.log",
     shell:
-        "{PY} -m lengen.attention --model {input} --lengths {params.lengths} --k {params.k}"
+        "{PY} -m lengen.analysis.attention --model {input} --lengths {params.lengths} --k {params.k}"
         " --n-examples {params.n} --seed {params.seed} --title {params.title:q}"
         " --out-table {output.table} --out-figure {output.figure} > {log} 2>&1"
 
@@ -207,4 +207,4 @@ rule sparse_parity_schemes_table:
     log:
         f"{LOGS}/sparse_parity/schemes_table.log",
     shell:
-        "{PY} -m lengen.evaluate combine --tables {input} --out {output} > {log} 2>&1"
+        "{PY} -m lengen.analysis.evaluate combine --tables {input} --out {output} > {log} 2>&1"

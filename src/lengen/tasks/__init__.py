@@ -2,10 +2,10 @@
 interface; nothing outside a task module names a task.
 
 Every task module exposes `TaskSpec` (a frozen dataclass: the typed task section of a run spec,
-lengen.specs.Spec.task), `vocab_size(spec)` and `train_batch(spec, rng, step)`, the latter
-returning a `lengen.data.Example` batch (tokens, position IDs, target mask) exactly as the model
-is fed, and, for `lengen sample`, `add_sample_arguments(parser)` and `sample_records(args)`.
-`spec` is always the typed `lengen.specs.Spec`.
+lengen.config.specs.Spec.task), `vocab_size(spec)` and `train_batch(spec, rng, step)`, the latter
+returning a `lengen.data.data.Example` batch (tokens, position IDs, target mask) exactly as the
+model is fed, and, for `lengen sample`, `add_sample_arguments(parser)` and `sample_records(args)`.
+`spec` is always the typed `lengen.config.specs.Spec`.
 
 A task scored on a stored test set (sparse parity) also exposes `write_testset`,
 `testset_config`, `score(model, spec, testset, batch_size, progress)` (its eval-table rows),
@@ -23,8 +23,8 @@ Tasks scored by greedy generation over test lengths, one model per (variant, set
 - `config_checks(name, section)`: the task's cross-key constraints, as (key, message) pairs;
 - `heldout_example(spec, rng)` (optional): early stopping's held-out batch at test-time IDs.
 
-`lengen.evaluate`, `lengen.specs`, the CLI, the report and the workflow rules dispatch through
-`get` and `generation_tasks`.
+`lengen.analysis.evaluate`, `lengen.config.specs`, the CLI, the report and the workflow rules
+dispatch through `get` and `generation_tasks`.
 """
 
 from __future__ import annotations

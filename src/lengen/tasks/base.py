@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from lengen.positions import SCHEMES
+from lengen.model.positions import SCHEMES
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ def nonnegative_int(text: str) -> int:
 def add_scheme_argument(
     parser: argparse.ArgumentParser, choices: tuple[str, ...] = SCHEMES, default: str = "ppc"
 ) -> None:
-    """`--scheme`: which position IDs a sampled example shows (lengen.positions.SCHEMES)."""
+    """`--scheme`: which position IDs a sampled example shows (lengen.model.positions.SCHEMES)."""
     parser.add_argument(
         "--scheme",
         choices=choices,

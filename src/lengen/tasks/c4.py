@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from lengen.data import Example
-from lengen.positions import pose_fed_position_ids, true_position_ids
-from lengen.tokens import load_tokens
+from lengen.data.data import Example
+from lengen.data.tokens import load_tokens
+from lengen.model.positions import pose_fed_position_ids, true_position_ids
 
 if TYPE_CHECKING:
-    from lengen.specs import Spec
+    from lengen.config.specs import Spec
 
 
 @dataclass(frozen=True)
 class TaskSpec:
-    """A language model's task section (lengen.specs.natural_language_train)."""
+    """A language model's task section (lengen.config.specs.natural_language_train)."""
 
     context: int  # tokens of context per training window: L (h_short) or Lbar (h_long)
     l_max: int  # Lbar + 1: PoSE IDs are drawn in [1, l_max - 1]

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from lengen.data import TEST_STREAM, Example
-from lengen.positions import SCHEMES, scheme_test_ids, scheme_train_ids
+from lengen.data.data import TEST_STREAM, Example
+from lengen.model.positions import SCHEMES, scheme_test_ids, scheme_train_ids
 from lengen.tasks.base import Setting, add_scheme_argument, positive_int
 
 if TYPE_CHECKING:
-    from lengen.specs import Spec
+    from lengen.config.specs import Spec
 
 VOCAB = ("<BOS>", "<SEP>", "0", "1")
 BOS, SEP, ZERO, ONE = range(4)
@@ -183,9 +183,9 @@ def sample_records(args) -> list[dict]:
 
 
 def claims() -> list:
-    """The report's row for this task (lengen.report collects every task's `claims`)."""
-    from lengen.claims import Claim, NotTestable
-    from lengen.report import NEAR_PERFECT, not_learned
+    """The report's row for this task (lengen.report.report collects every task's `claims`)."""
+    from lengen.report.claims import Claim, NotTestable
+    from lengen.report.report import NEAR_PERFECT, not_learned
 
     def measure(t) -> float | NotTestable | None:
         d = t.table("majority")

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from lengen.data import Example
-from lengen.positions import pose_fed_position_ids, true_position_ids
+from lengen.data.data import Example
+from lengen.model.positions import pose_fed_position_ids, true_position_ids
 from lengen.tasks.base import positive_int
 
 if TYPE_CHECKING:
-    from lengen.specs import Spec
+    from lengen.config.specs import Spec
 
 SPECIALS = ("<BOS>", "<SEP>", "t0", "t1")
 BOS, SEP, T0, T1 = range(4)
@@ -28,8 +28,8 @@ BOS, SEP, T0, T1 = range(4)
 
 @dataclass(frozen=True)
 class TaskSpec:
-    """A model's task section (lengen.specs.sparse_parity_train): K_train, the integer alphabet
-    size N, the training range of 2l and the largest PoSE ID."""
+    """A model's task section (lengen.config.specs.sparse_parity_train): K_train, the integer
+    alphabet size N, the training range of 2l and the largest PoSE ID."""
 
     k_train: int
     n: int

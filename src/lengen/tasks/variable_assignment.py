@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from lengen.data import TEST_STREAM, Example
-from lengen.positions import scheme_test_ids, scheme_train_ids
+from lengen.data.data import TEST_STREAM, Example
+from lengen.model.positions import scheme_test_ids, scheme_train_ids
 from lengen.tasks.base import Setting, add_scheme_argument, positive_int
 
 if TYPE_CHECKING:
-    from lengen.specs import Spec
+    from lengen.config.specs import Spec
 
 SPECIALS = ("<BOS>", "<SEP1>", "<SEP2>", "<-")
 BOS, SEP1, SEP2, ARROW = range(4)

@@ -1,10 +1,10 @@
 """One trainer for every experiment: DeepSpeed engine, AdamW, warm-up + decay schedule, loss on
 scored tokens only, periodic checkpoints with resume, MLflow logging (App. E "Shared model").
 
-Run as `python -m lengen.train --spec spec.json --out DIR` (one process on CPU, or under the
-`deepspeed` launcher for several GPUs). The spec holds the task, model, train, runtime and
-tracking sections of one run; see lengen.specs for how the Snakefile builds it and for its typed
-form (`Spec`), parsed once here.
+Run as `python -m lengen.train.train --spec spec.json --out DIR` (one process on CPU, or under the
+`deepspeed` launcher for several GPUs). The spec holds the task, model, train, runtime and tracking
+sections of one run; see lengen.config.specs for how the Snakefile builds it and for its typed form
+(`Spec`), parsed once here.
 """
 
 from __future__ import annotations
@@ -23,11 +23,13 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from lengen import provenance, runtime, tasks, tracking
-from lengen.data import IGNORE, VALID_STREAM, step_rng
-from lengen.model import GPTNeoX, ModelConfig
-from lengen.modelfile import write_model_file
-from lengen.specs import Spec, TrainSpec
+from lengen import tasks
+from lengen.config.specs import Spec, TrainSpec
+from lengen.data.data import IGNORE, VALID_STREAM, step_rng
+from lengen.model.model import GPTNeoX, ModelConfig
+from lengen.model.modelfile import write_model_file
+from lengen.report import provenance
+from lengen.train import runtime, tracking
 
 
 def lr_lambda(train: TrainSpec):
@@ -303,7 +305,7 @@ def _save_final(engine, spec: Spec, path: Path, steps_run: int, stop_reason: str
 
 
 def main(argv: list[str] | None = None) -> None:
-    """CLI: python -m lengen.train --spec SPEC.json --out DIR."""
+    """CLI: python -m lengen.train.train --spec SPEC.json --out DIR."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spec", required=True, help="JSON file or JSON string of the run spec")
     parser.add_argument("--out", required=True, type=Path)

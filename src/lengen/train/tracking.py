@@ -68,7 +68,7 @@ def start_run(uri: str, experiment: str, run_name: str, run_id_file: Path) -> ml
     if exp is None:
         raise RuntimeError(
             f"MLflow experiment {experiment!r} missing in {uri}: run the setup rule "
-            "(snakemake results/.../mlflow.ready) or lengen.tracking.prepare_store first"
+            "(snakemake results/.../mlflow.ready) or lengen.train.tracking.prepare_store first"
         )
     if run_id_file.exists():  # a rerun after a crash or a kill: the same run goes on
         run_id = run_id_file.read_text().strip()

@@ -1,6 +1,6 @@
-"""The model file, model.pt: what `lengen.train` writes at the end of a run and how every later
-stage (evaluation, perplexity, leave-one-out, attention, probes) reads it back, checked, without
-importing the trainer or DeepSpeed."""
+"""The model file, model.pt: what `lengen.train.train` writes at the end of a run and how every
+later stage (evaluation, perplexity, leave-one-out, attention, probes) reads it back, checked,
+without importing the trainer or DeepSpeed."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from lengen import provenance
-from lengen.model import GPTNeoX, ModelConfig
+from lengen.model.model import GPTNeoX, ModelConfig
+from lengen.report import provenance
 
 if TYPE_CHECKING:
-    from lengen.specs import Spec
+    from lengen.config.specs import Spec
 
 
 def write_model_file(

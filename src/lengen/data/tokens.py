@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from lengen import corpus
+from lengen.data import corpus
 
 MISTRAL_WHEEL = "mistral-common==1.13.1"
 MISTRAL_MEMBER = "mistral_common/data/tokenizer.model.v1"

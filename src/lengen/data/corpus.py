@@ -233,7 +233,8 @@ def link_c4_dir(c4_dir: Path, out: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """CLI: python -m lengen.corpus --corpus JSON --seed S --out DIR (writes DIR/sources.json)."""
+    """CLI: python -m lengen.data.corpus --corpus JSON --seed S --out DIR (writes
+    DIR/sources.json)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", required=True, help="JSON of natural_language.corpus")
     parser.add_argument("--seed", type=int, required=True)

@@ -4,8 +4,8 @@ Two kinds of scoring, chosen by the task module (lengen.tasks):
 - a task with a stored test set scores a model itself (`score`; sparse parity, Sec. 5.1: the final
   token per (2l, k_test));
 - a generation-scored task (one with a `SETTING`, the scratchpad tasks of Sec. 5.2) is scored
-  here by greedy generation after the prompt (lengen.decode): the fraction of examples with every
-  scored token and, for PPC, every predicted position ID right (Fig. 2, 3a); the answer token
+  here by greedy generation after the prompt (lengen.analysis.decode): the fraction of examples with
+  every scored token and, for PPC, every predicted position ID right (Fig. 2, 3a); the answer token
   alone without a scratchpad (Fig. 3c).
 """
 
@@ -20,11 +20,13 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from lengen import provenance, tasks, tracking
-from lengen.decode import exact_match, greedy_decode
-from lengen.modelfile import model_from_saved, read_model_file
-from lengen.runtime import eval_device
-from lengen.specs import Spec
+from lengen import tasks
+from lengen.analysis.decode import exact_match, greedy_decode
+from lengen.config.specs import Spec
+from lengen.model.modelfile import model_from_saved, read_model_file
+from lengen.report import provenance
+from lengen.train import tracking
+from lengen.train.runtime import eval_device
 
 
 def evaluate(model_path: Path, testset: Path, batch_size: int, out: Path) -> pd.DataFrame:

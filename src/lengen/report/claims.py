@@ -1,6 +1,6 @@
-"""The claims report's value types, shared by lengen.report and the task modules that own claims
-rows (lengen.tasks.majority): a module of their own, so that `python -m lengen.report` and a task
-module importing them see the same classes."""
+"""The claims report's value types, shared by lengen.report.report and the task modules that own
+claims rows (lengen.tasks.majority): a module of their own, so that `python -m lengen.report.report`
+and a task module importing them see the same classes."""
 
 from __future__ import annotations
 

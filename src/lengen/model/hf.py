@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from lengen.model import GPTNeoX
+from lengen.model.model import GPTNeoX
 
 
 def to_transformers(model: GPTNeoX, attn_implementation: str = "sdpa"):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from lengen.model import GPTNeoX, KVCache
+from lengen.model.model import GPTNeoX, KVCache
 
 
 @dataclass

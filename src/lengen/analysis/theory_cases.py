@@ -1,4 +1,4 @@
-"""The paper's theoretical cases, built and checked with lengen.theory.
+"""The paper's theoretical cases, built and checked with lengen.analysis.theory.
 
 - Prop. C.3 (App. C.2): four counterexamples (k = 2, V = {1, 2}, L_local = 2), each dropping one
   assumption of Theorem 4.3: (a) locality, (b) relativity, (c) realizability, (d) coverage. Plus
@@ -9,7 +9,7 @@
 - Position coupling (Prop. 4.4 / D.2): a non-local planted pair; a windowed relative class has
   minimisers that fail at longer lengths, while PC[H_attn] (Eqs. (17)-(19)) generalizes.
 
-`python -m lengen.theory_cases --L 8 --out-table T.csv --out-figure F.png` writes the table
+`python -m lengen.analysis.theory_cases --L 8 --out-table T.csv --out-figure F.png` writes the table
 (case, assumption dropped, checks, training risk, test risk by Lbar for the best and the worst
 minimiser) and the figure.
 """
@@ -25,8 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lengen import provenance
-from lengen.theory import (
+from lengen.analysis.theory import (
     NEG_INF,
     TIE_TOL,
     Ensemble,
@@ -39,6 +38,7 @@ from lengen.theory import (
     risk_table,
     training_lengths,
 )
+from lengen.report import provenance
 
 V = (1, 2)
 L_LOCAL = 2

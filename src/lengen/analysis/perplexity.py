@@ -19,12 +19,12 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from lengen import provenance
-from lengen.modelfile import model_from_saved, read_model_file
-from lengen.positions import true_position_ids
-from lengen.runtime import eval_device
-from lengen.specs import Spec
-from lengen.tokens import consecutive_chunks, load_tokens
+from lengen.config.specs import Spec
+from lengen.data.tokens import consecutive_chunks, load_tokens
+from lengen.model.modelfile import model_from_saved, read_model_file
+from lengen.model.positions import true_position_ids
+from lengen.report import provenance
+from lengen.train.runtime import eval_device
 
 PAPER = {("short", 64): 17.59, ("short", 128): 14.74, ("long", 64): 17.62, ("long", 128): 14.49}
 

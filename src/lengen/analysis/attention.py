@@ -9,7 +9,7 @@ l - k unflagged tokens reads a shrunk count, and once the shrinkage is about one
 parity is systematically flipped: accuracy falls *below* chance (0.5). `accuracy_by_ones` tests
 that reading directly: accuracy per number m of flagged ones.
 
-    python -m lengen.attention --model K8/model.pt --lengths 50 100 200 500 --k 4 8 \
+    python -m lengen.analysis.attention --model K8/model.pt --lengths 50 100 200 500 --k 4 8 \
         --out-table attn.csv --out-figure attn.png
 """
 
@@ -177,9 +177,9 @@ def figure(
 
 def main(argv: list[str] | None = None) -> None:
     """CLI: attention-mass and accuracy-by-ones tables and figure for one sparse-parity model."""
-    from lengen import provenance
-    from lengen.modelfile import model_from_saved, read_model_file
-    from lengen.specs import Spec
+    from lengen.config.specs import Spec
+    from lengen.model.modelfile import model_from_saved, read_model_file
+    from lengen.report import provenance
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, required=True)

@@ -15,8 +15,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from lengen import provenance, tasks  # noqa: E402
-from lengen.influence import diagonal_fit  # noqa: E402
+from lengen import tasks  # noqa: E402
+from lengen.analysis.influence import diagonal_fit  # noqa: E402
+from lengen.report import provenance  # noqa: E402
 
 DEFAULT_STYLE = {"context": "paper", "height": 3.0, "aspect": 1.15, "dpi": 150}
 
@@ -145,7 +146,7 @@ def influence_figure(
 ) -> None:
     """Figs. 4 / 6: per test sequence, (L_short - L_long, L_short - L_short,sparse), one panel per
     (model scored, model choosing J), the diagonal (dashed), the fitted slope through the origin
-    and the slope and spread with their 95% CIs (lengen.influence.diagonal_fit)."""
+    and the slope and spread with their 95% CIs (lengen.analysis.influence.diagonal_fit)."""
     style = {**DEFAULT_STYLE, **style}
     sns.set_theme(context=style["context"], style="whitegrid")
     panels = INFLUENCE_PANELS[fig]
@@ -181,10 +182,11 @@ def mask_illustration(
     metadata: dict | None = None,
 ) -> None:  # fmt: skip
     """Fig. 5: which tokens L_short, L_long and L_short,sparse attend to (gray = masked, blue =
-    attended, outlined = the predicted token X_Lbar), drawn from lengen.influence's masks."""
+    attended, outlined = the predicted token X_Lbar), drawn from lengen.analysis.influence's
+    masks."""
     from matplotlib.patches import Rectangle
 
-    from lengen.influence import context_keeps
+    from lengen.analysis.influence import context_keeps
 
     keep = context_keeps(long_len, short_len, list(J)).numpy()
     names = ["L_short", "L_long", "L_short,sparse"]
@@ -208,7 +210,8 @@ def mask_illustration(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """CLI: python -m lengen.figures {sparse_parity|scratchpad} --tables A.csv ... --out fig.png."""
+    """CLI: python -m lengen.report.figures {sparse_parity|scratchpad} --tables A.csv ... --out
+    fig.png."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("figure", choices=["sparse_parity", "scratchpad", "fig4", "fig6", "fig5"])
     parser.add_argument("--panels", nargs="+", help="scratchpad: variant per panel")
@@ -248,7 +251,7 @@ def log_figure(path: Path, table: pd.DataFrame, uri: str, experiment: str) -> No
     """One MLflow run per drawn figure, `figure/<file stem>`, holding the PNG and tagged with the
     runs of the models it shows (`model_runs`, the training runs' names) and the config hashes
     of its input tables: `mlflow ui` then answers "which runs made this figure"."""
-    from lengen import tracking
+    from lengen.train import tracking
 
     runs = sorted(table["run"].astype(str).unique()) if "run" in table else []
     tags = {"figure": path.name, "model_runs": " ".join(runs)}

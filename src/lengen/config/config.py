@@ -19,7 +19,7 @@ class ConfigError(ValueError):
 
 def schema() -> dict:
     """The JSON Schema shipped with the package."""
-    return yaml.safe_load(resources.files("lengen").joinpath("schema.yaml").read_text())
+    return yaml.safe_load(resources.files("lengen.config").joinpath("schema.yaml").read_text())
 
 
 def _path(error: jsonschema.ValidationError) -> str:
@@ -107,7 +107,7 @@ def read_ds_config(path: str | Path) -> dict:
     relative path is taken from the working directory, else from the project root."""
     path = Path(path)
     if not path.is_absolute() and not path.exists():
-        path = Path(__file__).resolve().parents[2] / path
+        path = Path(__file__).resolve().parents[3] / path  # src/lengen/config/ -> the root
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as err:
@@ -208,7 +208,8 @@ def load(path: str | Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """CLI: python -m lengen.config FILE... checks config files before a run (exit 1 on error)."""
+    """CLI: python -m lengen.config.config FILE... checks config files before a run (exit 1 on
+    error)."""
     import argparse
     import sys
 

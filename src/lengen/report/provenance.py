@@ -2,8 +2,8 @@
 
 Tidy tables carry it as constant columns (so it survives `combine` and any pandas merge), PNG
 figures in their text metadata, markdown reports in a header line. `config_hash` is the hash of the
-config slice the file was computed from (a job sees only its slice, see lengen.specs), so two files
-with the same hash came from the same settings.
+config slice the file was computed from (a job sees only its slice, see lengen.config.specs), so two
+files with the same hash came from the same settings.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from lengen.config import config_hash
+from lengen.config.config import config_hash
 
 PACKAGES = (
     "lengen", "torch", "deepspeed", "transformers", "tokenizers", "datasets", "mlflow",

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lengen import tasks
-from lengen.config import read_ds_config, tracking_uri
-from lengen.positions import get_scheme, model_position
-from lengen.tracking import experiment_name
+from lengen.config.config import read_ds_config, tracking_uri
+from lengen.model.positions import get_scheme, model_position
+from lengen.train.tracking import experiment_name
 
 
 class SpecError(ValueError):
@@ -43,7 +43,7 @@ def _build(cls, section: str, values: dict):
 
 @dataclass(frozen=True)
 class EarlyStopSpec:
-    """`train.early_stop` (lengen.train.EarlyStop; schema: train_keys.early_stop)."""
+    """`train.early_stop` (lengen.train.train.EarlyStop; schema: train_keys.early_stop)."""
 
     every: int
     target_accuracy: float
@@ -89,8 +89,8 @@ class TrainSpec:
 
 @dataclass(frozen=True)
 class RuntimeSpec:
-    """A spec's `runtime` section (lengen.runtime): device, precision, ZeRO stage, threads, and
-    the DeepSpeed config JSON read in (None: the computed one alone)."""
+    """A spec's `runtime` section (lengen.train.runtime): device, precision, ZeRO stage, threads,
+    and the DeepSpeed config JSON read in (None: the computed one alone)."""
 
     device: str
     precision: str

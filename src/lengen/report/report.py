@@ -22,11 +22,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lengen import artifacts, provenance, tasks
-from lengen.claims import Claim, Measured, NotTestable
-from lengen.config import validate
-from lengen.influence import diagonal_fit, mean_with_ci
-from lengen.theory_cases import DELTA
+from lengen import tasks
+from lengen.analysis.influence import diagonal_fit, mean_with_ci
+from lengen.analysis.theory_cases import DELTA
+from lengen.config import artifacts
+from lengen.config.config import validate
+from lengen.report import provenance
+from lengen.report.claims import Claim, Measured, NotTestable
 
 NEAR_PERFECT = 0.9  # "near-perfect" accuracy
 FAILS = 0.75  # "fails": never above this accuracy
@@ -57,7 +59,7 @@ class Tables:
 
 def read_tables(cfg: dict, paths: dict[str, str] | None = None) -> Tables:
     """Load the tidy tables the report reads: `paths` (name -> file, the rule's named inputs),
-    by default the artifact contract's for this config (lengen.artifacts.report_tables). A
+    by default the artifact contract's for this config (lengen.config.artifacts.report_tables). A
     table whose file is absent is None (its claims read "not run")."""
     paths = artifacts.report_tables(cfg) if paths is None else paths
 
@@ -517,7 +519,7 @@ def nl_short_close_to_long(t: Tables) -> Measured | None:
 
 def near_diagonal(x: np.ndarray, y: np.ndarray, seed: int = 0) -> Measured:
     """Slope and spread of the points about y = x with bootstrap 95% CIs
-    (lengen.influence.diagonal_fit: the same numbers Figs. 4/6 print)."""
+    (lengen.analysis.influence.diagonal_fit: the same numbers Figs. 4/6 print)."""
     return Measured(diagonal_fit(x, y, N_BOOTSTRAP, seed))
 
 
@@ -604,8 +606,9 @@ def verdict(claim: Claim, tables: Tables) -> dict:
 
 
 def write_report(cfg: dict, out: Path, paths: dict[str, str] | None = None) -> pd.DataFrame:
-    """REPORT.md for the config's run (the report's slice of it, lengen.artifacts.report_config,
-    is enough): the verdict table and the figures it rests on; `paths` as read_tables."""
+    """REPORT.md for the config's run (the report's slice of it,
+    lengen.config.artifacts.report_config, is enough): the verdict table and the figures it rests
+    on; `paths` as read_tables."""
     tables = read_tables(cfg, paths)
     variants = {v: e["label"] for v, e in cfg["sparse_parity"]["variants"].items()}
     rows = pd.DataFrame([verdict(c, tables) for c in claims(variants)])
@@ -613,8 +616,8 @@ def write_report(cfg: dict, out: Path, paths: dict[str, str] | None = None) -> p
     lines = [
         "# Does the paper hold? Claims and verdicts",
         "",
-        f"Tier `{cfg['tier']}`. Every number below is computed by `lengen.report` from the tidy "
-        f"tables in `{cfg['reports_dir']}/`; every verdict by the rule in its row.",
+        f"Tier `{cfg['tier']}`. Every number below is computed by `lengen.report.report` from the "
+        f"tidy tables in `{cfg['reports_dir']}/`; every verdict by the rule in its row.",
         "",
         provenance.markdown_line(cfg, cfg["seed"]),
         "",
@@ -637,7 +640,7 @@ def write_report(cfg: dict, out: Path, paths: dict[str, str] | None = None) -> p
 
 # pragma: no mutate block  (CLI wiring: tested through the workflow in subprocesses)
 def main(argv: list[str] | None = None) -> None:
-    """CLI: python -m lengen.report --config CONFIG.yaml|JSON --out reports/REPORT.md."""
+    """CLI: python -m lengen.report.report --config CONFIG.yaml|JSON --out reports/REPORT.md."""
     import yaml
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -1,7 +1,7 @@
 """The runtime, apart from the model and the training loop: threads and accelerator choice,
-the process group, and the DeepSpeed engine and its config (torchtitan keeps these apart too).
-The model (lengen.model) knows nothing of it; lengen.train builds the optimizer and schedule and
-hands them here to be wrapped."""
+the process group, and the DeepSpeed engine and its config (torchtitan keeps these apart too). The
+model (lengen.model.model) knows nothing of it; lengen.train.train builds the optimizer and schedule
+and hands them here to be wrapped."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from lengen.config import merge_dicts
+from lengen.config.config import merge_dicts
 
 if TYPE_CHECKING:
-    from lengen.specs import RuntimeSpec, Spec
+    from lengen.config.specs import RuntimeSpec, Spec
 
 
 def _init_distributed(runtime: RuntimeSpec) -> None:

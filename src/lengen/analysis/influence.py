@@ -27,11 +27,11 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from lengen import provenance
-from lengen.modelfile import model_from_saved, read_model_file
-from lengen.runtime import eval_device
-from lengen.specs import Spec
-from lengen.tokens import consecutive_chunks, load_tokens
+from lengen.config.specs import Spec
+from lengen.data.tokens import consecutive_chunks, load_tokens
+from lengen.model.modelfile import model_from_saved, read_model_file
+from lengen.report import provenance
+from lengen.train.runtime import eval_device
 
 
 def attention_mask(keep: torch.Tensor) -> torch.Tensor:

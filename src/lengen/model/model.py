@@ -2,7 +2,7 @@
 
 Same computation as transformers' GPTNeoXModel + embed_out (parallel residual, fused QKV laid out
 per head, partial RoPE, GeLU MLP, final LayerNorm); tests/test_model.py checks equal outputs
-given the same weights. The position scheme is a named piece from lengen.positions: RoPE at
+given the same weights. The position scheme is a named piece from lengen.model.positions: RoPE at
 arbitrary IDs (PoSE in training, true IDs at test), learned absolute embeddings, ALiBi (Press et
 al. 2022: a per-head linear bias on the ID distance, no embedding) or NoPE (no positional
 information but the causal mask; Kazemnejad et al. 2023). With
@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lengen.positions import (
+from lengen.model.positions import (
     LEGACY_MODEL_POSITIONS,
     MODEL_POSITIONS,
     LearnedAbsolutePositions,
@@ -46,7 +46,7 @@ class ModelConfig:
     n_head: int = 4
     d_model: int = 128
     d_mlp: int | None = None  # default 4 * d_model, as GPT-NeoX
-    position: str = "rope"  # how IDs are read: one of MODEL_POSITIONS (lengen.positions)
+    position: str = "rope"  # how IDs are read: one of MODEL_POSITIONS (lengen.model.positions)
     rotary_pct: float = 1.0  # fraction of each head's channels rotated by RoPE
     rope_base: float = 10000.0
     l_max: int = 512  # largest position ID (absolute embeddings, position head)

@@ -1,8 +1,8 @@
 """The artifact contract: every file a run leaves under `reports_dir`, named in one place.
 
 The workflow rules (workflow/rules/*.smk) take their report-level outputs from here, and
-`lengen.report` receives exactly these tables as named inputs (`report_tables`), with only the
-config slice its rules read (`report_config`: no figure sections, so restyling a figure never
+`lengen.report.report` receives exactly these tables as named inputs (`report_tables`), with only
+the config slice its rules read (`report_config`: no figure sections, so restyling a figure never
 reruns the claims). Per-model files under `results_dir` (model.pt, eval.csv, logs, benchmarks) are
 wildcard patterns of their own rules.
 """
@@ -56,7 +56,7 @@ def figure(cfg: dict, stem: str) -> str:
 
 
 def report_tables(cfg: dict) -> dict[str, str]:
-    """The tables lengen.report reads, by name, for the sections this config runs."""
+    """The tables lengen.report.report reads, by name, for the sections this config runs."""
     names = [n for n in REPORT_READS if TABLES[n][1] in cfg]
     names += [n for n in tasks.generation_tasks() if n in cfg]
     return {name: table(cfg, name) for name in names}
