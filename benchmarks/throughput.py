@@ -17,7 +17,6 @@ import time
 
 import torch
 
-from lengen.config import specs
 from lengen.config.config import load
 from lengen.data.data import step_rng
 from lengen.model.hf import to_transformers
@@ -92,7 +91,7 @@ def main() -> None:
     if args.batch_size:
         sp_cfg["train"]["batch_size"] = args.batch_size
     torch.set_num_threads(cfg["runtime"]["threads_per_job"])
-    spec = specs.sparse_parity_train(cfg, max(cfg["sparse_parity"]["k_train"]))
+    spec = sp.train_spec(cfg, max(cfg["sparse_parity"]["k_train"]))
     ours = build_model(spec).to(dev)
     theirs = to_transformers(ours).to(dev).train()
     mean_len = (spec["task"]["train_min_len"] + spec["task"]["train_max_len"]) / 2 + 2

@@ -40,10 +40,10 @@ from sparse_parity import ROOT, append_row, load_probe, probe_cli
 
 from lengen.analysis.influence import context_keeps, target_logprob
 from lengen.analysis.perplexity import chunk_nll, split_windows, window_nll
-from lengen.config import specs
 from lengen.data import corpus, tokens
 from lengen.model.modelfile import model_from_saved, read_model_file
 from lengen.report import provenance
+from lengen.tasks import c4
 from lengen.train import tracking
 from lengen.train.train import train
 
@@ -120,7 +120,7 @@ def run(name: str, rescore: bool = False) -> dict:
     cfg, entry = probe_config(name)
     nl, which = cfg["natural_language"], entry["which"]
     data = data_dir(cfg)
-    spec = specs.natural_language_train(cfg, which)
+    spec = c4.train_spec(cfg, which)
     spec["task"]["train_tokens"] = str(data / "tokens" / "train.bin")
     spec["run_name"] = f"probe/{name}"
     out = Path(cfg["results_dir"]) / f"h_{which}"

@@ -31,7 +31,6 @@ import torch
 import yaml
 
 from lengen.config import config as config_mod
-from lengen.config import specs
 from lengen.model.modelfile import model_from_saved, read_model_file
 from lengen.report import provenance
 from lengen.tasks import sparse_parity as sp
@@ -143,7 +142,7 @@ def run(name: str, rescore: bool = False) -> dict:
     torch.set_num_threads(1)
     cfg, entry = probe_config(name)
     k_train = entry["k_train"]
-    spec = specs.sparse_parity_train(cfg, k_train)
+    spec = sp.train_spec(cfg, k_train)
     spec["run_name"] = f"probe/{name}"
     out = Path(cfg["results_dir"]) / f"K{k_train}"
     if rescore:

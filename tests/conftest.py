@@ -24,11 +24,11 @@ def smoke_config() -> dict:
 @pytest.fixture
 def tiny_spec(tmp_path, smoke_config) -> dict:
     """A sparse-parity train spec on the smoke tier, tracked in a fresh SQLite store."""
-    from lengen.config import specs
+    from lengen.tasks import sparse_parity
     from lengen.train import tracking
 
     cfg = copy.deepcopy(smoke_config)
     cfg["results_dir"] = str(tmp_path / "results")
-    spec = specs.sparse_parity_train(cfg, 2)
+    spec = sparse_parity.train_spec(cfg, 2)
     tracking.prepare_store(spec["tracking"]["uri"], [spec["tracking"]["experiment"]])
     return spec

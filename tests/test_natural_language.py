@@ -359,7 +359,6 @@ def test_language_models_train_and_score_in_every_scheme(scheme, smoke_config, t
     """natural_language.scheme: RoPE + PoSE (the paper), NoPE or ALiBi for both models; only
     rope_pose moves h_short's IDs (PoSE), the others feed true IDs at every step; each trains
     and is scored by Table 1's perplexity."""
-    from lengen.config import specs
     from lengen.config.specs import Spec
     from lengen.train import tracking
     from lengen.train.train import train
@@ -372,7 +371,7 @@ def test_language_models_train_and_score_in_every_scheme(scheme, smoke_config, t
     data.mkdir(parents=True)
     np.random.default_rng(0).integers(0, 60, 4000).astype(np.uint16).tofile(data / "train.bin")
     (data / "meta.json").write_text(json.dumps({"vocab_size": 60}))
-    source = specs.natural_language_train(cfg, "short")
+    source = c4.train_spec(cfg, "short")
     spec = Spec.parse(source)
     want = {"rope_pose": "rope", "nope": "nope", "alibi": "alibi"}[scheme]
     assert spec.model["position"] == want

@@ -174,13 +174,12 @@ def test_extra_schemes_nope_and_alibi_read_true_ids_and_are_checked(smoke_config
     import copy
 
     from lengen import tasks
-    from lengen.config import specs
     from lengen.config.config import ConfigError, validate
 
     cfg = validate(copy.deepcopy(smoke_config))
     task = tasks.get("sparse_parity")
     for variant, position in (("nope", "nope"), ("alibi", "alibi"), ("neox", "rope")):
-        spec = specs.sparse_parity_train(cfg, 2, variant)
+        spec = sp.train_spec(cfg, 2, variant)
         assert spec["model"]["position"] == position and spec["variant"] == variant
         ids = task.train_batch(Spec.parse(spec), np.random.default_rng(0), 0).position_ids
         true = (ids == np.arange(1, ids.shape[1] + 1)).all()

@@ -11,14 +11,14 @@ from lengen import tasks
 from lengen.config import specs
 from lengen.config.config import load
 from lengen.config.specs import EarlyStopSpec, Spec, SpecError, TrainSpec
-from lengen.tasks import sparse_parity, variable_assignment
+from lengen.tasks import c4, sparse_parity, variable_assignment
 from tests.conftest import ROOT
 
 
 @pytest.mark.parametrize("tier", ["smoke", "config", "paper"])
 def test_every_job_spec_of_a_tier_parses(tier):
     cfg = load(ROOT / "config" / f"{tier}.yaml")
-    built = [specs.sparse_parity_train(cfg, k) for k in cfg["sparse_parity"]["k_train"]]
+    built = [sparse_parity.train_spec(cfg, k) for k in cfg["sparse_parity"]["k_train"]]
     for name, task in tasks.generation_tasks().items():
         if name not in cfg:  # majority is not in the paper's tiers
             continue
@@ -27,7 +27,7 @@ def test_every_job_spec_of_a_tier_parses(tier):
             value = section[task.SETTING.values][0]
             built += [specs.scratchpad_train(cfg, name, variant, value, run)
                       for run in range(var["runs"])]  # fmt: skip
-    built += [specs.natural_language_train(cfg, which) for which in ("short", "long")]
+    built += [c4.train_spec(cfg, which) for which in ("short", "long")]
     for source in built:
         spec = Spec.parse(json.loads(json.dumps(source)))  # as a job receives it
         assert spec.source == source and isinstance(spec.train, TrainSpec)
@@ -37,7 +37,7 @@ def test_every_job_spec_of_a_tier_parses(tier):
 
 def test_a_parameter_is_followed_by_attribute():
     cfg = load(ROOT / "config" / "smoke.yaml")
-    spec = Spec.parse(specs.sparse_parity_train(cfg, 4))
+    spec = Spec.parse(sparse_parity.train_spec(cfg, 4))
     assert isinstance(spec.task, sparse_parity.TaskSpec) and spec.task.k_train == 4
     va = Spec.parse(specs.scratchpad_train(cfg, "variable_assignment", "ppc", 3, 1))
     assert isinstance(va.task, variable_assignment.TaskSpec)
@@ -52,7 +52,7 @@ def test_a_parameter_is_followed_by_attribute():
 
 def test_a_stray_or_missing_key_is_an_error_naming_it():
     cfg = load(ROOT / "config" / "smoke.yaml")
-    good = specs.sparse_parity_train(cfg, 2)
+    good = sparse_parity.train_spec(cfg, 2)
     with pytest.raises(SpecError, match=r"section 'task': unknown key\(s\) \['k_trian'\]"):
         Spec.parse({**good, "task": {**good["task"], "k_trian": 3}})
     task = {k: v for k, v in good["task"].items() if k != "n"}

@@ -13,7 +13,7 @@ import torch
 from lengen import tasks
 from lengen.config.specs import EarlyStopSpec, Spec, TrainSpec
 from lengen.data.data import Example
-from lengen.tasks import sparse_parity
+from lengen.tasks import c4, sparse_parity
 from lengen.train.train import lr_lambda, train
 
 
@@ -248,19 +248,18 @@ def test_ds_config_json_is_merged_over_the_computed_config(tmp_path):
     """A tier's ds_config JSON (config/ds_config_lm.json for the paper's language models) is
     read into the spec and merged key by key over the computed DeepSpeed config; a batch key
     that disagrees with the train section is an error naming it."""
-    from lengen.config import specs
     from lengen.config.config import ConfigError, load, validate
     from lengen.train.runtime import deepspeed_config
 
     from .conftest import ROOT
 
     cfg = load(ROOT / "config" / "paper.yaml")
-    spec = specs.natural_language_train(cfg, "short")
+    spec = c4.train_spec(cfg, "short")
     ds = deepspeed_config(Spec.parse(spec), world=8)
     zero = ds["zero_optimization"]
     assert zero["stage"] == 2 and zero["overlap_comm"] and ds["bf16"] == {"enabled": True}
     assert (ds["train_micro_batch_size_per_gpu"], ds["gradient_accumulation_steps"]) == (256, 4)
-    assert "ds_config" not in specs.sparse_parity_train(cfg, 8)["runtime"]
+    assert "ds_config" not in sparse_parity.train_spec(cfg, 8)["runtime"]
     spec["runtime"]["ds_config"]["gradient_accumulation_steps"] = 2
     with pytest.raises(ValueError, match="gradient_accumulation_steps = 2, but the train"):
         deepspeed_config(Spec.parse(spec), world=8)

@@ -2,7 +2,7 @@
 # final steps) and h_long (context Lbar), Table 1 perplexities, leave-one-out influence (Eq. 6)
 # and Figs. 4-6.
 NL = config.get("natural_language")
-NL_DIR = f"{RESULTS}/natural_language"
+NL_DIR = f"{RESULTS}/{tasks.get('natural_language').RESULTS_SUBDIR}"
 NL_TOKENS = [f"{NL_DIR}/tokens/{name}" for name in ("train.bin", "validation.bin", "meta.json")]
 NL_TABLE = artifacts.table(config, "perplexity")
 NL_CHUNKS = artifacts.table(config, "perplexity_chunks")  # the report's paired bootstrap
@@ -66,7 +66,7 @@ rule nl_train:
     wildcard_constraints:
         which="short|long",
     params:
-        spec=lambda w: to_json(specs.natural_language_train(config, w.which)),
+        spec=lambda w: to_json(tasks.get("natural_language").train_spec(config, w.which)),
         launcher=launcher(config, NL_GPUS),
     threads: config["runtime"]["threads_per_job"]
     resources:

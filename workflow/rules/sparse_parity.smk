@@ -61,7 +61,7 @@ rule sparse_parity_train:
     output:
         f"{SP_DIR}/{{variant}}/K{{K}}/model.pt",
     params:
-        spec=lambda w: to_json(specs.sparse_parity_train(config, int(w.K), w.variant)),
+        spec=lambda w: to_json(tasks.get("sparse_parity").train_spec(config, int(w.K), w.variant)),
         launcher=launcher(config),
     threads: config["runtime"]["threads_per_job"]
     resources:

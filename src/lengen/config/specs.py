@@ -6,7 +6,9 @@ slice changed (e.g. editing a figure's style reruns that figure, not the trainin
 its JSON once, at its entry point (`Spec.parse`), into the dataclasses below; the trainer, the
 task modules and the evaluator take the typed `Spec`, so a key such as `k_train` can be followed
 from the config section (the builders here) through `sparse_parity.TaskSpec.k_train` to the eval
-table's `k_train` column and the figure drawn from it. `Spec.source` keeps the JSON itself: it is
+table's `k_train` column and the figure drawn from it. The builders name no task: each task
+module builds its own sections (`sparse_parity.train_spec`, `c4.train_spec`, or `task_spec` for
+the generation-scored tasks) and `run_spec` wraps them. `Spec.source` keeps the JSON itself: it is
 what model.pt stores, what MLflow logs and what the provenance hash is taken of.
 """
 
@@ -18,7 +20,7 @@ from typing import Any
 
 from lengen import tasks
 from lengen.config.config import read_ds_config, tracking_uri
-from lengen.model.positions import get_scheme, model_position
+from lengen.model.positions import model_position
 from lengen.train.tracking import experiment_name
 
 
@@ -161,35 +163,28 @@ def runtime(cfg: dict, ds_config: str | None = None) -> dict:
     return out
 
 
-def sparse_parity_train(cfg: dict, k_train: int, variant: str | None = None) -> dict:
-    """Spec of the sparse-parity model of one variant (default: the first) trained with
-    K_train = k_train (Sec. 5.1); the variant's model keys override the section's model."""
-    sp = cfg["sparse_parity"]
-    variant = variant or next(iter(sp["variants"]))
-    schemes = sp.get("schemes", {}).get("variants", {})  # the extra figure's NoPE / ALiBi models
-    var = sp["variants"][variant] if variant in sp["variants"] else schemes[variant]
+def run_spec(
+    cfg: dict,
+    experiment: str,
+    run_name: str,
+    seed: int,
+    sections: dict,
+    variant: str | None = None,
+    ds_config: str | None = None,
+) -> dict:
+    """A job's spec: the task's own `sections` (task, model, train) inside what every job shares
+    (its runtime and MLflow tracking). Each task module builds its sections (e.g.
+    `tasks.sparse_parity.train_spec`; the generation-scored tasks through `scratchpad_train`)."""
     return {
-        "experiment": "sparse_parity",
-        "variant": variant,
-        "run_name": f"{variant}/K{k_train}",
-        "seed": cfg["seed"],
-        "task": {
-            "k_train": k_train,
-            "n": sp["n"],
-            "train_min_len": sp["train_min_len"],
-            "train_max_len": sp["train_max_len"],
-            "l_max": sp["l_max"],
-        },
-        "model": {
-            "position": var.get("position", "rope"),
-            **sp["model"],
-            **var.get("model", {}),
-        },
-        "train": sp["train"],
-        "runtime": runtime(cfg),
+        "experiment": experiment,
+        **({"variant": variant} if variant is not None else {}),
+        "run_name": run_name,
+        "seed": seed,
+        **sections,
+        "runtime": runtime(cfg, ds_config),
         "tracking": {
             "uri": tracking_uri(cfg),
-            "experiment": experiment_name(cfg["tracking"]["experiment_prefix"], "sparse_parity"),
+            "experiment": experiment_name(cfg["tracking"]["experiment_prefix"], experiment),
         },
     }
 
@@ -203,13 +198,8 @@ def scratchpad_train(cfg: dict, experiment: str, variant: str, value: int, run: 
     """
     section, task_module = cfg[experiment], tasks.get(experiment)
     var = section["variants"][variant]
-    task = task_module.task_spec(section, var, value)
-    return {
-        "experiment": experiment,
-        "variant": variant,
-        "run_name": f"{variant}/{task_module.SETTING.key[0]}{value}/seed{run}",
-        "seed": cfg["seed"] + run,
-        "task": task,
+    sections = {
+        "task": task_module.task_spec(section, var, value),
         "model": {
             **section["model"],
             **var.get("model", {}),
@@ -217,40 +207,6 @@ def scratchpad_train(cfg: dict, experiment: str, variant: str, value: int, run: 
             "l_max": section["l_max"],
         },
         "train": {**section["train"], **var.get("train", {})},
-        "runtime": runtime(cfg),
-        "tracking": {
-            "uri": tracking_uri(cfg),
-            "experiment": experiment_name(cfg["tracking"]["experiment_prefix"], experiment),
-        },
     }
-
-
-NL_DIR = "natural_language"
-
-
-def natural_language_train(cfg: dict, which: str) -> dict:
-    """Spec of h_short (context L, PoSE from `pose_start` on) or h_long (context Lbar) (App. F),
-    in the section's position scheme (default rope_pose, the paper's; nope and alibi feed true
-    IDs, without PoSE)."""
-    nl = cfg["natural_language"]
-    short = which == "short"
-    scheme = get_scheme(nl.get("scheme", "rope_pose"))
-    task = {
-        "context": nl["short_context"] if short else nl["long_context"],
-        "l_max": nl["long_context"] + 1,  # PoSE IDs in [1, Lbar]: the test sequence's true IDs
-        "pose_start": nl["short"]["pose_start"] if short and scheme.train == "pose" else None,
-        "train_tokens": f"{cfg['results_dir']}/{NL_DIR}/tokens/train.bin",
-    }
-    return {
-        "experiment": "natural_language",
-        "run_name": f"h_{which}",
-        "seed": cfg["seed"],
-        "task": task,
-        "model": {"position": scheme.model, "l_max": nl["long_context"] + 1, **nl["model"]},
-        "train": nl[which]["train"],
-        "runtime": runtime(cfg, nl.get("ds_config")),
-        "tracking": {
-            "uri": tracking_uri(cfg),
-            "experiment": experiment_name(cfg["tracking"]["experiment_prefix"], "natural_language"),
-        },
-    }
+    run_name = f"{variant}/{task_module.SETTING.key[0]}{value}/seed{run}"
+    return run_spec(cfg, experiment, run_name, cfg["seed"] + run, sections, variant)

@@ -17,7 +17,7 @@ import numpy as np
 
 from lengen.data.data import Example
 from lengen.data.tokens import load_tokens
-from lengen.model.positions import pose_fed_position_ids, true_position_ids
+from lengen.model.positions import get_scheme, pose_fed_position_ids, true_position_ids
 
 if TYPE_CHECKING:
     from lengen.config.specs import Spec
@@ -25,12 +25,39 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class TaskSpec:
-    """A language model's task section (lengen.config.specs.natural_language_train)."""
+    """A language model's task section (`train_spec`)."""
 
     context: int  # tokens of context per training window: L (h_short) or Lbar (h_long)
     l_max: int  # Lbar + 1: PoSE IDs are drawn in [1, l_max - 1]
     train_tokens: str  # the packed training token file
     pose_start: int | None = None  # h_short: PoSE from this step on (App. F); h_long: None
+
+
+RESULTS_SUBDIR = "natural_language"  # under results_dir: corpus/, tokens/, h_short/, h_long/
+
+
+def train_spec(cfg: dict, which: str) -> dict:
+    """The job spec of h_short (context L, PoSE from `pose_start` on) or h_long (context Lbar)
+    (App. F), in the section's position scheme (default rope_pose, the paper's; nope and alibi
+    feed true IDs, without PoSE)."""
+    from lengen.config.specs import run_spec
+
+    nl = cfg["natural_language"]
+    short = which == "short"
+    scheme = get_scheme(nl.get("scheme", "rope_pose"))
+    sections = {
+        "task": {
+            "context": nl["short_context"] if short else nl["long_context"],
+            "l_max": nl["long_context"] + 1,  # PoSE IDs in [1, Lbar]: the test's true IDs
+            "pose_start": nl["short"]["pose_start"] if short and scheme.train == "pose" else None,
+            "train_tokens": f"{cfg['results_dir']}/{RESULTS_SUBDIR}/tokens/train.bin",
+        },
+        "model": {"position": scheme.model, "l_max": nl["long_context"] + 1, **nl["model"]},
+        "train": nl[which]["train"],
+    }
+    return run_spec(
+        cfg, "natural_language", f"h_{which}", cfg["seed"], sections, ds_config=nl.get("ds_config")
+    )
 
 
 def vocab_size(spec: Spec) -> int:

@@ -28,8 +28,8 @@ BOS, SEP, T0, T1 = range(4)
 
 @dataclass(frozen=True)
 class TaskSpec:
-    """A model's task section (lengen.config.specs.sparse_parity_train): K_train, the integer
-    alphabet size N, the training range of 2l and the largest PoSE ID."""
+    """A model's task section (`train_spec`): K_train, the integer alphabet size N, the training
+    range of 2l and the largest PoSE ID."""
 
     k_train: int
     n: int
@@ -107,6 +107,25 @@ def curriculum_k(k_train: int, step: int, every: int) -> int:
 def vocab_size(spec: Spec) -> int:
     """Number of token IDs for this spec."""
     return len(SPECIALS) + spec.task.n
+
+
+def train_spec(cfg: dict, k_train: int, variant: str | None = None) -> dict:
+    """The job spec of the model of one variant (default: the first; or one of the `schemes`
+    section's extra models) trained with K_train = k_train (Sec. 5.1); the variant's model keys
+    override the section's model."""
+    from lengen.config.specs import run_spec
+
+    sp = cfg["sparse_parity"]
+    variant = variant or next(iter(sp["variants"]))
+    schemes = sp.get("schemes", {}).get("variants", {})  # the extra figure's NoPE / ALiBi models
+    var = sp["variants"][variant] if variant in sp["variants"] else schemes[variant]
+    keys = ("n", "train_min_len", "train_max_len", "l_max")
+    sections = {
+        "task": {"k_train": k_train, **{k: sp[k] for k in keys}},
+        "model": {"position": var.get("position", "rope"), **sp["model"], **var.get("model", {})},
+        "train": sp["train"],
+    }
+    return run_spec(cfg, "sparse_parity", f"{variant}/K{k_train}", cfg["seed"], sections, variant)
 
 
 def train_batch(spec: Spec, rng: np.random.Generator, step: int) -> Example:
