@@ -40,7 +40,7 @@ def train_spec(cfg: dict, which: str) -> dict:
     """The job spec of h_short (context L, PoSE from `pose_start` on) or h_long (context Lbar)
     (App. F), in the section's position scheme (default rope_pose, the paper's; nope and alibi
     feed true IDs, without PoSE)."""
-    from lengen.config.specs import run_spec
+    from lengen.config.specs import run_spec  # here: lengen.config.specs imports the task registry
 
     nl = cfg["natural_language"]
     short = which == "short"

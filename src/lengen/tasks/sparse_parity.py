@@ -113,7 +113,7 @@ def train_spec(cfg: dict, k_train: int, variant: str | None = None) -> dict:
     """The job spec of the model of one variant (default: the first; or one of the `schemes`
     section's extra models) trained with K_train = k_train (Sec. 5.1); the variant's model keys
     override the section's model."""
-    from lengen.config.specs import run_spec
+    from lengen.config.specs import run_spec  # here: lengen.config.specs imports the task registry
 
     sp = cfg["sparse_parity"]
     variant = variant or next(iter(sp["variants"]))
