@@ -38,6 +38,7 @@ import pandas as pd
 import torch
 from sparse_parity import ROOT, append_row, load_probe, probe_cli
 
+from lengen.analysis.copying import head_scores, repeat_copy_gain
 from lengen.analysis.influence import context_keeps, target_logprob
 from lengen.analysis.perplexity import chunk_nll, split_windows, window_nll
 from lengen.data import corpus, tokens
@@ -85,8 +86,8 @@ def _build(nl: dict, seed: int, out: Path) -> None:
 
 
 def score(model, held_out: np.ndarray, short_len: int, long_len: int) -> dict[str, float]:
-    """Table 1's perplexity at eval lengths L and Lbar, its relative drop, and the mean
-    L_short - L_long of the last token (Fig. 4's x axis)."""
+    """Table 1's perplexity at eval lengths L and Lbar, its relative drop, the mean
+    L_short - L_long of the last token (Fig. 4's x axis), and the copy gain (induction test)."""
     chunks = tokens.consecutive_chunks(held_out, long_len + 1, N_CHUNKS)
     out, by_target = {}, {}
     for length in (short_len, long_len):
@@ -111,6 +112,11 @@ def score(model, held_out: np.ndarray, short_len: int, long_len: int) -> dict[st
         diffs.append(float(nll[0] - nll[1]))
     out["mean_short_minus_long"] = float(np.mean(diffs))
     out["sem_short_minus_long"] = float(np.std(diffs, ddof=1) / math.sqrt(len(diffs)))
+    # copying (lengen.analysis.copying): 64 random spans of L / 2 tokens, each written twice
+    out["copy_gain"] = repeat_copy_gain(model, model.cfg.vocab_size, short_len // 2, 64, 0)
+    heads = head_scores(model, model.cfg.vocab_size, short_len // 2, 64, 0)
+    out["max_prev_token"] = float(heads["prev_token"].max())
+    out["max_induction"] = float(heads["induction"].max())
     return out
 
 
