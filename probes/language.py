@@ -87,7 +87,7 @@ def _build(nl: dict, seed: int, out: Path) -> None:
 
 def score(model, held_out: np.ndarray, short_len: int, long_len: int) -> dict[str, float]:
     """Table 1's perplexity at eval lengths L and Lbar, its relative drop, the mean
-    L_short - L_long of the last token (Fig. 4's x axis), and the copy gain (induction test)."""
+    L_short - L_long of the last token (Fig. 4's x axis)."""
     chunks = tokens.consecutive_chunks(held_out, long_len + 1, N_CHUNKS)
     out, by_target = {}, {}
     for length in (short_len, long_len):
@@ -112,12 +112,20 @@ def score(model, held_out: np.ndarray, short_len: int, long_len: int) -> dict[st
         diffs.append(float(nll[0] - nll[1]))
     out["mean_short_minus_long"] = float(np.mean(diffs))
     out["sem_short_minus_long"] = float(np.std(diffs, ddof=1) / math.sqrt(len(diffs)))
-    # copying (lengen.analysis.copying): 64 random spans of L / 2 tokens, each written twice
-    out["copy_gain"] = repeat_copy_gain(model, model.cfg.vocab_size, short_len // 2, 64, 0)
-    heads = head_scores(model, model.cfg.vocab_size, short_len // 2, 64, 0)
-    out["max_prev_token"] = float(heads["prev_token"].max())
-    out["max_induction"] = float(heads["induction"].max())
     return out
+
+
+def copying(model, short_len: int) -> dict[str, float]:
+    """Can the model copy from context (lengen.analysis.copying)? On 64 spans of L / 2 random
+    tokens, each written twice: the copy gain, and the largest previous-token and induction
+    scores over its heads."""
+    vocab = model.cfg.vocab_size
+    heads = head_scores(model, vocab, short_len // 2, 64, 0)
+    return {
+        "copy_gain": repeat_copy_gain(model, vocab, short_len // 2, 64, 0),
+        "max_prev_token": float(heads["prev_token"].max()),
+        "max_induction": float(heads["induction"].max()),
+    }
 
 
 def run(name: str, rescore: bool = False) -> dict:
@@ -158,6 +166,7 @@ def run(name: str, rescore: bool = False) -> dict:
         "tokens_seen": steps * spec["train"]["batch_size"] * spec["task"]["context"],
         "train_wall_s": round(wall, 1),
         **score(model, held_out, nl["short_context"], nl["long_context"]),
+        **copying(model, nl["short_context"]),
     }
     row.update(provenance.record(spec, spec["seed"]))
     append_row(TABLE, row)

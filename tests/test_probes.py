@@ -107,3 +107,21 @@ def test_language_probe_score_known_answers(language):
     assert out["mean_short_minus_long"] == pytest.approx(0, abs=1e-6)
     assert out["loss_pos1"] == pytest.approx(np.log(50), rel=1e-5)
     assert out["gain_pos65"] == pytest.approx(0, abs=1e-6) and "gain_pos49" not in out
+
+
+def test_language_probe_copying_columns(language):
+    """An untrained model copies nothing (copy gain ~0) and its head scores are attention
+    masses; the committed copying rows are in the same ranges."""
+    import torch
+
+    from lengen.model.model import GPTNeoX, ModelConfig
+
+    torch.manual_seed(0)
+    model = GPTNeoX(ModelConfig(vocab_size=64, n_layer=2, n_head=2, d_model=16)).eval()
+    out = language.copying(model, short_len=16)
+    assert set(out) == {"copy_gain", "max_prev_token", "max_induction"}
+    assert abs(out["copy_gain"]) < 0.05
+    assert 0 < out["max_prev_token"] <= 1 and 0 < out["max_induction"] <= 1
+    table = pd.read_csv(ROOT / "probes" / "language_probes.csv").dropna(subset=["copy_gain"])
+    assert len(table) >= 8
+    assert table[["max_prev_token", "max_induction"]].stack().between(0, 1).all()
