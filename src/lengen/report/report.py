@@ -632,6 +632,11 @@ def write_report(cfg: dict, out: Path, paths: dict[str, str] | None = None) -> p
         "accuracy by number of flagged ones (at k_test = K_train and above it). README, "
         '"Sparse parity: probes and diagnosis", has the recorded search behind the default tier.',
         "",
+        "Where a natural-language verdict fails or is not testable, README, "
+        '"Natural language: probes and diagnosis", has the recorded search: the long-context gain '
+        "by target position, whether the models copy from far context (lengen.analysis.copying), "
+        "and the compute a larger gain would take.",
+        "",
     ]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines))
