@@ -31,6 +31,7 @@ class TaskSpec:
     l_max: int  # Lbar + 1: PoSE IDs are drawn in [1, l_max - 1]
     train_tokens: str  # the packed training token file
     pose_start: int | None = None  # h_short: PoSE from this step on (App. F); h_long: None
+    repeat_fraction: float = 0.0  # DIAGNOSTIC, not the paper: windows whose 2nd half copies the 1st
 
 
 RESULTS_SUBDIR = "natural_language"  # under results_dir: corpus/, tokens/, h_short/, h_long/
@@ -51,6 +52,8 @@ def train_spec(cfg: dict, which: str) -> dict:
             "l_max": nl["long_context"] + 1,  # PoSE IDs in [1, Lbar]: the test's true IDs
             "pose_start": nl["short"]["pose_start"] if short and scheme.train == "pose" else None,
             "train_tokens": f"{cfg['results_dir']}/{RESULTS_SUBDIR}/tokens/train.bin",
+            # a diagnostic only (schema); absent from the spec when 0 (the paper), as before
+            **({"repeat_fraction": nl["repeat_fraction"]} if nl.get("repeat_fraction") else {}),
         },
         "model": {"position": scheme.model, "l_max": nl["long_context"] + 1, **nl["model"]},
         "train": nl[which]["train"],
@@ -90,6 +93,10 @@ def train_batch(spec: Spec, rng: np.random.Generator, step: int) -> Example:
         raise ValueError(f"{task.train_tokens}: {len(data)} tokens, need at least {length}")
     starts = rng.integers(0, len(data) - length + 1, size=batch)
     tokens = windows(data, starts, length)
+    if task.repeat_fraction:  # DIAGNOSTIC (not the paper): second half := a copy of the first
+        copied = rng.random(batch) < task.repeat_fraction
+        half = length // 2
+        tokens[copied, half:] = tokens[copied, : length - half]
     if task.pose_start is not None and step >= task.pose_start:
         ids = pose_fed_position_ids(rng, batch, length, task.l_max)
     else:
