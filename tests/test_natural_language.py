@@ -247,23 +247,29 @@ def test_c4_task_windows_and_pose_switch(tmp_path):
     assert before.tokens.dtype == np.int64  # token IDs for the embedding, from uint16 on disk
 
 
-def test_c4_repeat_fraction_diagnostic_copies_first_half(tmp_path, smoke_config):
-    """repeat_fraction (a diagnostic, not the paper): that fraction of windows has its second
-    half overwritten by its first; absent (the paper) the spec and the batches are as before."""
+def test_c4_repeat_fraction_diagnostic_repeats_windows(tmp_path, smoke_config):
+    """repeat_fraction (a diagnostic, not the paper): that fraction of windows repeats itself
+    from a copy distance d in [length / 8, length / 2] on; absent (the paper), the spec and the
+    batches are as before."""
     c4._tokens.cache_clear()
-    np.arange(1000, dtype=np.uint16).tofile(tmp_path / "train.bin")
-    task = {"context": 8, "l_max": 17, "train_tokens": str(tmp_path / "train.bin")}
+    np.arange(5000, dtype=np.uint16).tofile(tmp_path / "train.bin")
+    task = {"context": 32, "l_max": 65, "train_tokens": str(tmp_path / "train.bin")}
     plain = make_spec("natural_language", task=task, train={"batch_size": 400})
     copied = make_spec("natural_language", task=task | {"repeat_fraction": 0.25},
                        train={"batch_size": 400})  # fmt: skip
     a = c4.train_batch(plain, np.random.default_rng(0), 0).tokens
     b = c4.train_batch(copied, np.random.default_rng(0), 0).tokens
-    assert (a[:, 0] == b[:, 0]).all()  # the same windows
+    assert (a[:, 0] == b[:, 0]).all() and (np.diff(a, axis=1) == 1).all()  # the same windows
     rows = (b != a).any(axis=1)
     assert 0.15 < rows.mean() < 0.35  # ~ a quarter of the windows
-    assert (b[rows, :4] == a[rows, :4]).all() and (b[rows, 4:] == a[rows, :5]).all()
-    assert (b[rows, 4:8] == b[rows, :4]).all()  # t0..t3 t0..t3 t4: copy distance 4
     assert (b[~rows] == a[~rows]).all()
+    distances = set()
+    for row, orig in zip(b[rows], a[rows], strict=True):
+        d = int(np.argmax(np.diff(row) != 1)) + 1  # where the window jumps back to its start
+        assert 33 // 8 <= d <= 33 // 2
+        assert (row[:d] == orig[:d]).all() and (row[d:] == orig[: 33 - d]).all()
+        distances.add(d)
+    assert len(distances) > 5  # random distances, not one
     assert "repeat_fraction" not in c4.train_spec(smoke_config, "short")["task"]
     with_key = smoke_config | {"natural_language": smoke_config["natural_language"]
                                | {"repeat_fraction": 0.5}}  # fmt: skip

@@ -31,7 +31,7 @@ class TaskSpec:
     l_max: int  # Lbar + 1: PoSE IDs are drawn in [1, l_max - 1]
     train_tokens: str  # the packed training token file
     pose_start: int | None = None  # h_short: PoSE from this step on (App. F); h_long: None
-    repeat_fraction: float = 0.0  # DIAGNOSTIC, not the paper: windows whose 2nd half copies the 1st
+    repeat_fraction: float = 0.0  # DIAGNOSTIC, not the paper: windows that repeat themselves
 
 
 RESULTS_SUBDIR = "natural_language"  # under results_dir: corpus/, tokens/, h_short/, h_long/
@@ -93,10 +93,14 @@ def train_batch(spec: Spec, rng: np.random.Generator, step: int) -> Example:
         raise ValueError(f"{task.train_tokens}: {len(data)} tokens, need at least {length}")
     starts = rng.integers(0, len(data) - length + 1, size=batch)
     tokens = windows(data, starts, length)
-    if task.repeat_fraction:  # DIAGNOSTIC (not the paper): second half := a copy of the first
-        copied = rng.random(batch) < task.repeat_fraction
-        half = length // 2
-        tokens[copied, half:] = tokens[copied, : length - half]
+    if task.repeat_fraction:  # DIAGNOSTIC (not the paper): the window repeats itself from d on
+        copied = np.flatnonzero(rng.random(batch) < task.repeat_fraction)
+        # copy distance d uniform in [length // 8, length // 2] per window: a fixed d would be
+        # learned as a relative-position shortcut, not as copying (probe ..._rep25 measured it)
+        d = rng.integers(length // 8, length // 2 + 1, size=len(copied))
+        pos = np.arange(length)[None, :]
+        src = np.where(pos >= d[:, None], pos - d[:, None], pos)
+        tokens[copied] = np.take_along_axis(tokens[copied], src, axis=1)
     if task.pose_start is not None and step >= task.pose_start:
         ids = pose_fed_position_ids(rng, batch, length, task.l_max)
     else:
