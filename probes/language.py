@@ -194,7 +194,7 @@ def figure(out: Path) -> None:
     ax2.set(xlabel="target position t in the 128-token chunk",
             title="far-context gain: NLL with t - 1 tokens minus with t - 65",
             ylabel="mean NLL difference (negative: helps)")  # fmt: skip
-    ax2.legend(fontsize=6)
+    ax2.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside: many probes
     for row in table.itertuples():
         marker = "o" if row.which == "short" else "s"
         ax.scatter(row.tokens_seen, row.rel_drop, marker=marker)
