@@ -47,24 +47,21 @@ def head_scores(model, vocab_size: int, half: int, n: int, seed: int) -> pd.Data
     ids = torch.as_tensor(true_position_ids(len(tokens), tokens.shape[1]))
     x, cos_sin = model.embed(tokens, ids)
     T = tokens.shape[1]
-    causal = torch.ones(T, T, dtype=torch.bool).tril()
-    bias = None if model.alibi is None else alibi_bias(model.alibi, ids, ids)  # every layer's
+    future = ~torch.ones(T, T, dtype=torch.bool).tril()
+    causal = torch.zeros(T, T).masked_fill(future, float("-inf"))  # additive causal mask
+    # ALiBi's bias, causally masked, is every layer's attention mask (as GPTNeoX.hidden builds it)
+    alibi = None if model.alibi is None else alibi_bias(model.alibi, ids, ids) + causal
+    mask = causal if alibi is None else alibi
     queries = torch.arange(half + 1, 2 * half)
     rows = []
     for layer_index, layer in enumerate(model.layers):  # each layer's own projection (RoPE)
         q, k, _ = layer.attention.project(layer.input_layernorm(x), model.rope, cos_sin)
         scores = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
-        scores = scores if bias is None else scores + bias
-        probs = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)  # (B, H, T, T)
+        probs = torch.softmax(scores + mask, dim=-1)  # (B, H, T, T)
         prev = probs[:, :, queries, queries - 1].mean(dim=(0, 2))
         induction = probs[:, :, queries, queries - half + 1].mean(dim=(0, 2))
         for head in range(probs.shape[1]):
             rows.append({"layer": layer_index, "head": head, "prev_token": float(prev[head]),
                          "induction": float(induction[head])})  # fmt: skip
-        x = layer(
-            x,
-            model.rope,
-            cos_sin,
-            bias=None if bias is None else bias.masked_fill(~causal, float("-inf")),
-        )
+        x = layer(x, model.rope, cos_sin, bias=alibi)
     return pd.DataFrame(rows)
