@@ -3,12 +3,12 @@
 The paper uses the Llama-2-7b tokenizer (32,000-token SentencePiece BPE with byte fallback).
 Sources, chosen by `natural_language.tokenizer.source`:
 - `hub`: any HF tokenizer by name (e.g. meta-llama/Llama-2-7b-hf; needs hub access);
-- `mistral_v1` (offline default): `tokenizer.model.v1` from the Apache-2.0 `mistral-common`
-  wheel on PyPI, a 32,000-token SentencePiece BPE with byte fallback, the same design as
-  Llama-2's, loaded through HF transformers' LlamaTokenizer;
-- `corpus_bpe` (DEPARTURE, a smaller vocabulary): a byte-level BPE of `vocab_size` tokens
-  trained on the training split with HF `tokenizers` (seconds). At a small model's width the
-  32k-way output head is most of the compute; a small vocabulary buys more tokens per second.
+- `mistral_v1` (offline, no hub; gpu.yaml): `tokenizer.model.v1` from the Apache-2.0
+  `mistral-common` wheel on PyPI, a 32,000-token SentencePiece BPE with byte fallback, the same
+  design as Llama-2's, loaded through HF transformers' LlamaTokenizer;
+- `corpus_bpe` (DEPARTURE; the default tier's, 4,096 tokens): a byte-level BPE of `vocab_size`
+  tokens trained on the training split with HF `tokenizers` (seconds). At a small model's width
+  the 32k-way output head is most of the compute; a small vocabulary buys more tokens per second.
 Either way the tokenizer is saved in HF format beside the tokens. Each split is tokenized once
 (documents joined by EOS, as in OLMo's packed data) into a flat uint16 file read by np.memmap.
 """
