@@ -15,7 +15,6 @@ late ones.
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
 import numpy as np
@@ -35,21 +34,13 @@ def needed_bit_mass(model, length: int, jump: int, n: int = 128) -> pd.DataFrame
     per-token error rate, at test length 2l = length (fixed draw, seed 0)."""
     b = ps.sample(np.random.default_rng([0, length, jump]), n, length, jump)
     inputs = ps.test_example(b, "ppc").model_inputs()
-    x, cos_sin = model.embed(inputs["input_ids"], inputs["position_ids"])
-    masses = []
     m, sep = b.n_bits // jump, b.prompt_len - 1  # scratchpad length; <SEP>'s input index
     queries = torch.arange(sep, sep + m)  # query sep + i - 1 predicts s_i
     keys = torch.stack([torch.arange(1 + i * jump, 1 + (i + 1) * jump) for i in range(m)])
-    for layer in model.layers:
-        q, k, _ = layer.attention.project(layer.input_layernorm(x), model.rope, cos_sin)
-        scores = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
-        T = scores.shape[-1]
-        causal = torch.ones(T, T, dtype=torch.bool).triu(1)
-        probs = scores.masked_fill(causal, float("-inf")).softmax(-1)  # (B, H, T, T)
-        rows = probs[:, :, queries]  # (B, H, m, T)
+    masses = []
+    for rows in model.attention_probs(inputs["input_ids"], inputs["position_ids"], queries):
         mass = rows.gather(-1, keys.expand(*rows.shape[:2], m, jump)).sum(-1)  # (B, H, m)
         masses.append(mass.mean((0, 2)))
-        x = layer(x, model.rope, cos_sin)
     logits = model(inputs["input_ids"], inputs["position_ids"])[0]
     scored = inputs["labels"] != IGNORE
     errors = ((logits.argmax(-1) != inputs["labels"]) & scored).sum() / scored.sum()

@@ -22,7 +22,6 @@ confuses the occurrences moves it to the decoy.
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
 import numpy as np
@@ -60,22 +59,16 @@ def lookup_table(model, length: int, depth: int, n_vars: int, n: int = 128) -> p
         other = np.setdiff1d(t, lookup_t)
         rows.append((length, f"{name}_error_coupled", -1, -1,
                      1 - float(scored[:, other].float().mean())))  # fmt: skip
-    x, cos_sin = model.embed(inputs["input_ids"], inputs["position_ids"])
-    B, T = inputs["input_ids"].shape
-    causal = torch.ones(T, T, dtype=torch.bool).triu(1)
-    for li, layer in enumerate(model.layers):
-        q, k, _ = layer.attention.project(layer.input_layernorm(x), model.rope, cos_sin)
-        probs = ((q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])).masked_fill(
-            causal, float("-inf")).softmax(-1)  # fmt: skip
-        rows_q = probs[:, :, queries]  # (B, H, d, T)
-        on_target = rows_q.gather(-1, target[:, None, :, None].expand(B, q.shape[1], -1, 1))
-        safe = decoy.clamp(min=0)[:, None, :, None].expand(B, q.shape[1], -1, 1)
+    probs = model.attention_probs(inputs["input_ids"], inputs["position_ids"], queries)
+    for li, rows_q in enumerate(probs):  # (B, H, d, T)
+        B, H = rows_q.shape[:2]
+        on_target = rows_q.gather(-1, target[:, None, :, None].expand(B, H, -1, 1))
+        safe = decoy.clamp(min=0)[:, None, :, None].expand(B, H, -1, 1)
         on_decoy = rows_q.gather(-1, safe)
         on_decoy = on_decoy * (decoy >= 0)[:, None, :, None]
-        for h in range(q.shape[1]):
+        for h in range(H):
             rows.append((length, "mass_target", li, h, float(on_target[:, h].mean())))
             rows.append((length, "mass_decoy", li, h, float(on_decoy[:, h, 1:].mean())))
-        x = layer(x, model.rope, cos_sin)
     return pd.DataFrame(rows, columns=["length", "kind", "layer", "head", "value"])
 
 

@@ -183,3 +183,37 @@ def test_one_scheme_vocabulary_and_legacy_model_files():
     assert legacy.position == "learned" and GPTNeoX(legacy).abs_pos is not None
     with pytest.raises(ValueError, match="MODEL_POSITIONS|one of"):
         ModelConfig(vocab_size=4, position="rope_pose")
+
+
+@pytest.mark.parametrize(
+    ("position", "attn_scale"),
+    [("rope", "log_length"), ("learned", "none"), ("alibi", "none"), ("nope", "none")],
+)
+def test_attention_probs_are_the_attention_forward_applies(position, attn_scale):
+    """attention_probs (the analyses' one view of attention) gives, layer by layer, the weights
+    forward's fused kernel applies: probs @ v through the output projection equals each layer's
+    attention output, under every scheme (ALiBi's bias, log-length scaling included); rows sum
+    to 1, future keys get 0, and asking for some queries returns those rows of the full map."""
+    torch.manual_seed(2)
+    cfg = ModelConfig(vocab_size=24, n_layer=2, n_head=4, d_model=32, position=position,
+                      l_max=64, attn_scale=attn_scale)  # fmt: skip
+    model = GPTNeoX(cfg).eval()
+    for p in model.parameters():
+        torch.nn.init.normal_(p, std=0.3)  # sharp, unequal attention
+    ids = torch.randint(0, 24, (2, 12))
+    pos = torch.cat([torch.arange(1, 7), torch.arange(20, 26)]).repeat(2, 1)  # a PoSE-like gap
+    probs = model.attention_probs(ids, pos)  # (L, B, H, T, T)
+    assert probs.shape == (2, 2, 4, 12, 12)
+    torch.testing.assert_close(probs.sum(-1), torch.ones(2, 2, 4, 12))
+    assert (probs.triu(1) == 0).all()
+    with torch.no_grad():
+        x, cos_sin = model.embed(ids, pos)
+        bias = model.alibi_mask(pos)
+        for layer, p in zip(model.layers, probs, strict=True):
+            h = layer.input_layernorm(x)
+            _, _, v = layer.attention.project(h, model.rope, cos_sin)
+            ours = layer.attention.dense((p @ v).transpose(1, 2).reshape(2, 12, 32))
+            torch.testing.assert_close(ours, layer.attention(h, model.rope, cos_sin, bias=bias))
+            x = layer(x, model.rope, cos_sin, bias=bias)
+    some = model.attention_probs(ids, pos, queries=[3, -1])
+    torch.testing.assert_close(some, probs[:, :, :, [3, 11]])

@@ -16,7 +16,6 @@ that reading directly: accuracy per number m of flagged ones.
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
 import numpy as np
@@ -46,14 +45,8 @@ def last_query_attention(model, tokens: np.ndarray) -> torch.Tensor:
     """Attention probabilities of the last input token, (layers, B, heads, T-1), at true IDs."""
     example = sp.test_example(sp.Batch(tokens, np.zeros_like(tokens), None, None))
     inputs = example.model_inputs()
-    x, cos_sin = model.embed(inputs["input_ids"], inputs["position_ids"])
-    rows = []
-    for layer in model.layers:  # each layer's own projection (RoPE, log-length scaling)
-        q, k, _ = layer.attention.project(layer.input_layernorm(x), model.rope, cos_sin)
-        scores = (q[:, :, -1:] @ k.transpose(-1, -2)).squeeze(-2) / math.sqrt(q.shape[-1])
-        rows.append(torch.softmax(scores, dim=-1))  # causal: the last query sees every key
-        x = layer(x, model.rope, cos_sin)
-    return torch.stack(rows)  # (L, B, H, T)
+    probs = model.attention_probs(inputs["input_ids"], inputs["position_ids"], queries=[-1])
+    return probs.squeeze(-2)  # (L, B, H, T)
 
 
 def attention_mass(model, tokens: np.ndarray, n: int) -> pd.DataFrame:

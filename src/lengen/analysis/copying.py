@@ -16,14 +16,12 @@ This is a diagnostic of our models, not a measurement of the paper's.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 import torch
 
 from lengen.analysis.perplexity import window_nll
-from lengen.model.positions import alibi_bias, true_position_ids
+from lengen.model.positions import true_position_ids
 
 
 def repeated_random(vocab_size: int, half: int, n: int, seed: int) -> np.ndarray:
@@ -45,23 +43,15 @@ def head_scores(model, vocab_size: int, half: int, n: int, seed: int) -> pd.Data
     queries i = half + 1 .. 2 half - 1: mass on key i - 1 and on key i - half + 1."""
     tokens = torch.as_tensor(repeated_random(vocab_size, half, n, seed)[:, : 2 * half])
     ids = torch.as_tensor(true_position_ids(len(tokens), tokens.shape[1]))
-    x, cos_sin = model.embed(tokens, ids)
-    T = tokens.shape[1]
-    future = ~torch.ones(T, T, dtype=torch.bool).tril()
-    causal = torch.zeros(T, T).masked_fill(future, float("-inf"))  # additive causal mask
-    # ALiBi's bias, causally masked, is every layer's attention mask (as GPTNeoX.hidden builds it)
-    alibi = None if model.alibi is None else alibi_bias(model.alibi, ids, ids) + causal
-    mask = causal if alibi is None else alibi
     queries = torch.arange(half + 1, 2 * half)
-    rows = []
-    for layer_index, layer in enumerate(model.layers):  # each layer's own projection (RoPE)
-        q, k, _ = layer.attention.project(layer.input_layernorm(x), model.rope, cos_sin)
-        scores = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
-        probs = torch.softmax(scores + mask, dim=-1)  # (B, H, T, T)
-        prev = probs[:, :, queries, queries - 1].mean(dim=(0, 2))
-        induction = probs[:, :, queries, queries - half + 1].mean(dim=(0, 2))
-        for head in range(probs.shape[1]):
-            rows.append({"layer": layer_index, "head": head, "prev_token": float(prev[head]),
-                         "induction": float(induction[head])})  # fmt: skip
-        x = layer(x, model.rope, cos_sin, bias=alibi)
+    probs = model.attention_probs(tokens, ids, queries)  # (L, B, H, Q, T)
+    q = torch.arange(len(queries))
+    prev = probs[:, :, :, q, queries - 1].mean(dim=(1, 3))  # (L, H)
+    induction = probs[:, :, :, q, queries - half + 1].mean(dim=(1, 3))
+    rows = [
+        {"layer": layer, "head": head, "prev_token": float(prev[layer, head]),
+         "induction": float(induction[layer, head])}
+        for layer in range(prev.shape[0])
+        for head in range(prev.shape[1])
+    ]  # fmt: skip
     return pd.DataFrame(rows)

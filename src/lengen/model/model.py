@@ -13,6 +13,7 @@ model knows nothing of DeepSpeed, MLflow or Snakemake.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 import torch
@@ -274,18 +275,55 @@ class GPTNeoX(nn.Module):
     ) -> torch.Tensor:
         """Final-layer-normed hidden states (B, T, C), before the output heads."""
         x, cos_sin = self.embed(input_ids, position_ids)
-        bias = None
-        if self.alibi is not None:  # one additive mask for every layer
-            keys = cache.extend_positions(position_ids) if cache is not None else position_ids
-            bias = alibi_bias(self.alibi, position_ids, keys)
-            T = position_ids.shape[1]
-            if keys.shape[1] == T:  # a whole sequence; one decoded token sees every key
-                keep = attn_mask if attn_mask is not None else torch.ones(
-                    T, T, dtype=torch.bool, device=bias.device).tril()  # fmt: skip
-                bias = bias.masked_fill(~keep, float("-inf"))
+        bias = self.alibi_mask(position_ids, attn_mask, cache)
         for layer in self.layers:
             x = layer(x, self.rope, cos_sin, attn_mask, cache, bias)
         return self.final_layer_norm(x)
+
+    def alibi_mask(
+        self,
+        position_ids: torch.Tensor,
+        attn_mask: torch.Tensor | None = None,
+        cache: KVCache | None = None,
+    ) -> torch.Tensor | None:
+        """ALiBi's additive bias (B, H, T, T_keys) with -inf where a key is masked, built once for
+        every layer; None for the other schemes (their mask is the causal one or attn_mask)."""
+        if self.alibi is None:
+            return None
+        keys = cache.extend_positions(position_ids) if cache is not None else position_ids
+        bias = alibi_bias(self.alibi, position_ids, keys)
+        T = position_ids.shape[1]
+        if keys.shape[1] == T:  # a whole sequence; one decoded token sees every key
+            keep = attn_mask if attn_mask is not None else torch.ones(
+                T, T, dtype=torch.bool, device=bias.device).tril()  # fmt: skip
+            bias = bias.masked_fill(~keep, float("-inf"))
+        return bias
+
+    @torch.no_grad()
+    def attention_probs(
+        self, input_ids: torch.Tensor, position_ids: torch.Tensor, queries=None
+    ) -> torch.Tensor:
+        """Every layer's attention probabilities (L, B, H, Q, T) from the queries at sequence
+        indices `queries` (all T by default; negative indices count from the end) over the
+        causal keys, recomputed from the weights as `forward` attends: RoPE, log-length scaling,
+        ALiBi's bias. For analysis (what a head looks at); forward uses the fused kernel, and only
+        the rows asked for are computed (one query at length 500 stays small)."""
+        x, cos_sin = self.embed(input_ids, position_ids)
+        T = input_ids.shape[1]
+        rows = torch.arange(T) if queries is None else torch.as_tensor(queries).reshape(-1) % T
+        bias = self.alibi_mask(position_ids)
+        if bias is None:  # additive causal mask of the chosen rows
+            future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)[rows]
+            mask = torch.zeros(future.shape, device=x.device).masked_fill(future, float("-inf"))
+        else:
+            mask = bias[:, :, rows]
+        probs = []
+        for layer in self.layers:
+            q, k, _ = layer.attention.project(layer.input_layernorm(x), self.rope, cos_sin)
+            scores = (q[:, :, rows] @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+            probs.append(torch.softmax(scores + mask, dim=-1))
+            x = layer(x, self.rope, cos_sin, bias=bias)
+        return torch.stack(probs)
 
     def num_params(self) -> int:
         """Number of trainable parameters."""
