@@ -170,7 +170,8 @@ def test_sample_cli_rejects_bad_input(argv, message, capsys):
 
 def test_extra_schemes_nope_and_alibi_read_true_ids_and_are_checked(smoke_config):
     """sparse_parity.schemes (the extra figure, not in the paper): NoPE / ALiBi models at one
-    K_train, fed true IDs in training (RoPE keeps PoSE); the config names bad keys."""
+    K_train, fed true IDs in training (RoPE keeps PoSE), each with its own train overrides; the
+    config names bad keys."""
     import copy
 
     from lengen import tasks
@@ -184,6 +185,15 @@ def test_extra_schemes_nope_and_alibi_read_true_ids_and_are_checked(smoke_config
         ids = task.train_batch(Spec.parse(spec), np.random.default_rng(0), 0).position_ids
         true = (ids == np.arange(1, ids.shape[1] + 1)).all()
         assert true == (position != "rope")  # PoSE draws gaps for RoPE
+    # a scheme's train keys override the section's for that scheme only (the default tier's
+    # plateau stop for NoPE / ALiBi); the paper's variants keep the section's
+    over = copy.deepcopy(smoke_config)
+    stop = {"every": 1, "target_accuracy": 0.99, "patience": 1, "plateau_steps": 7}
+    over["sparse_parity"]["schemes"]["variants"]["nope"]["train"] = {"early_stop": stop, "lr": 0.5}
+    over = validate(over)
+    nope, neox = sp.train_spec(over, 2, "nope")["train"], sp.train_spec(over, 2, "neox")["train"]
+    assert nope["early_stop"]["plateau_steps"] == 7 and nope["lr"] == 0.5
+    assert neox == over["sparse_parity"]["train"] and nope["steps"] == neox["steps"]
     bad = copy.deepcopy(smoke_config)
     bad["sparse_parity"]["schemes"]["k_train"] = 7
     bad["sparse_parity"]["schemes"]["variants"]["neox"] = {"label": "x", "position": "nope"}
@@ -191,3 +201,7 @@ def test_extra_schemes_nope_and_alibi_read_true_ids_and_are_checked(smoke_config
         validate(bad)
     assert "sparse_parity.schemes.k_train" in str(err.value)
     assert "sparse_parity.schemes.variants" in str(err.value)
+    typo = copy.deepcopy(smoke_config)
+    typo["sparse_parity"]["schemes"]["variants"]["alibi"]["train"] = {"stpes": 1}
+    with pytest.raises(ConfigError, match=r"sparse_parity\.schemes\.variants\.alibi\.train\.stpes"):
+        validate(typo)

@@ -112,7 +112,7 @@ def vocab_size(spec: Spec) -> int:
 def train_spec(cfg: dict, k_train: int, variant: str | None = None) -> dict:
     """The job spec of the model of one variant (default: the first; or one of the `schemes`
     section's extra models) trained with K_train = k_train (Sec. 5.1); the variant's model keys
-    override the section's model."""
+    override the section's model, a scheme's train keys the section's train."""
     from lengen.config.specs import run_spec  # here: lengen.config.specs imports the task registry
 
     sp = cfg["sparse_parity"]
@@ -123,7 +123,7 @@ def train_spec(cfg: dict, k_train: int, variant: str | None = None) -> dict:
     sections = {
         "task": {"k_train": k_train, **{k: sp[k] for k in keys}},
         "model": {"position": var.get("position", "rope"), **sp["model"], **var.get("model", {})},
-        "train": sp["train"],
+        "train": {**sp["train"], **var.get("train", {})},
     }
     return run_spec(cfg, "sparse_parity", f"{variant}/K{k_train}", cfg["seed"], sections, variant)
 
