@@ -632,6 +632,12 @@ def write_report(cfg: dict, out: Path, paths: dict[str, str] | None = None) -> p
         "accuracy by number of flagged ones (at k_test = K_train and above it). README, "
         '"Sparse parity: probes and diagnosis", has the recorded search behind the default tier.',
         "",
+        "Where a scratchpad verdict (PS, VA) fails or is not testable, README, "
+        '"Scratchpad tasks: probes and diagnosis" and "Scratchpad tasks with PPC", has the '
+        "recorded search (each probe a row of `probes/scratchpad_probes.csv`), how the failing "
+        "models fail (probes/va_errors.py, probes/scratchpad_attention.py), and the compute the "
+        "missing verdicts would take.",
+        "",
         "Where a natural-language verdict fails or is not testable, README, "
         '"Natural language: probes and diagnosis", has the recorded search: the long-context gain '
         "by target position, whether the models copy from far context (lengen.analysis.copying), "
