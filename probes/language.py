@@ -10,7 +10,11 @@ on them (results/probes/language/data/<hash>). The model is trained by the proje
 scored by the project's Table 1 code (`lengen.analysis.perplexity`: 256 held-out chunks of Lbar + 1
 tokens, perplexity at eval lengths L and Lbar) and the leave-one-out code's context masks
 (`lengen.analysis.influence`: mean L_short - L_long of the last token over 256 further held-out
-sequences). Each finished probe appends one row to `probes/language_probes.csv` (committed).
+sequences). Each finished probe appends one row to `probes/language_probes.csv` (committed). A
+probe with `track_every: N` also scores its checkpoint every N steps the same way (training stops
+there, is scored, and resumes from the checkpoint): rows (probe, step) of
+`probes/language_trajectory.csv`, to see when copying forms and whether the long-context gain
+moves with it.
 
 Perplexities of different tokenizers are not comparable (different units); the relative drop
 from L to Lbar and the loss differences are.
@@ -41,15 +45,17 @@ from sparse_parity import ROOT, append_row, load_probe, probe_cli
 from lengen.analysis.copying import head_scores, repeat_copy_gain
 from lengen.analysis.influence import context_keeps, target_logprob
 from lengen.analysis.perplexity import chunk_nll, split_windows, window_nll
+from lengen.config.specs import Spec
 from lengen.data import corpus, tokens
 from lengen.model.modelfile import model_from_saved, read_model_file
 from lengen.report import provenance
 from lengen.tasks import c4
 from lengen.train import tracking
-from lengen.train.train import train
+from lengen.train.train import build_model, train
 
 PROBES = ROOT / "probes" / "language.yaml"
 TABLE = ROOT / "probes" / "language_probes.csv"
+TRAJECTORY = ROOT / "probes" / "language_trajectory.csv"  # probes with `track_every`
 N_CHUNKS = 256  # Table 1's held-out chunks (the default tier's eval.n_chunks)
 N_LOSS = 256  # sequences for mean L_short - L_long, after the chunks (as the influence rule)
 
@@ -146,12 +152,17 @@ def run(name: str, rescore: bool = False) -> dict:
     else:
         tracking.prepare_store(spec["tracking"]["uri"], [spec["tracking"]["experiment"]])
         t0 = time.perf_counter()
+        every = entry.get("track_every")
+        for stop in range(every, spec["train"]["steps"], every) if every else []:
+            train(spec, out, stop_after=stop)  # then resumes from this step's checkpoint
+            scored = time.perf_counter()
+            track(name, spec, out, stop, held_out_tokens(data), nl)
+            t0 += time.perf_counter() - scored  # train_wall_s counts training only
         train(spec, out)
         wall = time.perf_counter() - t0
     saved = read_model_file(out / "model.pt")
     model = model_from_saved(saved)
     meta = json.loads((data / "tokens" / "meta.json").read_text())
-    held_out = tokens.load_tokens(data / "tokens" / "validation.bin")
     steps = saved.get("steps_run", spec["train"]["steps"])
     row = {
         "probe": name,
@@ -165,7 +176,7 @@ def run(name: str, rescore: bool = False) -> dict:
         "steps_run": steps,
         "tokens_seen": steps * spec["train"]["batch_size"] * spec["task"]["context"],
         "train_wall_s": round(wall, 1),
-        **score(model, held_out, nl["short_context"], nl["long_context"]),
+        **score(model, held_out_tokens(data), nl["short_context"], nl["long_context"]),
         **copying(model, nl["short_context"]),
     }
     row.update(provenance.record(spec, spec["seed"]))
@@ -173,6 +184,28 @@ def run(name: str, rescore: bool = False) -> dict:
     print(json.dumps({k: row[k] for k in ("probe", "train_wall_s", "ppl_64", "ppl_128",
                                           "rel_drop", "mean_short_minus_long")}))  # fmt: skip
     return row
+
+
+def held_out_tokens(data: Path) -> np.ndarray:
+    """The held-out token file of a probe's data directory."""
+    return tokens.load_tokens(data / "tokens" / "validation.bin")
+
+
+def track(name: str, spec: dict, out: Path, step: int, held: np.ndarray, nl: dict) -> None:
+    """Score the checkpoint at `step` (DeepSpeed's model states, out/ckpt/step_<step>) as the
+    final model is scored, and write it as a row (probe, step) of the trajectory table: when
+    does copying form, and does the long-context gain move with it?"""
+    model = build_model(Spec.parse(spec))
+    states = out / "ckpt" / f"step_{step}" / "mp_rank_00_model_states.pt"
+    model.load_state_dict(torch.load(states, map_location="cpu", weights_only=False)["module"])
+    model.eval()
+    tokens_seen = step * spec["train"]["batch_size"] * spec["task"]["context"]
+    row = {"probe": name, "step": step, "tokens_seen": tokens_seen,
+           **score(model, held, nl["short_context"], nl["long_context"]),
+           **copying(model, nl["short_context"])}  # fmt: skip
+    append_row(TRAJECTORY, row, key=("probe", "step"))
+    print(json.dumps({k: row[k] for k in ("probe", "step", "rel_drop", "copy_gain",
+                                          "max_induction")}), flush=True)  # fmt: skip
 
 
 def figure(out: Path) -> None:

@@ -45,13 +45,14 @@ N_EXAMPLES = 256
 TEST_SEED = 0
 
 
-def append_row(table_path: Path, row: dict) -> None:
-    """Write a probe's row into a probe table, replacing an older row of the same probe; locked,
-    since two probes may finish together."""
+def append_row(table_path: Path, row: dict, key: tuple[str, ...] = ("probe",)) -> None:
+    """Write a probe's row into a probe table, replacing an older row with the same key columns;
+    locked, since two probes may finish together."""
     with open(table_path.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        table = pd.read_csv(table_path) if table_path.exists() else pd.DataFrame({"probe": []})
-        table = pd.concat([table[table["probe"] != row["probe"]], pd.DataFrame([row])])
+        table = pd.read_csv(table_path) if table_path.exists() else pd.DataFrame(columns=key)
+        same = np.logical_and.reduce([table[k] == row[k] for k in key])
+        table = pd.concat([table[~same], pd.DataFrame([row])])
         table.to_csv(table_path, index=False)
 
 

@@ -125,3 +125,32 @@ def test_language_probe_copying_columns(language):
     table = pd.read_csv(ROOT / "probes" / "language_probes.csv").dropna(subset=["copy_gain"])
     assert len(table) >= 8
     assert table[["max_prev_token", "max_induction"]].stack().between(0, 1).all()
+
+
+def test_append_row_replaces_only_the_row_with_the_same_key(probes, tmp_path):
+    table = tmp_path / "t.csv"
+    for probe, step, value in [("a", 1, 0.1), ("a", 2, 0.2), ("b", 1, 0.3), ("a", 1, 0.4)]:
+        probes.append_row(table, {"probe": probe, "step": step, "v": value}, key=("probe", "step"))
+    got = pd.read_csv(table).sort_values(["probe", "step"])
+    assert got.to_dict("records") == [
+        {"probe": "a", "step": 1, "v": 0.4},
+        {"probe": "a", "step": 2, "v": 0.2},
+        {"probe": "b", "step": 1, "v": 0.3},
+    ]
+    probes.append_row(table, {"probe": "a", "step": 9, "v": 1.0})  # default key: the probe
+    assert pd.read_csv(table).to_dict("records") == [
+        {"probe": "b", "step": 1, "v": 0.3},
+        {"probe": "a", "step": 9, "v": 1.0},
+    ]
+
+
+def test_trajectory_rows_belong_to_tracking_probes_at_their_steps(language):
+    import yaml
+
+    if not language.TRAJECTORY.exists():
+        pytest.skip("no tracked probe has run yet")
+    defined = yaml.safe_load(language.PROBES.read_text())["probes"]
+    for row in pd.read_csv(language.TRAJECTORY).to_dict("records"):
+        every = defined[row["probe"]]["track_every"]
+        assert row["step"] % every == 0, row
+        assert abs(1 - row["ppl_128"] / row["ppl_64"] - row["rel_drop"]) < 1e-9
