@@ -217,7 +217,23 @@ def figure(out: Path) -> None:
     import matplotlib.pyplot as plt
 
     table = pd.read_csv(TABLE)
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 4.5))
+    tracked = pd.read_csv(TRAJECTORY) if TRAJECTORY.exists() else None
+    panels = 2 if tracked is None else 3
+    fig, (ax, ax2, *ax3) = plt.subplots(
+        1, panels, figsize=(7.5 * panels, 4.5), gridspec_kw={"wspace": 0.75}
+    )
+    if tracked is not None:  # when does copying form, and does the long-context gain follow?
+        final = table.set_index("probe")
+        for name, rows in tracked.groupby("probe"):
+            rows = rows.sort_values("step")
+            if name in final.index:  # the finished model is the trajectory's last point
+                rows = pd.concat([rows, final.loc[[name]].reset_index()])
+            ax3[0].plot(rows.tokens_seen, rows.copy_gain, marker="o", label=f"{name}: copy gain")
+            ax3[0].plot(rows.tokens_seen, rows.max_induction, ls="--", marker=".",
+                        label=f"{name}: max induction")  # fmt: skip
+        ax3[0].set(xscale="log", xlabel="training tokens seen", ylabel="nats / attention mass",
+                   title="copying along training (track_every)")  # fmt: skip
+        ax3[0].legend(fontsize=6)
     bands = [c for c in table.columns if c.startswith("gain_pos")]
     for row in table.dropna(subset=bands).itertuples():
         firsts = [int(c.removeprefix("gain_pos")) for c in bands]
