@@ -84,6 +84,7 @@ def load_probe(probes_path: Path, name: str, kind: str, section, overrides) -> t
     entry = probes["probes"][name]
     cfg = read_base(entry.get("base", probes["base"]))
     cfg[section(entry)] = config_mod.merge_dicts(cfg[section(entry)], overrides(entry))
+    cfg["seed"] = entry.get("seed", cfg["seed"])  # the config's one seed: weights and data draws
     cfg["results_dir"] = str(ROOT / "results" / "probes" / kind / name)
     cfg["tracking"]["experiment_prefix"] = "lengen-probes"
     return config_mod.validate(cfg), entry
