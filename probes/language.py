@@ -144,6 +144,7 @@ def run(name: str, rescore: bool = False) -> dict:
     spec["task"]["train_tokens"] = str(data / "tokens" / "train.bin")
     spec["run_name"] = f"probe/{name}"
     out = Path(cfg["results_dir"]) / f"h_{which}"
+    held_out = tokens.load_tokens(data / "tokens" / "validation.bin")
     if entry.get("trained"):  # a model trained elsewhere with this config: score it only
         out = ROOT / entry["trained"]
         wall = float("nan")
@@ -152,11 +153,16 @@ def run(name: str, rescore: bool = False) -> dict:
     else:
         tracking.prepare_store(spec["tracking"]["uri"], [spec["tracking"]["experiment"]])
         t0 = time.perf_counter()
-        every = entry.get("track_every")
+        every, ckpt = entry.get("track_every"), spec["train"]["checkpoint_every"]
+        if every and every % ckpt:  # track reads the checkpoint written at each stop
+            raise SystemExit(
+                f"{PROBES}: {name}.track_every ({every}) must be a multiple of "
+                f"train.checkpoint_every ({ckpt})"
+            )
         for stop in range(every, spec["train"]["steps"], every) if every else []:
             train(spec, out, stop_after=stop)  # then resumes from this step's checkpoint
             scored = time.perf_counter()
-            track(name, spec, out, stop, held_out_tokens(data), nl)
+            track(name, spec, out, stop, held_out, nl)
             t0 += time.perf_counter() - scored  # train_wall_s counts training only
         train(spec, out)
         wall = time.perf_counter() - t0
@@ -174,10 +180,9 @@ def run(name: str, rescore: bool = False) -> dict:
         "train_tokens_available": meta["tokens"]["train"],
         "params": model.num_params(),
         "steps_run": steps,
-        "tokens_seen": steps * spec["train"]["batch_size"] * spec["task"]["context"],
+        "tokens_seen": tokens_seen(spec, steps),
         "train_wall_s": round(wall, 1),
-        **score(model, held_out_tokens(data), nl["short_context"], nl["long_context"]),
-        **copying(model, nl["short_context"]),
+        **measure(model, held_out, nl),
     }
     row.update(provenance.record(spec, spec["seed"]))
     append_row(TABLE, row)
@@ -186,9 +191,15 @@ def run(name: str, rescore: bool = False) -> dict:
     return row
 
 
-def held_out_tokens(data: Path) -> np.ndarray:
-    """The held-out token file of a probe's data directory."""
-    return tokens.load_tokens(data / "tokens" / "validation.bin")
+def tokens_seen(spec: dict, steps: int) -> int:
+    """Training tokens a run of the spec has seen after `steps` steps."""
+    return steps * spec["train"]["batch_size"] * spec["task"]["context"]
+
+
+def measure(model, held_out: np.ndarray, nl: dict) -> dict[str, float]:
+    """Every column a probe's model is scored on: Table 1's numbers (score) and copying."""
+    return {**score(model, held_out, nl["short_context"], nl["long_context"]),
+            **copying(model, nl["short_context"])}  # fmt: skip
 
 
 def track(name: str, spec: dict, out: Path, step: int, held: np.ndarray, nl: dict) -> None:
@@ -199,10 +210,8 @@ def track(name: str, spec: dict, out: Path, step: int, held: np.ndarray, nl: dic
     states = out / "ckpt" / f"step_{step}" / "mp_rank_00_model_states.pt"
     model.load_state_dict(torch.load(states, map_location="cpu", weights_only=False)["module"])
     model.eval()
-    tokens_seen = step * spec["train"]["batch_size"] * spec["task"]["context"]
-    row = {"probe": name, "step": step, "tokens_seen": tokens_seen,
-           **score(model, held, nl["short_context"], nl["long_context"]),
-           **copying(model, nl["short_context"])}  # fmt: skip
+    row = {"probe": name, "step": step, "tokens_seen": tokens_seen(spec, step),
+           **measure(model, held, nl)}  # fmt: skip
     append_row(TRAJECTORY, row, key=("probe", "step"))
     print(json.dumps({k: row[k] for k in ("probe", "step", "rel_drop", "copy_gain",
                                           "max_induction")}), flush=True)  # fmt: skip
