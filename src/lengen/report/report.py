@@ -537,12 +537,16 @@ def _influence_fit(scored: str, chosen: str) -> Callable[[Tables], Measured | No
             return None
         x, y = d.short_minus_long.to_numpy(), d.short_minus_sparse.to_numpy()
         mean, lo, hi = mean_with_ci(x, N_BOOTSTRAP)
-        if lo <= 0:
+        fit = near_diagonal(x, y)
+        if lo <= 0:  # the fit is shown, descriptively, never judged
             return NotTestable(
                 f"{scored} gains nothing from the far tokens for the last token: "
-                f"mean L_short - L_long {mean:.3f} (95% CI {lo:.3f} to {hi:.3f})"
+                f"mean L_short - L_long {mean:.3f} (95% CI {lo:.3f} to {hi:.3f}); descriptive "
+                f"only: slope {fit['slope']:.2f} ({fit['slope_ci_low']:.2f}-"
+                f"{fit['slope_ci_high']:.2f}), spread {fit['spread']:.2f} "
+                f"({fit['spread_ci_low']:.2f}-{fit['spread_ci_high']:.2f})"
             )
-        return near_diagonal(x, y)
+        return fit
 
     return measure
 
