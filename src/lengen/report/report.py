@@ -541,10 +541,8 @@ def _influence_fit(scored: str, chosen: str) -> Callable[[Tables], Measured | No
         if lo <= 0:  # the fit is shown, descriptively, never judged
             return NotTestable(
                 f"{scored} gains nothing from the far tokens for the last token: "
-                f"mean L_short - L_long {mean:.3f} (95% CI {lo:.3f} to {hi:.3f}); descriptive "
-                f"only: slope {fit['slope']:.2f} ({fit['slope_ci_low']:.2f}-"
-                f"{fit['slope_ci_high']:.2f}), spread {fit['spread']:.2f} "
-                f"({fit['spread_ci_low']:.2f}-{fit['spread_ci_high']:.2f})"
+                f"mean L_short - L_long {mean:.3f} (95% CI {lo:.3f} to {hi:.3f}); "
+                f"descriptive only: {fit}"
             )
         return fit
 
