@@ -3,10 +3,14 @@ measured in the same run, and the ratio against transformers' GPTNeoXForCausalLM
 
     python benchmarks/throughput.py [--config config/config.yaml] [--steps 30] [--d-model 128]
     python benchmarks/throughput.py --config config/paper.yaml --device cuda   # GPU: bf16, MFU
+    python benchmarks/throughput.py --config config/paper.yaml --device cuda --compile
 
 Both backbones run the same training step (forward, loss on the scored token, backward, AdamW)
 on the same sparse-parity batches at the config's thread count. On CUDA the step runs under bf16
-autocast and the ceiling is the measured bf16 matmul rate, so the fraction is the MFU.
+autocast and the ceiling is the measured bf16 matmul rate, so the fraction is the MFU; the peak
+GPU memory is printed too. `--compile` also times our model under torch.compile (on CUDA mode
+"reduce-overhead": CUDA graphs, for the small-batch model whose step is kernel-launch bound) and
+prints its ratio to the eager step; a step whose batch shape is new is compiled, not timed.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import time
 import torch
 
 from lengen.config.config import load
+from lengen.config.specs import Spec
 from lengen.data.data import step_rng
 from lengen.model.hf import to_transformers
 from lengen.tasks import sparse_parity as sp
@@ -45,17 +50,19 @@ def matmul_ceiling(device: str = "cpu", reps: int = 20) -> float:
     return 2 * n**3 / best / 1e9
 
 
-def time_steps(forward, params, spec: dict, steps: int, device: str = "cpu") -> float:
-    """Tokens/s of `steps` training steps (after 5 warm-up steps) on sparse-parity batches."""
+def time_steps(forward, params, spec: Spec, steps: int, device: str = "cpu") -> float:
+    """Tokens/s of `steps` training steps on sparse-parity batches; the first 5 steps, and every
+    step whose batch shape is new (a compiled forward compiles then), are not timed."""
     opt = torch.optim.AdamW(params, lr=1e-4)
     autocast = (
         (lambda: torch.autocast("cuda", dtype=torch.bfloat16))
         if device == "cuda"
         else contextlib.nullcontext
     )
-    tokens, elapsed = 0, 0.0
+    tokens, elapsed, shapes = 0, 0.0, set()
     for step in range(steps + 5):
         inputs = sp.train_batch(spec, step_rng(0, step), step).model_inputs(device)
+        shape = tuple(inputs["input_ids"].shape)
         sync(device)
         t = time.perf_counter()
         with autocast():
@@ -65,13 +72,16 @@ def time_steps(forward, params, spec: dict, steps: int, device: str = "cpu") -> 
         loss.backward()
         opt.step()
         sync(device)
-        if step >= 5:
+        if step >= 5 and shape in shapes:
             elapsed += time.perf_counter() - t
             tokens += inputs["input_ids"].numel()
+        shapes.add(shape)
+    if not tokens:
+        raise ValueError(f"no step was timed: raise --steps above {steps} (every shape was new)")
     return tokens / elapsed
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     """Print throughput, fraction of the matmul ceiling, and the ratio against transformers."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="config/config.yaml")
@@ -80,7 +90,8 @@ def main() -> None:
     parser.add_argument("--n-layer", type=int, help="override the config's depth")
     parser.add_argument("--batch-size", type=int, help="override the config's batch size")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    args = parser.parse_args()
+    parser.add_argument("--compile", action="store_true", help="also time ours compiled")
+    args = parser.parse_args(argv)
     dev = args.device
     cfg = load(args.config)
     sp_cfg = cfg["sparse_parity"]
@@ -91,10 +102,10 @@ def main() -> None:
     if args.batch_size:
         sp_cfg["train"]["batch_size"] = args.batch_size
     torch.set_num_threads(cfg["runtime"]["threads_per_job"])
-    spec = sp.train_spec(cfg, max(cfg["sparse_parity"]["k_train"]))
+    spec = Spec.parse(sp.train_spec(cfg, max(cfg["sparse_parity"]["k_train"])))
     ours = build_model(spec).to(dev)
     theirs = to_transformers(ours).to(dev).train()
-    mean_len = (spec["task"]["train_min_len"] + spec["task"]["train_max_len"]) / 2 + 2
+    mean_len = (spec.task.train_min_len + spec.task.train_max_len) / 2 + 2
     ceiling = matmul_ceiling(dev)
     ours_tps = time_steps(ours, ours.parameters(), spec, args.steps, dev)
     theirs_tps = time_steps(
@@ -104,6 +115,11 @@ def main() -> None:
         args.steps,
         dev,
     )
+    compiled_tps = None
+    if args.compile:
+        mode = "reduce-overhead" if dev == "cuda" else "default"
+        compiled = torch.compile(ours, mode=mode)
+        compiled_tps = time_steps(compiled, ours.parameters(), spec, args.steps, dev)
     ceiling = max(ceiling, matmul_ceiling(dev))  # measured before and after, best of both
     achieved = ours_tps * ours.flops_per_token(int(mean_len)) / 1e9
     where = torch.cuda.get_device_name() if dev == "cuda" else f"{torch.get_num_threads()} threads"
@@ -118,6 +134,13 @@ def main() -> None:
     )
     print(f"transformers GPTNeoX         {theirs_tps:8.0f} tokens/s")
     print(f"ratio lengen / transformers  {ours_tps / theirs_tps:8.2f}x")
+    if compiled_tps is not None:
+        fraction = compiled_tps * ours.flops_per_token(int(mean_len)) / 1e9 / ceiling
+        label = f"lengen compiled ({mode})"
+        print(f"{label:28s} {compiled_tps:8.0f} tokens/s  = {fraction:5.1%} of ceiling")
+        print(f"ratio compiled / eager      {compiled_tps / ours_tps:8.2f}x")
+    if dev == "cuda":
+        print(f"peak GPU memory              {torch.cuda.max_memory_allocated() / 2**30:8.2f} GiB")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,12 @@
-"""Shared fixtures: the smoke config, a temporary MLflow store, a train spec for tiny runs."""
+"""Shared fixtures: the smoke config, a temporary MLflow store, a train spec for tiny runs, and
+the device of the tests that have a GPU path.
+
+`pytest --device cuda -m device` runs every test that takes the `device` fixture on the GPU (model
+equivalence with transformers in fp32 and under bf16 autocast, training and resume through the
+DeepSpeed engine, KV-cache decoding, the leave-one-out batch); without the option they run on the
+CPU like every other test. One process holds one DeepSpeed accelerator, so the device is chosen
+once per pytest run, not per test.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +18,40 @@ import pytest
 import yaml
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-os.environ.setdefault("DS_ACCELERATOR", "cpu")
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--device",
+        choices=["cpu", "cuda"],
+        default="cpu",
+        help="device of the tests marked `device` (their GPU paths: --device cuda -m device)",
+    )
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "device: has a GPU path; runs on --device (default cpu)")
+    device = config.getoption("--device")
+    if device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise pytest.UsageError("--device cuda: torch sees no CUDA device")
+    os.environ["DS_ACCELERATOR"] = device  # before anything imports deepspeed
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:  # `-m device` selects exactly the tests that take the device fixture
+        if "device" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.device)
+
+
+@pytest.fixture
+def device(request) -> str:
+    """The --device of this pytest run: "cpu" (default) or "cuda"."""
+    return request.config.getoption("--device")
 
 
 @pytest.fixture(scope="session")

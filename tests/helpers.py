@@ -32,3 +32,17 @@ def make_spec(experiment: str, task=None, train=None, model=None, **top) -> Spec
             **top,
         }
     )
+
+
+def on_device(spec: dict, device: str) -> dict:
+    """A job spec (dict) set to train on `device`: the GPU tiers' bf16 on cuda (config/gpu.yaml,
+    config/paper.yaml), the CPU tiers' fp32 on cpu."""
+    spec["runtime"].update(device=device, precision="bf16" if device == "cuda" else "fp32")
+    return spec
+
+
+def reproducible(device: str) -> dict:
+    """assert_close tolerances for two trainings that should give the same weights: bitwise on
+    CPU; on CUDA up to bf16 rounding, since some CUDA kernels (atomic adds in the embedding and
+    attention backward) are not bitwise reproducible from run to run."""
+    return {"rtol": 0, "atol": 0} if device == "cpu" else {"rtol": 1e-2, "atol": 1e-3}

@@ -9,22 +9,46 @@ from lengen.model.hf import to_transformers
 from lengen.model.model import GPTNeoX, ModelConfig
 
 
-@pytest.mark.parametrize("rotary_pct", [0.25, 1.0])
-def test_same_outputs_as_transformers_gpt_neox(rotary_pct):
+def _random_pair(rotary_pct: float, device: str):
+    """Our GPTNeoX with non-trivial weights (biases and norms too) and transformers' copy of it,
+    both on `device`, and a batch of tokens with arbitrary (PoSE-like) position IDs."""
     torch.manual_seed(0)
     model = GPTNeoX(
         ModelConfig(vocab_size=30, n_layer=2, n_head=4, d_model=32, rotary_pct=rotary_pct)
     )
-    for p in model.parameters():  # non-trivial biases and norms too
+    for p in model.parameters():
         torch.nn.init.normal_(p, std=0.2)
     model.eval()
-    hf = to_transformers(model)
+    hf = to_transformers(model).to(device)
     ids = torch.randint(0, 30, (3, 17))
-    pos = torch.sort(torch.randint(1, 400, (3, 17)), dim=1).values  # arbitrary (PoSE-like) IDs
+    pos = torch.sort(torch.randint(1, 400, (3, 17)), dim=1).values
+    return model.to(device), hf, ids.to(device), pos.to(device)
+
+
+@pytest.mark.parametrize("rotary_pct", [0.25, 1.0])
+def test_same_outputs_as_transformers_gpt_neox(rotary_pct, device):
+    model, hf, ids, pos = _random_pair(rotary_pct, device)
     with torch.no_grad():
         ours = model(ids, pos)
         theirs = hf(input_ids=ids, position_ids=pos).logits
     torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-4)
+
+
+def test_bf16_autocast_stays_within_bf16_tolerance_of_fp32_and_of_transformers(device):
+    """The GPU tiers train and time under bf16 autocast (runtime.precision, the throughput
+    benchmark): there our model must stay within bf16 rounding of its own fp32 logits and of
+    transformers' under the same autocast. The bound, 0.02 of the logits' range, is ~6x the
+    largest error measured on CPU (0.0035 of the range)."""
+    model, hf, ids, pos = _random_pair(1.0, device)
+    with torch.no_grad():
+        exact = model(ids, pos)
+        with torch.autocast(device, dtype=torch.bfloat16):
+            ours = model(ids, pos).float()
+            theirs = hf(input_ids=ids, position_ids=pos).logits.float()
+    bound = 0.02 * (exact.max() - exact.min()).item()
+    assert (ours - exact).abs().max().item() <= bound
+    assert (ours - theirs).abs().max().item() <= bound
+    assert not torch.equal(ours, exact)  # autocast really ran in bf16
 
 
 def _model(position="rope"):

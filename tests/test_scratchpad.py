@@ -143,10 +143,10 @@ def random_ppc_model(seed: int = 0) -> GPTNeoX:
     return GPTNeoX(cfg).eval()
 
 
-def test_kv_cache_decoding_equals_uncached_decoding():
+def test_kv_cache_decoding_equals_uncached_decoding(device):
     b = va.sample(np.random.default_rng(0), 8, 18, 2, 20)
     p = b.prompt_len
-    for model in (random_ppc_model(0), random_ppc_model(1)):
+    for model in (random_ppc_model(0).to(device), random_ppc_model(1).to(device)):
         cached = greedy_decode(model, b.tokens[:, :p], b.coupled_ids[:, :p], 6)
         full = greedy_decode(model, b.tokens[:, :p], b.coupled_ids[:, :p], 6, use_cache=False)
         assert (cached.tokens == full.tokens).all()

@@ -15,6 +15,7 @@ from lengen.config.specs import EarlyStopSpec, Spec, TrainSpec
 from lengen.data.data import Example
 from lengen.tasks import c4, sparse_parity
 from lengen.train.train import lr_lambda, train
+from tests.helpers import on_device, reproducible
 
 
 def _copy_task() -> types.SimpleNamespace:
@@ -32,9 +33,9 @@ def _copy_task() -> types.SimpleNamespace:
     )
 
 
-def test_trainer_learns_a_trivial_task(tiny_spec, tmp_path, monkeypatch):
+def test_trainer_learns_a_trivial_task(tiny_spec, tmp_path, monkeypatch, device):
     monkeypatch.setitem(tasks.REGISTRY, "copy", _copy_task())
-    spec = copy.deepcopy(tiny_spec)
+    spec = on_device(copy.deepcopy(tiny_spec), device)
     spec["experiment"] = "copy"
     spec["train"].update(steps=60, batch_size=32, lr=1e-2, warmup_steps=5, log_every=10)
     spec["model"].update(d_model=32, n_head=2)
@@ -50,13 +51,14 @@ def test_trainer_learns_a_trivial_task(tiny_spec, tmp_path, monkeypatch):
     assert (pred == batch["labels"][:, -1]).float().mean() > 0.95
 
 
-def test_resume_after_crash_gives_same_final_weights(tiny_spec, tmp_path):
-    spec = copy.deepcopy(tiny_spec)
+def test_resume_after_crash_gives_same_final_weights(tiny_spec, tmp_path, device):
+    spec = on_device(copy.deepcopy(tiny_spec), device)
     spec["train"].update(steps=8, checkpoint_every=3)
+    same = reproducible(device)
     straight = torch.load(train(spec, tmp_path / "straight"), weights_only=True)["state_dict"]
     again = torch.load(train(spec, tmp_path / "again"), weights_only=True)["state_dict"]
     for name in straight:  # same spec and seed, same numbers
-        torch.testing.assert_close(straight[name], again[name], rtol=0, atol=0)
+        torch.testing.assert_close(straight[name], again[name], **same)
     crashed = tmp_path / "crashed"
     train(spec, crashed, stop_after=5)  # "crash" after step 5: last checkpoint is step 3
     assert not (crashed / "model.pt").exists()
@@ -64,7 +66,7 @@ def test_resume_after_crash_gives_same_final_weights(tiny_spec, tmp_path):
     resumed = torch.load(train(spec, crashed), weights_only=True)["state_dict"]
     assert straight.keys() == resumed.keys()
     for name in straight:
-        torch.testing.assert_close(straight[name], resumed[name], rtol=0, atol=0)
+        torch.testing.assert_close(straight[name], resumed[name], **same)
     assert not (crashed / "ckpt").exists()  # checkpoints removed once model.pt is written
 
 

@@ -199,6 +199,35 @@ def train(spec: Spec | dict, out: Path, stop_after: int | None = None) -> Path:
         raise
 
 
+def micro_batch_spec(spec: Spec, engine) -> Spec:
+    """The spec with batch_size set to one process's micro-batch (batch / processes / accum)."""
+    import torch.distributed as dist
+
+    accum = engine.gradient_accumulation_steps()
+    return spec.with_batch_size(spec.train.batch_size // (dist.get_world_size() * accum))
+
+
+def train_step(engine, task, spec: Spec, rank_spec: Spec, step: int) -> tuple[list[float], int]:
+    """One optimizer step: this process's micro-batches, each forward, loss and backward, with
+    DeepSpeed stepping the optimizer on the last. Returns the micro-batch losses and the tokens
+    fed by all processes. Each process draws its micro-batches from (seed, step, stream),
+    stream = rank * accum + m: a step's batch is fixed by the seed and the process layout."""
+    import torch.distributed as dist
+
+    rank, world = dist.get_rank(), dist.get_world_size()
+    accum = engine.gradient_accumulation_steps()
+    losses, tokens = [], 0
+    for m in range(accum):
+        rng = step_rng(spec.seed, step, rank * accum + m)
+        inputs = task.train_batch(rank_spec, rng, step).model_inputs(engine.device)
+        loss = training_loss(engine(inputs["input_ids"], inputs["position_ids"]), inputs)
+        engine.backward(loss)
+        engine.step()
+        losses.append(loss.item())
+        tokens += inputs["input_ids"].numel() * world
+    return losses, tokens
+
+
 def _train(spec: Spec, out: Path, stop_after: int | None) -> Path:
     """train's body."""
     import torch.distributed as dist
@@ -208,7 +237,7 @@ def _train(spec: Spec, out: Path, stop_after: int | None) -> Path:
     ckpt_dir = out / "ckpt"
     model = build_model(spec)
     engine = make_engine(spec, model)
-    rank, world = dist.get_rank(), dist.get_world_size()
+    rank = dist.get_rank()
     device = engine.device
     task = tasks.get(spec.experiment)
     train_cfg = spec.train
@@ -234,18 +263,11 @@ def _train(spec: Spec, out: Path, stop_after: int | None) -> Path:
     )
     window, tokens, t0 = [], 0, time.perf_counter()
     steps_run, stop_reason = steps, "steps"
-    # each process draws its own micro-batches from (seed, step, stream), stream = rank * accum + m
-    accum = engine.gradient_accumulation_steps()
-    rank_spec = spec.with_batch_size(train_cfg.batch_size // (world * accum))
+    rank_spec = micro_batch_spec(spec, engine)
     for step in bar:
-        for m in range(accum):  # DeepSpeed steps the optimizer on the last micro-batch
-            rng = step_rng(spec.seed, step, rank * accum + m)
-            inputs = task.train_batch(rank_spec, rng, step).model_inputs(device)
-            loss = training_loss(engine(inputs["input_ids"], inputs["position_ids"]), inputs)
-            engine.backward(loss)
-            engine.step()
-            window.append(loss.item())
-            tokens += inputs["input_ids"].numel() * world
+        losses, fed = train_step(engine, task, spec, rank_spec, step)
+        window += losses
+        tokens += fed
         done = step + 1
         if done % every == 0 or done == steps:
             rate = tokens / (time.perf_counter() - t0)

@@ -1,0 +1,254 @@
+"""Seconds per training step of each kind of training job in a tier, measured through the
+trainer's own step (lengen.train.train.train_step: the DeepSpeed engine at the tier's precision
+and micro-batch, the task's real batches), and from them the tier's training wall time on one
+device and on one node of several.
+
+    python benchmarks/step_time.py --config config/paper.yaml --device cuda --json F.json
+    python benchmarks/step_time.py --config config/smoke.yaml --steps 3     # CPU, seconds
+
+One job kind per (experiment, variant): its spec is built by the same functions the workflow
+rules call, at the variant's largest setting (K_train, jump, depth: the longest sequences, so an
+upper bound for the others). Per kind it prints seconds per optimizer step (median after
+`--warmup` steps), tokens per second, achieved TFLOP/s (the model's 6N + attention FLOPs per
+token) and its fraction of the matmul ceiling measured in the same run (bf16 on CUDA: the MFU;
+fp32 on CPU), and the peak device memory (CUDA only).
+
+The wall-time estimate multiplies each kind's time per step by the steps and the number of jobs
+of that kind in the tier (the counts the workflow's DAG has; tests/test_workflow.py checks them
+against a dry run): an upper bound where early stopping ends runs sooner, evaluation not counted.
+On one device the jobs run one after another. On a node of `--node-gpus` devices, each
+single-device job takes a free device (longest first), and a job that asks for several devices
+(natural_language.gpus_per_job) is assumed to scale linearly from the one-device time measured
+here (its all-reduce is not measured).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from lengen import tasks
+from lengen.config import specs
+from lengen.config.config import load
+from lengen.config.specs import Spec
+from lengen.tasks import c4
+from lengen.train import runtime
+from lengen.train.train import build_model, make_engine, micro_batch_spec, train_step
+
+LM_VOCAB = 32_000  # Llama-2's tokenizer (paper tier) and mistral v1's (gpu tier) alike
+
+
+@dataclass
+class Kind:
+    """One kind of training job: a representative spec and how many jobs of it the tier has."""
+
+    name: str
+    spec: dict
+    jobs: int
+    gpus: int = 1  # devices per job (the language models: natural_language.gpus_per_job)
+
+
+def job_kinds(cfg: dict, lm_tokens: Path) -> list[Kind]:
+    """The tier's training jobs grouped by (experiment, variant), each with a representative
+    spec at its largest setting. The language models read `lm_tokens` (random tokens of the
+    tokenizer's size: the step's cost does not depend on the text)."""
+    kinds = []
+    if "sparse_parity" in cfg:
+        sp, task = cfg["sparse_parity"], tasks.get("sparse_parity")
+        for variant in sp["variants"]:
+            spec = task.train_spec(cfg, max(sp["k_train"]), variant)
+            kinds.append(Kind(f"sparse_parity/{variant}", spec, len(sp["k_train"])))
+        schemes = sp.get("schemes") or {}  # the extra figure's NoPE / ALiBi models, one each
+        for variant in schemes.get("variants", {}):
+            spec = task.train_spec(cfg, schemes["k_train"], variant)
+            kinds.append(Kind(f"sparse_parity/{variant}", spec, 1))
+    for exp, task in tasks.generation_tasks().items():
+        if exp not in cfg:
+            continue
+        section, values = cfg[exp], cfg[exp][task.SETTING.values]
+        for variant, var in section["variants"].items():
+            spec = specs.scratchpad_train(cfg, exp, variant, max(values), 0)
+            kinds.append(Kind(f"{exp}/{variant}", spec, len(values) * var["runs"]))
+    if "natural_language" in cfg:
+        nl = cfg["natural_language"]
+        for which in ("short", "long"):
+            spec = c4.train_spec(cfg, which)
+            spec["task"]["train_tokens"] = str(lm_tokens)
+            gpus = nl.get("gpus_per_job", 1) if cfg["runtime"]["device"] == "cuda" else 1
+            kinds.append(Kind(f"natural_language/h_{which}", spec, 1, max(1, gpus)))
+    return kinds
+
+
+def write_lm_tokens(folder: Path, vocab: int, n: int = 2_000_000, seed: int = 0) -> Path:
+    """A token file of n random tokens and its meta.json, as the tokens rule writes them."""
+    from lengen.data.tokens import DTYPE
+
+    path = folder / "train.bin"
+    np.random.default_rng(seed).integers(0, vocab, n).astype(DTYPE).tofile(path)
+    (folder / "meta.json").write_text(json.dumps({"vocab_size": vocab, "tokens": {"train": n}}))
+    return path
+
+
+def sync(device: str) -> None:
+    """Wait for queued GPU work (CUDA timings are asynchronous)."""
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def matmul_ceiling(device: str, reps: int = 20) -> float:
+    """Best TFLOP/s of a square matmul: bf16 n = 8192 on CUDA, fp32 n = 1024 on CPU."""
+    n, dtype = (8192, torch.bfloat16) if device == "cuda" else (1024, torch.float32)
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+    best = float("inf")
+    for _ in range(reps):
+        sync(device)
+        t = time.perf_counter()
+        a @ b
+        sync(device)
+        best = min(best, time.perf_counter() - t)
+    return 2 * n**3 / best / 1e12
+
+
+@dataclass
+class Measured:
+    """One job kind's measured step."""
+
+    kind: str
+    params: int
+    batch: int  # sequences per optimizer step
+    accum: int  # micro-batches per step (this process)
+    seq_len: float  # mean tokens per sequence
+    s_per_step: float  # median over the timed steps
+    tokens_per_s: float
+    tflops: float  # achieved model TFLOP/s
+    peak_gib: float | None  # peak device memory (CUDA)
+
+
+def measure(kind: Kind, device: str, steps: int, warmup: int, compile_model: bool) -> Measured:
+    """Median seconds per optimizer step of `kind`, through the trainer's train_step."""
+    spec = Spec.parse(kind.spec)
+    model = build_model(spec)
+    engine = make_engine(spec, model)
+    if compile_model:
+        engine.compile()
+    task, rank_spec = tasks.get(spec.experiment), micro_batch_spec(spec, engine)
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    times, fed = [], []
+    for step in range(warmup + steps):
+        sync(device)
+        t = time.perf_counter()
+        _, tokens = train_step(engine, task, spec, rank_spec, step)
+        sync(device)
+        if step >= warmup:
+            times.append(time.perf_counter() - t)
+            fed.append(tokens)
+    s_per_step = statistics.median(times)
+    tokens_per_step = sum(fed) / len(fed)
+    seq_len = tokens_per_step / spec.train.batch_size
+    flops = tokens_per_step * model.flops_per_token(round(seq_len)) / s_per_step
+    peak = torch.cuda.max_memory_allocated() / 2**30 if device == "cuda" else None
+    result = Measured(
+        kind.name,
+        model.num_params(),
+        spec.train.batch_size,
+        engine.gradient_accumulation_steps(),
+        seq_len,
+        s_per_step,
+        tokens_per_step / s_per_step,
+        flops / 1e12,
+        peak,
+    )
+    del engine, model
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    return result
+
+
+def wall_time(kinds: list[Kind], measured: dict[str, Measured], node_gpus: int) -> dict:
+    """Hours of training for the tier: one device, jobs one after another; and one node of
+    node_gpus devices (single-device jobs longest first onto the least busy device; a job of
+    g devices takes the node's first g devices, its one-device time divided by g)."""
+    jobs = []  # (hours on one device, devices asked for)
+    for kind in kinds:
+        hours = measured[kind.name].s_per_step * kind.spec["train"]["steps"] / 3600
+        jobs += [(hours, kind.gpus)] * kind.jobs
+    one = sum(h for h, _ in jobs)
+    busy = [0.0] * node_gpus
+    for hours, gpus in sorted(jobs, reverse=True):
+        if gpus > 1:  # a multi-device job: its devices all start when the busiest is free
+            g = min(gpus, node_gpus)
+            start = max(sorted(busy)[:g])
+            for i in sorted(range(node_gpus), key=busy.__getitem__)[:g]:
+                busy[i] = start + hours / g
+        else:
+            i = min(range(node_gpus), key=busy.__getitem__)
+            busy[i] += hours
+    return {"jobs": len(jobs), "one_device_h": one, "node_h": max(busy), "node_gpus": node_gpus}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Measure every job kind of the tier, print a table and the wall-time estimate."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="config/config.yaml")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default=None,
+                        help="default: the config's runtime.device")  # fmt: skip
+    parser.add_argument("--steps", type=int, default=10, help="timed optimizer steps per kind")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed steps first")
+    parser.add_argument("--only", nargs="*", help="measure these kinds only (prefix match)")
+    parser.add_argument("--node-gpus", type=int, default=8)
+    parser.add_argument("--compile", action="store_true", help="torch.compile the model")
+    parser.add_argument("--json", type=Path, help="write the measurements and estimate here")
+    args = parser.parse_args(argv)
+    cfg = load(args.config)
+    device = args.device or cfg["runtime"]["device"]
+    cfg["runtime"]["device"] = device
+    tok = cfg.get("natural_language", {}).get("tokenizer", {})
+    with tempfile.TemporaryDirectory() as tmp:
+        lm_tokens = write_lm_tokens(Path(tmp), tok.get("vocab_size") or LM_VOCAB)
+        kinds = job_kinds(cfg, lm_tokens)
+        runtime.setup(Spec.parse(kinds[0].spec).runtime)  # threads, accelerator: before DeepSpeed
+        chosen = [k for k in kinds if not args.only or k.name.startswith(tuple(args.only))]
+        ceiling = matmul_ceiling(device)
+        measured = {}
+        for kind in chosen:
+            measured[kind.name] = measure(kind, device, args.steps, args.warmup, args.compile)
+            print(_row(measured[kind.name], ceiling), flush=True)
+        ceiling = max(ceiling, matmul_ceiling(device))  # measured before and after: the best
+    where = torch.cuda.get_device_name() if device == "cuda" else f"{torch.get_num_threads()} thr"
+    print(f"device {where}; {'bf16' if device == 'cuda' else 'fp32'} matmul ceiling "
+          f"{ceiling:.1f} TFLOP/s (MFU column: achieved / ceiling)")  # fmt: skip
+    estimate = None
+    if len(measured) == len(kinds):
+        estimate = wall_time(kinds, measured, args.node_gpus)
+        print(f"tier {cfg.get('tier', args.config)}: {estimate['jobs']} training jobs, "
+              f"{estimate['one_device_h']:.1f} h on one device, {estimate['node_h']:.1f} h on "
+              f"a node of {args.node_gpus} (steps as configured: an upper bound)")  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps({
+            "config": args.config, "device": where, "ceiling_tflops": ceiling,
+            "compile": args.compile, "kinds": [asdict(m) for m in measured.values()],
+            "jobs": {k.name: {"jobs": k.jobs, "steps": k.spec["train"]["steps"], "gpus": k.gpus}
+                     for k in kinds},
+            "estimate": estimate,
+        }, indent=2))  # fmt: skip
+
+
+def _row(m: Measured, ceiling: float) -> str:
+    peak = f"{m.peak_gib:6.1f} GiB" if m.peak_gib is not None else "     -    "
+    return (f"{m.kind:38s} {m.params / 1e6:8.1f} M  batch {m.batch:5d} x {m.seq_len:6.1f}  "
+            f"accum {m.accum:3d}  {m.s_per_step * 1e3:9.1f} ms/step  {m.tokens_per_s:10.0f} tok/s"
+            f"  {m.tflops:7.2f} TFLOP/s  MFU {m.tflops / ceiling:6.1%}  peak {peak}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

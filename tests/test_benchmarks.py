@@ -1,0 +1,70 @@
+"""The benchmarks run on the test's device (`pytest --device cuda -m device` on a GPU machine) and
+print what the README quotes; the step-time benchmark's wall-time schedule has known answers."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from .conftest import ROOT
+from .test_workflow import _load
+
+BENCH = ROOT / "benchmarks"
+
+
+def _smoke_on(device: str, tmp_path) -> str:
+    """The smoke tier on `device`, in the GPU tiers' bf16 there; its path."""
+    cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
+    cfg["runtime"].update(device=device, precision="bf16" if device == "cuda" else "fp32")
+    cfg["results_dir"] = str(tmp_path / "results")
+    path = tmp_path / "smoke.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return str(path)
+
+
+def test_step_time_measures_the_trainers_step_for_synthetic_and_language_jobs(tmp_path, device):
+    bench = _load(BENCH / "step_time.py")
+    out = tmp_path / "steps.json"
+    only = ["sparse_parity/neox", "natural_language/h_long"]
+    bench.main(["--config", _smoke_on(device, tmp_path), "--device", device, "--steps", "2",
+                "--warmup", "1", "--only", *only, "--json", str(out)])  # fmt: skip
+    got = json.loads(out.read_text())
+    assert [k["kind"] for k in got["kinds"]] == only
+    for k in got["kinds"]:
+        assert k["s_per_step"] > 0 and k["tokens_per_s"] > 0 and k["tflops"] > 0
+        assert (k["peak_gib"] is not None) == (device == "cuda")
+    lm = got["kinds"][1]
+    assert lm["seq_len"] == 128 and lm["batch"] == 2  # smoke h_long: Lbar tokens fed, batch 2
+    assert got["ceiling_tflops"] > 0
+    assert got["estimate"] is None  # not every kind measured: no tier total
+    assert got["jobs"]["sparse_parity/neox"] == {"jobs": 1, "steps": 30, "gpus": 1}
+
+
+def test_wall_time_schedules_single_and_multi_device_jobs():
+    bench = _load(BENCH / "step_time.py")
+    kinds = [bench.Kind("a", {"train": {"steps": 3600}}, jobs=3),
+             bench.Kind("lm", {"train": {"steps": 7200}}, jobs=1, gpus=8)]  # fmt: skip
+    measured = {"a": bench.Measured("a", 1, 1, 1, 1.0, 1.0, 1.0, 1.0, None),
+                "lm": bench.Measured("lm", 1, 1, 1, 1.0, 4.0, 1.0, 1.0, None)}  # fmt: skip
+    # one device: 3 x 1 h + 8 h; a node of 8: the LM job 8 h / 8 on all, then 1 h on three
+    assert bench.wall_time(kinds, measured, 8) == {
+        "jobs": 4, "one_device_h": 11.0, "node_h": 2.0, "node_gpus": 8}  # fmt: skip
+    assert bench.wall_time(kinds, measured, 2)["node_h"] == 4.0 + 1.0 + 1.0  # 8 h / 2, then 1+1
+
+
+def test_throughput_prints_tokens_ceiling_and_ratio(tmp_path, device, capsys):
+    bench = _load(BENCH / "throughput.py")
+    bench.main(["--config", _smoke_on(device, tmp_path), "--device", device, "--steps", "12"])
+    out = capsys.readouterr().out
+    for line in ("matmul ceiling", "lengen GPTNeoX", "transformers GPTNeoX", "ratio lengen"):
+        assert line in out
+    assert ("peak GPU memory" in out) == (device == "cuda")
+
+
+def test_leave_one_out_benchmark_times_the_batched_forward(device, capsys):
+    bench = _load(BENCH / "loo.py")
+    bench.main(["--config", str(ROOT / "config" / "smoke.yaml"), "--device", device,
+                "--reps", "1", "--vocab", "64"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert "63 masks" in out and "batched leave-one-out" in out and "speedup" in out
