@@ -38,7 +38,9 @@ def test_step_time_measures_the_trainers_step_for_synthetic_and_language_jobs(tm
     assert lm["seq_len"] == 128 and lm["batch"] == 2  # smoke h_long: Lbar tokens fed, batch 2
     assert got["ceiling_tflops"] > 0
     assert got["estimate"] is None  # not every kind measured: no tier total
-    assert got["jobs"]["sparse_parity/neox"] == {"jobs": 1, "steps": 30, "gpus": 1}
+    sp = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())["sparse_parity"]
+    want = {"jobs": len(sp["k_train"]), "steps": sp["train"]["steps"], "gpus": 1}
+    assert got["jobs"]["sparse_parity/neox"] == want
 
 
 def test_wall_time_schedules_single_and_multi_device_jobs():
