@@ -32,6 +32,25 @@ def test_overrides_merge_deeply_and_validate(probes):
         probes.probe_config("nope")
 
 
+def test_gpu_acceptance_probes_are_the_gpu_tiers_paper_size_models(probes):
+    """benchmarks/gpu_acceptance.sh trains GPU_K8_neox and GPU_PS_ppc_j2: the gpu tier's models
+    (12 x 1024, bf16 on CUDA), K_train = 8 and PPC at jump 2, steps cut to the session."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "probes"))  # the scratchpad runner imports sparse_parity
+    spec = importlib.util.spec_from_file_location("probes_ps", ROOT / "probes" / "scratchpad.py")
+    scratchpad = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(scratchpad)
+    sp_cfg, sp_entry = probes.probe_config("GPU_K8_neox")
+    ps_cfg, ps_entry = scratchpad.probe_config("GPU_PS_ppc_j2")
+    for cfg, section in ((sp_cfg, "sparse_parity"), (ps_cfg, "parity_scratchpad")):
+        assert cfg["runtime"]["device"] == "cuda" and cfg["runtime"]["precision"] == "bf16"
+        model = cfg[section]["model"]
+        assert (model["n_layer"], model["d_model"], model["n_head"]) == (12, 1024, 16)
+        assert cfg[section]["train"]["steps"] < 15000  # cut from the gpu tier's 15,000
+    assert sp_entry["k_train"] == 8 and (ps_entry["variant"], ps_entry["value"]) == ("ppc", 2)
+
+
 def test_verdict_is_the_longest_prefix_of_good_lengths(probes):
     row = {f"acc_L{length}_k{k}": 1.0 for length in probes.LENGTHS for k in (1, 2)}
     assert probes.verdict(row, 2).startswith("near-perfect to 2l=500")
