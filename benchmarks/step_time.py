@@ -25,6 +25,7 @@ here (its all-reduce is not measured).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import tempfile
@@ -169,6 +170,7 @@ def measure(kind: Kind, device: str, steps: int, warmup: int, compile_model: boo
         peak,
     )
     del engine, model
+    gc.collect()  # the next kind's peak memory starts from this one's freed
     if device == "cuda":
         torch.cuda.empty_cache()
     return result
