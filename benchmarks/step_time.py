@@ -144,15 +144,19 @@ def measure(kind: Kind, device: str, steps: int, warmup: int, compile_model: boo
     task, rank_spec = tasks.get(spec.experiment), micro_batch_spec(spec, engine)
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
-    times, fed = [], []
+    times, fed, seen = [], [], set()
     for step in range(warmup + steps):
         sync(device)
         t = time.perf_counter()
         _, tokens = train_step(engine, task, spec, rank_spec, step)
         sync(device)
-        if step >= warmup:
+        # compiled, a batch of a new shape (tokens fed: batch x length) recompiles: not timed
+        if step >= warmup and (not compile_model or tokens in seen):
             times.append(time.perf_counter() - t)
             fed.append(tokens)
+        seen.add(tokens)
+    if not times:
+        raise ValueError(f"{kind.name}: no step timed (every batch shape new): raise --steps")
     s_per_step = statistics.median(times)
     tokens_per_step = sum(fed) / len(fed)
     seq_len = tokens_per_step / spec.train.batch_size
