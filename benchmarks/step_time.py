@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from throughput import matmul_ceiling, sync  # this folder's (python benchmarks/step_time.py)
 
 from lengen import tasks
 from lengen.config import specs
@@ -96,27 +97,6 @@ def write_lm_tokens(folder: Path, vocab: int, n: int = 2_000_000, seed: int = 0)
     np.random.default_rng(seed).integers(0, vocab, n).astype(DTYPE).tofile(path)
     (folder / "meta.json").write_text(json.dumps({"vocab_size": vocab, "tokens": {"train": n}}))
     return path
-
-
-def sync(device: str) -> None:
-    """Wait for queued GPU work (CUDA timings are asynchronous)."""
-    if device == "cuda":
-        torch.cuda.synchronize()
-
-
-def matmul_ceiling(device: str, reps: int = 20) -> float:
-    """Best TFLOP/s of a square matmul: bf16 n = 8192 on CUDA, fp32 n = 1024 on CPU."""
-    n, dtype = (8192, torch.bfloat16) if device == "cuda" else (1024, torch.float32)
-    a = torch.randn(n, n, device=device, dtype=dtype)
-    b = torch.randn(n, n, device=device, dtype=dtype)
-    best = float("inf")
-    for _ in range(reps):
-        sync(device)
-        t = time.perf_counter()
-        a @ b
-        sync(device)
-        best = min(best, time.perf_counter() - t)
-    return 2 * n**3 / best / 1e12
 
 
 @dataclass
@@ -224,12 +204,12 @@ def main(argv: list[str] | None = None) -> None:
         kinds = job_kinds(cfg, lm_tokens)
         runtime.setup(Spec.parse(kinds[0].spec).runtime)  # threads, accelerator: before DeepSpeed
         chosen = [k for k in kinds if not args.only or k.name.startswith(tuple(args.only))]
-        ceiling = matmul_ceiling(device)
+        ceiling = matmul_ceiling(device) / 1e3  # TFLOP/s
         measured = {}
         for kind in chosen:
             measured[kind.name] = measure(kind, device, args.steps, args.warmup, args.compile)
             print(_row(measured[kind.name], ceiling), flush=True)
-        ceiling = max(ceiling, matmul_ceiling(device))  # measured before and after: the best
+        ceiling = max(ceiling, matmul_ceiling(device) / 1e3)  # before and after: the best
     where = torch.cuda.get_device_name() if device == "cuda" else f"{torch.get_num_threads()} thr"
     print(f"device {where}; {'bf16' if device == 'cuda' else 'fp32'} matmul ceiling "
           f"{ceiling:.1f} TFLOP/s (MFU column: achieved / ceiling)")  # fmt: skip

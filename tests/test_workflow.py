@@ -70,7 +70,10 @@ def test_dry_run_of_the_full_dag(tmp_path, tier):
 
 
 def _load(path: Path):
-    """A script outside the package (benchmarks/) as a module."""
+    """A script outside the package (benchmarks/) as a module, its folder importable (as when it
+    runs as `python benchmarks/NAME.py`)."""
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[path.stem] = module  # dataclasses look their module up there
