@@ -6,12 +6,14 @@ device and on one node of several.
     python benchmarks/step_time.py --config config/paper.yaml --device cuda --json F.json
     python benchmarks/step_time.py --config config/smoke.yaml --steps 3     # CPU, seconds
 
-One job kind per (experiment, variant): its spec is built by the same functions the workflow
-rules call, at the variant's largest setting (K_train, jump, depth: the longest sequences, so an
-upper bound for the others). Per kind it prints seconds per optimizer step (median after
-`--warmup` steps), tokens per second, achieved TFLOP/s (the model's 6N + attention FLOPs per
-token) and its fraction of the matmul ceiling measured in the same run (bf16 on CUDA: the MFU;
-fp32 on CPU), and the peak device memory (CUDA only).
+One job kind per (experiment, variant, setting), its spec built by the same functions the
+workflow rules call: the scratchpad tasks' settings (jump, depth) change the sequence lengths, so
+each is timed; sparse parity's K_train does not (one kind per variant, at the largest). Each kind
+is timed on the batches of the middle of its training (steps from steps / 2 on: past the
+curricula that start with shorter jumps or fewer flagged tokens). Per kind it prints seconds per
+optimizer step (median after `--warmup` steps), tokens per second, achieved TFLOP/s (the
+model's 6N + attention FLOPs per token) and its fraction of the matmul ceiling measured in the
+same run (bf16 on CUDA: the MFU; fp32 on CPU), and the peak device memory (CUDA only).
 
 The wall-time estimate multiplies each kind's time per step by the steps and the number of jobs
 of that kind in the tier (the counts the workflow's DAG has; tests/test_workflow.py checks them
@@ -59,9 +61,10 @@ class Kind:
 
 
 def job_kinds(cfg: dict, lm_tokens: Path) -> list[Kind]:
-    """The tier's training jobs grouped by (experiment, variant), each with a representative
-    spec at its largest setting. The language models read `lm_tokens` (random tokens of the
-    tokenizer's size: the step's cost does not depend on the text)."""
+    """The tier's training jobs grouped into kinds of equal step cost, each with a representative
+    spec: sparse parity per variant (K_train changes no shape), the scratchpad tasks per
+    (variant, setting), each language model. The language models read `lm_tokens` (random
+    tokens of the tokenizer's size: the step's cost does not depend on the text)."""
     kinds = []
     if "sparse_parity" in cfg:
         sp, task = cfg["sparse_parity"], tasks.get("sparse_parity")
@@ -75,10 +78,12 @@ def job_kinds(cfg: dict, lm_tokens: Path) -> list[Kind]:
     for exp, task in tasks.generation_tasks().items():
         if exp not in cfg:
             continue
-        section, values = cfg[exp], cfg[exp][task.SETTING.values]
+        section, setting = cfg[exp], task.SETTING
         for variant, var in section["variants"].items():
-            spec = specs.scratchpad_train(cfg, exp, variant, max(values), 0)
-            kinds.append(Kind(f"{exp}/{variant}", spec, len(values) * var["runs"]))
+            for value in section[setting.values]:
+                spec = specs.scratchpad_train(cfg, exp, variant, value, 0)
+                name = f"{exp}/{variant}/{setting.prefix}{value}"
+                kinds.append(Kind(name, spec, var["runs"]))
     if "natural_language" in cfg:
         nl = cfg["natural_language"]
         for which in ("short", "long"):
@@ -125,13 +130,14 @@ def measure(kind: Kind, device: str, steps: int, warmup: int, compile_model: boo
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     times, fed, seen = [], [], set()
-    for step in range(warmup + steps):
+    first = spec.train.steps // 2  # the step index only picks the batch (curricula)
+    for i in range(warmup + steps):
         sync(device)
         t = time.perf_counter()
-        _, tokens = train_step(engine, task, spec, rank_spec, step)
+        _, tokens = train_step(engine, task, spec, rank_spec, first + i)
         sync(device)
         # compiled, a batch of a new shape (tokens fed: batch x length) recompiles: not timed
-        if step >= warmup and (not compile_model or tokens in seen):
+        if i >= warmup and (not compile_model or tokens in seen):
             times.append(time.perf_counter() - t)
             fed.append(tokens)
         seen.add(tokens)
@@ -231,7 +237,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def _row(m: Measured, ceiling: float) -> str:
     peak = f"{m.peak_gib:6.1f} GiB" if m.peak_gib is not None else "     -    "
-    return (f"{m.kind:38s} {m.params / 1e6:8.1f} M  batch {m.batch:5d} x {m.seq_len:6.1f}  "
+    return (f"{m.kind:40s} {m.params / 1e6:8.1f} M  batch {m.batch:5d} x {m.seq_len:6.1f}  "
             f"accum {m.accum:3d}  {m.s_per_step * 1e3:9.1f} ms/step  {m.tokens_per_s:10.0f} tok/s"
             f"  {m.tflops:7.2f} TFLOP/s  MFU {m.tflops / ceiling:6.1%}  peak {peak}")  # fmt: skip
 
