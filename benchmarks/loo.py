@@ -14,6 +14,7 @@ import argparse
 import time
 
 import torch
+from throughput import sync  # this folder's (python benchmarks/loo.py)
 
 from lengen.analysis import influence
 from lengen.config.config import load
@@ -25,12 +26,10 @@ def best_time(fn, reps: int, device: str = "cpu") -> float:
     fn()
     best = float("inf")
     for _ in range(reps):
-        if device == "cuda":
-            torch.cuda.synchronize()
+        sync(device)
         t = time.perf_counter()
         fn()
-        if device == "cuda":
-            torch.cuda.synchronize()
+        sync(device)
         best = min(best, time.perf_counter() - t)
     return best
 

@@ -169,7 +169,7 @@ def measure(kind: Kind, device: str, steps: int, warmup: int, compile_model: boo
 def wall_time(kinds: list[Kind], measured: dict[str, Measured], node_gpus: int) -> dict:
     """Hours of training for the tier: one device, jobs one after another; and one node of
     node_gpus devices (single-device jobs longest first onto the least busy device; a job of
-    g devices takes the node's first g devices, its one-device time divided by g)."""
+    g devices takes the g least busy, its one-device time divided by g)."""
     jobs = []  # (hours on one device, devices asked for)
     for kind in kinds:
         hours = measured[kind.name].s_per_step * kind.spec["train"]["steps"] / 3600
@@ -177,10 +177,11 @@ def wall_time(kinds: list[Kind], measured: dict[str, Measured], node_gpus: int) 
     one = sum(h for h, _ in jobs)
     busy = [0.0] * node_gpus
     for hours, gpus in sorted(jobs, reverse=True):
-        if gpus > 1:  # a multi-device job: its devices all start when the busiest is free
+        if gpus > 1:  # a multi-device job on the g least busy: it starts when all are free
             g = min(gpus, node_gpus)
-            start = max(sorted(busy)[:g])
-            for i in sorted(range(node_gpus), key=busy.__getitem__)[:g]:
+            free = sorted(range(node_gpus), key=busy.__getitem__)[:g]
+            start = max(busy[i] for i in free)
+            for i in free:
                 busy[i] = start + hours / g
         else:
             i = min(range(node_gpus), key=busy.__getitem__)

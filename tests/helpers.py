@@ -1,6 +1,12 @@
-"""Test helpers: a complete, typed run spec from a few overrides (lengen.config.specs.Spec)."""
+"""Test helpers: a complete, typed run spec from a few overrides (lengen.config.specs.Spec), a
+spec or config on a device, and scripts outside the package loaded as modules."""
 
 from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
 
 from lengen.config.specs import Spec
 
@@ -35,8 +41,8 @@ def make_spec(experiment: str, task=None, train=None, model=None, **top) -> Spec
 
 
 def on_device(spec: dict, device: str) -> dict:
-    """A job spec (dict) set to train on `device`: the GPU tiers' bf16 on cuda (config/gpu.yaml,
-    config/paper.yaml), the CPU tiers' fp32 on cpu."""
+    """A job spec or tier config (dict, its `runtime` section) set to run on `device`: the GPU
+    tiers' bf16 on cuda (config/gpu.yaml, config/paper.yaml), the CPU tiers' fp32 on cpu."""
     spec["runtime"].update(device=device, precision="bf16" if device == "cuda" else "fp32")
     return spec
 
@@ -46,3 +52,17 @@ def reproducible(device: str) -> dict:
     CPU; on CUDA up to bf16 rounding, since some CUDA kernels (atomic adds in the embedding and
     attention backward) are not bitwise reproducible from run to run."""
     return {"rtol": 0, "atol": 0} if device == "cpu" else {"rtol": 1e-2, "atol": 1e-3}
+
+
+def load_script(path: Path, name: str | None = None) -> ModuleType:
+    """A script outside the package (benchmarks/, probes/, tools/) as a module named `name` (its
+    file stem by default), its folder importable as when it runs as `python DIR/NAME.py` (the
+    runners and benchmarks import their siblings)."""
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
+    name = name or path.stem
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module

@@ -8,15 +8,14 @@ import json
 import yaml
 
 from .conftest import ROOT
-from .test_workflow import _load
+from .helpers import load_script, on_device
 
 BENCH = ROOT / "benchmarks"
 
 
 def _smoke_on(device: str, tmp_path) -> str:
     """The smoke tier on `device`, in the GPU tiers' bf16 there; its path."""
-    cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
-    cfg["runtime"].update(device=device, precision="bf16" if device == "cuda" else "fp32")
+    cfg = on_device(yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text()), device)
     cfg["results_dir"] = str(tmp_path / "results")
     path = tmp_path / "smoke.yaml"
     path.write_text(yaml.safe_dump(cfg))
@@ -24,7 +23,7 @@ def _smoke_on(device: str, tmp_path) -> str:
 
 
 def test_step_time_measures_the_trainers_step_for_synthetic_and_language_jobs(tmp_path, device):
-    bench = _load(BENCH / "step_time.py")
+    bench = load_script(BENCH / "step_time.py")
     out = tmp_path / "steps.json"
     only = ["sparse_parity/neox", "natural_language/h_long"]
     bench.main(["--config", _smoke_on(device, tmp_path), "--device", device, "--steps", "2",
@@ -44,7 +43,7 @@ def test_step_time_measures_the_trainers_step_for_synthetic_and_language_jobs(tm
 
 
 def test_wall_time_schedules_single_and_multi_device_jobs():
-    bench = _load(BENCH / "step_time.py")
+    bench = load_script(BENCH / "step_time.py")
     kinds = [bench.Kind("a", {"train": {"steps": 3600}}, jobs=3),
              bench.Kind("lm", {"train": {"steps": 7200}}, jobs=1, gpus=8)]  # fmt: skip
     measured = {"a": bench.Measured("a", 1, 1, 1, 1.0, 1.0, 1.0, 1.0, None),
@@ -56,7 +55,7 @@ def test_wall_time_schedules_single_and_multi_device_jobs():
 
 
 def test_throughput_prints_tokens_ceiling_and_ratio(tmp_path, device, capsys):
-    bench = _load(BENCH / "throughput.py")
+    bench = load_script(BENCH / "throughput.py")
     bench.main(["--config", _smoke_on(device, tmp_path), "--device", device, "--steps", "12"])
     out = capsys.readouterr().out
     for line in ("matmul ceiling", "lengen GPTNeoX", "transformers GPTNeoX", "ratio lengen"):
@@ -65,7 +64,7 @@ def test_throughput_prints_tokens_ceiling_and_ratio(tmp_path, device, capsys):
 
 
 def test_leave_one_out_benchmark_times_the_batched_forward(device, capsys):
-    bench = _load(BENCH / "loo.py")
+    bench = load_script(BENCH / "loo.py")
     bench.main(["--config", str(ROOT / "config" / "smoke.yaml"), "--device", device,
                 "--reps", "1", "--vocab", "64"])  # fmt: skip
     out = capsys.readouterr().out

@@ -4,20 +4,16 @@ definition and a verdict consistent with its numbers."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import pandas as pd
 import pytest
 
 from .conftest import ROOT
+from .helpers import load_script
 
 
 @pytest.fixture(scope="module")
 def probes():
-    spec = importlib.util.spec_from_file_location("probes_sp", ROOT / "probes" / "sparse_parity.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "probes" / "sparse_parity.py", "probes_sp")
 
 
 def test_overrides_merge_deeply_and_validate(probes):
@@ -35,12 +31,7 @@ def test_overrides_merge_deeply_and_validate(probes):
 def test_gpu_acceptance_probes_are_the_gpu_tiers_paper_size_models(probes):
     """benchmarks/gpu_acceptance.sh trains GPU_K8_neox and GPU_PS_ppc_j2: the gpu tier's models
     (12 x 1024, bf16 on CUDA), K_train = 8 and PPC at jump 2, steps cut to the session."""
-    import sys
-
-    sys.path.insert(0, str(ROOT / "probes"))  # the scratchpad runner imports sparse_parity
-    spec = importlib.util.spec_from_file_location("probes_ps", ROOT / "probes" / "scratchpad.py")
-    scratchpad = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(scratchpad)
+    scratchpad = load_script(ROOT / "probes" / "scratchpad.py", "probes_ps")
     sp_cfg, sp_entry = probes.probe_config("GPU_K8_neox")
     ps_cfg, ps_entry = scratchpad.probe_config("GPU_PS_ppc_j2")
     for cfg, section in ((sp_cfg, "sparse_parity"), (ps_cfg, "parity_scratchpad")):
@@ -72,13 +63,7 @@ def test_committed_rows_have_definitions_and_consistent_verdicts(probes):
 
 @pytest.fixture(scope="module")
 def language():
-    import sys
-
-    sys.path.insert(0, str(ROOT / "probes"))  # the runner imports its sibling sparse_parity
-    spec = importlib.util.spec_from_file_location("probes_nl", ROOT / "probes" / "language.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "probes" / "language.py", "probes_nl")
 
 
 def test_language_probes_validate_and_rows_are_defined(language):

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 from .conftest import ROOT
+from .helpers import load_script
 
-spec = importlib.util.spec_from_file_location("mutation", ROOT / "tools" / "mutation.py")
-mutation = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(mutation)
+mutation = load_script(ROOT / "tools" / "mutation.py")
 
 
 def test_module_of_mutant_names():

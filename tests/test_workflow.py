@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import pytest
 from lengen.config.config import load
 
 from .conftest import ROOT
+from .helpers import load_script
 
 
 def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
@@ -59,7 +59,7 @@ def test_dry_run_of_the_full_dag(tmp_path, tier):
         assert "variable_assignment/no_scratchpad/d5/seed9/model.pt" in out
     # the step-time benchmark's wall-time estimate counts the jobs this DAG has
     counts = dict(re.findall(r"^(\w+_train)\s+(\d+)$", proc.stdout, re.M))
-    bench = _load(ROOT / "benchmarks" / "step_time.py")
+    bench = load_script(ROOT / "benchmarks" / "step_time.py")
     kinds = bench.job_kinds(load(ROOT / "config" / f"{tier}.yaml"), tmp_path / "train.bin")
     rule = {"sparse_parity": "sparse_parity_train", "natural_language": "nl_train"}
     by_rule = {}
@@ -67,18 +67,6 @@ def test_dry_run_of_the_full_dag(tmp_path, tier):
         name = rule.get(k.name.split("/")[0], "scratchpad_train")
         by_rule[name] = by_rule.get(name, 0) + k.jobs
     assert by_rule == {name: int(n) for name, n in counts.items()}
-
-
-def _load(path: Path):
-    """A script outside the package (benchmarks/) as a module, its folder importable (as when it
-    runs as `python benchmarks/NAME.py`)."""
-    if str(path.parent) not in sys.path:
-        sys.path.insert(0, str(path.parent))
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[path.stem] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_a_configfile_is_the_whole_config(tmp_path):
