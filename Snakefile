@@ -2,18 +2,16 @@
 # (Golowich et al., 2025). `snakemake --cores all` runs the default (CPU) tier;
 # `snakemake --configfile config/<tier>.yaml ...` another tier. See README.md.
 
-configfile: "config/config.yaml"
-
-
 # A `--configfile` is the whole config: Snakemake would merge it over config/config.yaml, so a key
-# it leaves out would silently take the default tier's value. Start again from the command line's
-# config files (and --config), and let validation name whatever is missing.
-if workflow.overwrite_configfiles:
-    config.clear()
-    config.update(workflow.config_settings.overwrite_config)
+# it leaves out would silently take the default tier's value. The default tier's file is read only
+# when the command line names none; validation then names whatever is missing.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/mlflow.smk"
 include: "workflow/rules/sparse_parity.smk"
 include: "workflow/rules/scratchpad.smk"
 include: "workflow/rules/theory.smk"

@@ -12,7 +12,7 @@ killed / (mutants - equivalents); a surviving mutant is either a missing test or
 mutant (same behaviour, e.g. `device=None` on a CPU-only machine, a progress bar's label). The
 equivalents are rules in tools/mutation_equivalent.yaml, each with its reason: a mutant name
 pattern and a regular expression on the mutated line (`mutmut show NAME`), so that they survive
-renumbering. The table is written to reports/mutation_score.csv and every survivor is listed,
+renumbering. The table is written to reference/mutation_score.csv and every survivor is listed,
 with its rule's reason or as a missing test.
 """
 
@@ -34,7 +34,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 EQUIVALENT = ROOT / "tools" / "mutation_equivalent.yaml"
-OUT = ROOT / "reports" / "mutation_score.csv"
+OUT = ROOT / "reference" / "mutation_score.csv"
 LINE = re.compile(r"^\s*(?P<name>[\w.ǁ]+__mutmut_\d+): (?P<status>.+?)\s*$")
 
 

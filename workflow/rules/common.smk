@@ -1,18 +1,21 @@
-# Validates the config before any job runs and defines shared paths and the MLflow setup rule.
+# Validates the config before any job runs; shared paths and helper functions (no rules here:
+# `snakemake --lint` wants functions and rules apart).
 import json
+import os
 
+from lengen import tasks
 from lengen.config import artifacts, specs
 from lengen.config.config import tracking_uri, validate
 from lengen.train.tracking import experiment_name
 
 validate(config)
 
+GENERATION_TASKS = tasks.generation_tasks()  # each task's SETTING: path prefix, config list
 RESULTS = config["results_dir"]
 REPORTS = config["reports_dir"]
 LOGS = f"{RESULTS}/logs"
 BENCHMARKS = f"{RESULTS}/benchmarks"  # every job's wall time, memory, CPU (snakemake --report)
 CONDA_ENV = "../../envs/lengen.yaml"  # `--sdm conda` (relative to this folder)
-PY = "python"  # the interpreter of the active environment (envs/lengen.yaml on clusters)
 
 
 def figure_tracking(experiment):
@@ -32,41 +35,27 @@ def launcher(cfg, gpus=None):
     gpus = gpus or cfg["runtime"]["gpus_per_job"]
     if cfg["runtime"]["device"] == "cuda" and gpus > 1:
         return f"deepspeed --num_gpus {gpus} --module"
-    return f"{PY} -m"
+    return "python -m"  # the interpreter of the active environment (envs/lengen.yaml)
 
 
-rule mlflow_store:
-    # Creates the store's schema once, before any job writes to it (platform notes: races).
-    output:
-        f"{RESULTS}/mlflow.ready",
-    params:
-        uri=tracking_uri(config),
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/mlflow_store.tsv",
-    log:
-        f"{LOGS}/mlflow_store.log",
-    shell:
-        "{PY} -m lengen.train.tracking --uri {params.uri:q} --done {output} > {log} 2>&1"
+def out_dir(wildcards, output):
+    """The folder of a rule's first output: the --out of jobs that write several files there."""
+    return os.path.dirname(output[0])
 
 
-rule mlflow_setup:
-    # Creates one experiment's MLflow experiment before its parallel training jobs. One file per
-    # experiment, so adding an experiment to the config never makes finished trainings stale.
-    input:
-        f"{RESULTS}/mlflow.ready",
-    output:
-        f"{RESULTS}/mlflow/{{experiment}}.ready",
-    params:
-        uri=tracking_uri(config),
-        name=lambda w: experiment_name(config["tracking"]["experiment_prefix"], w.experiment),
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/mlflow_setup_{{experiment}}.tsv",
-    log:
-        f"{LOGS}/mlflow_setup_{{experiment}}.log",
-    shell:
-        "{PY} -m lengen.train.tracking --uri {params.uri:q} --experiments {params.name:q}"
-        " --done {output} > {log} 2>&1"
+def sp_evals(sp_dir, variants, ks):
+    """eval.csv of every sparse-parity model of the given variants and K_train values."""
+    return expand(f"{sp_dir}/{{v}}/K{{K}}/eval.csv", v=variants, K=ks)
+
+
+def scratchpad_evals(exp, variants=None):
+    """eval.csv of every run of the given variants (all by default) of one generation-scored
+    experiment."""
+    section = config[exp]
+    setting = GENERATION_TASKS[exp].SETTING
+    return [
+        f"{RESULTS}/{exp}/{variant}/{setting.prefix}{value}/seed{run}/eval.csv"
+        for variant in (variants or section["variants"])
+        for value in section[setting.values]
+        for run in range(section["variants"][variant]["runs"])
+    ]

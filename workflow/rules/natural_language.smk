@@ -20,7 +20,7 @@ rule nl_corpus:
     params:
         corpus=lambda w: to_json(NL["corpus"]),
         seed=config["seed"],
-        out=f"{NL_DIR}/corpus",
+        out=out_dir,
     conda:
         CONDA_ENV
     benchmark:
@@ -28,8 +28,8 @@ rule nl_corpus:
     log:
         f"{LOGS}/natural_language/corpus.log",
     shell:
-        "{PY} -m lengen.data.corpus --corpus {params.corpus:q} --seed {params.seed}"
-        " --out {params.out} > {log} 2>&1"
+        "python -m lengen.data.corpus --corpus {params.corpus:q} --seed {params.seed}"
+        " --out {params.out:q} > {log:q} 2>&1"
 
 
 rule nl_tokens:
@@ -42,7 +42,8 @@ rule nl_tokens:
         tokenizer=lambda w: to_json(NL["tokenizer"]),
         source=lambda w: NL["corpus"]["source"],
         max_tokens=lambda w: to_json(NL["max_tokens"]),
-        out=f"{NL_DIR}/tokens",
+        corpus=lambda w, input: os.path.dirname(input[0]),
+        out=out_dir,
     threads: 2
     conda:
         CONDA_ENV
@@ -51,9 +52,9 @@ rule nl_tokens:
     log:
         f"{LOGS}/natural_language/tokens.log",
     shell:
-        "{PY} -m lengen.data.tokens --tokenizer {params.tokenizer:q} --source {params.source}"
-        " --corpus-dir {NL_DIR}/corpus --max-tokens {params.max_tokens:q}"
-        " --out {params.out} > {log} 2>&1"
+        "python -m lengen.data.tokens --tokenizer {params.tokenizer:q} --source {params.source}"
+        " --corpus-dir {params.corpus:q} --max-tokens {params.max_tokens:q}"
+        " --out {params.out:q} > {log:q} 2>&1"
 
 
 rule nl_train:
@@ -68,6 +69,7 @@ rule nl_train:
     params:
         spec=lambda w: to_json(tasks.get("natural_language").train_spec(config, w.which)),
         launcher=launcher(config, NL_GPUS),
+        out=out_dir,
     threads: config["runtime"]["threads_per_job"]
     resources:
         gpu=NL_GPUS,  # one node, DeepSpeed across its GPUs (profile: nodes 1)
@@ -78,8 +80,8 @@ rule nl_train:
     log:
         f"{LOGS}/natural_language/train_{{which}}.log",
     shell:
-        "{params.launcher} lengen.train.train --spec {params.spec:q} --out {NL_DIR}/h_{wildcards.which}"
-        " > {log} 2>&1"
+        "{params.launcher} lengen.train.train --spec {params.spec:q} --out {params.out:q}"
+        " > {log:q} 2>&1"
 
 
 rule nl_perplexity:
@@ -103,9 +105,9 @@ rule nl_perplexity:
     log:
         f"{LOGS}/natural_language/perplexity.log",
     shell:
-        "{PY} -m lengen.analysis.perplexity --short {input.short} --long {input.long}"
-        " --tokens {input.tokens} --eval {params.eval:q} --out {output.csv}"
-        " --out-chunks {output.chunks} > {log} 2>&1"
+        "python -m lengen.analysis.perplexity --short {input.short:q} --long {input.long:q}"
+        " --tokens {input.tokens:q} --eval {params.eval:q} --out {output.csv:q}"
+        " --out-chunks {output.chunks:q} > {log:q} 2>&1"
 
 
 rule nl_influence:
@@ -130,8 +132,8 @@ rule nl_influence:
     log:
         f"{LOGS}/natural_language/influence.log",
     shell:
-        "{PY} -m lengen.analysis.influence --short {input.short} --long {input.long}"
-        " --tokens {input.tokens} --influence {params.influence:q} --out {output} > {log} 2>&1"
+        "python -m lengen.analysis.influence --short {input.short:q} --long {input.long:q}"
+        " --tokens {input.tokens:q} --influence {params.influence:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule nl_figure:
@@ -158,8 +160,8 @@ rule nl_figure:
     log:
         f"{LOGS}/natural_language/{{fig}}.log",
     shell:
-        "{PY} -m lengen.report.figures {wildcards.fig} --tables {input} --title {params.title:q}"
-        " --style {params.style:q} {params.tracking} --out {output} > {log} 2>&1"
+        "python -m lengen.report.figures {wildcards.fig} --tables {input:q} --title {params.title:q}"
+        " --style {params.style:q} {params.tracking} --out {output:q} > {log:q} 2>&1"
 
 
 rule nl_mask_figure:
@@ -174,4 +176,4 @@ rule nl_mask_figure:
     log:
         f"{LOGS}/natural_language/fig5.log",
     shell:
-        "{PY} -m lengen.report.figures fig5 --out {output} > {log} 2>&1"
+        "python -m lengen.report.figures fig5 --out {output:q} > {log:q} 2>&1"

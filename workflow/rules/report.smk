@@ -1,24 +1,35 @@
 # Claims verdict report: one row per claim, measured number, rule and verdict (lengen.report.report);
 # then, after every successful run that has it, Snakemake's HTML report of all figures.
 import os
+import shlex
 import sys
 
 import yaml
 
 REPORT = f"{REPORTS}/{artifacts.REPORT}"
 HTML_REPORT = f"{REPORTS}/report.html"
+# The committed reference of this tier (reference/<tier>/ beside the Snakefile; no rule writes
+# there): REPORT.md compares this run's verdicts with it (lengen.report.reference).
+REFERENCE_LABEL = f"reference/{config['tier']}/{artifacts.VERDICTS}"
+REFERENCE_VERDICTS = os.path.join(workflow.basedir, REFERENCE_LABEL)
+REFERENCE_INPUT = {"reference": REFERENCE_VERDICTS} if os.path.exists(REFERENCE_VERDICTS) else {}
 
 
 rule report:
-    # Named inputs: exactly the tables the claims read (lengen.config.artifacts.report_tables), and only
-    # the config slice the rules read: restyling a figure does not rerun the claims.
+    # Named inputs: exactly the tables the claims read (lengen.config.artifacts.report_tables), the
+    # reference's verdicts, and only the config slice the rules read: restyling a figure does not
+    # rerun the claims.
     input:
         **artifacts.report_tables(config),
+        **REFERENCE_INPUT,
     output:
-        report(REPORT, caption="../report/report.rst", category="Claims"),
+        report=report(REPORT, caption="../report/report.rst", category="Claims"),
+        verdicts=f"{REPORTS}/{artifacts.VERDICTS}",
     params:
         cfg=to_json(artifacts.report_config(config)),
-        tables=lambda w, input: " ".join(f"{name}={path}" for name, path in input.items()),
+        tables=[f"{name}={path}" for name, path in artifacts.report_tables(config).items()],
+        reference=f"--reference {shlex.quote(REFERENCE_VERDICTS)}" if REFERENCE_INPUT else "",
+        label=REFERENCE_LABEL,
     conda:
         CONDA_ENV
     benchmark:
@@ -26,8 +37,9 @@ rule report:
     log:
         f"{LOGS}/report.log",
     shell:
-        "{PY} -m lengen.report.report --config {params.cfg:q} --table {params.tables}"
-        " --out {output} > {log} 2>&1"
+        "python -m lengen.report.report --config {params.cfg:q} --table {params.tables:q}"
+        " {params.reference} --reference-label {params.label:q} --out {output.report:q}"
+        " > {log:q} 2>&1"
 
 
 onsuccess:
@@ -38,8 +50,8 @@ onsuccess:
         with open(used, "w") as f:
             yaml.safe_dump(config, f)
         shell(
-            f"{sys.executable} -m snakemake -s {workflow.main_snakefile} --configfile {used}"
-            f" --report {HTML_REPORT} --nolock --workflow-profile none"
-            f" > {LOGS}/html_report.log 2>&1"
+            f"{sys.executable} -m snakemake -s {shlex.quote(workflow.main_snakefile)}"
+            f" --configfile {shlex.quote(used)} --report {shlex.quote(HTML_REPORT)} --nolock"
+            f" --workflow-profile none > {shlex.quote(LOGS)}/html_report.log 2>&1"
             f" || echo 'HTML report failed: see {LOGS}/html_report.log'"
         )

@@ -1,9 +1,6 @@
 # Scratchpad tasks with Predictive Position Coupling (Sec. 5.2): parity with jumps (Fig. 2, Fig. 8)
 # and variable assignment (Fig. 3a-d). One rule set for both; `variants` in the config pick the
 # position scheme (ppc / absolute / rope_pose) and, for variable assignment, the scratchpad.
-from lengen import tasks
-
-GENERATION_TASKS = tasks.generation_tasks()  # each task's SETTING: path prefix, config list
 SCRATCHPAD_FIGURES = {  # figure file stem -> (experiment, figure key, default title)
     "fig2_parity_scratchpad": ("parity_scratchpad", "fig2", "Fig. 2: parity with scratchpad, PPC"),
     "fig8_parity_scratchpad_ablations": (
@@ -17,18 +14,6 @@ SCRATCHPAD_FIGURES = {  # figure file stem -> (experiment, figure key, default t
 SCRATCHPAD_OUTPUTS = [
     artifacts.figure(config, stem) for stem, (exp, *_) in SCRATCHPAD_FIGURES.items() if exp in config
 ] + [artifacts.table(config, exp) for exp in GENERATION_TASKS if exp in config]
-
-
-def scratchpad_evals(exp, variants=None):
-    """eval.csv of every run of the given variants (all by default) of one experiment."""
-    section = config[exp]
-    setting = GENERATION_TASKS[exp].SETTING
-    return [
-        f"{RESULTS}/{exp}/{variant}/{setting.prefix}{value}/seed{run}/eval.csv"
-        for variant in (variants or section["variants"])
-        for value in section[setting.values]
-        for run in range(section["variants"][variant]["runs"])
-    ]
 
 
 SCRATCHPAD_WILDCARDS = {
@@ -51,6 +36,7 @@ rule scratchpad_train:
             specs.scratchpad_train(config, w.experiment, w.variant, int(w.setting[1:]), int(w.run))
         ),
         launcher=launcher(config),
+        out=out_dir,
     threads: config["runtime"]["threads_per_job"]
     resources:
         gpu=config["runtime"]["gpus_per_job"],  # read by the SLURM plugin (--gpus)
@@ -62,8 +48,7 @@ rule scratchpad_train:
         f"{LOGS}/{{experiment}}/train_{{variant}}_{{setting}}_seed{{run}}.log",
     shell:
         "{params.launcher} lengen.train.train --spec {params.spec:q}"
-        " --out {RESULTS}/{wildcards.experiment}/{wildcards.variant}/{wildcards.setting}/seed{wildcards.run}"
-        " > {log} 2>&1"
+        " --out {params.out:q} > {log:q} 2>&1"
 
 
 rule scratchpad_eval:
@@ -84,8 +69,8 @@ rule scratchpad_eval:
     log:
         f"{LOGS}/{{experiment}}/eval_{{variant}}_{{setting}}_seed{{run}}.log",
     shell:
-        "{PY} -m lengen.analysis.evaluate generate --model {input} --eval {params.eval:q}"
-        " --seed {params.seed} --out {output} > {log} 2>&1"
+        "python -m lengen.analysis.evaluate generate --model {input:q} --eval {params.eval:q}"
+        " --seed {params.seed} --out {output:q} > {log:q} 2>&1"
 
 
 rule scratchpad_figure:
@@ -123,9 +108,9 @@ rule scratchpad_figure:
     log:
         f"{LOGS}/{{stem}}.log",
     shell:
-        "{PY} -m lengen.report.figures scratchpad --tables {input} --panels {params.panels}"
+        "python -m lengen.report.figures scratchpad --tables {input:q} --panels {params.panels}"
         " --title {params.title:q} --style {params.style:q} --train-range {params.train_range}"
-        " {params.tracking} --out {output} > {log} 2>&1"
+        " {params.tracking} --out {output:q} > {log:q} 2>&1"
 
 
 rule scratchpad_table:
@@ -143,4 +128,4 @@ rule scratchpad_table:
     log:
         f"{LOGS}/{{experiment}}/table.log",
     shell:
-        "{PY} -m lengen.analysis.evaluate combine --tables {input} --out {output} > {log} 2>&1"
+        "python -m lengen.analysis.evaluate combine --tables {input:q} --out {output:q} > {log:q} 2>&1"

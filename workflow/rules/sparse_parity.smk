@@ -21,12 +21,6 @@ if SP_SCHEMES:
     )
 
 
-def sp_figure_evals(stem):
-    """eval.csv of every model a sparse-parity figure draws."""
-    variants, ks, _ = SP_FIGURES[stem]
-    return expand(f"{SP_DIR}/{{v}}/K{{K}}/eval.csv", v=variants, K=ks)
-
-
 wildcard_constraints:
     variant="[a-z][a-z0-9_]*",
     K=r"\d+",
@@ -50,8 +44,8 @@ rule sparse_parity_testset:
     log:
         f"{LOGS}/sparse_parity/testset.log",
     shell:
-        "{PY} -m lengen.analysis.evaluate testset --experiment sparse_parity --eval {params.eval:q}"
-        " --n {params.n} --seed {params.seed} --out {output} > {log} 2>&1"
+        "python -m lengen.analysis.evaluate testset --experiment sparse_parity --eval {params.eval:q}"
+        " --n {params.n} --seed {params.seed} --out {output:q} > {log:q} 2>&1"
 
 
 rule sparse_parity_train:
@@ -63,6 +57,7 @@ rule sparse_parity_train:
     params:
         spec=lambda w: to_json(tasks.get("sparse_parity").train_spec(config, int(w.K), w.variant)),
         launcher=launcher(config),
+        out=out_dir,
     threads: config["runtime"]["threads_per_job"]
     resources:
         gpu=config["runtime"]["gpus_per_job"],  # read by the SLURM plugin (--gpus)
@@ -74,8 +69,7 @@ rule sparse_parity_train:
         f"{LOGS}/sparse_parity/train_{{variant}}_K{{K}}.log",
     shell:
         "{params.launcher} lengen.train.train --spec {params.spec:q}"
-        " --out {SP_DIR}/{wildcards.variant}/K{wildcards.K}"
-        " > {log} 2>&1"
+        " --out {params.out:q} > {log:q} 2>&1"
 
 
 rule sparse_parity_eval:
@@ -94,15 +88,15 @@ rule sparse_parity_eval:
     log:
         f"{LOGS}/sparse_parity/eval_{{variant}}_K{{K}}.log",
     shell:
-        "{PY} -m lengen.analysis.evaluate run --model {input.model} --testset {input.testset}"
-        " --batch-size {params.batch_size} --out {output} > {log} 2>&1"
+        "python -m lengen.analysis.evaluate run --model {input.model:q} --testset {input.testset:q}"
+        " --batch-size {params.batch_size} --out {output:q} > {log:q} 2>&1"
 
 
 rule sparse_parity_figure:
     # Fig. 1 / Fig. 7 (and the extra schemes figure): accuracy vs test length, one line per
     # k_test, one panel per K_train, one row per model variant.
     input:
-        lambda w: sp_figure_evals(w.stem),
+        lambda w: sp_evals(SP_DIR, *SP_FIGURES[w.stem][:2]),
     output:
         report(
             f"{REPORTS}/{{stem}}.png",
@@ -124,9 +118,9 @@ rule sparse_parity_figure:
     log:
         f"{LOGS}/sparse_parity/{{stem}}.log",
     shell:
-        "{PY} -m lengen.report.figures sparse_parity --tables {input} --title {params.title:q}"
+        "python -m lengen.report.figures sparse_parity --tables {input:q} --title {params.title:q}"
         " --style {params.style:q} --train-range {params.train_range} --labels {params.labels:q}"
-        " {params.tracking} --out {output} > {log} 2>&1"
+        " {params.tracking} --out {output:q} > {log:q} 2>&1"
 
 
 rule sparse_parity_table:
@@ -142,7 +136,7 @@ rule sparse_parity_table:
     log:
         f"{LOGS}/sparse_parity/table.log",
     shell:
-        "{PY} -m lengen.analysis.evaluate combine --tables {input} --out {output} > {log} 2>&1"
+        "python -m lengen.analysis.evaluate combine --tables {input:q} --out {output:q} > {log:q} 2>&1"
 
 
 SP_ATTENTION = SP["figures"].get("attention")
@@ -181,9 +175,9 @@ rule sparse_parity_attention:
     log:
         f"{LOGS}/sparse_parity/attention_{{variant}}.log",
     shell:
-        "{PY} -m lengen.analysis.attention --model {input} --lengths {params.lengths} --k {params.k}"
+        "python -m lengen.analysis.attention --model {input:q} --lengths {params.lengths} --k {params.k}"
         " --n-examples {params.n} --seed {params.seed} --title {params.title:q}"
-        " --out-table {output.table} --out-figure {output.figure} > {log} 2>&1"
+        " --out-table {output.table:q} --out-figure {output.figure:q} > {log:q} 2>&1"
 
 
 # Extra figure's table (not in the paper): NoPE and ALiBi beside the variants at its K_train.
@@ -197,7 +191,7 @@ SPARSE_PARITY_SCHEMES = (
 rule sparse_parity_schemes_table:
     # The extra figure's models and the variants at its K_train, in one tidy table.
     input:
-        lambda w: sp_figure_evals("sparse_parity_schemes"),
+        lambda w: sp_evals(SP_DIR, *SP_FIGURES["sparse_parity_schemes"][:2]),
     output:
         artifacts.table(config, "sparse_parity_schemes"),
     conda:
@@ -207,4 +201,4 @@ rule sparse_parity_schemes_table:
     log:
         f"{LOGS}/sparse_parity/schemes_table.log",
     shell:
-        "{PY} -m lengen.analysis.evaluate combine --tables {input} --out {output} > {log} 2>&1"
+        "python -m lengen.analysis.evaluate combine --tables {input:q} --out {output:q} > {log:q} 2>&1"

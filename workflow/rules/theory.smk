@@ -26,5 +26,5 @@ rule theory:
     log:
         f"{LOGS}/theory.log",
     shell:
-        "{PY} -m lengen.analysis.theory_cases --L {params.L} --test-lengths {params.lengths}"
-        " --out-table {output.table} --out-figure {output.figure} > {log} 2>&1"
+        "python -m lengen.analysis.theory_cases --L {params.L} --test-lengths {params.lengths}"
+        " --out-table {output.table:q} --out-figure {output.figure:q} > {log:q} 2>&1"

@@ -14,6 +14,7 @@ from pathlib import Path
 from lengen import tasks
 
 REPORT = "REPORT.md"
+VERDICTS = "verdicts.csv"  # the report's verdicts as a tidy table (lengen.report.reference)
 TABLES = {  # report-level tidy tables: name -> (file under reports_dir, the config section that
     # makes it: a table exists only when its section does)
     "sparse_parity": ("sparse_parity_accuracy.csv", "sparse_parity"),

@@ -43,9 +43,10 @@ def git_commit() -> str:
 
     try:
         head = git("rev-parse", "HEAD")
-        # committed results under reports/ are rewritten by the run itself: not a code change
+        # the committed results under reference/ are rewritten by `lengen.report.reference
+        # refresh`, not by a code change
         dirty = git(
-            "status", "--porcelain", "--untracked-files=no", "--", ":/", ":(top,exclude)reports"
+            "status", "--porcelain", "--untracked-files=no", "--", ":/", ":(top,exclude)reference"
         )
     except (OSError, subprocess.SubprocessError):
         return "unknown"

@@ -27,7 +27,7 @@ from lengen.analysis.influence import diagonal_fit, mean_with_ci
 from lengen.analysis.theory_cases import DELTA
 from lengen.config import artifacts
 from lengen.config.config import validate
-from lengen.report import provenance
+from lengen.report import provenance, reference
 from lengen.report.claims import Claim, Measured, NotTestable
 
 NEAR_PERFECT = 0.9  # "near-perfect" accuracy
@@ -604,16 +604,46 @@ def verdict(claim: Claim, tables: Tables) -> dict:
         "measured as": measured_as,
         "rule": claim.rule,
         "verdict": result,
+        **numbers(value),
     }
 
 
-def write_report(cfg: dict, out: Path, paths: dict[str, str] | None = None) -> pd.DataFrame:
+SHOWN = ("id", "section", "paper", "measured", "measured as", "rule", "verdict")  # REPORT.md's
+
+
+def numbers(value) -> dict[str, float]:
+    """The headline number of a measurement and its 95% CI (NaN where there is none), for the
+    machine-readable verdict table: a float as it is; a Measured's first number and its CI."""
+    nan = math.nan
+    if isinstance(value, Measured):
+        name = next(iter(value.values))
+        prefix = "" if name == "estimate" else f"{name}_"
+        return {"value": value[name], "ci_low": value.values.get(f"{prefix}ci_low", nan),
+                "ci_high": value.values.get(f"{prefix}ci_high", nan)}  # fmt: skip
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return {"value": float(value), "ci_low": nan, "ci_high": nan}
+    return {"value": nan, "ci_low": nan, "ci_high": nan}
+
+
+def write_report(
+    cfg: dict,
+    out: Path,
+    paths: dict[str, str] | None = None,
+    reference_path: str | Path | None = None,
+    reference_label: str | None = None,
+) -> pd.DataFrame:
     """REPORT.md for the config's run (the report's slice of it,
-    lengen.config.artifacts.report_config, is enough): the verdict table and the figures it rests
-    on; `paths` as read_tables."""
+    lengen.config.artifacts.report_config, is enough): the verdict table, the figures it rests
+    on and the comparison with the committed reference (lengen.report.reference: its
+    verdicts.csv at `reference_path`, shown as `reference_label`); the machine-readable verdicts
+    go to verdicts.csv beside `out`. `paths` as read_tables."""
     tables = read_tables(cfg, paths)
     variants = {v: e["label"] for v, e in cfg["sparse_parity"]["variants"].items()}
     rows = pd.DataFrame([verdict(c, tables) for c in claims(variants)])
+    ref = reference.read(reference_path)
+    label = reference_label or str(
+        reference_path or reference.reference_dir(cfg["tier"]) / artifacts.VERDICTS
+    )
     counts = rows.verdict.value_counts().to_dict()
     lines = [
         "# Does the paper hold? Claims and verdicts",
@@ -625,8 +655,9 @@ def write_report(cfg: dict, out: Path, paths: dict[str, str] | None = None) -> p
         "",
         "Verdicts: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) + ".",
         "",
-        rows.to_markdown(index=False),
+        rows[list(SHOWN)].to_markdown(index=False),
         "",
+        *reference.section(rows, ref, label),
         "Figures: " + ", ".join(f"`{name}`" for name in artifacts.report_figures(cfg)) + ".",
         "",
         "Where a sparse-parity verdict fails, `sparse_parity_attention_<variant>.png` shows why: "
@@ -648,6 +679,7 @@ def write_report(cfg: dict, out: Path, paths: dict[str, str] | None = None) -> p
     ]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines))
+    provenance.stamp(rows, cfg, cfg["seed"]).to_csv(out.parent / artifacts.VERDICTS, index=False)
     return rows
 
 
@@ -667,13 +699,18 @@ def main(argv: list[str] | None = None) -> None:
         help="the tables to read (default: the artifact contract's for the config)",
     )  # fmt: skip
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--reference", default=None, metavar="VERDICTS_CSV",
+        help="the committed reference's verdicts.csv to compare with (absent: none)",
+    )  # fmt: skip
+    parser.add_argument("--reference-label", default=None, help="how REPORT.md names it")
     args = parser.parse_args(argv)
     if os.path.exists(args.config):
         cfg = artifacts.report_config(validate(yaml.safe_load(Path(args.config).read_text())))
     else:
         cfg = json.loads(args.config)
     paths = None if args.table is None else dict(t.split("=", 1) for t in args.table)
-    write_report(cfg, args.out, paths)
+    write_report(cfg, args.out, paths, args.reference, args.reference_label)
 
 
 if __name__ == "__main__":

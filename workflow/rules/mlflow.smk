@@ -1,0 +1,38 @@
+# The MLflow store and one experiment per branch, created once before the parallel jobs.
+
+
+rule mlflow_store:
+    # Creates the store's schema once, before any job writes to it (platform notes: races).
+    output:
+        f"{RESULTS}/mlflow.ready",
+    params:
+        uri=tracking_uri(config),
+    conda:
+        CONDA_ENV
+    benchmark:
+        f"{BENCHMARKS}/mlflow_store.tsv",
+    log:
+        f"{LOGS}/mlflow_store.log",
+    shell:
+        "python -m lengen.train.tracking --uri {params.uri:q} --done {output:q} > {log:q} 2>&1"
+
+
+rule mlflow_setup:
+    # Creates one experiment's MLflow experiment before its parallel training jobs. One file per
+    # experiment, so adding an experiment to the config never makes finished trainings stale.
+    input:
+        f"{RESULTS}/mlflow.ready",
+    output:
+        f"{RESULTS}/mlflow/{{experiment}}.ready",
+    params:
+        uri=tracking_uri(config),
+        name=lambda w: experiment_name(config["tracking"]["experiment_prefix"], w.experiment),
+    conda:
+        CONDA_ENV
+    benchmark:
+        f"{BENCHMARKS}/mlflow_setup_{{experiment}}.tsv",
+    log:
+        f"{LOGS}/mlflow_setup_{{experiment}}.log",
+    shell:
+        "python -m lengen.train.tracking --uri {params.uri:q} --experiments {params.name:q}"
+        " --done {output:q} > {log:q} 2>&1"
