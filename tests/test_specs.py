@@ -63,5 +63,5 @@ def test_a_stray_or_missing_key_is_an_error_naming_it():
         Spec.parse({**good, "train": {**good["train"], "early_stop": early}})
     with pytest.raises(SpecError, match=r"section 'spec': unknown key\(s\) \['extra'\]"):
         Spec.parse({**good, "extra": 1})
-    with pytest.raises(KeyError, match="unknown task 'nope'"):
+    with pytest.raises(SpecError, match="experiment 'nope' is not a task; known: .*sparse_parity"):
         Spec.parse({**good, "experiment": "nope"})

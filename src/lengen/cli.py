@@ -32,14 +32,19 @@ def _influence(args: argparse.Namespace) -> None:
     models = {}
     for item in args.model:
         name, _, path = item.rpartition("=")
-        models[name or Path(path).name] = HFCausalLM.from_pretrained(path)
+        try:
+            models[name or Path(path).name] = HFCausalLM.from_pretrained(path)
+        except ValueError as err:
+            args.parser.error(f"--model {err}")
     if args.tokens:
         tokens = load_tokens(args.tokens)
     else:
         from transformers import AutoTokenizer
 
+        if not args.text.is_file() or not args.text.read_text().strip():
+            args.parser.error(f"--text {args.text}: missing or empty; give a file of text")
         tok = AutoTokenizer.from_pretrained(next(iter(args.model)).rpartition("=")[2])
-        tokens = np.asarray(tok(Path(args.text).read_text())["input_ids"])
+        tokens = np.asarray(tok(args.text.read_text())["input_ids"])
     try:
         examples = consecutive_chunks(tokens, args.long_len, args.n_examples)
     except ValueError as err:

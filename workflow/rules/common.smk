@@ -2,12 +2,15 @@
 # `snakemake --lint` wants functions and rules apart).
 import json
 import os
+import shlex
 
 from lengen import tasks
 from lengen.config import artifacts, specs
-from lengen.config.config import tracking_uri, validate
+from lengen.config.config import read_yaml, tracking_uri, validate
 from lengen.train.tracking import experiment_name
 
+for path in {*workflow.configfiles, *workflow.overwrite_configfiles}:
+    read_yaml(path)  # Snakemake's YAML reader keeps the last of two equal keys: name them instead
 validate(config)
 
 GENERATION_TASKS = tasks.generation_tasks()  # each task's SETTING: path prefix, config list
@@ -21,7 +24,7 @@ CONDA_ENV = "../../envs/lengen.yaml"  # `--sdm conda` (relative to this folder)
 def figure_tracking(experiment):
     """lengen.report.figures arguments that log a figure to its experiment's MLflow store."""
     name = experiment_name(config["tracking"]["experiment_prefix"], experiment)
-    return f"--tracking-uri {tracking_uri(config)} --experiment {name}"
+    return f"--tracking-uri {shlex.quote(tracking_uri(config))} --experiment {shlex.quote(name)}"
 
 
 def to_json(obj):

@@ -89,9 +89,24 @@ class HFCausalLM(torch.nn.Module):
 
     @classmethod
     def from_pretrained(cls, path: str | Path, device: str = "cpu") -> HFCausalLM:
-        """Load a local model directory (no hub access needed)."""
-        from transformers import AutoModelForCausalLM
+        """Load a local model directory (no hub access needed); ValueError naming the directory
+        when it is missing or holds no causal (next-token) language model."""
+        from transformers import AutoConfig, AutoModelForCausalLM
 
+        if not (Path(path) / "config.json").is_file():
+            raise ValueError(
+                f"{path}: not a local transformers model directory (no config.json there)"
+            )
+        config = AutoConfig.from_pretrained(path, local_files_only=True)
+        archs = getattr(config, "architectures", None) or []
+        causal = any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in archs)
+        if getattr(config, "is_encoder_decoder", False) or (
+            archs and not causal and not getattr(config, "is_decoder", False)
+        ):
+            raise ValueError(
+                f"{path}: {', '.join(archs) or config.model_type} is not a causal (next-token) "
+                "language model; leave-one-out (Eq. 6) scores p(next token | context)"
+            )
         hf = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
         return cls(hf.to(device))
 

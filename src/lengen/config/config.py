@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from importlib import resources
 from pathlib import Path
 
@@ -20,6 +21,77 @@ class ConfigError(ValueError):
 def schema() -> dict:
     """The JSON Schema shipped with the package."""
     return yaml.safe_load(resources.files("lengen.config").joinpath("schema.yaml").read_text())
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a key given twice in one mapping is an error (PyYAML
+    keeps the last value silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise ConfigError(
+                    f"{key_node.start_mark.name}:{line}: duplicate key {key!r} (first on line "
+                    f"{seen[key]}); keep one"
+                )
+            seen[key] = line
+        return super().construct_mapping(node, deep)
+
+
+def read_yaml(path: str | Path):
+    """A YAML file's data, with duplicate keys an error naming the file, line and key, and a
+    syntax error naming the file and line."""
+    try:
+        with open(path) as f:
+            return yaml.load(f, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        problem = getattr(err, "problem", None) or err
+        raise ConfigError(f"{where}: not valid YAML ({problem})") from None
+
+
+def nonfinite(obj, prefix: str = "") -> list[tuple[str, str]]:
+    """(key path, message) for every number that is infinite or NaN (YAML's .inf / .nan and
+    JSON's Infinity / NaN pass a schema's `type: number`)."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return [(prefix or "<root>", f"{obj} is not a finite number")]
+    if isinstance(obj, list):
+        obj = dict(enumerate(obj))
+    items = obj.items() if isinstance(obj, dict) else []
+    return [e for k, v in items for e in nonfinite(v, f"{prefix}.{k}" if prefix else str(k))]
+
+
+def _walk(obj, prefix: str = ""):
+    """(key path, mapping) for every mapping in a config, itself first."""
+    if isinstance(obj, dict):
+        yield prefix, obj
+        for k, v in obj.items():
+            yield from _walk(v, f"{prefix}.{k}" if prefix else str(k))
+
+
+def _general_checks(cfg: dict) -> list[tuple[str, str]]:
+    """Constraints that hold wherever their keys appear: warm-up within the steps, eval lengths
+    in increasing order, the run's outputs apart from its results and from the committed
+    reference."""
+    errors = []
+    for path, d in _walk(cfg):
+        if isinstance(d.get("steps"), int) and isinstance(d.get("warmup_steps"), int):
+            if d["warmup_steps"] > d["steps"]:
+                errors.append((f"{path}.warmup_steps", f"must be <= steps ({d['steps']})"))
+        for key in ("lengths", "test_lengths"):
+            values = d.get(key)
+            if isinstance(values, list) and values != sorted(set(values)):
+                errors.append((f"{path}.{key}" if path else key, "must be increasing, no repeats"))
+    reports, results = Path(cfg["reports_dir"]), Path(cfg["results_dir"])
+    if reports.resolve() == results.resolve():
+        errors.append(("reports_dir", "must differ from results_dir (reports_dir/ holds tables)"))
+    if reports.parts[:1] == ("reference",):
+        errors.append(("reports_dir", "reference/ holds the committed results; no run writes it"))
+    return errors
 
 
 def _path(error: jsonschema.ValidationError) -> str:
@@ -67,6 +139,16 @@ def _cross_checks(cfg: dict) -> list[tuple[str, str]]:
         clash = sorted(set(schemes["variants"]) & set(sp["variants"])) if schemes else []
         if clash:
             errors.append(("sparse_parity.schemes.variants", f"{clash} are also variants"))
+        longest_l = max(sp["eval"]["lengths"]) // 2
+        unseen = [k for k in sp["eval"]["k_test"] if k >= longest_l]
+        if unseen:  # the test grid keeps (2l, k) with k < l only (App. E.1.1)
+            errors.append(
+                (
+                    "sparse_parity.eval.k_test",
+                    f"{unseen} not below l = {longest_l} of the longest eval length: no test "
+                    "example could have them",
+                )
+            )
         att = sp["figures"].get("attention")
         if att and att["k_train"] not in sp["k_train"]:
             errors.append(("sparse_parity.figures.attention.k_train", "not in k_train"))
@@ -179,12 +261,12 @@ def _scratchpad_checks(name: str, section: dict) -> list[tuple[str, str]]:
 def validate(cfg: dict) -> dict:
     """Return cfg unchanged if valid; raise ConfigError naming every bad key otherwise."""
     validator = jsonschema.Draft202012Validator(schema())
-    errors = [
+    errors = nonfinite(cfg) + [
         (_path(e), e.message)
         for e in sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
     ]
     if not errors:
-        errors = _cross_checks(cfg)
+        errors = _general_checks(cfg) + _cross_checks(cfg)
     if errors:
         lines = "\n".join(f"  {key}: {msg}" for key, msg in errors)
         raise ConfigError(f"invalid config:\n{lines}")
@@ -194,14 +276,7 @@ def validate(cfg: dict) -> dict:
 def load(path: str | Path) -> dict:
     """Read and validate a config YAML; a syntax error or an empty file names the file (and the
     line), which Snakemake's own message does not."""
-    try:
-        with open(path) as f:
-            cfg = yaml.safe_load(f)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        problem = getattr(err, "problem", None) or err
-        raise ConfigError(f"{where}: not valid YAML ({problem})") from None
+    cfg = read_yaml(path)
     if not isinstance(cfg, dict):
         raise ConfigError(f"{path}: empty, or not a mapping of keys at top level")
     return validate(cfg)

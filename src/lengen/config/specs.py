@@ -15,6 +15,10 @@ what model.pt stores, what MLflow logs and what the provenance hash is taken of.
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
+import types
+import typing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,11 +29,40 @@ from lengen.train.tracking import experiment_name
 
 
 class SpecError(ValueError):
-    """A spec section with a key its dataclass does not have, or without a required one."""
+    """A spec section with a key its dataclass does not have, without a required one, or with a
+    value of the wrong type."""
+
+
+def _fits(value, hint) -> bool:
+    """Whether a JSON value fits a field's type hint (int, float, str, bool, dict, tuple, a
+    dataclass already built, unions with None; anything else is accepted)."""
+    if hint is Any:
+        return True
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return any(_fits(value, h) for h in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        return ok and math.isfinite(value)
+    origin = typing.get_origin(hint) or hint
+    if origin is tuple:
+        args = typing.get_args(hint)
+        return isinstance(value, tuple) and len(value) == len(args) and all(
+            _fits(v, h) for v, h in zip(value, args, strict=True))  # fmt: skip
+    if isinstance(origin, type):
+        return isinstance(value, origin)
+    return True
 
 
 def _build(cls, section: str, values: dict):
     """cls(**values), with an error naming the spec section and the keys when they do not fit."""
+    if not isinstance(values, dict):
+        raise SpecError(f"spec section {section!r}: a mapping of keys, not {values!r}")
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - names)
     if unknown:
@@ -40,7 +73,33 @@ def _build(cls, section: str, values: dict):
     missing = [k for k in required if k not in values]
     if missing:
         raise SpecError(f"spec section {section!r}: missing key(s) {missing}")
+    hints = typing.get_type_hints(cls)
+    for key, value in values.items():
+        if not _fits(value, hints[key]):
+            raise SpecError(
+                f"spec section {section!r}: {key} = {value!r} is not a (finite) "
+                f"{getattr(hints[key], '__name__', hints[key])}"
+            )
     return cls(**values)
+
+
+def read_spec(arg: str) -> dict:
+    """A job's --spec argument: a path to a spec JSON file (such as the spec.json beside every
+    trained model) or the JSON text itself; SpecError naming what is wrong."""
+    from pathlib import Path
+
+    is_file = not arg.lstrip().startswith("{") and Path(arg).is_file()
+    if not is_file and not arg.lstrip().startswith("{"):
+        raise SpecError(f"--spec {arg!r}: neither a file nor JSON text (a spec starts with '{{')")
+    text = Path(arg).read_text() if is_file else arg
+    where = arg if is_file else "--spec"
+    try:
+        values = json.loads(text, parse_constant=lambda c: float(c))
+    except json.JSONDecodeError as err:
+        raise SpecError(f"{where}: not valid JSON ({err})") from None
+    if not isinstance(values, dict):
+        raise SpecError(f"{where}: a spec is a JSON object, not {type(values).__name__}")
+    return values
 
 
 @dataclass(frozen=True)
@@ -135,6 +194,10 @@ class Spec:
             return values
         values = dict(values)
         experiment = values.get("experiment")
+        if experiment not in tasks.REGISTRY:
+            raise SpecError(
+                f"spec: experiment {experiment!r} is not a task; known: {sorted(tasks.REGISTRY)}"
+            )
         task_cls = tasks.get(experiment).TaskSpec
         sections = {
             "task": _build(task_cls, "task", values.get("task", {})),

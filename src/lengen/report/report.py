@@ -662,16 +662,17 @@ def write_report(
         "",
         "Where a sparse-parity verdict fails, `sparse_parity_attention_<variant>.png` shows why: "
         "the predicting token's attention on the flagged tokens per head vs test length, and "
-        "accuracy by number of flagged ones (at k_test = K_train and above it). README, "
-        '"Sparse parity: probes and diagnosis", has the recorded search behind the default tier.',
+        "accuracy by number of flagged ones (at k_test = K_train and above it). "
+        'probes/README.md, "Sparse parity: probes and diagnosis", has the recorded search behind '
+        "the default tier.",
         "",
-        "Where a scratchpad verdict (PS, VA) fails or is not testable, README, "
-        '"Scratchpad tasks: probes and diagnosis" and "Scratchpad tasks with PPC", has the '
-        "recorded search (each probe a row of `probes/scratchpad_probes.csv`), how the failing "
-        "models fail (probes/va_errors.py, probes/scratchpad_attention.py), and the compute the "
-        "missing verdicts would take.",
+        "Where a scratchpad verdict (PS, VA) fails or is not testable, probes/README.md, "
+        '"Scratchpad tasks: probes and diagnosis", and docs/results.md, "Scratchpad tasks with '
+        'PPC", have the recorded search (each probe a row of `probes/scratchpad_probes.csv`), how '
+        "the failing models fail (probes/va_errors.py, probes/scratchpad_attention.py), and the "
+        "compute the missing verdicts would take.",
         "",
-        "Where a natural-language verdict fails or is not testable, README, "
+        "Where a natural-language verdict fails or is not testable, probes/README.md, "
         '"Natural language: probes and diagnosis", has the recorded search: the long-context gain '
         "by target position, whether the models copy from far context (lengen.analysis.copying), "
         "and the compute a larger gain would take.",

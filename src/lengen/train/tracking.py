@@ -7,6 +7,7 @@ the schema and every experiment in one setup job, and runs are started by experi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
 import mlflow  # noqa: E402
+from filelock import FileLock  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
 
 
@@ -33,19 +35,54 @@ def artifact_root(uri: str) -> str | None:
     return None
 
 
+class StoreError(RuntimeError):
+    """The MLflow store cannot be read: the message names it and the recovery."""
+
+
+def store_path(uri: str) -> Path | None:
+    """The SQLite file of a store (None for a tracking server)."""
+    return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
+
+
+@contextlib.contextmanager
+def readable_store(uri: str):
+    """Turn a broken store's database error (a truncated or overwritten SQLite file, a schema
+    half-created) into a StoreError naming the store and the recovery (README, Recovery)."""
+    try:
+        yield
+    except Exception as err:  # noqa: BLE001 - SQLAlchemy's and MLflow's errors, by message
+        text = str(err)
+        broken = ("malformed", "not a database", "_alembic_tmp", "no such table", "disk image")
+        if not any(b in text for b in broken):
+            raise
+        path = store_path(uri) or uri
+        raise StoreError(
+            f"MLflow store {path} is unreadable ({text.splitlines()[0][:200]}). Recover: move it "
+            f"aside (mv {path} {path}.broken) and delete {Path(str(path)).parent}/mlflow.ready and "
+            f"{Path(str(path)).parent}/mlflow/*.ready; the next snakemake run makes a new store "
+            "(trained models stay on disk; their old MLflow runs stay in the moved file)"
+        ) from err
+
+
 def prepare_store(uri: str, experiments: Iterable[str]) -> dict[str, str]:
     """Create the store's schema and every experiment (artifacts under artifact_root); return
-    name -> experiment id."""
-    if uri.startswith("sqlite:///"):
-        Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    client = MlflowClient(tracking_uri=uri)
-    client.search_experiments(max_results=1)  # creates the schema on first access
-    root = artifact_root(uri)
-    ids = {}
-    for name in experiments:
-        exp = client.get_experiment_by_name(name)
-        location = f"{root}/{name.replace('/', '_')}" if root else None
-        ids[name] = exp.experiment_id if exp else client.create_experiment(name, location)
+    name -> experiment id. A SQLite store is created under a file lock beside it, so that
+    concurrent first uses (jobs run with --nolock, two tiers sharing a store) never leave its
+    schema half-migrated."""
+    path = store_path(uri)
+    lock = contextlib.nullcontext()
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(f"{path}.lock", timeout=600)
+    with lock, readable_store(uri):
+        client = MlflowClient(tracking_uri=uri)
+        client.search_experiments(max_results=1)  # creates the schema on first access
+        root = artifact_root(uri)
+        ids = {}
+        for name in experiments:
+            exp = client.get_experiment_by_name(name)
+            location = f"{root}/{name.replace('/', '_')}" if root else None
+            ids[name] = exp.experiment_id if exp else client.create_experiment(name, location)
     return ids
 
 
@@ -64,7 +101,8 @@ def flatten(d: Mapping, prefix: str = "") -> dict[str, str]:
 def start_run(uri: str, experiment: str, run_name: str, run_id_file: Path) -> mlflow.ActiveRun:
     """Start (or resume, when run_id_file exists) the MLflow run of one trained model."""
     mlflow.set_tracking_uri(uri)
-    exp = MlflowClient(tracking_uri=uri).get_experiment_by_name(experiment)
+    with readable_store(uri):
+        exp = MlflowClient(tracking_uri=uri).get_experiment_by_name(experiment)
     if exp is None:
         raise RuntimeError(
             f"MLflow experiment {experiment!r} missing in {uri}: run the setup rule "

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import shutil
 import signal
 import sys
@@ -24,7 +23,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from lengen import tasks
-from lengen.config.specs import Spec, TrainSpec
+from lengen.config.specs import Spec, SpecError, TrainSpec, read_spec
 from lengen.data.data import IGNORE, VALID_STREAM, step_rng
 from lengen.model.model import GPTNeoX, ModelConfig
 from lengen.model.modelfile import write_model_file
@@ -195,8 +194,50 @@ def train(spec: Spec | dict, out: Path, stop_after: int | None = None) -> Path:
     try:
         return _train(Spec.parse(spec), out, stop_after)
     except BaseException as err:
-        tracking.close_failed_run(err)
-        raise
+        try:
+            tracking.close_failed_run(err)
+        except Exception as close_err:  # noqa: BLE001 - e.g. a full disk refuses the write too
+            print(
+                f"the MLflow run could not be closed ({type(close_err).__name__}: "
+                f"{str(close_err).splitlines()[0][:200]}); it may still show RUNNING",
+                file=sys.stderr,
+                flush=True,
+            )
+        raise  # the first cause, not the store's complaint about it
+
+
+class NonFiniteLoss(FloatingPointError):
+    """Training diverged: a loss is infinite or NaN (no model.pt is written; the run is FAILED)."""
+
+
+def check_finite(losses: list[float], step: int, spec: Spec, out: Path) -> None:
+    """Raise NonFiniteLoss naming the step, the run and its lr when a loss is not finite."""
+    bad = [x for x in losses if not math.isfinite(x)]
+    if bad:
+        raise NonFiniteLoss(
+            f"{spec.run_name} ({out}): training loss {bad[0]} at step {step}: the run diverged "
+            f"(train.lr = {spec.train.lr:g}, train.grad_clip = {spec.train.grad_clip:g}); lower "
+            "the lr or check the data, then rerun (no model was written)"
+        )
+
+
+def forget_other_spec(out: Path, spec: Spec, log) -> None:
+    """A folder last used by a different spec (a changed value, then a rerun) starts a new run:
+    its checkpoints, model and MLflow run id belong to the old spec, whose MLflow run stays as it
+    was. Only the same spec resumes."""
+    old = out / "spec.json"
+    if not old.exists():
+        return
+    try:
+        same = json.loads(old.read_text()) == json.loads(json.dumps(spec.source))
+    except (OSError, json.JSONDecodeError):
+        same = False
+    if same:
+        return
+    log(f"{old}: another spec trained here before; starting a new run (its MLflow run is kept)")
+    shutil.rmtree(out / "ckpt", ignore_errors=True)
+    for name in ("mlflow_run_id", "model.pt", "spec.json"):
+        (out / name).unlink(missing_ok=True)
 
 
 def micro_batch_spec(spec: Spec, engine) -> Spec:
@@ -238,6 +279,9 @@ def _train(spec: Spec, out: Path, stop_after: int | None) -> Path:
     model = build_model(spec)
     engine = make_engine(spec, model)
     rank = dist.get_rank()
+    if rank == 0:
+        forget_other_spec(out, spec, lambda msg: print(msg, file=sys.stderr, flush=True))
+    dist.barrier()
     device = engine.device
     task = tasks.get(spec.experiment)
     train_cfg = spec.train
@@ -266,6 +310,7 @@ def _train(spec: Spec, out: Path, stop_after: int | None) -> Path:
     rank_spec = micro_batch_spec(spec, engine)
     for step in bar:
         losses, fed = train_step(engine, task, spec, rank_spec, step)
+        check_finite(losses, step + 1, spec, out)
         window += losses
         tokens += fed
         done = step + 1
@@ -335,10 +380,13 @@ def main(argv: list[str] | None = None) -> None:
         "--local_rank", type=int, default=None, help="set by the deepspeed launcher"
     )
     args = parser.parse_args(argv)
-    text = Path(args.spec).read_text() if os.path.exists(args.spec) else args.spec
+    try:
+        spec = Spec.parse(read_spec(args.spec))
+    except SpecError as err:
+        parser.error(str(err))
     # Snakemake and SLURM stop jobs with SIGTERM: exit through Python so the run ends KILLED
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    train(json.loads(text), args.out)
+    train(spec, args.out)
 
 
 if __name__ == "__main__":
