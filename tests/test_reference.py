@@ -42,7 +42,7 @@ def test_a_run_equal_to_its_reference_is_the_same_everywhere(tmp_path):
     assert list(table.number) == ["identical", "no number in either", "identical"]
     text = "\n".join(reference.section(run, ref, "reference/x/verdicts.csv"))
     assert "**3 of 3 verdicts are the same as the reference's**." in text
-    assert "2 of 3 numbers are identical" in text and "`abc`" in text
+    assert "2 of 2 measured numbers are identical" in text and "`abc`" in text
 
 
 def test_a_differing_verdict_and_numbers_are_named():

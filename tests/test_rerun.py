@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -115,16 +116,17 @@ def test_values_the_schema_accepts_but_make_no_sense(smoke_config):
     _invalid(c, "reports_dir", "no run writes it")
 
 
-def _train_cli(*args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "lengen.train.train", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+def test_the_train_entry_point_takes_a_spec_file_or_text_and_names_bad_keys(
+    tiny_spec, tmp_path, capsys
+):
+    import signal
 
+    from lengen.train.train import main
 
-def test_the_train_entry_point_takes_a_spec_file_or_text_and_names_bad_keys(tiny_spec, tmp_path):
+    sigterm = signal.getsignal(signal.SIGTERM)  # main() sets its own; put pytest's back after
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(tiny_spec))
-    proc = _train_cli("--spec", str(path), "--out", str(tmp_path / "run"))
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    main(["--spec", str(path), "--out", str(tmp_path / "run")])  # the spec.json beside a model
     assert (tmp_path / "run" / "model.pt").exists()
     for spec, message in (
         ('{"experiment": ', "--spec: not valid JSON"),
@@ -135,11 +137,11 @@ def test_the_train_entry_point_takes_a_spec_file_or_text_and_names_bad_keys(tiny
         (json.dumps(dict(tiny_spec, train={**tiny_spec["train"], "lr": float("nan")})),
          "'train': lr = nan is not a \\(finite\\)"),
     ):  # fmt: skip
-        proc = _train_cli("--spec", spec, "--out", str(tmp_path / "bad"))
-        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
-        import re
-
-        assert re.search(message, proc.stderr), proc.stderr[-1000:]
+        with pytest.raises(SystemExit) as exit_:
+            main(["--spec", spec, "--out", str(tmp_path / "bad")])
+        assert exit_.value.code == 2  # argparse's usage error: a message, no traceback
+        assert re.search(message, capsys.readouterr().err)
+    signal.signal(signal.SIGTERM, sigterm)
 
 
 def test_paths_with_spaces_are_quoted_in_every_command(tmp_path, smoke_config):
@@ -219,7 +221,7 @@ def test_a_failure_that_also_breaks_the_store_reports_the_first_cause(
     assert "the MLflow run could not be closed (RuntimeError" in capsys.readouterr().err
 
 
-def test_influence_refuses_a_masked_lm_and_a_missing_directory(tmp_path):
+def test_influence_refuses_a_masked_lm_and_a_missing_directory(tmp_path, capsys):
     from transformers import BertConfig, BertForMaskedLM
 
     bert = tmp_path / "bert"
@@ -232,7 +234,9 @@ def test_influence_refuses_a_masked_lm_and_a_missing_directory(tmp_path):
         (["--model", str(bert), "--tokens", str(text)], "BertForMaskedLM is not a causal"),
         (["--model", str(tmp_path / "nope"), "--tokens", str(text)], "nope: not a local"),
     )
+    from lengen.cli import main
+
     for args, message in cases:
-        cmd = [sys.executable, "-m", "lengen.cli", "influence", *args, "--out", "x.csv"]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 2 and message in proc.stderr, proc.stderr[-2000:]
+        with pytest.raises(SystemExit) as exit_:
+            main(["influence", *args, "--out", str(tmp_path / "x.csv")])
+        assert exit_.value.code == 2 and message in capsys.readouterr().err

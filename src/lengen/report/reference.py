@@ -113,10 +113,11 @@ def section(run: pd.DataFrame, ref: pd.DataFrame | None, label: str) -> list[str
     head += "." if differ.empty else ("; not the same: " + ", ".join(
         f"{r.id} ({r.verdict})" for r in differ.itertuples()) + ".")  # fmt: skip
     identical = int((table.number == "identical").sum())
+    measured = int((~table.number.isin(["no number in either", "-"])).sum())
     return lines + [
         head,
-        f"{identical} of {len(table)} numbers are identical to the reference's (a run of the same "
-        "code, config and seed on the same kind of machine repeats it exactly).",
+        f"{identical} of {measured} measured numbers are identical to the reference's (a run of "
+        "the same code, config and seed on the same kind of machine repeats them exactly).",
         "",
         table.to_markdown(index=False),
         "",
