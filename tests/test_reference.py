@@ -95,3 +95,20 @@ def test_refresh_copies_a_clean_run_and_refuses_uncommitted_code(tmp_path):
     files = reference.refresh(reports, dest, allow_dirty=True)
     assert sorted(f.name for f in files) == ["REPORT.md", "table.csv", "verdicts.csv"]
     assert sorted(p.name for p in dest.iterdir()) == ["REPORT.md", "table.csv", "verdicts.csv"]
+
+
+def test_effect_judgement_three_ways_and_the_decisive_effect():
+    from lengen.report import effects
+
+    assert effects.judge(0.31, 0.5, 0.3) == "reproduced"
+    assert effects.judge(0.1, 0.29, 0.3) == "not reproduced"
+    assert effects.judge(0.2, 0.4, 0.3) == "inconclusive"
+    a, b, c = (effects.Effect("a", 0.5, 0.4, 0.6), effects.Effect("b", 0.35, 0.25, 0.45),
+               effects.Effect("c", 0.2, 0.1, 0.28))  # fmt: skip
+    assert effects.decisive([a, b], 0.3) is b  # the lowest bound decides
+    assert effects.decisive([a, b, c], 0.3) is c  # a whole CI below decides against
+    rows = pd.DataFrame({"accuracy": [0.5, 1.0], "n": [100, 100]})
+    e = effects.level(rows, "x")
+    assert e.estimate == 0.75 and e.low < 0.75 < e.high
+    g = effects.gap(rows, rows, "same")
+    assert g.estimate == 0 and g.low < 0 < g.high

@@ -22,6 +22,7 @@ class Measured:
     spread), shown together; a rule reads them by name."""
 
     values: dict[str, float]
+    detail: str = ""  # shown after the row's "measured as" (e.g. every effect behind the number)
 
     def __getitem__(self, name: str) -> float:
         return self.values[name]
@@ -50,3 +51,10 @@ class Claim:
     measure: Callable[[object], float | Measured | NotTestable | None]
     rule: str  # the rule, in words
     holds: Callable[[float | Measured], bool]
+    # a verdict with more than two outcomes (e.g. reproduced / inconclusive / not reproduced from
+    # an effect's CI): when given, it decides instead of `holds`
+    judge: Callable[[float | Measured], str] | None = None
+    # "paper": a claim of the paper; "check": cannot fail by construction (a sanity check, not a
+    # reproduction); "beyond": a claim beyond the paper (another paper's prediction, an extra
+    # scheme). The report counts and shows each kind apart.
+    kind: str = "paper"
