@@ -240,3 +240,25 @@ def test_influence_refuses_a_masked_lm_and_a_missing_directory(tmp_path, capsys)
         with pytest.raises(SystemExit) as exit_:
             main(["influence", *args, "--out", str(tmp_path / "x.csv")])
         assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_the_provenance_hash_depends_on_the_science_not_the_path(
+    tmp_path, smoke_config, monkeypatch
+):
+    """The same spec built in two clones (results folders, MLflow stores) hashes the same; a
+    changed value does not."""
+    from lengen.config.config import config_hash
+    from lengen.tasks import sparse_parity
+
+    specs = []
+    for clone in ("a", "b c"):
+        (tmp_path / clone).mkdir()
+        monkeypatch.chdir(tmp_path / clone)  # results_dir is relative: a different clone
+        cfg = copy.deepcopy(smoke_config)
+        specs.append(sparse_parity.train_spec(cfg, 2))
+    assert specs[0]["tracking"]["uri"] != specs[1]["tracking"]["uri"]
+    assert config_hash(specs[0]) == config_hash(specs[1])
+    changed = dict(specs[0], train={**specs[0]["train"], "lr": 5e-4})
+    assert config_hash(changed) != config_hash(specs[0])
+    report_slices = [dict(smoke_config, results_dir=d, reports_dir=f"{d}/r") for d in ("x", "y")]
+    assert config_hash(report_slices[0]) == config_hash(report_slices[1])

@@ -310,9 +310,24 @@ def tracking_uri(cfg: dict) -> str:
     return f"sqlite:///{Path(cfg['results_dir']).resolve() / 'mlflow.db'}"
 
 
+# Keys that say where a run lives, not what it computes: the MLflow store (its URI is an
+# absolute path), the results and reports folders, the packed token file, a C4 shard folder.
+MACHINE_LOCAL = frozenset({"tracking", "results_dir", "reports_dir", "train_tokens", "c4_dir"})
+
+
+def science(obj):
+    """A config, spec or slice without its MACHINE_LOCAL keys (at any depth)."""
+    if isinstance(obj, dict):
+        return {k: science(v) for k, v in obj.items() if k not in MACHINE_LOCAL}
+    if isinstance(obj, list | tuple):
+        return [science(v) for v in obj]
+    return obj
+
+
 def config_hash(obj: dict) -> str:
-    """Short stable hash of a JSON-serialisable dict."""
-    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:12]
+    """Short stable hash of a JSON-serialisable dict's science (`science`): the same run in two
+    clones, two results folders or two MLflow stores has the same hash."""
+    return hashlib.sha256(json.dumps(science(obj), sort_keys=True).encode()).hexdigest()[:12]
 
 
 if __name__ == "__main__":
