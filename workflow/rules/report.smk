@@ -6,11 +6,13 @@ import sys
 
 import yaml
 
+from lengen.report import reference
+
 REPORT = f"{REPORTS}/{artifacts.REPORT}"
 HTML_REPORT = f"{REPORTS}/report.html"
 # The committed reference of this tier (reference/<tier>/ beside the Snakefile; no rule writes
 # there): REPORT.md compares this run's verdicts with it (lengen.report.reference).
-REFERENCE_LABEL = f"reference/{config['tier']}/{artifacts.VERDICTS}"
+REFERENCE_LABEL = str(reference.reference_dir(config["tier"]) / artifacts.VERDICTS)
 REFERENCE_VERDICTS = os.path.join(workflow.basedir, REFERENCE_LABEL)
 REFERENCE_INPUT = {"reference": REFERENCE_VERDICTS} if os.path.exists(REFERENCE_VERDICTS) else {}
 

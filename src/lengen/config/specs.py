@@ -88,11 +88,11 @@ def read_spec(arg: str) -> dict:
     trained model) or the JSON text itself; SpecError naming what is wrong."""
     from pathlib import Path
 
-    is_file = not arg.lstrip().startswith("{") and Path(arg).is_file()
-    if not is_file and not arg.lstrip().startswith("{"):
+    is_text = arg.lstrip().startswith("{")
+    if not is_text and not Path(arg).is_file():
         raise SpecError(f"--spec {arg!r}: neither a file nor JSON text (a spec starts with '{{')")
-    text = Path(arg).read_text() if is_file else arg
-    where = arg if is_file else "--spec"
+    text = arg if is_text else Path(arg).read_text()
+    where = "--spec" if is_text else arg
     try:
         values = json.loads(text, parse_constant=lambda c: float(c))
     except json.JSONDecodeError as err:

@@ -27,6 +27,14 @@ class Measured:
     def __getitem__(self, name: str) -> float:
         return self.values[name]
 
+    @staticmethod
+    def ci_keys(name: str) -> tuple[str, str]:
+        """The keys of a number's CI: ci_low / ci_high for `estimate`, NAME_ci_low /
+        NAME_ci_high for the others."""
+        return (
+            ("ci_low", "ci_high") if name == "estimate" else (f"{name}_ci_low", f"{name}_ci_high")
+        )
+
     def __str__(self) -> str:
         """'name value [CI low, CI high]' per number (CI keys: ci_low / ci_high for `estimate`,
         NAME_ci_low / NAME_ci_high for the others)."""
@@ -34,7 +42,7 @@ class Measured:
         for k, v in self.values.items():
             if k.endswith(("ci_low", "ci_high")):
                 continue
-            lo, hi = ("ci_low", "ci_high") if k == "estimate" else (f"{k}_ci_low", f"{k}_ci_high")
+            lo, hi = self.ci_keys(k)
             ci = f" [{self.values[lo]:.3f}, {self.values[hi]:.3f}]" if lo in self.values else ""
             parts.append(f"{k} {v:.3f}{ci}")
         return ", ".join(parts)

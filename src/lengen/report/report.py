@@ -1,10 +1,12 @@
 """Claims verdict report: one row per claim of the paper, with the paper's statement, the number
 measured in this run, the config it came from and a verdict computed by an explicit rule.
 
-Verdicts: "reproduced" / "not reproduced" when the rule could be evaluated, "not testable" when
-the comparison it makes would show nothing (models that did not learn the task in distribution;
-the reason is printed), "not run" when the results it needs are absent (e.g. a tier without that
-experiment). Rules read only the tidy tables
+Verdicts: "reproduced" / "not reproduced" when the rule could be evaluated (for a comparison:
+its effect's whole 95% CI on one side of the minimum effect, lengen.report.effects),
+"inconclusive" when that CI straddles it, "not testable" when the comparison would show nothing
+(models that did not learn the task in distribution; the reason is printed), "not run" when the
+results it needs are absent (e.g. a tier without that experiment); a check (a row that cannot
+fail by construction) "passed" / "failed". Rules read only the tidy tables
 under the reports directory; nothing here is typed by hand except the paper's statements and the
 thresholds, each written next to its claim.
 """
@@ -254,15 +256,6 @@ def in_distribution(t: Tables, experiment: str) -> pd.Series | None:
     return per_length.groupby(level=[0, 1]).min()
 
 
-def _beyond(t: Tables, experiment: str) -> pd.Series:
-    """Seed-mean exact match beyond the training lengths, averaged over those lengths, per
-    (variant, jump / depth)."""
-    d = t.table(experiment)
-    d = d[d.length > tasks.get(experiment).train_lengths(t.cfg[experiment])[1]]
-    per_length = d.groupby(["variant", _setting(experiment), "length"]).accuracy.mean()
-    return per_length.groupby(level=[0, 1]).mean()
-
-
 def not_learned(t: Tables, experiment: str, variants: list[str]) -> list[str]:
     """'variant at jump/depth v (worst x.xx)' for every compared model below NEAR_PERFECT in
     distribution (empty: the comparison is testable)."""
@@ -321,16 +314,14 @@ def compare_beyond(
         if weak:
             return NotTestable("not learned in distribution (< 0.9): " + ", ".join(weak))
         param = _setting(experiment)
-        found = [
-            effects.gap(
-                beyond_rows(t, experiment, better, value),
-                beyond_rows(t, experiment, other, value),
-                f"{param} {value}: {better} minus {other}",
-            )
-            for value in sorted(d[d.variant == better][param].unique())
-            for other in compared[1:]
-            if len(beyond_rows(t, experiment, other, value))
-        ]
+        found = []
+        for value in sorted(d[d.variant == better][param].unique()):
+            ours = beyond_rows(t, experiment, better, value)
+            for other in compared[1:]:
+                theirs = beyond_rows(t, experiment, other, value)
+                if len(theirs):
+                    name = f"{param} {value}: {better} minus {other}"
+                    found.append(effects.gap(ours, theirs, name))
         if not found:
             return None
         return effect_measured(found, threshold, departure_note(t, experiment))
@@ -708,9 +699,9 @@ def numbers(value) -> dict[str, float]:
     nan = math.nan
     if isinstance(value, Measured):
         name = next(iter(value.values))
-        prefix = "" if name == "estimate" else f"{name}_"
-        return {"value": value[name], "ci_low": value.values.get(f"{prefix}ci_low", nan),
-                "ci_high": value.values.get(f"{prefix}ci_high", nan)}  # fmt: skip
+        low, high = Measured.ci_keys(name)
+        return {"value": value[name], "ci_low": value.values.get(low, nan),
+                "ci_high": value.values.get(high, nan)}  # fmt: skip
     if isinstance(value, int | float) and not isinstance(value, bool):
         return {"value": float(value), "ci_low": nan, "ci_high": nan}
     return {"value": nan, "ci_low": nan, "ci_high": nan}
