@@ -53,12 +53,12 @@ def sp_evals(sp_dir, variants, ks):
 
 def scratchpad_evals(exp, variants=None):
     """eval.csv of every run of the given variants (all by default) of one generation-scored
-    experiment."""
-    section = config[exp]
+    experiment (each variant at its own jumps / depths)."""
     setting = GENERATION_TASKS[exp].SETTING
     return [
         f"{RESULTS}/{exp}/{variant}/{setting.prefix}{value}/seed{run}/eval.csv"
-        for variant in (variants or section["variants"])
+        for variant in (variants or config[exp]["variants"])
+        for section in [tasks.variant_section(config[exp], variant)]
         for value in section[setting.values]
         for run in range(section["variants"][variant]["runs"])
     ]

@@ -8,11 +8,18 @@ SCRATCHPAD_FIGURES = {  # figure file stem -> (experiment, figure key, default t
         "fig8",
         "Fig. 8: parity with scratchpad, without PPC",
     ),
+    "fig8_equal_budgets": (
+        "parity_scratchpad",
+        "fig8_equal",
+        "Parity with scratchpad: PPC and the ablations at equal budgets (not in the paper)",
+    ),
     "fig3_variable_assignment": ("variable_assignment", "fig3", "Fig. 3: variable assignment"),
     "fig_majority": ("majority", "fig_majority", "Majority (not in the paper): position schemes"),
 }
 SCRATCHPAD_OUTPUTS = [
-    artifacts.figure(config, stem) for stem, (exp, *_) in SCRATCHPAD_FIGURES.items() if exp in config
+    artifacts.figure(config, stem)
+    for stem, (exp, key, _) in SCRATCHPAD_FIGURES.items()
+    if exp in config and key in config[exp]["figures"]
 ] + [artifacts.table(config, exp) for exp in GENERATION_TASKS if exp in config]
 
 
@@ -95,9 +102,14 @@ rule scratchpad_figure:
         ].get("title", SCRATCHPAD_FIGURES[w.stem][2])
         + f" ({config['tier']} tier)",
         style=lambda w: to_json(config[SCRATCHPAD_FIGURES[w.stem][0]]["figures"].get("style", {})),
-        train_range=lambda w: "{} {}".format(
+        train_range=lambda w: "{} {}".format(  # the first panel's variant's training range
             *GENERATION_TASKS[SCRATCHPAD_FIGURES[w.stem][0]].train_lengths(
-                config[SCRATCHPAD_FIGURES[w.stem][0]]
+                tasks.variant_section(
+                    config[SCRATCHPAD_FIGURES[w.stem][0]],
+                    config[SCRATCHPAD_FIGURES[w.stem][0]]["figures"][SCRATCHPAD_FIGURES[w.stem][1]][
+                        "panels"
+                    ][0],
+                )
             )
         ),
         tracking=lambda w: figure_tracking(SCRATCHPAD_FIGURES[w.stem][0]),

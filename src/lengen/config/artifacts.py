@@ -25,11 +25,13 @@ TABLES = {  # report-level tidy tables: name -> (file under reports_dir, the con
     "sparse_parity_schemes": ("sparse_parity_schemes.csv", "sparse_parity"),  # extra figure
 }
 REPORT_READS = ("sparse_parity", "theory", "influence", "perplexity_chunks")  # + generation tasks
-FIGURES = {  # figure stem -> config section (Figs. 1-8 of the paper, diagnostics, majority)
+FIGURES = {  # figure stem -> config section (Figs. 1-8 of the paper, diagnostics, majority), or
+    # (section, figure key) for a figure drawn only where the section's `figures` names it
     "fig1_sparse_parity": "sparse_parity",
     "fig7_sparse_parity": "sparse_parity",
     "fig2_parity_scratchpad": "parity_scratchpad",
     "fig8_parity_scratchpad_ablations": "parity_scratchpad",
+    "fig8_equal_budgets": ("parity_scratchpad", "fig8_equal"),  # drawn when the config has it
     "fig3_variable_assignment": "variable_assignment",
     "fig4_influence": "natural_language",
     "fig5_masks": "natural_language",
@@ -63,9 +65,16 @@ def report_tables(cfg: dict) -> dict[str, str]:
     return {name: table(cfg, name) for name in names}
 
 
+def _drawn(cfg: dict, where: str | tuple[str, str]) -> bool:
+    """Whether this config draws a figure of FIGURES: its section runs (and, for an optional
+    figure given as (section, figure key), the section's `figures` has the key)."""
+    section, key = (where, None) if isinstance(where, str) else where
+    return section in cfg and (key is None or key in cfg[section].get("figures", {}))
+
+
 def report_figures(cfg: dict) -> list[str]:
     """File names of the figures the run draws (what REPORT.md lists), sections in config order."""
-    names = [f"{stem}.png" for stem, section in FIGURES.items() if section in cfg]
+    names = [f"{stem}.png" for stem, where in FIGURES.items() if _drawn(cfg, where)]
     if "sparse_parity" in cfg:
         names += [f"sparse_parity_attention_{v}.png" for v in cfg["sparse_parity"]["variants"]]
         if "schemes" in cfg["sparse_parity"]:

@@ -243,6 +243,16 @@ def _scratchpad_checks(name: str, section: dict) -> list[tuple[str, str]]:
         errors.append((f"{name}.model.d_model", "must be divisible by n_head"))
     for var_name, var in section["variants"].items():
         key = f"{name}.variants.{var_name}"
+        if "task" in var:  # the variant's own training range / settings: the same constraints
+            own = tasks.variant_section(section, var_name)
+            own_short, own_long = task.train_lengths(own)
+            if own_short > own_long:
+                errors.append((f"{key}.task.train_min_len", "must be <= train_max_len"))
+            errors += [
+                (f"{key}.task{k[len(name) :]}", message)
+                for k, message in task.config_checks(name, own)
+                if not k.startswith(f"{name}.variants.")  # reported once, from the section
+            ]
         if var["scheme"] == "ppc" and var.get("scratchpad", True) is False:
             errors.append((f"{key}.scheme", "ppc needs a scratchpad to couple"))
         model = {**section["model"], **var.get("model", {})}

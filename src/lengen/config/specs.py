@@ -255,12 +255,12 @@ def run_spec(
 def scratchpad_train(cfg: dict, experiment: str, variant: str, value: int, run: int) -> dict:
     """Spec of run `run` of a generation-scored task's variant (a scratchpad task, Sec. 5.2) at
     its setting `value` (jump, depth: the task's SETTING); the task section is the task's own
-    `task_spec`.
+    `task_spec` of the section as the variant sees it (its own training range, if it has one).
 
     Run r trains from seed cfg.seed + r; every run is scored on the same test set (cfg.seed).
     """
-    section, task_module = cfg[experiment], tasks.get(experiment)
-    var = section["variants"][variant]
+    section = tasks.variant_section(cfg[experiment], variant)
+    task_module, var = tasks.get(experiment), section["variants"][variant]
     sections = {
         "task": task_module.task_spec(section, var, value),
         "model": {

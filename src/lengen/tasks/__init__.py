@@ -16,7 +16,8 @@ Tasks scored by greedy generation over test lengths, one model per (variant, set
 
 - `SETTING`: the per-model setting (jump, depth, ...), a `Setting`;
 - `task_spec(section, variant, value)`: the spec's task section for one model;
-- `train_lengths(section)`: the shortest and longest training length of its models;
+- `train_lengths(section)`: the shortest and longest training length of its models (of one
+  variant's models: pass `variant_section(section, name)`);
 - `longest_tokens(section, length)`: tokens of the longest sequence at a length (ID range);
 - `testset(spec, eval_cfg, seed)`: the fixed test draws per length, each a batch with
   `prompt_len` and `test_example(scheme)` (what the model is fed at test time);
@@ -34,7 +35,15 @@ from types import ModuleType
 from lengen.tasks import c4, majority, parity_scratchpad, sparse_parity, variable_assignment
 from lengen.tasks.base import Setting
 
-__all__ = ["REGISTRY", "Setting", "generation_tasks", "get", "table_keys", "table_order"]
+__all__ = [
+    "REGISTRY",
+    "Setting",
+    "generation_tasks",
+    "get",
+    "table_keys",
+    "table_order",
+    "variant_section",
+]
 
 REGISTRY: dict[str, ModuleType] = {
     "sparse_parity": sparse_parity,
@@ -55,6 +64,14 @@ def get(name: str) -> ModuleType:
 def generation_tasks() -> dict[str, ModuleType]:
     """The tasks scored by greedy generation (those with a per-model `SETTING`), by name."""
     return {name: t for name, t in REGISTRY.items() if hasattr(t, "SETTING")}
+
+
+def variant_section(section: dict, variant: str) -> dict:
+    """A generation-scored experiment's config section as one variant's models see it: the
+    section with the variant's `task` keys (its own training range, its own jumps / depths)
+    in place of the section's. A variant without `task` sees the section unchanged."""
+    overrides = section["variants"][variant].get("task", {})
+    return {**section, **overrides} if overrides else section
 
 
 def table_keys(name: str) -> tuple[str, ...]:
