@@ -6,9 +6,10 @@ NL_DIR = f"{RESULTS}/{tasks.get('natural_language').RESULTS_SUBDIR}"
 NL_TOKENS = [f"{NL_DIR}/tokens/{name}" for name in ("train.bin", "validation.bin", "meta.json")]
 NL_TABLE = artifacts.table(config, "perplexity")
 NL_CHUNKS = artifacts.table(config, "perplexity_chunks")  # the report's paired bootstrap
+NL_WINDOW = artifacts.table(config, "perplexity_window")  # NL-T1w: full context vs a window
 NL_INFLUENCE = artifacts.table(config, "influence")
 NL_FIGURES = [artifacts.figure(config, f) for f in ("fig4_influence", "fig5_masks", "fig6_influence")]
-NL_OUTPUTS = [NL_TABLE, NL_TABLE.replace(".csv", ".md"), NL_CHUNKS, NL_INFLUENCE, *NL_FIGURES] if NL else []
+NL_OUTPUTS = [NL_TABLE, NL_TABLE.replace(".csv", ".md"), NL_CHUNKS, NL_WINDOW, NL_INFLUENCE, *NL_FIGURES] if NL else []
 # App. F's models span several GPUs: natural_language.gpus_per_job overrides the runtime's
 NL_GPUS = NL.get("gpus_per_job", config["runtime"]["gpus_per_job"]) if NL else 0
 
@@ -108,6 +109,31 @@ rule nl_perplexity:
         "python -m lengen.analysis.perplexity --short {input.short:q} --long {input.long:q}"
         " --tokens {input.tokens:q} --eval {params.eval:q} --out {output.csv:q}"
         " --out-chunks {output.chunks:q} > {log:q} 2>&1"
+
+
+rule nl_window:
+    # NL-T1w: h_short's NLL on tokens L + 1 .. Lbar with the whole chunk before them vs with a
+    # sliding window of L tokens (what Table 1's 64-vs-128 comparison cannot tell apart)
+    input:
+        model=f"{NL_DIR}/h_short/model.pt",
+        tokens=f"{NL_DIR}/tokens/validation.bin",
+    output:
+        NL_WINDOW,
+    params:
+        eval=lambda w: to_json(NL["eval"]),
+        window=lambda w: NL["short_context"],
+    resources:
+        gpu=min(1, config["runtime"]["gpus_per_job"]),  # one GPU where the tier has them
+    conda:
+        CONDA_ENV
+    benchmark:
+        f"{BENCHMARKS}/natural_language/window.tsv",
+    log:
+        f"{LOGS}/natural_language/window.log",
+    shell:
+        "python -m lengen.analysis.perplexity window --model {input.model:q} --name h_short"
+        " --tokens {input.tokens:q} --eval {params.eval:q} --window {params.window}"
+        " --out {output:q} > {log:q} 2>&1"
 
 
 rule nl_influence:

@@ -4,6 +4,13 @@ Held-out text is cut into consecutive chunks of Lbar + 1 tokens. At evaluation l
 is read as Lbar / T windows of T + 1 tokens overlapping by one (each window starts fresh, true
 position IDs 1..T), so every evaluation length scores the same Lbar target tokens and differs
 only in how much context each prediction sees. Perplexity = exp(mean NLL) (footnote 13).
+
+That comparison cannot tell a model that uses tokens beyond L from one that only ever reads the
+last L: at T = L a fresh window gives the targets near its start little context, so any model
+gains from L to Lbar. `window_table` is the baseline the paper's inference needs: on the targets
+that have more than L tokens before them in a chunk (tokens L + 1 .. Lbar), the NLL with the
+whole chunk before them against with a sliding window of the last L tokens (true IDs 1..L), so
+both read at least L tokens and only the tokens beyond L differ.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -58,6 +66,39 @@ def chunk_nll(nll: np.ndarray, n_chunks: int) -> np.ndarray:
     return nll.reshape(-1, n_chunks, nll.shape[1]).mean(axis=(0, 2))
 
 
+def sliding_windows(chunks: np.ndarray, window: int) -> np.ndarray:
+    """For every chunk and every target beyond the first `window` targets (tokens window + 1 ..
+    Lbar), the `window` tokens before it and the target: (N * (Lbar - window), window + 1),
+    chunk-major."""
+    starts = np.arange(1, chunks.shape[1] - window)  # target t = start + window, t > window
+    idx = starts[:, None] + np.arange(window + 1)[None, :]
+    return chunks[:, idx].reshape(-1, window + 1)
+
+
+def window_table(
+    model, chunks: np.ndarray, window: int, batch_size: int, progress: bool = True
+) -> pd.DataFrame:
+    """Per chunk, the mean NLL of its targets beyond `window` (tokens window + 1 .. Lbar) given
+    the whole chunk before them ("full") and given only the `window` tokens before each
+    ("window"): rows (context, context_tokens, chunk, nll, n_targets)."""
+    n, beyond = len(chunks), chunks.shape[1] - 1 - window
+    if beyond < 1:
+        raise ValueError(f"chunks of {chunks.shape[1]} tokens have no target beyond {window}")
+    full = window_nll(model, chunks, batch_size)[:, window:]  # targets window + 1 .. Lbar
+    slid = sliding_windows(chunks, window)
+    parts = range(0, len(slid), batch_size * 8)
+    last = [window_nll(model, slid[i : i + batch_size * 8], batch_size)[:, -1]
+            for i in tqdm(parts, desc="sliding window", disable=not progress)]  # fmt: skip
+    sliding = np.concatenate(last).reshape(n, beyond)
+    return pd.DataFrame(
+        [{"context": name, "context_tokens": tokens, "chunk": c, "nll": float(nll[c].mean()),
+          "n_targets": beyond}
+         for name, tokens, nll in (("full", chunks.shape[1] - 1, full),
+                                   ("window", window, sliding))
+         for c in range(n)]
+    )  # fmt: skip
+
+
 def perplexity_table(
     models: dict[str, Path], tokens: np.ndarray, lengths: list[int], n: int, batch_size: int
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -91,8 +132,34 @@ def perplexity_table(
 
 
 # pragma: no mutate block  (CLI wiring: tested through the workflow in subprocesses)
+def main_window(argv: list[str]) -> None:
+    """CLI `window`: write one model's full-context vs sliding-window NLL per chunk."""
+    parser = argparse.ArgumentParser(prog="lengen.analysis.perplexity window",
+                                     description=window_table.__doc__.splitlines()[0])  # fmt: skip
+    parser.add_argument("--model", type=Path, required=True, help="model.pt (h_short)")
+    parser.add_argument("--name", default="h_short", help="the model column's value")
+    parser.add_argument("--tokens", type=Path, required=True, help="validation.bin")
+    parser.add_argument("--eval", required=True, help="JSON of natural_language.eval")
+    parser.add_argument("--window", type=int, required=True, help="L: the training context")
+    parser.add_argument("--out", type=Path, required=True, help="per-chunk NLL CSV")
+    args = parser.parse_args(argv)
+    cfg = json.loads(args.eval)
+    chunks = consecutive_chunks(load_tokens(args.tokens), max(cfg["lengths"]) + 1, cfg["n_chunks"])
+    device = eval_device()
+    saved = read_model_file(args.model, device)
+    model, spec = model_from_saved(saved, device), Spec.parse(saved["spec"])
+    table = window_table(model, chunks, args.window, cfg["batch_size"])
+    table.insert(0, "model", args.name)
+    setup = {"eval": cfg, "window": args.window, "model": str(args.model)}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    provenance.stamp(table, setup, spec.seed).to_csv(args.out, index=False)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """CLI: write Table 1 as CSV and markdown."""
+    """CLI: write Table 1 as CSV and markdown (`window ...`: main_window)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["window"]:
+        return main_window(argv[1:])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--short", type=Path, required=True, help="h_short model.pt")
     parser.add_argument("--long", type=Path, required=True, help="h_long model.pt")

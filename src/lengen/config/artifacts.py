@@ -22,9 +22,16 @@ TABLES = {  # report-level tidy tables: name -> (file under reports_dir, the con
     "influence": ("influence_loo.csv", "natural_language"),  # Eq. (6) leave-one-out (Figs. 4, 6)
     "perplexity_chunks": ("table1_chunk_nll.csv", "natural_language"),  # Table 1's bootstrap
     "perplexity": ("table1_perplexity.csv", "natural_language"),
+    "perplexity_window": ("table1_window_nll.csv", "natural_language"),  # NL-T1w
     "sparse_parity_schemes": ("sparse_parity_schemes.csv", "sparse_parity"),  # extra figure
 }
-REPORT_READS = ("sparse_parity", "theory", "influence", "perplexity_chunks")  # + generation tasks
+REPORT_READS = (
+    "sparse_parity",
+    "theory",
+    "influence",
+    "perplexity_chunks",
+    "perplexity_window",
+)  # + generation tasks
 FIGURES = {  # figure stem -> config section (Figs. 1-8 of the paper, diagnostics, majority), or
     # (section, figure key) for a figure drawn only where the section's `figures` names it
     "fig1_sparse_parity": "sparse_parity",

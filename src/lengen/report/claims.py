@@ -64,5 +64,7 @@ class Claim:
     judge: Callable[[float | Measured], str] | None = None
     # "paper": a claim of the paper; "check": cannot fail by construction (a sanity check, not a
     # reproduction); "beyond": a claim beyond the paper (another paper's prediction, an extra
-    # scheme). The report counts and shows each kind apart.
+    # scheme); "descriptive": a paper number reproduced as it is, whose test cannot tell the
+    # reading the paper draws from it apart from another (that reading has its own row). The
+    # report counts and shows each kind apart.
     kind: str = "paper"

@@ -45,12 +45,14 @@ class Effect:
         return f"{self.name} {self.estimate:+.3f} [{self.low:+.3f}, {self.high:+.3f}]"
 
 
-def _ci(samples: tuple[np.ndarray, ...], statistic) -> tuple[float, float]:
-    """95% percentile bootstrap CI of statistic over independently resampled samples; a sample
-    without spread (all right or all wrong) gives a CI of width 0 on its side."""
+def _ci(samples: tuple[np.ndarray, ...], statistic, paired: bool = False) -> tuple[float, float]:
+    """95% percentile bootstrap CI of statistic over independently resampled samples (`paired`:
+    resampled together); a sample without spread (all right or all wrong) gives a CI of width 0
+    on its side."""
     res = stats.bootstrap(
         samples,
         statistic,
+        paired=paired,
         n_resamples=N_RESAMPLES,
         method="percentile",
         vectorized=True,
@@ -65,6 +67,15 @@ def gap(better: pd.DataFrame, worse: pd.DataFrame, name: str) -> Effect:
     x, y = outcomes(better), outcomes(worse)
     low, high = _ci((x, y), lambda a, b, axis: a.mean(axis=axis) - b.mean(axis=axis))
     return Effect(name, float(x.mean() - y.mean()), low, high)
+
+
+def paired(a: pd.Series, b: pd.Series, name: str) -> Effect:
+    """Mean of a - b over paired units (the same held-out chunks, aligned by index), with a
+    paired bootstrap CI (the units are resampled together)."""
+    a, b = a.align(b, join="inner")
+    x, y = a.to_numpy(dtype=float), b.to_numpy(dtype=float)
+    low, high = _ci((x, y), lambda u, v, axis: (u - v).mean(axis=axis), paired=True)
+    return Effect(name, float((x - y).mean()), low, high)
 
 
 def level(rows: pd.DataFrame, name: str) -> Effect:
