@@ -102,6 +102,19 @@ def test_paper_tier_has_tables_3_and_4_exactly():
             lambda c: c["variable_assignment"]["variants"]["ppc"].update(train={"stepz": 3}),
             "variable_assignment.variants.ppc.train.stepz",
         ),
+        # a variant's own training range (equal-budget runs): checked as the section's is
+        (
+            lambda c: c["parity_scratchpad"]["variants"]["ppc"].update(task={"train_max_len": 6}),
+            "parity_scratchpad.variants.ppc.task.train_min_len",
+        ),
+        (
+            lambda c: c["parity_scratchpad"]["variants"]["ppc"].update(task={"jumps": [5]}),
+            "parity_scratchpad.variants.ppc.task.jumps",
+        ),
+        (
+            lambda c: c["parity_scratchpad"]["variants"]["ppc"].update(task={"n_vars": 3}),
+            "parity_scratchpad.variants.ppc.task.n_vars",
+        ),
     ],
 )
 def test_bad_config_is_rejected_naming_the_key(smoke_config, mutate, key):
@@ -157,3 +170,22 @@ def test_config_check_names_the_file_and_line(tmp_path, capsys):
     assert (
         f"{empty}: empty, or not a mapping" in captured.err and "smoke.yaml: valid" in captured.out
     )
+
+
+def test_a_variant_trains_its_own_range_and_settings():
+    """variants.<v>.task (the default tier's equal-budget runs): the variant's specs, results
+    paths and training range are its own; the other variants keep the section's."""
+    from lengen import tasks
+    from lengen.config import specs
+
+    cfg = load(ROOT / "config" / "config.yaml")
+    section = cfg["parity_scratchpad"]
+    spec = specs.scratchpad_train(cfg, "parity_scratchpad", "ppc_equal", 4, 0)
+    assert (spec["task"]["train_min_len"], spec["task"]["train_max_len"]) == (10, 20)
+    assert spec["train"]["steps"] == 12000 and spec["train"]["early_stop"]["min_steps"] == 12000
+    assert (
+        specs.scratchpad_train(cfg, "parity_scratchpad", "ppc", 4, 0)["task"]["train_max_len"] == 40
+    )
+    own = tasks.variant_section(section, "absolute_equal")
+    assert own["jumps"] == [1, 4] and tasks.get("parity_scratchpad").train_lengths(own) == (10, 20)
+    assert tasks.variant_section(section, "ppc") is section

@@ -418,3 +418,38 @@ def test_language_models_train_and_score_in_every_scheme(scheme, smoke_config, t
     assert (
         np.isfinite(table.perplexity).all() and table.pose.tolist() == [scheme == "rope_pose"] * 2
     )
+
+
+def test_sliding_windows_hold_the_last_l_tokens_before_each_target_beyond_l():
+    chunks = np.arange(2 * 9).reshape(2, 9)  # Lbar = 8, L = 3: targets 4..8 of each chunk
+    w = perplexity.sliding_windows(chunks, 3)
+    assert w.shape == (2 * 5, 4)
+    assert w[0].tolist() == [1, 2, 3, 4] and w[4].tolist() == [5, 6, 7, 8]
+    assert w[5].tolist() == [10, 11, 12, 13]
+
+
+class LastToken(torch.nn.Module):
+    """Reads only the previous token (a bigram model): a window loses nothing."""
+
+    def __init__(self):
+        super().__init__()
+        self.table = torch.nn.Embedding(50, 50)
+
+    def forward(self, x, ids):
+        return self.table(x)
+
+
+def test_window_table_tells_a_model_that_reads_far_tokens_from_one_that_does_not(model):
+    chunks = np.random.default_rng(0).integers(0, 50, (3, LONG + 1))
+    torch.manual_seed(0)
+    bigram = perplexity.window_table(LastToken(), chunks, SHORT, 4, progress=False)
+    per = bigram.pivot(index="chunk", columns="context", values="nll")
+    assert np.allclose(per["full"], per["window"], atol=1e-5)
+    assert set(bigram.n_targets) == {LONG - SHORT}
+    assert set(bigram.context_tokens) == {LONG, SHORT}
+    far = perplexity.window_table(model, chunks, SHORT, 4, progress=False)
+    per = far.pivot(index="chunk", columns="context", values="nll")
+    assert not np.allclose(per["full"], per["window"], atol=1e-4)
+    # the full-context column is the Table 1 NLL of the same targets at eval length Lbar
+    nll = perplexity.window_nll(model, chunks, 4)[:, SHORT:].mean(axis=1)
+    assert np.allclose(per["full"], nll, atol=1e-6)
