@@ -104,16 +104,18 @@ def test_paper_tier_has_tables_3_and_4_exactly():
         ),
         # a variant's own training range (equal-budget runs): checked as the section's is
         (
-            lambda c: c["parity_scratchpad"]["variants"]["ppc"].update(task={"train_max_len": 6}),
-            "parity_scratchpad.variants.ppc.task.train_min_len",
+            lambda c: c["parity_scratchpad"]["variants"]["ppc"].update(
+                section={"train_max_len": 6}
+            ),
+            "parity_scratchpad.variants.ppc.section.train_min_len",
         ),
         (
-            lambda c: c["parity_scratchpad"]["variants"]["ppc"].update(task={"jumps": [5]}),
-            "parity_scratchpad.variants.ppc.task.jumps",
+            lambda c: c["parity_scratchpad"]["variants"]["ppc"].update(section={"jumps": [5]}),
+            "parity_scratchpad.variants.ppc.section.jumps",
         ),
         (
-            lambda c: c["parity_scratchpad"]["variants"]["ppc"].update(task={"n_vars": 3}),
-            "parity_scratchpad.variants.ppc.task.n_vars",
+            lambda c: c["parity_scratchpad"]["variants"]["ppc"].update(section={"n_vars": 3}),
+            "parity_scratchpad.variants.ppc.section.n_vars",
         ),
     ],
 )
@@ -173,7 +175,7 @@ def test_config_check_names_the_file_and_line(tmp_path, capsys):
 
 
 def test_a_variant_trains_its_own_range_and_settings():
-    """variants.<v>.task (the default tier's equal-budget runs): the variant's specs, results
+    """variants.<v>.section (the default tier's equal-budget runs): the variant's specs, results
     paths and training range are its own; the other variants keep the section's."""
     from lengen import tasks
     from lengen.config import specs

@@ -297,7 +297,11 @@ def test_checks_and_claims_beyond_the_paper_are_counted_apart(tmp_path):
     pd.DataFrame(rows).to_csv(tmp_path / "theory_table.csv", index=False)
     report.write_report(c, tmp_path / "REPORT.md")
     text = (tmp_path / "REPORT.md").read_text()
-    assert "Claims of the paper: 25 not run, 1 reproduced." in text
+    assert "Claims of the paper: 28 not run, 1 reproduced." in text
+    assert (
+        "Descriptive rows (a paper number whose test cannot tell its reading apart): 2 not run."
+        in text
+    )
     assert "Checks (cannot fail by construction): 1 passed." in text
     assert "Beyond the paper: 1 reproduced." in text
 
@@ -470,12 +474,22 @@ def test_report_file(tmp_path):
         [sparse_parity("good").assign(variant=v) for v in c["sparse_parity"]["variants"]]
     )
     sp.to_csv(tmp_path / "sparse_parity_accuracy.csv", index=False)
-    scratchpad("jump", (1, 2), {"ppc": (1.0, 1.0), "absolute": (0.95, 0.2),
-                                "rope_pose": (0.92, 0.4)}, slope=0.1).to_csv(
+    equal = equal_budget_table(0.8, 0.1)  # the *_equal models, on their own range 2l <= 20
+    pd.concat([scratchpad("jump", (1, 2), {"ppc": (1.0, 1.0), "absolute": (0.95, 0.2),
+                                           "rope_pose": (0.92, 0.4)}, slope=0.1),
+               equal[equal.variant.str.endswith("_equal")]]).to_csv(
         tmp_path / "parity_scratchpad_accuracy.csv", index=False)  # fmt: skip
-    scratchpad("depth", (2, 3), {"ppc": (1.0, 1.0), "no_coupling": (0.95, 0.1),
-                                 "no_scratchpad": (0.91, 0.2), "rope_pose": (0.93, 0.4)}).to_csv(
+    va_equal = pd.DataFrame(  # depth 2, trained on l in [6, 18]
+        [{"variant": v, "depth": 2, "seed": 0, "length": n, "n": 192,
+          "accuracy": 1.0 if n <= 18 else beyond}
+         for v, beyond in (("ppc_equal", 0.9), ("no_coupling_equal", 0.1),
+                           ("no_scratchpad_equal", 0.2), ("rope_pose_equal", 0.4))
+         for n in (6, 12, 18, 24, 36, 54)])  # fmt: skip
+    pd.concat([scratchpad("depth", (2, 3), {"ppc": (1.0, 1.0), "no_coupling": (0.95, 0.1),
+                                            "no_scratchpad": (0.91, 0.2),
+                                            "rope_pose": (0.93, 0.4)}), va_equal]).to_csv(
         tmp_path / "variable_assignment_accuracy.csv", index=False)  # fmt: skip
+    window_table(0.05).to_csv(tmp_path / "table1_window_nll.csv", index=False)
     theory = [theory_row(c_, n, w, b, **checks) for c_, n, w, b, checks in (
         ("a", 16, 0.97, None, {"local": False}), ("b", 16, 0.89, None, {"relative": False}),
         ("c'", 16, 0.89, None, {"realizable": False}), ("d", 16, 0.99, None, {"coverage": False}),

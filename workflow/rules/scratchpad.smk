@@ -14,6 +14,11 @@ SCRATCHPAD_FIGURES = {  # figure file stem -> (experiment, figure key, default t
         "Parity with scratchpad: PPC and the ablations at equal budgets (not in the paper)",
     ),
     "fig3_variable_assignment": ("variable_assignment", "fig3", "Fig. 3: variable assignment"),
+    "fig3_equal_budgets": (
+        "variable_assignment",
+        "fig3_equal",
+        "Variable assignment: Fig. 3's models at equal budgets (not in the paper)",
+    ),
     "fig_majority": ("majority", "fig_majority", "Majority (not in the paper): position schemes"),
 }
 SCRATCHPAD_OUTPUTS = [
@@ -67,7 +72,7 @@ rule scratchpad_eval:
     wildcard_constraints:
         **SCRATCHPAD_WILDCARDS,
     params:
-        eval=lambda w: to_json(config[w.experiment]["eval"]),
+        eval=lambda w: to_json(tasks.variant_section(config[w.experiment], w.variant)["eval"]),
         seed=config["seed"],
     conda:
         CONDA_ENV

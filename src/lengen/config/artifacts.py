@@ -40,6 +40,7 @@ FIGURES = {  # figure stem -> config section (Figs. 1-8 of the paper, diagnostic
     "fig8_parity_scratchpad_ablations": "parity_scratchpad",
     "fig8_equal_budgets": ("parity_scratchpad", "fig8_equal"),  # drawn when the config has it
     "fig3_variable_assignment": "variable_assignment",
+    "fig3_equal_budgets": ("variable_assignment", "fig3_equal"),
     "fig4_influence": "natural_language",
     "fig5_masks": "natural_language",
     "fig6_influence": "natural_language",

@@ -247,9 +247,9 @@ def _scratchpad_checks(name: str, section: dict) -> list[tuple[str, str]]:
             own = tasks.variant_section(section, var_name)
             own_short, own_long = task.train_lengths(own)
             if own_short > own_long:
-                errors.append((f"{key}.task.train_min_len", "must be <= train_max_len"))
+                errors.append((f"{key}.section.train_min_len", "must be <= train_max_len"))
             errors += [
-                (f"{key}.task{k[len(name) :]}", message)
+                (f"{key}.section{k[len(name) :]}", message)
                 for k, message in task.config_checks(name, own)
                 if not k.startswith(f"{name}.variants.")  # reported once, from the section
             ]

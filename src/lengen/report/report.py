@@ -455,6 +455,25 @@ def va_scratchpad_helps_rope(t: Tables) -> Measured | NotTestable | None:
     return compare_beyond("variable_assignment", "rope_pose", ["no_scratchpad"], ORDERING_GAP)(t)
 
 
+def va_ablations_worse_equal(t: Tables) -> Measured | NotTestable | None:
+    """VA-2 on the equal-budget runs."""
+    return equal_budgets(
+        "variable_assignment", "ppc", ["no_coupling", "no_scratchpad"], MUCH_WORSE
+    )(t)
+
+
+def va_scratchpad_helps_rope_equal(t: Tables) -> Measured | NotTestable | None:
+    """VA-3 on the equal-budget runs."""
+    return equal_budgets("variable_assignment", "rope_pose", ["no_scratchpad"], ORDERING_GAP)(t)
+
+
+def va_rope_worse_than_ppc_equal(t: Tables) -> Measured | NotTestable | None:
+    """VA-4 on the equal-budget runs."""
+    return equal_budgets("variable_assignment", "ppc", ["rope_pose", "no_scratchpad"], MUCH_WORSE)(
+        t
+    )
+
+
 def va_rope_worse_than_ppc(t: Tables) -> Measured | NotTestable | None:
     """VA-4: PPC against RoPE + PoSE with and without a scratchpad (Fig. 3a vs 3c-d)."""
     return compare_beyond("variable_assignment", "ppc", ["rope_pose", "no_scratchpad"], MUCH_WORSE)(
@@ -573,6 +592,20 @@ def claims(sp_variants: dict[str, str] | None = None) -> list[Claim]:
               "per depth and RoPE variant: PPC's mean exact match beyond training minus the "
               "variant's; every compared model >= 0.9 in distribution; the decisive gap shown",
               va_rope_worse_than_ppc, **effect_claim(MUCH_WORSE, '"significantly worse"')),
+        *[Claim(f"{cid} [equal budgets]", section, paper,
+                f"as {cid}, on the models trained with equal budgets on a shorter range "
+                "(variants *_equal, a DEPARTURE); every compared model >= 0.9 in distribution",
+                measure, **effect_claim(threshold, what))
+          for cid, section, paper, measure, threshold, what in (
+              ("VA-2", "Sec. 5.2.2, Fig. 3b-c",
+               "removing position coupling or the scratchpad hurts a lot",
+               va_ablations_worse_equal, MUCH_WORSE, '"hurts a lot"'),
+              ("VA-3", "Fig. 3 caption", "RoPE + PoSE with a scratchpad beats RoPE + PoSE without",
+               va_scratchpad_helps_rope_equal, ORDERING_GAP, '"beats", for each depth'),
+              ("VA-4", "Sec. 5.2.2, Fig. 3a vs 3c-d",
+               "RoPE with PoSE (with or without scratchpad) performs significantly worse than PPC",
+               va_rope_worse_than_ppc_equal, MUCH_WORSE, '"significantly worse"'),
+          )],
         *[
             Claim(f"TH-C3{c}", "Prop. C.3",
                   f"dropping {name} alone: training risk {train}, test risk Omega(1) at "

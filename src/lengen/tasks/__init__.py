@@ -68,9 +68,9 @@ def generation_tasks() -> dict[str, ModuleType]:
 
 def variant_section(section: dict, variant: str) -> dict:
     """A generation-scored experiment's config section as one variant's models see it: the
-    section with the variant's `task` keys (its own training range, its own jumps / depths)
-    in place of the section's. A variant without `task` sees the section unchanged."""
-    overrides = section["variants"][variant].get("task", {})
+    section with the variant's `section` keys (its own training range, jumps / depths, eval
+    lengths) in place of the section's. A variant without `section` sees it unchanged."""
+    overrides = section["variants"][variant].get("section", {})
     return {**section, **overrides} if overrides else section
 
 
