@@ -18,6 +18,7 @@ from throughput import sync  # this folder's (python benchmarks/loo.py)
 
 from lengen.analysis import influence
 from lengen.config.config import load
+from lengen.core import contexts
 from lengen.model.model import GPTNeoX, ModelConfig
 
 
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> None:
     model = model.to(dev)  # fp32, as lengen.analysis.influence scores saved models
     long_len, short_len = nl["long_context"], nl["short_context"]
     x = torch.randint(0, args.vocab, (long_len,), device=dev)
-    keep = influence.loo_keep(long_len, short_len, dev)
+    keep = torch.as_tensor(contexts.loo_keep(long_len, short_len), device=dev)
     n = len(keep)
     ids = torch.arange(1, long_len, device=dev).expand(n, -1)
     inputs = x[:-1].expand(n, -1)

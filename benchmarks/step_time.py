@@ -40,10 +40,8 @@ import torch
 from throughput import matmul_ceiling, sync  # this folder's (python benchmarks/step_time.py)
 
 from lengen import tasks
-from lengen.config import specs
 from lengen.config.config import load
-from lengen.config.specs import Spec
-from lengen.tasks import c4
+from lengen.tasks import c4, parse_spec
 from lengen.train import runtime
 from lengen.train.train import build_model, make_engine, micro_batch_spec, train_step
 
@@ -81,7 +79,7 @@ def job_kinds(cfg: dict, lm_tokens: Path) -> list[Kind]:
         section, setting = cfg[exp], task.SETTING
         for variant, var in section["variants"].items():
             for value in section[setting.values]:
-                spec = specs.scratchpad_train(cfg, exp, variant, value, 0)
+                spec = tasks.generation_spec(cfg, exp, variant, value, 0)
                 name = f"{exp}/{variant}/{setting.prefix}{value}"
                 kinds.append(Kind(name, spec, var["runs"]))
     if "natural_language" in cfg:
@@ -121,7 +119,7 @@ class Measured:
 
 def measure(kind: Kind, device: str, steps: int, warmup: int, compile_model: bool) -> Measured:
     """Median seconds per optimizer step of `kind`, through the trainer's train_step."""
-    spec = Spec.parse(kind.spec)
+    spec = parse_spec(kind.spec)
     model = build_model(spec)
     engine = make_engine(spec, model)
     if compile_model:
@@ -209,7 +207,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         lm_tokens = write_lm_tokens(Path(tmp), tok.get("vocab_size") or LM_VOCAB)
         kinds = job_kinds(cfg, lm_tokens)
-        runtime.setup(Spec.parse(kinds[0].spec).runtime)  # threads, accelerator: before DeepSpeed
+        runtime.setup(parse_spec(kinds[0].spec).runtime)  # threads, accelerator: before DeepSpeed
         chosen = [k for k in kinds if not args.only or k.name.startswith(tuple(args.only))]
         ceiling = matmul_ceiling(device) / 1e3  # TFLOP/s
         measured = {}

@@ -22,9 +22,10 @@ import time
 import torch
 
 from lengen.config.config import load
-from lengen.config.specs import Spec
-from lengen.data.data import step_rng
+from lengen.core.batch import step_rng
+from lengen.core.specs import Spec
 from lengen.model.hf import to_transformers
+from lengen.tasks import parse_spec
 from lengen.tasks import sparse_parity as sp
 from lengen.train.train import build_model, scored_loss
 
@@ -104,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.batch_size:
         sp_cfg["train"]["batch_size"] = args.batch_size
     torch.set_num_threads(cfg["runtime"]["threads_per_job"])
-    spec = Spec.parse(sp.train_spec(cfg, max(cfg["sparse_parity"]["k_train"])))
+    spec = parse_spec(sp.train_spec(cfg, max(cfg["sparse_parity"]["k_train"])))
     ours = build_model(spec).to(dev)
     theirs = to_transformers(ours).to(dev).train()
     mean_len = (spec.task.train_min_len + spec.task.train_max_len) / 2 + 2

@@ -43,14 +43,13 @@ import torch
 from sparse_parity import ROOT, append_row, load_probe, probe_cli
 
 from lengen.analysis.copying import head_scores, repeat_copy_gain
-from lengen.analysis.influence import context_keeps, target_logprob
+from lengen.analysis.influence import target_logprob
 from lengen.analysis.perplexity import chunk_nll, split_windows, window_nll
-from lengen.config.specs import Spec
+from lengen.core import provenance, tracking
+from lengen.core.contexts import context_keeps
 from lengen.data import corpus, tokens
 from lengen.model.modelfile import model_from_saved, read_model_file
-from lengen.report import provenance
-from lengen.tasks import c4
-from lengen.train import tracking
+from lengen.tasks import c4, parse_spec
 from lengen.train.train import build_model, train
 
 PROBES = ROOT / "probes" / "language.yaml"
@@ -111,7 +110,7 @@ def score(model, held_out: np.ndarray, short_len: int, long_len: int) -> dict[st
             out[f"gain_pos{first + 1}"] = float(gain.mean())
     out["rel_drop"] = 1 - out[f"ppl_{long_len}"] / out[f"ppl_{short_len}"]
     seqs = tokens.consecutive_chunks(held_out, long_len, N_LOSS, N_CHUNKS * (long_len + 1))
-    keep = context_keeps(long_len, short_len, [])[:2]  # L_short, L_long rows
+    keep = torch.as_tensor(context_keeps(long_len, short_len, [])[:2])  # L_short, L_long rows
     diffs = []
     for seq in seqs:
         nll = -target_logprob(model, torch.as_tensor(seq), keep)
@@ -206,7 +205,7 @@ def track(name: str, spec: dict, out: Path, step: int, held: np.ndarray, nl: dic
     """Score the checkpoint at `step` (DeepSpeed's model states, out/ckpt/step_<step>) as the
     final model is scored, and write it as a row (probe, step) of the trajectory table: when
     does copying form, and does the long-context gain move with it?"""
-    model = build_model(Spec.parse(spec))
+    model = build_model(parse_spec(spec))
     states = out / "ckpt" / f"step_{step}" / "mp_rank_00_model_states.pt"
     model.load_state_dict(torch.load(states, map_location="cpu", weights_only=False)["module"])
     model.eval()

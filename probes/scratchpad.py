@@ -27,12 +27,11 @@ import pandas as pd
 import torch
 from sparse_parity import ROOT, append_row, load_probe, probe_cli
 
+from lengen import tasks
 from lengen.analysis.evaluate import generation_accuracy, scratchpad_testset
-from lengen.config import specs
-from lengen.config.specs import Spec
+from lengen.core import provenance, tracking
 from lengen.model.modelfile import model_from_saved, read_model_file
-from lengen.report import provenance
-from lengen.train import tracking
+from lengen.tasks import parse_spec
 from lengen.train.train import train
 
 PROBES = ROOT / "probes" / "scratchpad.yaml"
@@ -54,7 +53,7 @@ def probe_config(name: str) -> tuple[dict, dict]:
 
 def score(model, spec: dict) -> dict[str, float]:
     """Exact match per probe length, keyed 'acc_L{length}'."""
-    spec = Spec.parse(spec)
+    spec = parse_spec(spec)
     eval_cfg = {"lengths": list(LENGTHS[spec.experiment]), "n_examples": N_EXAMPLES}
     testset = scratchpad_testset(spec, eval_cfg, TEST_SEED)
     scheme = spec.task.scheme
@@ -84,7 +83,7 @@ def run(name: str, rescore: bool = False) -> dict:
     torch.set_num_threads(1)
     cfg, entry = probe_config(name)
     experiment, variant, value = entry["experiment"], entry["variant"], entry["value"]
-    spec = specs.scratchpad_train(cfg, experiment, variant, value, entry.get("run", 0))
+    spec = tasks.generation_spec(cfg, experiment, variant, value, entry.get("run", 0))
     spec["run_name"] = f"probe/{name}"
     out = Path(cfg["results_dir"]) / "model"
     if rescore:

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from lengen.data.data import IGNORE
+from lengen.core.batch import IGNORE
 from lengen.model.modelfile import load_model
 from lengen.tasks import parity_scratchpad as ps
 

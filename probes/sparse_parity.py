@@ -31,10 +31,10 @@ import torch
 import yaml
 
 from lengen.config import config as config_mod
+from lengen.core import provenance, tracking
+from lengen.core.specs import merge_dicts
 from lengen.model.modelfile import model_from_saved, read_model_file
-from lengen.report import provenance
 from lengen.tasks import sparse_parity as sp
-from lengen.train import tracking
 from lengen.train.train import train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,7 +83,7 @@ def load_probe(probes_path: Path, name: str, kind: str, section, overrides) -> t
         )
     entry = probes["probes"][name]
     cfg = read_base(entry.get("base", probes["base"]))
-    cfg[section(entry)] = config_mod.merge_dicts(cfg[section(entry)], overrides(entry))
+    cfg[section(entry)] = merge_dicts(cfg[section(entry)], overrides(entry))
     cfg["seed"] = entry.get("seed", cfg["seed"])  # the config's one seed: weights and data draws
     cfg["results_dir"] = str(ROOT / "results" / "probes" / kind / name)
     cfg["tracking"]["experiment_prefix"] = "lengen-probes"

@@ -63,8 +63,8 @@ def smoke_config() -> dict:
 @pytest.fixture
 def tiny_spec(tmp_path, smoke_config) -> dict:
     """A sparse-parity train spec on the smoke tier, tracked in a fresh SQLite store."""
+    from lengen.core import tracking
     from lengen.tasks import sparse_parity
-    from lengen.train import tracking
 
     cfg = copy.deepcopy(smoke_config)
     cfg["results_dir"] = str(tmp_path / "results")

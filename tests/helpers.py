@@ -1,4 +1,4 @@
-"""Test helpers: a complete, typed run spec from a few overrides (lengen.config.specs.Spec), a
+"""Test helpers: a complete, typed run spec from a few overrides (lengen.core.specs.Spec), a
 spec or config on a device, and scripts outside the package loaded as modules."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from lengen.config.specs import Spec
+from lengen.core.specs import Spec
+from lengen.tasks import parse_spec
 
 TASK_DEFAULTS = {
     "sparse_parity": {"k_train": 2, "n": 20, "train_min_len": 8, "train_max_len": 16, "l_max": 40},
@@ -25,7 +26,7 @@ TRAIN_DEFAULTS = {"steps": 100, "batch_size": 4, "lr": 1e-3, "weight_decay": 0.0
 
 def make_spec(experiment: str, task=None, train=None, model=None, **top) -> Spec:
     """A valid spec of `experiment`: the defaults above with the given keys replaced."""
-    return Spec.parse(
+    return parse_spec(
         {
             "experiment": experiment,
             "run_name": "test",

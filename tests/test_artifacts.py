@@ -9,7 +9,8 @@ from lengen.report import report
 def test_report_reads_exactly_the_contracts_tables(smoke_config):
     paths = artifacts.report_tables(smoke_config)
     assert set(paths) == {"sparse_parity", "theory", "influence", "perplexity_chunks",
-                          "parity_scratchpad", "variable_assignment", "majority"}  # fmt: skip
+                          "perplexity_window", "parity_scratchpad", "variable_assignment",
+                          "majority"}  # fmt: skip
     reports = smoke_config["reports_dir"]
     assert paths["majority"] == f"{reports}/majority_accuracy.csv"
     assert paths["perplexity_chunks"] == f"{reports}/table1_chunk_nll.csv"

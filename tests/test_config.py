@@ -178,15 +178,14 @@ def test_a_variant_trains_its_own_range_and_settings():
     """variants.<v>.section (the default tier's equal-budget runs): the variant's specs, results
     paths and training range are its own; the other variants keep the section's."""
     from lengen import tasks
-    from lengen.config import specs
 
     cfg = load(ROOT / "config" / "config.yaml")
     section = cfg["parity_scratchpad"]
-    spec = specs.scratchpad_train(cfg, "parity_scratchpad", "ppc_equal", 4, 0)
+    spec = tasks.generation_spec(cfg, "parity_scratchpad", "ppc_equal", 4, 0)
     assert (spec["task"]["train_min_len"], spec["task"]["train_max_len"]) == (10, 20)
     assert spec["train"]["steps"] == 12000 and spec["train"]["early_stop"]["min_steps"] == 12000
     assert (
-        specs.scratchpad_train(cfg, "parity_scratchpad", "ppc", 4, 0)["task"]["train_max_len"] == 40
+        tasks.generation_spec(cfg, "parity_scratchpad", "ppc", 4, 0)["task"]["train_max_len"] == 40
     )
     own = tasks.variant_section(section, "absolute_equal")
     assert own["jumps"] == [1, 4] and tasks.get("parity_scratchpad").train_lengths(own) == (10, 20)

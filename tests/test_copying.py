@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from lengen.analysis.copying import head_scores, repeat_copy_gain, repeated_random
+from lengen.core.positions import true_position_ids
 from lengen.model.model import GPTNeoX, ModelConfig
-from lengen.model.positions import true_position_ids
 
 
 def test_repeated_random_writes_each_span_twice_without_end_of_text():

@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from lengen.analysis.evaluate import TableError
-from lengen.config.config import config_hash
-from lengen.config.specs import Spec
+from lengen.core.provenance import config_hash
 from lengen.model.model import GPTNeoX, ModelConfig
 from lengen.tasks import parity_scratchpad as ps
+from lengen.tasks import parse_spec
 from lengen.tasks import sparse_parity as sp
 from lengen.tasks import variable_assignment as va
 from lengen.tasks.sparse_parity import final_token_accuracy, read_testset, write_testset
@@ -119,7 +119,7 @@ def test_scratchpad_evaluate_known_answers(tmp_path, monkeypatch):
         ),  # fmt: skip
     ):
         spec = make_spec(experiment, task=task, variant="v", run_name="r", seed=1).source
-        testset = ev.scratchpad_testset(Spec.parse(spec), eval_cfg, 3)
+        testset = ev.scratchpad_testset(parse_spec(spec), eval_cfg, 3)
         assert all(getattr(b, "scratchpad", True) is task.get("scratchpad", True)
                    for b in testset.values())  # fmt: skip
         module = ps if experiment == "parity_scratchpad" else va

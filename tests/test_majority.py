@@ -9,10 +9,9 @@ import numpy as np
 import pytest
 
 from lengen import cli, tasks
-from lengen.config import specs
 from lengen.config.config import ConfigError, validate
+from lengen.core import tracking
 from lengen.tasks import majority as mj
-from lengen.train import tracking
 from tests.helpers import make_spec
 
 
@@ -80,7 +79,7 @@ def test_majority_trains_and_evaluates_end_to_end(scheme, tmp_path, smoke_config
     cfg = copy.deepcopy(smoke_config)
     cfg["results_dir"] = str(tmp_path / "results")
     cfg["majority"]["variants"][scheme] = {"scheme": scheme, "runs": 1}
-    spec = specs.scratchpad_train(validate(cfg), "majority", scheme, 7, 0)
+    spec = tasks.generation_spec(validate(cfg), "majority", scheme, 7, 0)
     assert spec["task"] == {"train_max_len": 7, "scheme": scheme, "train_min_len": 3, "l_max": 20}
     assert spec["run_name"] == f"{scheme}/t7/seed0"
     tracking.prepare_store(spec["tracking"]["uri"], [spec["tracking"]["experiment"]])

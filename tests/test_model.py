@@ -199,7 +199,7 @@ def test_alibi_bias_is_minus_slope_times_distance():
 def test_one_scheme_vocabulary_and_legacy_model_files():
     """Every scheme says what the model needs in MODEL_POSITIONS; a model file written before the
     rename (position "absolute") still loads as the learned table."""
-    from lengen.model.positions import MODEL_POSITIONS, SCHEME_TABLE
+    from lengen.core.positions import MODEL_POSITIONS, SCHEME_TABLE
 
     assert {s.model for s in SCHEME_TABLE.values()} == set(MODEL_POSITIONS)
     assert [n for n, s in SCHEME_TABLE.items() if s.predicts_positions] == ["ppc"]

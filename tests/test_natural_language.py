@@ -15,9 +15,10 @@ import torch
 
 from lengen.analysis import influence, perplexity
 from lengen.config.config import ConfigError, validate
+from lengen.core import contexts
 from lengen.data import corpus, tokens
 from lengen.model.model import GPTNeoX, ModelConfig
-from lengen.tasks import c4
+from lengen.tasks import c4, parse_spec
 from tests.helpers import make_spec
 
 LONG, SHORT = 16, 6  # Lbar, L for tiny checks
@@ -49,7 +50,7 @@ def test_masked_token_has_no_influence_and_positions_stay(model):
 
 def test_l_long_is_the_plain_loss_on_the_full_window(model):
     x = _seq(1)
-    keeps = influence.context_keeps(LONG, SHORT, [2, 4])
+    keeps = torch.as_tensor(contexts.context_keeps(LONG, SHORT, [2, 4]))
     l_short, l_long, l_sparse = (-influence.target_logprob(model, x, keeps)).tolist()
     with torch.no_grad():
         logits = model(x[None, :-1], torch.arange(1, LONG)[None])[0, -1]
@@ -77,12 +78,12 @@ def test_analyse_assembles_the_three_losses_per_model_pair(model):
     ]
     pairs = [(i, s, b) for i in (0, 1) for s in models for b in models]
     assert list(zip(table.example, table.scored_by, table.chosen_by, strict=True)) == pairs
-    loo = influence.loo_keep(LONG, SHORT)
+    loo = torch.as_tensor(contexts.loo_keep(LONG, SHORT))
     for row in table.itertuples():
         x = torch.as_tensor(examples[row.example])
         J = influence.choose_influential(influence.target_logprob(models[row.chosen_by], x, loo), 2)
         assert row.J == " ".join(map(str, J)) and len(J) == 2
-        keeps = influence.context_keeps(LONG, SHORT, J)
+        keeps = torch.as_tensor(contexts.context_keeps(LONG, SHORT, J))
         want = (-influence.target_logprob(models[row.scored_by], x, keeps)).tolist()
         assert [row.L_short, row.L_long, row.L_short_sparse] == pytest.approx(want)
         assert row.short_minus_long == pytest.approx(want[0] - want[1])
@@ -97,14 +98,14 @@ def test_influential_ties_go_to_the_earliest_positions():
 
 
 def test_context_masks_are_fig5():
-    keep = influence.context_keeps(8, 2, [2, 4]).int().tolist()
+    keep = contexts.context_keeps(8, 2, [2, 4]).astype(int).tolist()
     assert keep == [[0, 0, 0, 0, 0, 1, 1], [1] * 7, [0, 1, 0, 1, 0, 1, 1]]
 
 
 def test_batched_leave_one_out_equals_separate_forwards(model, device):
     model = copy.deepcopy(model).to(device)  # the module-scoped fixture stays on the CPU
     x = _seq(2).to(device)
-    keep = influence.loo_keep(LONG, SHORT, device)
+    keep = torch.as_tensor(contexts.loo_keep(LONG, SHORT), device=device)
     assert keep.shape == (LONG - SHORT - 1, LONG - 1) and (~keep).sum() == LONG - SHORT - 1
     batched = influence.target_logprob(model, x, keep)
     single = torch.cat([influence.target_logprob(model, x, row[None]) for row in keep])
@@ -346,7 +347,10 @@ def test_leave_one_out_on_a_hugging_face_model_matches_the_in_house_one(model, t
     to_transformers(model).save_pretrained(tmp_path / "neox")
     hf = influence.HFCausalLM.from_pretrained(tmp_path / "neox")
     x = _seq(3)
-    for keep in (influence.loo_keep(LONG, SHORT), influence.context_keeps(LONG, SHORT, [2, 5])):
+    for keep in (
+        torch.as_tensor(contexts.loo_keep(LONG, SHORT)),
+        torch.as_tensor(contexts.context_keeps(LONG, SHORT, [2, 5])),
+    ):
         ours = influence.target_logprob(model, x, keep)
         theirs = influence.target_logprob(hf, x, keep)
         torch.testing.assert_close(theirs, ours, atol=2e-5, rtol=1e-5)
@@ -366,7 +370,7 @@ def test_lengen_influence_runs_on_a_local_llama(tmp_path, capsys):
                          max_position_embeddings=64)  # fmt: skip
     LlamaForCausalLM(config).save_pretrained(tmp_path / "llama")
     hf = influence.HFCausalLM.from_pretrained(tmp_path / "llama")
-    x, keep = _seq(1), influence.loo_keep(LONG, SHORT)
+    x, keep = _seq(1), torch.as_tensor(contexts.loo_keep(LONG, SHORT))
     y = x.clone()
     y[4] = (y[4] + 1) % 50  # row 4 masks token 5 (index 4)
     torch.testing.assert_close(influence.target_logprob(hf, x, keep)[4],
@@ -392,8 +396,7 @@ def test_language_models_train_and_score_in_every_scheme(scheme, smoke_config, t
     """natural_language.scheme: RoPE + PoSE (the paper), NoPE or ALiBi for both models; only
     rope_pose moves h_short's IDs (PoSE), the others feed true IDs at every step; each trains
     and is scored by Table 1's perplexity."""
-    from lengen.config.specs import Spec
-    from lengen.train import tracking
+    from lengen.core import tracking
     from lengen.train.train import train
 
     cfg = copy.deepcopy(smoke_config)
@@ -405,7 +408,7 @@ def test_language_models_train_and_score_in_every_scheme(scheme, smoke_config, t
     np.random.default_rng(0).integers(0, 60, 4000).astype(np.uint16).tofile(data / "train.bin")
     (data / "meta.json").write_text(json.dumps({"vocab_size": 60}))
     source = c4.train_spec(cfg, "short")
-    spec = Spec.parse(source)
+    spec = parse_spec(source)
     want = {"rope_pose": "rope", "nope": "nope", "alibi": "alibi"}[scheme]
     assert spec.model["position"] == want
     assert (spec.task.pose_start is not None) == (scheme == "rope_pose")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lengen.model.positions import (
+from lengen.core.positions import (
     pose_fed_position_ids,
     pose_position_ids,
     shift_position_ids,

@@ -8,11 +8,10 @@ import re
 
 import pandas as pd
 
+from lengen import tasks
 from lengen.analysis.evaluate import evaluate_scratchpad
-from lengen.config import specs
-from lengen.report import provenance
+from lengen.core import provenance, tracking
 from lengen.report.figures import scratchpad_figure
-from lengen.train import tracking
 from lengen.train.train import train
 
 
@@ -47,7 +46,7 @@ def test_same_config_and_seed_give_the_same_numbers(tmp_path, smoke_config):
     # train and evaluate a scratchpad model twice from scratch: byte-identical result tables
     cfg = copy.deepcopy(smoke_config)
     cfg["results_dir"] = str(tmp_path / "results")
-    spec = specs.scratchpad_train(cfg, "parity_scratchpad", "ppc", 1, 0)
+    spec = tasks.generation_spec(cfg, "parity_scratchpad", "ppc", 1, 0)
     spec["train"].update(steps=20, log_every=10, checkpoint_every=100)
     tracking.prepare_store(spec["tracking"]["uri"], [spec["tracking"]["experiment"]])
     evals = cfg["parity_scratchpad"]["eval"]

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lengen.analysis import influence
 from lengen.config.config import load
+from lengen.core import stats
 from lengen.report import report
 from lengen.report.report import COUPLED, PLAIN, POSITIVE
 
@@ -442,7 +442,7 @@ def test_influence_ci_and_the_no_gain_case_is_not_testable():
         wide["spread_ci_high"] - wide["spread_ci_low"]
         > fit["spread_ci_high"] - fit["spread_ci_low"]
     )
-    boot = influence._slope_spread(x[idx], noisy[idx])[0]
+    boot = stats._slope_spread(x[idx], noisy[idx])[0]
     assert wide["slope_ci_low"] == pytest.approx(np.percentile(boot, 2.5))  # seeded, resample rows
     rows = lambda xs: pd.DataFrame([dict(scored_by=s, chosen_by=c, short_minus_long=a,  # noqa: E731
                                          short_minus_sparse=a)

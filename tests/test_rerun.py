@@ -165,7 +165,7 @@ def test_paths_with_spaces_are_quoted_in_every_command(tmp_path, smoke_config):
 def _prepare(args) -> str:
     """One process's first use of a fresh store (for the concurrency drill)."""
     uri, name = args
-    from lengen.train import tracking
+    from lengen.core import tracking
 
     tracking.prepare_store(uri, [name])
     return "ok"
@@ -177,7 +177,7 @@ def test_concurrent_first_uses_of_a_store_leave_it_whole(tmp_path):
     'table _alembic_tmp_experiments already exists')."""
     import multiprocessing
 
-    from lengen.train import tracking
+    from lengen.core import tracking
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     with multiprocessing.get_context("spawn").Pool(4) as pool:
@@ -188,7 +188,7 @@ def test_concurrent_first_uses_of_a_store_leave_it_whole(tmp_path):
 
 
 def test_a_broken_store_names_its_path_and_the_recovery(tmp_path):
-    from lengen.train import tracking
+    from lengen.core import tracking
 
     db = tmp_path / "mlflow.db"
     uri = f"sqlite:///{db}"
@@ -205,7 +205,7 @@ def test_a_failure_that_also_breaks_the_store_reports_the_first_cause(
 ):
     """A full disk during a checkpoint: the store cannot record FAILED either. The error raised
     is the disk's, and the log says the run could not be closed (it used to be SQLAlchemy's)."""
-    from lengen.train import tracking
+    from lengen.core import tracking
     from lengen.train import train as train_mod
 
     def disk_full(*args, **kwargs):
@@ -247,7 +247,7 @@ def test_the_provenance_hash_depends_on_the_science_not_the_path(
 ):
     """The same spec built in two clones (results folders, MLflow stores) hashes the same; a
     changed value does not."""
-    from lengen.config.config import config_hash
+    from lengen.core.provenance import config_hash
     from lengen.tasks import sparse_parity
 
     specs = []

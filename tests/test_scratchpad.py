@@ -10,9 +10,9 @@ import torch
 
 from lengen import cli
 from lengen.analysis.decode import exact_match, greedy_decode
-from lengen.data.data import IGNORE, Example
+from lengen.core.batch import IGNORE, Example
+from lengen.core.positions import scheme_test_ids, scheme_train_ids
 from lengen.model.model import GPTNeoX, ModelConfig
-from lengen.model.positions import scheme_test_ids, scheme_train_ids
 from lengen.tasks import parity_scratchpad as ps
 from lengen.tasks import variable_assignment as va
 from lengen.train.train import training_loss
@@ -415,7 +415,7 @@ def test_training_draws_cover_the_length_range_and_heldout_uses_test_ids(task, s
 
 
 def test_positions_schemes_say_what_the_model_needs():
-    from lengen.model.positions import model_position
+    from lengen.core.positions import model_position
 
     assert model_position("ppc") == {"position": "learned", "predict_positions": True}
     assert model_position("absolute") == {"position": "learned", "predict_positions": False}
@@ -427,7 +427,7 @@ def test_positions_schemes_say_what_the_model_needs():
 
 
 def test_step_rng_depends_only_on_seed_step_rank():
-    from lengen.data.data import step_rng
+    from lengen.core.batch import step_rng
 
     draw = lambda *a: step_rng(*a).integers(0, 2**31, 4).tolist()  # noqa: E731
     assert draw(1, 5) == draw(1, 5, 0)
@@ -440,17 +440,17 @@ def test_nope_and_alibi_schemes_train_and_evaluate_end_to_end(scheme, tmp_path, 
     IDs, the model built without learned positions or RoPE) and is scored by the evaluator."""
     import copy
 
+    from lengen import tasks
     from lengen.analysis.evaluate import evaluate_scratchpad
-    from lengen.config import specs
     from lengen.config.config import validate
+    from lengen.core import tracking
     from lengen.model.modelfile import read_model_file
-    from lengen.train import tracking
     from lengen.train.train import train
 
     cfg = copy.deepcopy(smoke_config)
     cfg["results_dir"] = str(tmp_path / "results")
     cfg["parity_scratchpad"]["variants"][scheme] = {"scheme": scheme, "runs": 1}
-    spec = specs.scratchpad_train(validate(cfg), "parity_scratchpad", scheme, 1, 0)
+    spec = tasks.generation_spec(validate(cfg), "parity_scratchpad", scheme, 1, 0)
     assert spec["model"]["position"] == scheme and not spec["model"]["predict_positions"]
     tracking.prepare_store(spec["tracking"]["uri"], [spec["tracking"]["experiment"]])
     path = train(spec, tmp_path / "model")

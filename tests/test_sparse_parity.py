@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from lengen import cli
-from lengen.config.specs import Spec
+from lengen.tasks import parse_spec
 from lengen.tasks import sparse_parity as sp
 from tests.helpers import make_spec
 
@@ -65,7 +65,7 @@ def test_k_must_be_below_l():
 def test_train_batches_lengths_and_k_in_range(tiny_spec):
     task = {**tiny_spec["task"], "k_train": 12, "train_min_len": 20, "train_max_len": 50,
             "l_max": 510}  # fmt: skip
-    spec = Spec.parse(
+    spec = parse_spec(
         {**tiny_spec, "task": task, "train": {**tiny_spec["train"], "batch_size": 64}}
     )
     lengths, ks = set(), set()
@@ -182,7 +182,7 @@ def test_extra_schemes_nope_and_alibi_read_true_ids_and_are_checked(smoke_config
     for variant, position in (("nope", "nope"), ("alibi", "alibi"), ("neox", "rope")):
         spec = sp.train_spec(cfg, 2, variant)
         assert spec["model"]["position"] == position and spec["variant"] == variant
-        ids = task.train_batch(Spec.parse(spec), np.random.default_rng(0), 0).position_ids
+        ids = task.train_batch(parse_spec(spec), np.random.default_rng(0), 0).position_ids
         true = (ids == np.arange(1, ids.shape[1] + 1)).all()
         assert true == (position != "rope")  # PoSE draws gaps for RoPE
     # a scheme's train keys override the section's for that scheme only (the default tier's

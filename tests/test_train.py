@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from lengen import tasks
-from lengen.config.specs import EarlyStopSpec, Spec, TrainSpec
-from lengen.data.data import Example
-from lengen.tasks import c4, sparse_parity
+from lengen.core.batch import Example
+from lengen.core.specs import EarlyStopSpec, TrainSpec
+from lengen.tasks import c4, parse_spec, sparse_parity
 from lengen.train.train import lr_lambda, train
 from tests.helpers import on_device, reproducible
 
@@ -45,7 +45,7 @@ def test_trainer_learns_a_trivial_task(tiny_spec, tmp_path, monkeypatch, device)
     from lengen.model.modelfile import load_model
 
     model = load_model(path)
-    batch = _copy_task().train_batch(Spec.parse(spec), np.random.default_rng(99), 0).model_inputs()
+    batch = _copy_task().train_batch(parse_spec(spec), np.random.default_rng(99), 0).model_inputs()
     with torch.no_grad():
         pred = model(batch["input_ids"], batch["position_ids"])[:, -1].argmax(-1)
     assert (pred == batch["labels"][:, -1]).float().mean() > 0.95
@@ -85,7 +85,7 @@ def test_mlflow_run_has_params_and_loss_curve(tiny_spec, tmp_path):
     assert [m.step for m in history] == [2, 4, 6]
     assert run.info.status == "FINISHED"
     # which model file the run made, and artifacts kept under the tier's results dir
-    from lengen.report.provenance import file_sha256
+    from lengen.core.provenance import file_sha256
 
     assert run.data.tags["model_sha256"] == file_sha256(out / "model.pt")
     assert run.data.tags["model_path"] == str((out / "model.pt").resolve())
@@ -181,7 +181,7 @@ def test_early_stop_heldout_spans_training_lengths(tiny_spec):
                     "l_max": 60}  # fmt: skip
     spec["train"]["early_stop"] = {"every": 10, "target_accuracy": 0.9, "patience": 1,
                                    "n_examples": 64, "n_draws": 8}  # fmt: skip
-    stop = EarlyStop(Spec.parse(spec), tasks.get("parity_scratchpad"), "cpu")
+    stop = EarlyStop(parse_spec(spec), tasks.get("parity_scratchpad"), "cpu")
     assert [len(d["input_ids"]) for d in stop.draws] == [8] * 8
     assert len({d["input_ids"].shape[1] for d in stop.draws}) >= 3
 
@@ -257,14 +257,14 @@ def test_ds_config_json_is_merged_over_the_computed_config(tmp_path):
 
     cfg = load(ROOT / "config" / "paper.yaml")
     spec = c4.train_spec(cfg, "short")
-    ds = deepspeed_config(Spec.parse(spec), world=8)
+    ds = deepspeed_config(parse_spec(spec), world=8)
     zero = ds["zero_optimization"]
     assert zero["stage"] == 2 and zero["overlap_comm"] and ds["bf16"] == {"enabled": True}
     assert (ds["train_micro_batch_size_per_gpu"], ds["gradient_accumulation_steps"]) == (256, 4)
     assert "ds_config" not in sparse_parity.train_spec(cfg, 8)["runtime"]
     spec["runtime"]["ds_config"]["gradient_accumulation_steps"] = 2
     with pytest.raises(ValueError, match="gradient_accumulation_steps = 2, but the train"):
-        deepspeed_config(Spec.parse(spec), world=8)
+        deepspeed_config(parse_spec(spec), world=8)
     bad = tmp_path / "ds.json"
     bad.write_text("{not json")
     cfg["natural_language"]["ds_config"] = str(bad)

@@ -280,7 +280,7 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     text = (res / "reports" / "REPORT.md").read_text()
     assert "| SP-1" in text and "| TH-C3a" in text and "config hash" in text
     # every result file records its provenance
-    from lengen.report import provenance
+    from lengen.core import provenance
 
     assert "git commit" in text and "torch=" in text
     # ...and the run ends with Snakemake's HTML report of every figure

@@ -5,9 +5,9 @@ import os
 import shlex
 
 from lengen import tasks
-from lengen.config import artifacts, specs
-from lengen.config.config import read_yaml, tracking_uri, validate
-from lengen.train.tracking import experiment_name
+from lengen.config import artifacts
+from lengen.config.config import read_yaml, validate
+from lengen.core.specs import experiment_name, tracking_uri
 
 for path in {*workflow.configfiles, *workflow.overwrite_configfiles}:
     read_yaml(path)  # Snakemake's YAML reader keeps the last of two equal keys: name them instead

@@ -45,7 +45,7 @@ rule scratchpad_train:
         **SCRATCHPAD_WILDCARDS,
     params:
         spec=lambda w: to_json(
-            specs.scratchpad_train(config, w.experiment, w.variant, int(w.setting[1:]), int(w.run))
+            tasks.generation_spec(config, w.experiment, w.variant, int(w.setting[1:]), int(w.run))
         ),
         launcher=launcher(config),
         out=out_dir,

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from lengen.tasks import parse_spec
 from lengen.tasks import sparse_parity as sp
 
 CATEGORIES = ("bos", "flagged_j", "flagged_bit", "unflagged", "sep")
@@ -170,9 +171,8 @@ def figure(
 
 def main(argv: list[str] | None = None) -> None:
     """CLI: attention-mass and accuracy-by-ones tables and figure for one sparse-parity model."""
-    from lengen.config.specs import Spec
+    from lengen.core import provenance
     from lengen.model.modelfile import model_from_saved, read_model_file
-    from lengen.report import provenance
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, required=True)
@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     saved = read_model_file(args.model)
-    model, spec = model_from_saved(saved), Spec.parse(saved["spec"])
+    model, spec = model_from_saved(saved), parse_spec(saved["spec"])
     k_train = spec.task.k_train
     mass, by_ones = diagnose(model, args.lengths, args.k, spec.task.n, args.n_examples, args.seed)
     table = pd.concat(

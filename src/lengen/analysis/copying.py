@@ -21,7 +21,7 @@ import pandas as pd
 import torch
 
 from lengen.analysis.perplexity import window_nll
-from lengen.model.positions import true_position_ids
+from lengen.core.positions import true_position_ids
 
 
 def repeated_random(vocab_size: int, half: int, n: int, seed: int) -> np.ndarray:

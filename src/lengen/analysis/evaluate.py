@@ -22,11 +22,11 @@ from tqdm import tqdm
 
 from lengen import tasks
 from lengen.analysis.decode import exact_match, greedy_decode
-from lengen.config.specs import Spec
+from lengen.core import provenance, tracking
+from lengen.core.device import eval_device
+from lengen.core.specs import Spec
 from lengen.model.modelfile import model_from_saved, read_model_file
-from lengen.report import provenance
-from lengen.train import tracking
-from lengen.train.runtime import eval_device
+from lengen.tasks import parse_spec
 
 
 def evaluate(model_path: Path, testset: Path, batch_size: int, out: Path) -> pd.DataFrame:
@@ -34,7 +34,7 @@ def evaluate(model_path: Path, testset: Path, batch_size: int, out: Path) -> pd.
     sparse parity: final-token accuracy over the (2l, k_test) grid)."""
     device = eval_device()
     saved = read_model_file(model_path, device)
-    spec, model = Spec.parse(saved["spec"]), model_from_saved(saved, device)
+    spec, model = parse_spec(saved["spec"]), model_from_saved(saved, device)
     task = tasks.get(spec.experiment)
     progress = partial(tqdm, desc="eval", mininterval=5)
     rows = task.score(model, spec, testset, batch_size, progress)
@@ -73,7 +73,7 @@ def evaluate_scratchpad(
     lengths."""
     device = eval_device()
     saved = read_model_file(model_path, device)
-    spec, model = Spec.parse(saved["spec"]), model_from_saved(saved, device)
+    spec, model = parse_spec(saved["spec"]), model_from_saved(saved, device)
     task = spec.task
     param = tasks.get(spec.experiment).SETTING.key
     stopped = {  # train.early_stop's outcome: "did not learn in N steps" travels with the table

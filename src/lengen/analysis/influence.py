@@ -27,11 +27,11 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from lengen.config.specs import Spec
+from lengen.core import contexts, provenance
+from lengen.core.device import eval_device
 from lengen.data.tokens import consecutive_chunks, load_tokens
 from lengen.model.modelfile import model_from_saved, read_model_file
-from lengen.report import provenance
-from lengen.train.runtime import eval_device
+from lengen.tasks import parse_spec
 
 
 def attention_mask(keep: torch.Tensor) -> torch.Tensor:
@@ -52,27 +52,9 @@ def target_logprob(model, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
         return torch.log_softmax(model.embed_out(h).float(), dim=-1)[:, x[-1]]
 
 
-def loo_keep(long_len: int, short_len: int, device=None) -> torch.Tensor:
-    """One row per far token j in [Lbar - L - 1]: everything kept but j. (n_far, Lbar - 1)."""
-    n_far = long_len - short_len - 1
-    keep = torch.ones(n_far, long_len - 1, dtype=torch.bool, device=device)
-    keep[torch.arange(n_far), torch.arange(n_far)] = False
-    return keep
-
-
 def choose_influential(logp: torch.Tensor, k: int) -> list[int]:
     """Eq. (6): the k far positions (1-based) whose masking gives the lowest probability."""
     return sorted((torch.argsort(logp, stable=True)[:k] + 1).tolist())
-
-
-def context_keeps(long_len: int, short_len: int, J: list[int], device=None) -> torch.Tensor:
-    """Rows for L_short, L_long and L_short,sparse(J) (Fig. 5): (3, Lbar - 1)."""
-    n_far = long_len - short_len - 1
-    keep = torch.ones(3, long_len - 1, dtype=torch.bool, device=device)
-    keep[0, :n_far] = False  # short: the recent window only
-    keep[2, :n_far] = False  # sparse: the window and X_J
-    keep[2, [j - 1 for j in J]] = True
-    return keep
 
 
 class HFCausalLM(torch.nn.Module):
@@ -129,7 +111,8 @@ def analyse(
     in-house GPTNeoX, or HFCausalLM around a Hugging Face model)."""
     long_len = examples.shape[1]
     devices = {name: next(model.parameters()).device for name, model in models.items()}
-    loo = {name: loo_keep(long_len, short_len, device) for name, device in devices.items()}
+    loo = {name: torch.as_tensor(contexts.loo_keep(long_len, short_len), device=device)
+           for name, device in devices.items()}  # fmt: skip
     rows = []
     for i, seq in enumerate(tqdm(examples, desc="leave-one-out", mininterval=5)):
         xs = {name: torch.as_tensor(seq, device=device) for name, device in devices.items()}
@@ -140,7 +123,9 @@ def analyse(
         for scored, model in models.items():
             x = xs[scored]
             for by, J in chosen.items():
-                nll = -target_logprob(model, x, context_keeps(long_len, short_len, J, x.device))
+                keep = contexts.context_keeps(long_len, short_len, J)
+                keep = torch.as_tensor(keep, device=x.device)
+                nll = -target_logprob(model, x, keep)
                 l_short, l_long, l_sparse = nll.tolist()
                 rows.append(
                     {
@@ -158,34 +143,6 @@ def analyse(
     return pd.DataFrame(rows)
 
 
-def _slope_spread(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(slope, spread) along the last axis: the symmetric (reduced major axis) slope through the
-    origin, sign(sum xy) * sqrt(sum y^2 / sum x^2), and RMS of (y - x) over RMS of x."""
-    slope = np.sign((x * y).sum(-1)) * np.sqrt((y**2).sum(-1) / (x**2).sum(-1))
-    spread = np.sqrt(((y - x) ** 2).mean(-1) / (x**2).mean(-1))
-    return slope, spread
-
-
-def diagonal_fit(x: np.ndarray, y: np.ndarray, n_boot: int = 2000, seed: int = 0) -> dict:
-    """How near the points (x, y) = (L_short - L_long, L_short - L_short,sparse) lie to y = x
-    (Figs. 4/6): slope and spread (see _slope_spread), each with a 95% CI from n_boot resamples
-    of the points (seeded). Points on y = x give slope 1, spread 0; no relation, spread >= 1."""
-    slope, spread = _slope_spread(x, y)
-    idx = np.random.default_rng(seed).integers(0, len(x), size=(n_boot, len(x)))
-    boot_slope, boot_spread = _slope_spread(x[idx], y[idx])
-    (s_lo, s_hi), (d_lo, d_hi) = (np.percentile(b, [2.5, 97.5]) for b in (boot_slope, boot_spread))
-    return {"slope": float(slope), "slope_ci_low": float(s_lo), "slope_ci_high": float(s_hi),
-            "spread": float(spread), "spread_ci_low": float(d_lo),
-            "spread_ci_high": float(d_hi)}  # fmt: skip
-
-
-def mean_with_ci(x: np.ndarray, n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    """Mean of x (e.g. L_short - L_long over the examples) and its bootstrap 95% CI (seeded)."""
-    idx = np.random.default_rng(seed).integers(0, len(x), size=(n_boot, len(x)))
-    lo, hi = np.percentile(x[idx].mean(axis=1), [2.5, 97.5])
-    return float(x.mean()), float(lo), float(hi)
-
-
 # pragma: no mutate block  (CLI wiring: tested through the workflow in subprocesses)
 def main(argv: list[str] | None = None) -> None:
     """CLI: the leave-one-out table for both models, every (scored, chosen-by) pair."""
@@ -201,7 +158,7 @@ def main(argv: list[str] | None = None) -> None:
     saved = {"h_short": read_model_file(args.short, device),
              "h_long": read_model_file(args.long, device)}  # fmt: skip
     models = {name: model_from_saved(s, device) for name, s in saved.items()}
-    seed = Spec.parse(saved["h_short"]["spec"]).seed
+    seed = parse_spec(saved["h_short"]["spec"]).seed
     examples = consecutive_chunks(load_tokens(args.tokens), cfg["long_len"], cfg["n_examples"],
                                   cfg["offset"])  # fmt: skip
     table = analyse(models, examples, cfg["short_len"], cfg["k"])

@@ -27,12 +27,12 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from lengen.config.specs import Spec
+from lengen.core import provenance
+from lengen.core.device import eval_device
+from lengen.core.positions import true_position_ids
 from lengen.data.tokens import consecutive_chunks, load_tokens
 from lengen.model.modelfile import model_from_saved, read_model_file
-from lengen.model.positions import true_position_ids
-from lengen.report import provenance
-from lengen.train.runtime import eval_device
+from lengen.tasks import parse_spec
 
 PAPER = {("short", 64): 17.59, ("short", 128): 14.74, ("long", 64): 17.62, ("long", 128): 14.49}
 
@@ -109,7 +109,7 @@ def perplexity_table(
     device = eval_device()
     for name, path in models.items():
         saved = read_model_file(path, device)
-        model, spec = model_from_saved(saved, device), Spec.parse(saved["spec"])
+        model, spec = model_from_saved(saved, device), parse_spec(saved["spec"])
         for length in tqdm(lengths, desc=f"perplexity {name}"):
             nll = window_nll(model, split_windows(chunks, length), batch_size)
             per_chunk.append(
@@ -147,7 +147,7 @@ def main_window(argv: list[str]) -> None:
     chunks = consecutive_chunks(load_tokens(args.tokens), max(cfg["lengths"]) + 1, cfg["n_chunks"])
     device = eval_device()
     saved = read_model_file(args.model, device)
-    model, spec = model_from_saved(saved, device), Spec.parse(saved["spec"])
+    model, spec = model_from_saved(saved, device), parse_spec(saved["spec"])
     table = window_table(model, chunks, args.window, cfg["batch_size"])
     table.insert(0, "model", args.name)
     setup = {"eval": cfg, "window": args.window, "model": str(args.model)}

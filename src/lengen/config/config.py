@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from importlib import resources
@@ -175,15 +174,6 @@ def _cross_checks(cfg: dict) -> list[tuple[str, str]]:
     return errors
 
 
-def merge_dicts(base: dict, over: dict) -> dict:
-    """`over` merged into a copy of `base`, nested dicts key by key (everything else replaces)."""
-    out = dict(base)
-    for key, value in over.items():
-        both = isinstance(value, dict) and isinstance(out.get(key), dict)
-        out[key] = merge_dicts(out[key], value) if both else value
-    return out
-
-
 def read_ds_config(path: str | Path) -> dict:
     """A DeepSpeed config JSON file as a dict (ValueError naming the file if it is not one); a
     relative path is taken from the working directory, else from the project root."""
@@ -243,7 +233,7 @@ def _scratchpad_checks(name: str, section: dict) -> list[tuple[str, str]]:
         errors.append((f"{name}.model.d_model", "must be divisible by n_head"))
     for var_name, var in section["variants"].items():
         key = f"{name}.variants.{var_name}"
-        if "task" in var:  # the variant's own training range / settings: the same constraints
+        if "section" in var:  # the variant's own training range / settings: the same constraints
             own = tasks.variant_section(section, var_name)
             own_short, own_long = task.train_lengths(own)
             if own_short > own_long:
@@ -310,34 +300,6 @@ def main(argv: list[str] | None = None) -> None:
             failed = True
     if failed:
         raise SystemExit(1)
-
-
-def tracking_uri(cfg: dict) -> str:
-    """MLflow tracking URI: the configured one, or a SQLite file under results_dir."""
-    uri = cfg["tracking"]["uri"]
-    if uri:
-        return uri
-    return f"sqlite:///{Path(cfg['results_dir']).resolve() / 'mlflow.db'}"
-
-
-# Keys that say where a run lives, not what it computes: the MLflow store (its URI is an
-# absolute path), the results and reports folders, the packed token file, a C4 shard folder.
-MACHINE_LOCAL = frozenset({"tracking", "results_dir", "reports_dir", "train_tokens", "c4_dir"})
-
-
-def science(obj):
-    """A config, spec or slice without its MACHINE_LOCAL keys (at any depth)."""
-    if isinstance(obj, dict):
-        return {k: science(v) for k, v in obj.items() if k not in MACHINE_LOCAL}
-    if isinstance(obj, list | tuple):
-        return [science(v) for v in obj]
-    return obj
-
-
-def config_hash(obj: dict) -> str:
-    """Short stable hash of a JSON-serialisable dict's science (`science`): the same run in two
-    clones, two results folders or two MLflow stores has the same hash."""
-    return hashlib.sha256(json.dumps(science(obj), sort_keys=True).encode()).hexdigest()[:12]
 
 
 if __name__ == "__main__":

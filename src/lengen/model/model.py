@@ -20,9 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from lengen.core.positions import LEGACY_MODEL_POSITIONS, MODEL_POSITIONS
 from lengen.model.positions import (
-    LEGACY_MODEL_POSITIONS,
-    MODEL_POSITIONS,
     LearnedAbsolutePositions,
     RotaryEmbedding,
     alibi_bias,

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from lengen.core import provenance
 from lengen.model.model import GPTNeoX, ModelConfig
-from lengen.report import provenance
 
 if TYPE_CHECKING:
-    from lengen.config.specs import Spec
+    from lengen.core.specs import Spec
 
 
 def write_model_file(

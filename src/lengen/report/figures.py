@@ -16,8 +16,8 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from lengen import tasks  # noqa: E402
-from lengen.analysis.influence import diagonal_fit  # noqa: E402
-from lengen.report import provenance  # noqa: E402
+from lengen.core import provenance  # noqa: E402
+from lengen.core.stats import diagonal_fit  # noqa: E402
 
 DEFAULT_STYLE = {"context": "paper", "height": 3.0, "aspect": 1.15, "dpi": 150}
 
@@ -146,7 +146,7 @@ def influence_figure(
 ) -> None:
     """Figs. 4 / 6: per test sequence, (L_short - L_long, L_short - L_short,sparse), one panel per
     (model scored, model choosing J), the diagonal (dashed), the fitted slope through the origin
-    and the slope and spread with their 95% CIs (lengen.analysis.influence.diagonal_fit)."""
+    and the slope and spread with their 95% CIs (lengen.core.stats.diagonal_fit)."""
     style = {**DEFAULT_STYLE, **style}
     sns.set_theme(context=style["context"], style="whitegrid")
     panels = INFLUENCE_PANELS[fig]
@@ -186,9 +186,9 @@ def mask_illustration(
     masks."""
     from matplotlib.patches import Rectangle
 
-    from lengen.analysis.influence import context_keeps
+    from lengen.core.contexts import context_keeps
 
-    keep = context_keeps(long_len, short_len, list(J)).numpy()
+    keep = context_keeps(long_len, short_len, list(J))
     names = ["L_short", "L_long", "L_short,sparse"]
     fig, ax = plt.subplots(figsize=(0.6 * long_len + 1.6, 1.9))
     for row, name in enumerate(names):
@@ -251,7 +251,7 @@ def log_figure(path: Path, table: pd.DataFrame, uri: str, experiment: str) -> No
     """One MLflow run per drawn figure, `figure/<file stem>`, holding the PNG and tagged with the
     runs of the models it shows (`model_runs`, the training runs' names) and the config hashes
     of its input tables: `mlflow ui` then answers "which runs made this figure"."""
-    from lengen.train import tracking
+    from lengen.core import tracking
 
     runs = sorted(table["run"].astype(str).unique()) if "run" in table else []
     tags = {"figure": path.name, "model_runs": " ".join(runs)}

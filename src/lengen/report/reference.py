@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from lengen.config.artifacts import REPORT, VERDICTS
-from lengen.report import provenance
+from lengen.core import provenance
 
 
 def reference_dir(tier: str, project: Path | str = ".") -> Path:

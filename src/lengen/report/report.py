@@ -25,14 +25,14 @@ import numpy as np
 import pandas as pd
 
 from lengen import tasks
-from lengen.analysis.influence import diagonal_fit, mean_with_ci
-from lengen.analysis.theory_cases import DELTA
 from lengen.config import artifacts
 from lengen.config.config import validate
-from lengen.report import effects, provenance, reference
-from lengen.report.claims import Claim, Measured, NotTestable
+from lengen.core import provenance
+from lengen.core.claims import NEAR_PERFECT, Claim, Measured, NotTestable
+from lengen.core.claims import THEORY_DELTA as DELTA
+from lengen.core.stats import diagonal_fit, mean_with_ci
+from lengen.report import effects, reference
 
-NEAR_PERFECT = 0.9  # "near-perfect" accuracy
 FAILS = 0.75  # "fails": never above this accuracy
 MUCH_WORSE = 0.3  # accuracy gap that counts as "much worse" / "hurts a lot"
 # the smallest gap in mean accuracy beyond training that counts as an ordering ("larger k
@@ -63,6 +63,11 @@ class Tables:
         if experiment in self.others:
             return self.others[experiment]
         return getattr(self, experiment, None)
+
+    def not_learned(self, experiment: str, variants: list[str]) -> list[str]:
+        """not_learned(self, ...): what a task's own claims (lengen.core.claims) call on the
+        tables they are handed, without importing the report."""
+        return not_learned(self, experiment, variants)
 
 
 def read_tables(cfg: dict, paths: dict[str, str] | None = None) -> Tables:
@@ -716,7 +721,7 @@ def nl_short_close_to_long(t: Tables) -> Measured | None:
 
 def near_diagonal(x: np.ndarray, y: np.ndarray, seed: int = 0) -> Measured:
     """Slope and spread of the points about y = x with bootstrap 95% CIs
-    (lengen.analysis.influence.diagonal_fit: the same numbers Figs. 4/6 print)."""
+    (lengen.core.stats.diagonal_fit: the same numbers Figs. 4/6 print)."""
     return Measured(diagonal_fit(x, y, N_BOOTSTRAP, seed))
 
 

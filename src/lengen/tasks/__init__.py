@@ -2,10 +2,10 @@
 interface; nothing outside a task module names a task.
 
 Every task module exposes `TaskSpec` (a frozen dataclass: the typed task section of a run spec,
-lengen.config.specs.Spec.task), `vocab_size(spec)` and `train_batch(spec, rng, step)`, the latter
-returning a `lengen.data.data.Example` batch (tokens, position IDs, target mask) exactly as the
+lengen.core.specs.Spec.task), `vocab_size(spec)` and `train_batch(spec, rng, step)`, the latter
+returning a `lengen.core.batch.Example` batch (tokens, position IDs, target mask) exactly as the
 model is fed, and, for `lengen sample`, `add_sample_arguments(parser)` and `sample_records(args)`.
-`spec` is always the typed `lengen.config.specs.Spec`.
+`spec` is always the typed `lengen.core.specs.Spec`.
 
 A task scored on a stored test set (sparse parity) also exposes `write_testset`,
 `testset_config`, `score(model, spec, testset, batch_size, progress)` (its eval-table rows),
@@ -24,7 +24,7 @@ Tasks scored by greedy generation over test lengths, one model per (variant, set
 - `config_checks(name, section)`: the task's cross-key constraints, as (key, message) pairs;
 - `heldout_example(spec, rng)` (optional): early stopping's held-out batch at test-time IDs.
 
-`lengen.analysis.evaluate`, `lengen.config.specs`, the CLI, the report and the workflow rules
+`lengen.analysis.evaluate`, `lengen.core.specs`, the CLI, the report and the workflow rules
 dispatch through `get` and `generation_tasks`.
 """
 
@@ -32,14 +32,18 @@ from __future__ import annotations
 
 from types import ModuleType
 
+from lengen.core.positions import model_position
+from lengen.core.specs import Spec, run_spec
 from lengen.tasks import c4, majority, parity_scratchpad, sparse_parity, variable_assignment
 from lengen.tasks.base import Setting
 
 __all__ = [
     "REGISTRY",
     "Setting",
+    "generation_spec",
     "generation_tasks",
     "get",
+    "parse_spec",
     "table_keys",
     "table_order",
     "variant_section",
@@ -89,3 +93,32 @@ def table_order(name: str) -> tuple[str, ...]:
     if hasattr(task, "TABLE_ORDER"):
         return task.TABLE_ORDER
     return ("variant", task.SETTING.key, "seed", "length") if hasattr(task, "SETTING") else ()
+
+
+def parse_spec(values: dict | Spec) -> Spec:
+    """The typed spec of a job's JSON (or of the spec stored in a model.pt): lengen.core.specs.Spec
+    with the task section as its task's TaskSpec."""
+    return Spec.parse(values, {name: task.TaskSpec for name, task in REGISTRY.items()})
+
+
+def generation_spec(cfg: dict, experiment: str, variant: str, value: int, run: int) -> dict:
+    """Spec of run `run` of a generation-scored task's variant (a scratchpad task, Sec. 5.2) at
+    its setting `value` (jump, depth: the task's SETTING); the task section is the task's own
+    `task_spec` of the section as the variant sees it (its own training range, if it has one).
+
+    Run r trains from seed cfg.seed + r; every run is scored on the same test set (cfg.seed).
+    """
+    section = variant_section(cfg[experiment], variant)
+    task_module, var = get(experiment), section["variants"][variant]
+    sections = {
+        "task": task_module.task_spec(section, var, value),
+        "model": {
+            **section["model"],
+            **var.get("model", {}),
+            **model_position(var["scheme"]),
+            "l_max": section["l_max"],
+        },
+        "train": {**section["train"], **var.get("train", {})},
+    }
+    run_name = f"{variant}/{task_module.SETTING.key[0]}{value}/seed{run}"
+    return run_spec(cfg, experiment, run_name, cfg["seed"] + run, sections, variant)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from lengen.model.positions import SCHEMES
+from lengen.core.positions import SCHEMES
 
 
 @dataclass(frozen=True)

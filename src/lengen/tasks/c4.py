@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from lengen.data.data import Example
+from lengen.core.batch import Example
+from lengen.core.positions import get_scheme, pose_fed_position_ids, true_position_ids
 from lengen.data.tokens import load_tokens
-from lengen.model.positions import get_scheme, pose_fed_position_ids, true_position_ids
 
 if TYPE_CHECKING:
-    from lengen.config.specs import Spec
+    from lengen.core.specs import Spec
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ def train_spec(cfg: dict, which: str) -> dict:
     """The job spec of h_short (context L, PoSE from `pose_start` on) or h_long (context Lbar)
     (App. F), in the section's position scheme (default rope_pose, the paper's; nope and alibi
     feed true IDs, without PoSE)."""
-    from lengen.config.specs import run_spec  # here: lengen.config.specs imports the task registry
+    from lengen.core.specs import run_spec  # here: lengen.core.specs imports the task registry
 
     nl = cfg["natural_language"]
     short = which == "short"

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from lengen.data.data import TEST_STREAM, Example
-from lengen.model.positions import SCHEMES, scheme_test_ids, scheme_train_ids
+from lengen.core.batch import TEST_STREAM, Example
+from lengen.core.positions import SCHEMES, scheme_test_ids, scheme_train_ids
 from lengen.tasks.base import Setting, add_scheme_argument, positive_int
 
 if TYPE_CHECKING:
-    from lengen.config.specs import Spec
+    from lengen.core.specs import Spec
 
 VOCAB = ("<BOS>", "<SEP>", "0", "1")
 BOS, SEP, ZERO, ONE = range(4)
@@ -184,14 +184,13 @@ def sample_records(args) -> list[dict]:
 
 def claims() -> list:
     """The report's row for this task (lengen.report.report collects every task's `claims`)."""
-    from lengen.report.claims import Claim, NotTestable
-    from lengen.report.report import NEAR_PERFECT, not_learned
+    from lengen.core.claims import NEAR_PERFECT, Claim, NotTestable
 
     def measure(t) -> float | NotTestable | None:
         d = t.table("majority")
         if d is None or "absolute" not in set(d.variant):
             return None
-        weak = not_learned(t, "majority", ["absolute"])
+        weak = t.not_learned("majority", ["absolute"])
         if weak:
             return NotTestable("not learned in distribution (< 0.9): " + ", ".join(weak))
         longest = max(t.cfg["majority"]["train_max_lens"])

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from lengen.data.data import TEST_STREAM, Example
-from lengen.model.positions import scheme_test_ids, scheme_train_ids
+from lengen.core.batch import TEST_STREAM, Example
+from lengen.core.positions import scheme_test_ids, scheme_train_ids
 from lengen.tasks.base import Setting, add_scheme_argument, positive_int
 
 if TYPE_CHECKING:
-    from lengen.config.specs import Spec
+    from lengen.core.specs import Spec
 
 VOCAB = ("<BOS>", "<SEP>", "0", "1")
 BOS, SEP, ZERO, ONE = range(4)

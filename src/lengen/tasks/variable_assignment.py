@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from lengen.data.data import TEST_STREAM, Example
-from lengen.model.positions import scheme_test_ids, scheme_train_ids
+from lengen.core.batch import TEST_STREAM, Example
+from lengen.core.positions import scheme_test_ids, scheme_train_ids
 from lengen.tasks.base import Setting, add_scheme_argument, positive_int
 
 if TYPE_CHECKING:
-    from lengen.config.specs import Spec
+    from lengen.core.specs import Spec
 
 SPECIALS = ("<BOS>", "<SEP1>", "<SEP2>", "<-")
 BOS, SEP1, SEP2, ARROW = range(4)

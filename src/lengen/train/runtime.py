@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from lengen.config.config import merge_dicts
+from lengen.core.specs import merge_dicts
 
 if TYPE_CHECKING:
-    from lengen.config.specs import RuntimeSpec, Spec
+    from lengen.core.specs import RuntimeSpec, Spec
 
 
 def _init_distributed(runtime: RuntimeSpec) -> None:
@@ -90,11 +90,3 @@ def deepspeed_engine(spec: Spec, model: torch.nn.Module, optimizer, scheduler):
         config=deepspeed_config(spec, dist.get_world_size()),
     )
     return engine
-
-
-def eval_device() -> str:
-    """cuda when a GPU is visible (paper-size models), else one CPU thread per job."""
-    if torch.cuda.is_available():
-        return "cuda"
-    torch.set_num_threads(1)
-    return "cpu"

@@ -3,7 +3,7 @@ scored tokens only, periodic checkpoints with resume, MLflow logging (App. E "Sh
 
 Run as `python -m lengen.train.train --spec spec.json --out DIR` (one process on CPU, or under the
 `deepspeed` launcher for several GPUs). The spec holds the task, model, train, runtime and tracking
-sections of one run; see lengen.config.specs for how the Snakefile builds it and for its typed form
+sections of one run; see lengen.core.specs for how the Snakefile builds it and for its typed form
 (`Spec`), parsed once here.
 """
 
@@ -23,12 +23,13 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from lengen import tasks
-from lengen.config.specs import Spec, SpecError, TrainSpec, read_spec
-from lengen.data.data import IGNORE, VALID_STREAM, step_rng
+from lengen.core import provenance, tracking
+from lengen.core.batch import IGNORE, VALID_STREAM, step_rng
+from lengen.core.specs import Spec, SpecError, TrainSpec, read_spec
 from lengen.model.model import GPTNeoX, ModelConfig
 from lengen.model.modelfile import write_model_file
-from lengen.report import provenance
-from lengen.train import runtime, tracking
+from lengen.tasks import parse_spec
+from lengen.train import runtime
 
 
 def lr_lambda(train: TrainSpec):
@@ -192,7 +193,7 @@ def train(spec: Spec | dict, out: Path, stop_after: int | None = None) -> Path:
     rerun resumes that run, from the newest readable checkpoint).
     """
     try:
-        return _train(Spec.parse(spec), out, stop_after)
+        return _train(parse_spec(spec), out, stop_after)
     except BaseException as err:
         try:
             tracking.close_failed_run(err)
@@ -381,7 +382,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     try:
-        spec = Spec.parse(read_spec(args.spec))
+        spec = parse_spec(read_spec(args.spec))
     except SpecError as err:
         parser.error(str(err))
     # Snakemake and SLURM stop jobs with SIGTERM: exit through Python so the run ends KILLED

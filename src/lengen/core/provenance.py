@@ -2,7 +2,7 @@
 
 Tidy tables carry it as constant columns (so it survives `combine` and any pandas merge), PNG
 figures in their text metadata, markdown reports in a header line. `config_hash` is the hash of the
-config slice the file was computed from (a job sees only its slice, see lengen.config.specs), so two
+config slice the file was computed from (a job sees only its slice, see lengen.core.specs), so two
 files with the same hash came from the same settings.
 """
 
@@ -19,7 +19,25 @@ from pathlib import Path
 
 import pandas as pd
 
-from lengen.config.config import config_hash
+# Keys that say where a run lives, not what it computes: the MLflow store (its URI is an
+# absolute path), the results and reports folders, the packed token file, a C4 shard folder.
+MACHINE_LOCAL = frozenset({"tracking", "results_dir", "reports_dir", "train_tokens", "c4_dir"})
+
+
+def science(obj):
+    """A config, spec or slice without its MACHINE_LOCAL keys (at any depth)."""
+    if isinstance(obj, dict):
+        return {k: science(v) for k, v in obj.items() if k not in MACHINE_LOCAL}
+    if isinstance(obj, list | tuple):
+        return [science(v) for v in obj]
+    return obj
+
+
+def config_hash(obj: dict) -> str:
+    """Short stable hash of a JSON-serialisable dict's science (`science`): the same run in two
+    clones, two results folders or two MLflow stores has the same hash."""
+    return hashlib.sha256(json.dumps(science(obj), sort_keys=True).encode()).hexdigest()[:12]
+
 
 PACKAGES = (
     "lengen", "torch", "deepspeed", "transformers", "tokenizers", "datasets", "mlflow",

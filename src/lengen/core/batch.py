@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 IGNORE = -100  # label of positions that are not scored
 TEST_STREAM = 7  # salts test-set seeds: they never collide with training's (seed, step, rank)
@@ -20,9 +19,11 @@ class Example:
     position_ids: np.ndarray
     target_mask: np.ndarray
 
-    def model_inputs(self, device: str | torch.device = "cpu") -> dict[str, torch.Tensor]:
+    def model_inputs(self, device="cpu") -> dict:
         """Next-token inputs: ids/positions of tokens[:-1]; labels tokens[1:] and position labels
         position_ids[1:] (the PPC head's targets, Sec. 5.2) where scored, IGNORE elsewhere."""
+        import torch  # here: the plan and the tasks read this module without torch
+
         scored = self.target_mask[:, 1:] == 1
         labels = np.where(scored, self.tokens[:, 1:], IGNORE)
         position_labels = np.where(scored, self.position_ids[:, 1:], IGNORE)

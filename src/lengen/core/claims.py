@@ -1,11 +1,17 @@
 """The claims report's value types, shared by lengen.report.report and the task modules that own
-claims rows (lengen.tasks.majority): a module of their own, so that `python -m lengen.report.report`
-and a task module importing them see the same classes."""
+claims rows (lengen.tasks.majority): on the ground floor, so that a task states its claims without
+importing the report (a claim's measure is handed the report's tables when the report runs)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+
+NEAR_PERFECT = 0.9  # "near-perfect" accuracy  # (the report's rules; a task's claims use it too)
+
+# Theorem 4.3 is checked on a positive case with delta > 0 (lengen.analysis.theory_cases computes
+# it as the table case "positive, delta=1e-07"; the report's TH-4.3 row reads that case)
+THEORY_DELTA = 1e-7
 
 
 @dataclass(frozen=True)

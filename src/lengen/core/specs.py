@@ -1,15 +1,15 @@
-"""Run specs: the self-contained JSON each workflow job receives, built from a validated config,
-and its typed form.
+"""Run specs: the self-contained JSON each workflow job receives, and its typed form.
 
 A job sees only its own slice of the config, so Snakemake's params trigger reruns only where the
 slice changed (e.g. editing a figure's style reruns that figure, not the trainings). Each job parses
-its JSON once, at its entry point (`Spec.parse`), into the dataclasses below; the trainer, the
-task modules and the evaluator take the typed `Spec`, so a key such as `k_train` can be followed
-from the config section (the builders here) through `sparse_parity.TaskSpec.k_train` to the eval
-table's `k_train` column and the figure drawn from it. The builders name no task: each task
-module builds its own sections (`sparse_parity.train_spec`, `c4.train_spec`, or `task_spec` for
-the generation-scored tasks) and `run_spec` wraps them. `Spec.source` keeps the JSON itself: it is
-what model.pt stores, what MLflow logs and what the provenance hash is taken of.
+its JSON once, at its entry point (`lengen.tasks.parse_spec`), into the dataclasses below; the
+trainer, the task modules and the evaluator take the typed `Spec`, so a key such as `k_train` can
+be followed from the config section (the task's builder) through `sparse_parity.TaskSpec.k_train`
+to the eval table's `k_train` column and the figure drawn from it. Each task module builds its own
+sections (`sparse_parity.train_spec`, `c4.train_spec`, `lengen.tasks.generation_spec` for the
+generation-scored tasks) and `run_spec` wraps them in what every job shares. `Spec.source` keeps
+the JSON itself: it is what model.pt stores, what MLflow logs and what the provenance hash is taken
+of.
 """
 
 from __future__ import annotations
@@ -19,13 +19,10 @@ import json
 import math
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
-
-from lengen import tasks
-from lengen.config.config import read_ds_config, tracking_uri
-from lengen.model.positions import model_position
-from lengen.train.tracking import experiment_name
 
 
 class SpecError(ValueError):
@@ -86,7 +83,6 @@ def _build(cls, section: str, values: dict):
 def read_spec(arg: str) -> dict:
     """A job's --spec argument: a path to a spec JSON file (such as the spec.json beside every
     trained model) or the JSON text itself; SpecError naming what is wrong."""
-    from pathlib import Path
 
     is_text = arg.lstrip().startswith("{")
     if not is_text and not Path(arg).is_file():
@@ -188,17 +184,18 @@ class Spec:
     source: dict = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def parse(cls, values: dict) -> Spec:
-        """The typed spec of a job's JSON (as built below, or as stored in a model.pt)."""
+    def parse(cls, values: dict, task_specs: Mapping[str, type]) -> Spec:
+        """The typed spec of a job's JSON (as run_spec builds it, or as stored in a model.pt);
+        `task_specs` maps each experiment to its task's TaskSpec (lengen.tasks.parse_spec)."""
         if isinstance(values, Spec):
             return values
         values = dict(values)
         experiment = values.get("experiment")
-        if experiment not in tasks.REGISTRY:
+        if experiment not in task_specs:
             raise SpecError(
-                f"spec: experiment {experiment!r} is not a task; known: {sorted(tasks.REGISTRY)}"
+                f"spec: experiment {experiment!r} is not a task; known: {sorted(task_specs)}"
             )
-        task_cls = tasks.get(experiment).TaskSpec
+        task_cls = task_specs[experiment]
         sections = {
             "task": _build(task_cls, "task", values.get("task", {})),
             "model": dict(values.get("model", {})),
@@ -252,24 +249,38 @@ def run_spec(
     }
 
 
-def scratchpad_train(cfg: dict, experiment: str, variant: str, value: int, run: int) -> dict:
-    """Spec of run `run` of a generation-scored task's variant (a scratchpad task, Sec. 5.2) at
-    its setting `value` (jump, depth: the task's SETTING); the task section is the task's own
-    `task_spec` of the section as the variant sees it (its own training range, if it has one).
+def experiment_name(prefix: str, experiment: str) -> str:
+    """Full MLflow experiment name, e.g. 'lengen-default/sparse_parity'."""
+    return f"{prefix}/{experiment}"
 
-    Run r trains from seed cfg.seed + r; every run is scored on the same test set (cfg.seed).
-    """
-    section = tasks.variant_section(cfg[experiment], variant)
-    task_module, var = tasks.get(experiment), section["variants"][variant]
-    sections = {
-        "task": task_module.task_spec(section, var, value),
-        "model": {
-            **section["model"],
-            **var.get("model", {}),
-            **model_position(var["scheme"]),
-            "l_max": section["l_max"],
-        },
-        "train": {**section["train"], **var.get("train", {})},
-    }
-    run_name = f"{variant}/{task_module.SETTING.key[0]}{value}/seed{run}"
-    return run_spec(cfg, experiment, run_name, cfg["seed"] + run, sections, variant)
+
+def tracking_uri(cfg: dict) -> str:
+    """MLflow tracking URI: the configured one, or a SQLite file under results_dir."""
+    uri = cfg["tracking"]["uri"]
+    if uri:
+        return uri
+    return f"sqlite:///{Path(cfg['results_dir']).resolve() / 'mlflow.db'}"
+
+
+def merge_dicts(base: dict, over: dict) -> dict:
+    """`over` merged into a copy of `base`, nested dicts key by key (everything else replaces)."""
+    out = dict(base)
+    for key, value in over.items():
+        both = isinstance(value, dict) and isinstance(out.get(key), dict)
+        out[key] = merge_dicts(out[key], value) if both else value
+    return out
+
+
+def read_ds_config(path: str | Path) -> dict:
+    """A DeepSpeed config JSON file as a dict (ValueError naming the file if it is not one); a
+    relative path is taken from the working directory, else from the project root."""
+    path = Path(path)
+    if not path.is_absolute() and not path.exists():
+        path = Path(__file__).resolve().parents[3] / path  # src/lengen/core/ -> the root
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not a JSON object")
+    return data

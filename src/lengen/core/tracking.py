@@ -1,0 +1,184 @@
+"""MLflow tracking: one store per results dir, created once before parallel jobs start.
+
+Platform pitfalls handled here: a brand-new SQLite store raced by parallel jobs crashes, and
+set_experiment raced by several processes files runs under "Default"; so `prepare_store` creates
+the schema and every experiment in one setup job, and runs are started by experiment id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+
+import mlflow  # noqa: E402
+from filelock import FileLock  # noqa: E402
+from mlflow.tracking import MlflowClient  # noqa: E402
+
+
+def artifact_root(uri: str) -> str | None:
+    """Where a store's artifacts go: beside a SQLite store (`<results_dir>/mlartifacts`, so each
+    tier keeps its own and deleting its results leaves no orphans); None (the server's own
+    artifact store) for a tracking server."""
+    if uri.startswith("sqlite:///"):
+        return (Path(uri.removeprefix("sqlite:///")).parent / "mlartifacts").resolve().as_uri()
+    return None
+
+
+class StoreError(RuntimeError):
+    """The MLflow store cannot be read: the message names it and the recovery."""
+
+
+def store_path(uri: str) -> Path | None:
+    """The SQLite file of a store (None for a tracking server)."""
+    return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
+
+
+@contextlib.contextmanager
+def readable_store(uri: str):
+    """Turn a broken store's database error (a truncated or overwritten SQLite file, a schema
+    half-created) into a StoreError naming the store and the recovery (README, Recovery)."""
+    try:
+        yield
+    except Exception as err:  # noqa: BLE001 - SQLAlchemy's and MLflow's errors, by message
+        text = str(err)
+        broken = ("malformed", "not a database", "_alembic_tmp", "no such table", "disk image")
+        if not any(b in text for b in broken):
+            raise
+        path = store_path(uri) or uri
+        raise StoreError(
+            f"MLflow store {path} is unreadable ({text.splitlines()[0][:200]}). Recover: move it "
+            f"aside (mv {path} {path}.broken) and delete {Path(str(path)).parent}/mlflow.ready and "
+            f"{Path(str(path)).parent}/mlflow/*.ready; the next snakemake run makes a new store "
+            "(trained models stay on disk; their old MLflow runs stay in the moved file)"
+        ) from err
+
+
+def prepare_store(uri: str, experiments: Iterable[str]) -> dict[str, str]:
+    """Create the store's schema and every experiment (artifacts under artifact_root); return
+    name -> experiment id. A SQLite store is created under a file lock beside it, so that
+    concurrent first uses (jobs run with --nolock, two tiers sharing a store) never leave its
+    schema half-migrated."""
+    path = store_path(uri)
+    lock = contextlib.nullcontext()
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(f"{path}.lock", timeout=600)
+    with lock, readable_store(uri):
+        client = MlflowClient(tracking_uri=uri)
+        client.search_experiments(max_results=1)  # creates the schema on first access
+        root = artifact_root(uri)
+        ids = {}
+        for name in experiments:
+            exp = client.get_experiment_by_name(name)
+            location = f"{root}/{name.replace('/', '_')}" if root else None
+            ids[name] = exp.experiment_id if exp else client.create_experiment(name, location)
+    return ids
+
+
+def flatten(d: Mapping, prefix: str = "") -> dict[str, str]:
+    """Nested dict -> {'a.b.c': value} with values as strings (MLflow params)."""
+    out = {}
+    for key, value in d.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, f"{name}."))
+        else:
+            out[name] = json.dumps(value) if isinstance(value, list | tuple) else str(value)
+    return out
+
+
+def start_run(uri: str, experiment: str, run_name: str, run_id_file: Path) -> mlflow.ActiveRun:
+    """Start (or resume, when run_id_file exists) the MLflow run of one trained model."""
+    mlflow.set_tracking_uri(uri)
+    with readable_store(uri):
+        exp = MlflowClient(tracking_uri=uri).get_experiment_by_name(experiment)
+    if exp is None:
+        raise RuntimeError(
+            f"MLflow experiment {experiment!r} missing in {uri}: run the setup rule "
+            "(snakemake results/.../mlflow.ready) or lengen.core.tracking.prepare_store first"
+        )
+    if run_id_file.exists():  # a rerun after a crash or a kill: the same run goes on
+        run_id = run_id_file.read_text().strip()
+        print(f"MLflow: resuming run {run_id} ({run_name})", file=sys.stderr, flush=True)
+        return mlflow.start_run(run_id=run_id)
+    run = mlflow.start_run(experiment_id=exp.experiment_id, run_name=run_name)
+    run_id_file.write_text(run.info.run_id)
+    print(f"MLflow: new run {run.info.run_id} ({run_name})", file=sys.stderr, flush=True)
+    return run
+
+
+def resume_run(uri: str, run_id_file: Path) -> mlflow.ActiveRun:
+    """Reopen the run recorded by training, to add evaluation metrics and artifacts."""
+    mlflow.set_tracking_uri(uri)
+    return mlflow.start_run(run_id=run_id_file.read_text().strip())
+
+
+def log_params_once(spec: Mapping, model) -> None:
+    """Log every spec entry and the parameter count as run params (first start only)."""
+    params = flatten(spec)
+    params["model.num_params"] = str(model.num_params())
+    mlflow.log_params(params)
+
+
+def set_tags(tags: Mapping[str, object]) -> None:
+    """Tag the active run (provenance: config hash, git commit, package versions)."""
+    mlflow.set_tags({k: str(v) for k, v in tags.items()})
+
+
+def log_metrics(metrics: Mapping[str, float], step: int) -> None:
+    """Log several metrics in one call (one SQLite write, not one per metric)."""
+    mlflow.log_metrics(dict(metrics), step=step)
+
+
+def end_run() -> None:
+    """Close the active run."""
+    mlflow.end_run()
+
+
+def close_failed_run(err: BaseException) -> None:
+    """End the active run (if any) as KILLED (interrupt, SIGTERM exit) or FAILED (an error),
+    never leaving it RUNNING."""
+    if mlflow.active_run() is not None:
+        killed = isinstance(err, KeyboardInterrupt | SystemExit)
+        mlflow.end_run(status="KILLED" if killed else "FAILED")
+
+
+def log_file_run(uri: str, experiment: str, run_name: str, path: Path, tags: Mapping) -> str:
+    """A finished run holding one file as an artifact (a figure), with tags; its id."""
+    mlflow.set_tracking_uri(uri)
+    exp = MlflowClient(tracking_uri=uri).get_experiment_by_name(experiment)
+    if exp is None:
+        raise RuntimeError(f"MLflow experiment {experiment!r} missing in {uri}")
+    with mlflow.start_run(experiment_id=exp.experiment_id, run_name=run_name) as run:
+        set_tags(tags)
+        mlflow.log_artifact(str(path))
+    return run.info.run_id
+
+
+def log_artifact(path: Path) -> None:
+    """Attach a file to the active run."""
+    mlflow.log_artifact(str(path))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI: create the store (and the named experiments) before parallel training jobs."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--uri", required=True)
+    parser.add_argument("--experiments", nargs="*", default=[])
+    parser.add_argument("--done", type=Path, help="file to write when ready")
+    args = parser.parse_args(argv)
+    ids = prepare_store(args.uri, args.experiments)
+    if args.done:
+        args.done.write_text(json.dumps({"uri": args.uri, "experiments": ids}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
