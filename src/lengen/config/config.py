@@ -243,7 +243,7 @@ def _scratchpad_checks(name: str, section: dict) -> list[tuple[str, str]]:
         errors.append((f"{name}.model.d_model", "must be divisible by n_head"))
     for var_name, var in section["variants"].items():
         key = f"{name}.variants.{var_name}"
-        if "task" in var:  # the variant's own training range / settings: the same constraints
+        if "section" in var:  # the variant's own training range / settings: the same constraints
             own = tasks.variant_section(section, var_name)
             own_short, own_long = task.train_lengths(own)
             if own_short > own_long:
