@@ -186,5 +186,14 @@ def test_combine_sorts_by_setting_seed_length(tmp_path):
         pd.DataFrame(rows).to_csv(sp_paths[-1], index=False)
     out = combine(sp_paths[:2], tmp_path / "sp.csv")
     assert list(zip(out.k_train, out.k_test, strict=True)) == [(2, 1), (2, 3), (4, 1), (4, 3)]
-    with pytest.raises(TableError, match="sp3.csv: 1 test points where the other tables have 2"):
+    with pytest.raises(
+        TableError, match="sp3.csv: 1 test points where the other tables of its variant have 2"
+    ):
         combine(sp_paths, tmp_path / "sp.csv")
+    # a variant with its own eval lengths (variants.<v>.section.eval) joins the table
+    own = tmp_path / "equal.csv"
+    rows = [dict(experiment="parity_scratchpad", variant="ppc_equal", jump=1, seed=0, length=n,
+                 n=8, accuracy=0.5) for n in (6, 12, 18)]  # fmt: skip
+    pd.DataFrame(rows).to_csv(own, index=False)
+    out = combine([*paths, own], tmp_path / "with_equal.csv")
+    assert sorted(out[out.variant == "ppc_equal"].length) == [6, 12, 18]

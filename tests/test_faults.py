@@ -34,7 +34,9 @@ def test_eval_table_cut_mid_line_fails_the_combine_naming_it(tmp_path):
     assert not (tmp_path / "out.csv").exists()
     _eval_table(cut)
     cut.write_text("".join(cut.read_text().splitlines(keepends=True)[:-1]))  # a whole row lost
-    with pytest.raises(TableError, match=f"{cut}: 2 test points where the other tables have 3"):
+    with pytest.raises(
+        TableError, match=f"{cut}: 2 test points where the other tables of its variant have 3"
+    ):
         combine([good, cut], tmp_path / "out.csv")
     cut.write_text("")
     with pytest.raises(TableError, match="unreadable"):

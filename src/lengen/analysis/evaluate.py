@@ -157,12 +157,16 @@ def combine(tables: list[Path], out: Path) -> pd.DataFrame:
     grids = [
         frozenset(map(tuple, t[[c for c in ("length", "k_test") if c in t]].values)) for t in parts
     ]
-    full = max(grids, key=len)  # every model is scored on the same test grid
-    for path, grid in zip(tables, grids, strict=True):
-        if grid != full:
+    # every model of a variant is scored on the same test grid (a variant may have its own eval
+    # lengths: config variants.<v>.section.eval)
+    variant = [str(t["variant"].iloc[0]) if "variant" in t and len(t) else "" for t in parts]
+    full = {v: max((g for g, w in zip(grids, variant, strict=True) if w == v), key=len)
+            for v in set(variant)}  # fmt: skip
+    for path, grid, v in zip(tables, grids, variant, strict=True):
+        if grid != full[v]:
             raise TableError(
-                f"{path}: {len(grid)} test points where the other tables have {len(full)} "
-                f"(cut off?); delete {path} and rerun its eval rule"
+                f"{path}: {len(grid)} test points where the other tables of its variant have "
+                f"{len(full[v])} (cut off?); delete {path} and rerun its eval rule"
             )
     table = pd.concat(parts, ignore_index=True)
     order = tasks.table_order(table["experiment"].iloc[0])
