@@ -11,6 +11,7 @@ import jsonschema
 import yaml
 
 from lengen import tasks
+from lengen.core.positions import get_scheme
 
 
 class ConfigError(ValueError):
@@ -108,61 +109,15 @@ def _path(error: jsonschema.ValidationError) -> str:
 def _cross_checks(cfg: dict) -> list[tuple[str, str]]:
     """Constraints between keys that JSON Schema cannot express."""
     errors = []
-    sp = cfg.get("sparse_parity")
-    if sp:
-        if sp["train_min_len"] > sp["train_max_len"]:
-            errors.append(("sparse_parity.train_min_len", "must be <= train_max_len"))
-        longest = max(max(sp["eval"]["lengths"]), sp["train_max_len"]) + 2
-        if longest >= sp["l_max"]:
-            errors.append(
-                ("sparse_parity.l_max", f"must exceed the longest input ({longest} tokens)")
-            )
-        for fig in ("fig1", "fig7"):
-            missing = set(sp["figures"][fig]) - set(sp["k_train"])
-            if missing:
-                errors.append(
-                    (f"sparse_parity.figures.{fig}", f"K_train {sorted(missing)} not in k_train")
-                )
-        too_large = [k for k in sp["k_train"] if k >= sp["train_max_len"] // 2]
-        if too_large:  # App. E.1.1 needs k < l; the training draw caps k at l - 1 per length
-            errors.append(
-                (
-                    "sparse_parity.k_train",
-                    f"{too_large} not below l = train_max_len / "
-                    f"2 = {sp['train_max_len'] // 2}: no training length could show them",
-                )
-            )
-        schemes = sp.get("schemes")
-        if schemes and schemes["k_train"] not in sp["k_train"]:
-            errors.append(("sparse_parity.schemes.k_train", "not in k_train (its comparison)"))
-        clash = sorted(set(schemes["variants"]) & set(sp["variants"])) if schemes else []
-        if clash:
-            errors.append(("sparse_parity.schemes.variants", f"{clash} are also variants"))
-        longest_l = max(sp["eval"]["lengths"]) // 2
-        unseen = [k for k in sp["eval"]["k_test"] if k >= longest_l]
-        if unseen:  # the test grid keeps (2l, k) with k < l only (App. E.1.1)
-            errors.append(
-                (
-                    "sparse_parity.eval.k_test",
-                    f"{unseen} not below l = {longest_l} of the longest eval length: no test "
-                    "example could have them",
-                )
-            )
-        att = sp["figures"].get("attention")
-        if att and att["k_train"] not in sp["k_train"]:
-            errors.append(("sparse_parity.figures.attention.k_train", "not in k_train"))
-        if sp["model"]["d_model"] % sp["model"]["n_head"]:
-            errors.append(("sparse_parity.model.d_model", "must be divisible by n_head"))
-        for name, variant in sp["variants"].items():
-            model = {**sp["model"], **variant.get("model", {})}
-            if model["d_model"] % model["n_head"]:
-                key = f"sparse_parity.variants.{name}.model.d_model"
-                errors.append((key, "must be divisible by n_head"))
-    for name in tasks.generation_tasks():
-        if name in cfg:
+    generation = tasks.generation_tasks()
+    for name, task in tasks.REGISTRY.items():
+        if name not in cfg:
+            continue
+        errors += _model_checks(name, cfg[name])
+        if name in generation:  # the checks every generation-scored task shares, then its own
             errors += _scratchpad_checks(name, cfg[name])
-    if "natural_language" in cfg:
-        errors += _natural_language_checks(cfg["natural_language"])
+        else:
+            errors += task.config_checks(name, cfg[name])
     for key, path in (("runtime.ds_config", cfg["runtime"].get("ds_config")),
                       ("natural_language.ds_config",
                        cfg.get("natural_language", {}).get("ds_config"))):  # fmt: skip
@@ -189,32 +144,22 @@ def read_ds_config(path: str | Path) -> dict:
     return data
 
 
-def _natural_language_checks(nl: dict) -> list[tuple[str, str]]:
-    """Sec. 5.3: L < Lbar, eval lengths dividing Lbar, a corpus source with what it needs."""
-    errors = []
-    key = "natural_language"
-    short, long = nl["short_context"], nl["long_context"]
-    if short >= long:
-        errors.append((f"{key}.short_context", "must be below long_context (L < Lbar)"))
-    if max(nl["eval"]["lengths"]) != long or any(long % n for n in nl["eval"]["lengths"]):
-        errors.append((f"{key}.eval.lengths", f"must divide and end at long_context ({long})"))
-    if nl["influence"]["k"] >= long - short - 1:
-        errors.append((f"{key}.influence.k", f"must be below Lbar - L - 1 = {long - short - 1}"))
-    corpus = nl["corpus"]
-    if corpus["source"] == "debian":
-        for field in ("packages", "validation_fraction", "max_doc_chars", "docs_per_shard"):
-            if field not in corpus:
-                errors.append((f"{key}.corpus.{field}", "required when source is debian"))
-    if corpus["source"] == "c4_dir" and not corpus.get("c4_dir"):
-        errors.append((f"{key}.corpus.c4_dir", "required when source is c4_dir"))
-    if nl["tokenizer"]["source"] == "hub" and not nl["tokenizer"].get("name"):
-        errors.append((f"{key}.tokenizer.name", "required when source is hub"))
-    if nl["model"]["d_model"] % nl["model"]["n_head"]:
-        errors.append((f"{key}.model.d_model", "must be divisible by n_head"))
-    pose = nl["short"]["pose_start"]
-    if pose is not None and pose >= nl["short"]["train"]["steps"]:
-        errors.append((f"{key}.short.pose_start", "must be below short.train.steps"))
-    return errors
+def _model_checks(name: str, section: dict) -> list[tuple[str, str]]:
+    """Every model a section builds has d_model divisible by n_head: the section's `model`, and
+    each variant's (or extra scheme's) own `model` keys over it."""
+    base = section.get("model", {})
+    models = {f"{name}.model": base}
+    groups = {"variants": section.get("variants", {}),
+              "schemes.variants": section.get("schemes", {}).get("variants", {})}  # fmt: skip
+    for group, variants in groups.items():
+        for v, var in variants.items():
+            if isinstance(var, dict) and "model" in var:
+                models[f"{name}.{group}.{v}.model"] = {**base, **var["model"]}
+    return [
+        (f"{key}.d_model", "must be divisible by n_head")
+        for key, model in models.items()
+        if "d_model" in model and "n_head" in model and model["d_model"] % model["n_head"]
+    ]
 
 
 def _scratchpad_checks(name: str, section: dict) -> list[tuple[str, str]]:
@@ -229,8 +174,6 @@ def _scratchpad_checks(name: str, section: dict) -> list[tuple[str, str]]:
     needed = task.longest_tokens(section, longest)
     if needed > section["l_max"]:
         errors.append((f"{name}.l_max", f"must be >= {needed}, the longest sequence's true IDs"))
-    if section["model"]["d_model"] % section["model"]["n_head"]:
-        errors.append((f"{name}.model.d_model", "must be divisible by n_head"))
     for var_name, var in section["variants"].items():
         key = f"{name}.variants.{var_name}"
         if "section" in var:  # the variant's own training range / settings: the same constraints
@@ -243,11 +186,8 @@ def _scratchpad_checks(name: str, section: dict) -> list[tuple[str, str]]:
                 for k, message in task.config_checks(name, own)
                 if not k.startswith(f"{name}.variants.")  # reported once, from the section
             ]
-        if var["scheme"] == "ppc" and var.get("scratchpad", True) is False:
-            errors.append((f"{key}.scheme", "ppc needs a scratchpad to couple"))
-        model = {**section["model"], **var.get("model", {})}
-        if model["d_model"] % model["n_head"]:
-            errors.append((f"{key}.model.d_model", "must be divisible by n_head"))
+        if get_scheme(var["scheme"]).coupled and var.get("scratchpad", True) is False:
+            errors.append((f"{key}.scheme", f"{var['scheme']} needs a scratchpad to couple"))
     for fig, spec in section["figures"].items():
         if fig == "style":
             continue

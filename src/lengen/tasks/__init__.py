@@ -4,8 +4,11 @@ interface; nothing outside a task module names a task.
 Every task module exposes `TaskSpec` (a frozen dataclass: the typed task section of a run spec,
 lengen.core.specs.Spec.task), `vocab_size(spec)` and `train_batch(spec, rng, step)`, the latter
 returning a `lengen.core.batch.Example` batch (tokens, position IDs, target mask) exactly as the
-model is fed, and, for `lengen sample`, `add_sample_arguments(parser)` and `sample_records(args)`.
-`spec` is always the typed `lengen.core.specs.Spec`.
+model is fed, `config_checks(name, section)` (its config section's cross-key constraints, as
+(key, message) pairs; lengen.config.config runs them), and, for `lengen sample`,
+`add_sample_arguments(parser)` and `sample_records(args)`. `spec` is always the typed
+`lengen.core.specs.Spec` (`parse_spec` below). A task imports torch only inside the functions
+that run a model, so that the plan, which reads every task, validates a config without it.
 
 A task scored on a stored test set (sparse parity) also exposes `write_testset`,
 `testset_config`, `score(model, spec, testset, batch_size, progress)` (its eval-table rows),
@@ -21,11 +24,12 @@ Tasks scored by greedy generation over test lengths, one model per (variant, set
 - `longest_tokens(section, length)`: tokens of the longest sequence at a length (ID range);
 - `testset(spec, eval_cfg, seed)`: the fixed test draws per length, each a batch with
   `prompt_len` and `test_example(scheme)` (what the model is fed at test time);
-- `config_checks(name, section)`: the task's cross-key constraints, as (key, message) pairs;
+- `config_checks(name, section)`: as every task, after the checks all such tasks share;
 - `heldout_example(spec, rng)` (optional): early stopping's held-out batch at test-time IDs.
 
-`lengen.analysis.evaluate`, `lengen.core.specs`, the CLI, the report and the workflow rules
-dispatch through `get` and `generation_tasks`.
+`lengen.analysis.evaluate`, the config checks, the CLI, the report and the workflow rules
+dispatch through `get` and `generation_tasks`; job specs are parsed by `parse_spec` and built by
+each task (`generation_spec` for the generation-scored ones).
 """
 
 from __future__ import annotations

@@ -108,3 +108,31 @@ def train_batch(spec: Spec, rng: np.random.Generator, step: int) -> Example:
     mask = np.ones_like(tokens)
     mask[:, 0] = 0  # the first token has no context to be predicted from
     return Example(tokens, ids, mask)
+
+
+def config_checks(name: str, section: dict) -> list[tuple[str, str]]:
+    """Cross-key constraints of this task's config section (Sec. 5.3): L < Lbar, eval lengths
+    dividing Lbar, a corpus source with what it needs."""
+    nl = section
+    errors = []
+    key = name
+    short, long = nl["short_context"], nl["long_context"]
+    if short >= long:
+        errors.append((f"{key}.short_context", "must be below long_context (L < Lbar)"))
+    if max(nl["eval"]["lengths"]) != long or any(long % n for n in nl["eval"]["lengths"]):
+        errors.append((f"{key}.eval.lengths", f"must divide and end at long_context ({long})"))
+    if nl["influence"]["k"] >= long - short - 1:
+        errors.append((f"{key}.influence.k", f"must be below Lbar - L - 1 = {long - short - 1}"))
+    corpus = nl["corpus"]
+    if corpus["source"] == "debian":
+        for field in ("packages", "validation_fraction", "max_doc_chars", "docs_per_shard"):
+            if field not in corpus:
+                errors.append((f"{key}.corpus.{field}", "required when source is debian"))
+    if corpus["source"] == "c4_dir" and not corpus.get("c4_dir"):
+        errors.append((f"{key}.corpus.c4_dir", "required when source is c4_dir"))
+    if nl["tokenizer"]["source"] == "hub" and not nl["tokenizer"].get("name"):
+        errors.append((f"{key}.tokenizer.name", "required when source is hub"))
+    pose = nl["short"]["pose_start"]
+    if pose is not None and pose >= nl["short"]["train"]["steps"]:
+        errors.append((f"{key}.short.pose_start", "must be below short.train.steps"))
+    return errors

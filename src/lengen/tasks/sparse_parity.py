@@ -270,3 +270,47 @@ def sample_records(args) -> list[dict]:
         raise ValueError(f"--vocab-n must be even (J <= N/2 flags a bit), got {args.vocab_n}")
     batch = sample(np.random.default_rng(args.seed), args.n, args.length // 2, args.k, args.vocab_n)
     return to_records(test_example(batch), batch, args.vocab_n)
+
+
+def config_checks(name: str, section: dict) -> list[tuple[str, str]]:
+    """Cross-key constraints of this task's config section (App. E.1.1): lengths, l_max, the
+    figures' K_train, k below l."""
+    sp, errors = section, []
+    if sp["train_min_len"] > sp["train_max_len"]:
+        errors.append((f"{name}.train_min_len", "must be <= train_max_len"))
+    longest = max(max(sp["eval"]["lengths"]), sp["train_max_len"]) + 2
+    if longest >= sp["l_max"]:
+        errors.append((f"{name}.l_max", f"must exceed the longest input ({longest} tokens)"))
+    for fig in ("fig1", "fig7"):
+        missing = set(sp["figures"][fig]) - set(sp["k_train"])
+        if missing:
+            errors.append((f"{name}.figures.{fig}", f"K_train {sorted(missing)} not in k_train"))
+    too_large = [k for k in sp["k_train"] if k >= sp["train_max_len"] // 2]
+    if too_large:  # App. E.1.1 needs k < l; the training draw caps k at l - 1 per length
+        errors.append(
+            (
+                f"{name}.k_train",
+                f"{too_large} not below l = train_max_len / "
+                f"2 = {sp['train_max_len'] // 2}: no training length could show them",
+            )
+        )
+    schemes = sp.get("schemes")
+    if schemes and schemes["k_train"] not in sp["k_train"]:
+        errors.append((f"{name}.schemes.k_train", "not in k_train (its comparison)"))
+    clash = sorted(set(schemes["variants"]) & set(sp["variants"])) if schemes else []
+    if clash:
+        errors.append((f"{name}.schemes.variants", f"{clash} are also variants"))
+    longest_l = max(sp["eval"]["lengths"]) // 2
+    unseen = [k for k in sp["eval"]["k_test"] if k >= longest_l]
+    if unseen:  # the test grid keeps (2l, k) with k < l only (App. E.1.1)
+        errors.append(
+            (
+                f"{name}.eval.k_test",
+                f"{unseen} not below l = {longest_l} of the longest eval length: no test "
+                "example could have them",
+            )
+        )
+    att = sp["figures"].get("attention")
+    if att and att["k_train"] not in sp["k_train"]:
+        errors.append((f"{name}.figures.attention.k_train", "not in k_train"))
+    return errors
