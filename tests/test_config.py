@@ -190,3 +190,22 @@ def test_a_variant_trains_its_own_range_and_settings():
     own = tasks.variant_section(section, "absolute_equal")
     assert own["jumps"] == [1, 4] and tasks.get("parity_scratchpad").train_lengths(own) == (10, 20)
     assert tasks.variant_section(section, "ppc") is section
+
+
+def test_jobs_ask_what_their_tier_needs():
+    """Resources come from the tier's `jobs` section (issue: the cluster promise): the smoke tier
+    fits a 2-CPU, 8 GB node; the paper tier keeps App. F's node for the language models; the
+    SLURM profile asks nothing per rule; a model's job gets at least its threads."""
+    import copy
+
+    import yaml
+
+    smoke = load(ROOT / "config" / "smoke.yaml")["jobs"]
+    assert all(j["cpus"] <= 2 and j["mem_mb"] <= 8000 for j in smoke.values())
+    assert load(ROOT / "config" / "paper.yaml")["jobs"]["nl_train"]["cpus"] == 64
+    profile = yaml.safe_load((ROOT / "workflow" / "profiles" / "slurm" / "config.yaml").read_text())
+    assert "set-resources" not in profile and "slurm_account" not in profile["default-resources"]
+    cfg = copy.deepcopy(load(ROOT / "config" / "gpu.yaml"))
+    cfg["jobs"]["train"]["cpus"] = 1  # threads_per_job 4
+    with pytest.raises(ConfigError, match="jobs.train.cpus: must be >= runtime.threads_per_job"):
+        validate(cfg)

@@ -106,6 +106,11 @@ def test_slurm_profile_dry_runs_the_paper_dag(tmp_path):
     for rule in ("nl_perplexity", "nl_influence"):
         part = out[out.index(f"rule {rule}:") :][:1500]
         assert "gpu=1" in next(line for line in part.splitlines() if "resources:" in line)
+    # the same profile on the smoke tier: every job fits a 2-CPU, 8 GB node (the tier's `jobs`)
+    proc = snakemake(tmp_path, "-n", "--profile", str(ROOT / "workflow" / "profiles" / "slurm"),
+                     "--configfile", str(ROOT / "config" / "smoke.yaml"))  # fmt: skip
+    lines = [line for line in proc.stdout.splitlines() if "resources:" in line and "cpus" in line]
+    assert lines and all("cpus_per_task=1," in line and "mem_mb=2000," in line for line in lines)
 
 
 def test_one_figure_target_builds_only_what_it_needs(tmp_path):

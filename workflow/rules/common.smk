@@ -41,6 +41,13 @@ def launcher(cfg, gpus=None):
     return "python -m"  # the interpreter of the active environment (envs/lengen.yaml)
 
 
+def job_resources(kind):
+    """What a job of this kind asks a cluster for, from the tier's `jobs` section (the SLURM
+    profile keeps only the site's settings): CPUs, memory, minutes."""
+    job = config["jobs"][kind]
+    return {"cpus_per_task": job["cpus"], "mem_mb": job["mem_mb"], "runtime": job["runtime"]}
+
+
 def out_dir(wildcards, output):
     """The folder of a rule's first output: the --out of jobs that write several files there."""
     return os.path.dirname(output[0])

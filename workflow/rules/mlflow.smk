@@ -7,6 +7,8 @@ rule mlflow_store:
         f"{RESULTS}/mlflow.ready",
     params:
         uri=tracking_uri(config),
+    resources:
+        **job_resources("small"),
     conda:
         CONDA_ENV
     benchmark:
@@ -27,6 +29,8 @@ rule mlflow_setup:
     params:
         uri=tracking_uri(config),
         name=lambda w: experiment_name(config["tracking"]["experiment_prefix"], w.experiment),
+    resources:
+        **job_resources("small"),
     conda:
         CONDA_ENV
     benchmark:

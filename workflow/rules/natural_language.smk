@@ -22,6 +22,8 @@ rule nl_corpus:
         corpus=lambda w: to_json(NL["corpus"]),
         seed=config["seed"],
         out=out_dir,
+    resources:
+        **job_resources("nl_data"),
     conda:
         CONDA_ENV
     benchmark:
@@ -46,6 +48,8 @@ rule nl_tokens:
         corpus=lambda w, input: os.path.dirname(input[0]),
         out=out_dir,
     threads: 2
+    resources:
+        **job_resources("nl_data"),
     conda:
         CONDA_ENV
     benchmark:
@@ -73,7 +77,9 @@ rule nl_train:
         out=out_dir,
     threads: config["runtime"]["threads_per_job"]
     resources:
-        gpu=NL_GPUS,  # one node, DeepSpeed across its GPUs (profile: nodes 1)
+        **job_resources("nl_train"),
+        gpu=NL_GPUS,  # one node, DeepSpeed across its GPUs
+        nodes=1,
     conda:
         CONDA_ENV
     benchmark:
@@ -98,6 +104,7 @@ rule nl_perplexity:
     params:
         eval=lambda w: to_json(NL["eval"]),
     resources:
+        **job_resources("nl_eval"),
         gpu=min(1, config["runtime"]["gpus_per_job"]),  # one GPU where the tier has them
     conda:
         CONDA_ENV
@@ -123,6 +130,7 @@ rule nl_window:
         eval=lambda w: to_json(NL["eval"]),
         window=lambda w: NL["short_context"],
     resources:
+        **job_resources("nl_eval"),
         gpu=min(1, config["runtime"]["gpus_per_job"]),  # one GPU where the tier has them
     conda:
         CONDA_ENV
@@ -150,6 +158,7 @@ rule nl_influence:
             "long_len": NL["long_context"],
             "offset": NL["eval"]["n_chunks"] * (NL["long_context"] + 1)}),
     resources:
+        **job_resources("nl_eval"),
         gpu=min(1, config["runtime"]["gpus_per_job"]),  # one GPU where the tier has them
     conda:
         CONDA_ENV
@@ -179,6 +188,8 @@ rule nl_figure:
         f"{NL['influence']['k']} influential tokens ({config['tier']} tier)",
         style=lambda w: to_json(NL.get("figures", {}).get("style", {})),
         tracking=figure_tracking("natural_language") if NL else "",
+    resources:
+        **job_resources("small"),
     conda:
         CONDA_ENV
     benchmark:
@@ -195,6 +206,8 @@ rule nl_mask_figure:
     output:
         report(f"{REPORTS}/fig5_masks.png", caption="../report/fig_masks.rst",
                category="Natural language"),
+    resources:
+        **job_resources("small"),
     conda:
         CONDA_ENV
     benchmark:

@@ -32,6 +32,8 @@ rule report:
         tables=[f"{name}={path}" for name, path in artifacts.report_tables(config).items()],
         reference=f"--reference {shlex.quote(REFERENCE_VERDICTS)}" if REFERENCE_INPUT else "",
         label=REFERENCE_LABEL,
+    resources:
+        **job_resources("small"),
     conda:
         CONDA_ENV
     benchmark:

@@ -51,6 +51,7 @@ rule scratchpad_train:
         out=out_dir,
     threads: config["runtime"]["threads_per_job"]
     resources:
+        **job_resources("train"),
         gpu=config["runtime"]["gpus_per_job"],  # read by the SLURM plugin (--gpus)
     conda:
         CONDA_ENV
@@ -74,6 +75,8 @@ rule scratchpad_eval:
     params:
         eval=lambda w: to_json(tasks.variant_section(config[w.experiment], w.variant)["eval"]),
         seed=config["seed"],
+    resources:
+        **job_resources("eval"),
     conda:
         CONDA_ENV
     benchmark:
@@ -118,6 +121,8 @@ rule scratchpad_figure:
             )
         ),
         tracking=lambda w: figure_tracking(SCRATCHPAD_FIGURES[w.stem][0]),
+    resources:
+        **job_resources("small"),
     conda:
         CONDA_ENV
     benchmark:
@@ -138,6 +143,8 @@ rule scratchpad_table:
         f"{REPORTS}/{{experiment}}_accuracy.csv",
     wildcard_constraints:
         experiment=SCRATCHPAD_WILDCARDS["experiment"],
+    resources:
+        **job_resources("small"),
     conda:
         CONDA_ENV
     benchmark:

@@ -37,6 +37,8 @@ rule sparse_parity_testset:
         ),
         n=SP["n"],
         seed=config["seed"],
+    resources:
+        **job_resources("small"),
     conda:
         CONDA_ENV
     benchmark:
@@ -60,6 +62,7 @@ rule sparse_parity_train:
         out=out_dir,
     threads: config["runtime"]["threads_per_job"]
     resources:
+        **job_resources("train"),
         gpu=config["runtime"]["gpus_per_job"],  # read by the SLURM plugin (--gpus)
     conda:
         CONDA_ENV
@@ -81,6 +84,8 @@ rule sparse_parity_eval:
         f"{SP_DIR}/{{variant}}/K{{K}}/eval.csv",
     params:
         batch_size=SP["eval"]["batch_size"],
+    resources:
+        **job_resources("eval"),
     conda:
         CONDA_ENV
     benchmark:
@@ -111,6 +116,8 @@ rule sparse_parity_figure:
         train_range=f"{SP['train_min_len']} {SP['train_max_len']}",
         labels=lambda w: to_json([[v, SP_LABELS[v]] for v in SP_FIGURES[w.stem][0]]),  # config order
         tracking=figure_tracking("sparse_parity"),
+    resources:
+        **job_resources("small"),
     conda:
         CONDA_ENV
     benchmark:
@@ -129,6 +136,8 @@ rule sparse_parity_table:
         expand(f"{SP_DIR}/{{v}}/K{{K}}/eval.csv", v=SP_VARIANTS, K=SP["k_train"]),
     output:
         SPARSE_PARITY_TABLE,
+    resources:
+        **job_resources("small"),
     conda:
         CONDA_ENV
     benchmark:
@@ -168,6 +177,8 @@ rule sparse_parity_attention:
             f"Where <SEP> attends: sparse parity, K_train = {SP_ATTENTION['k_train']}, "
             f"{SP['variants'][w.variant]['label']} ({config['tier']} tier)"
         ),
+    resources:
+        **job_resources("eval"),
     conda:
         CONDA_ENV
     benchmark:
@@ -194,6 +205,8 @@ rule sparse_parity_schemes_table:
         lambda w: sp_evals(SP_DIR, *SP_FIGURES["sparse_parity_schemes"][:2]),
     output:
         artifacts.table(config, "sparse_parity_schemes"),
+    resources:
+        **job_resources("small"),
     conda:
         CONDA_ENV
     benchmark:

@@ -19,6 +19,8 @@ rule theory:
     params:
         L=THEORY["L"] if THEORY else 0,
         lengths=" ".join(map(str, THEORY["test_lengths"])) if THEORY else "",
+    resources:
+        **job_resources("small"),
     conda:
         CONDA_ENV
     benchmark:
