@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 
 import pytest
 
@@ -209,3 +210,25 @@ def test_jobs_ask_what_their_tier_needs():
     cfg["jobs"]["train"]["cpus"] = 1  # threads_per_job 4
     with pytest.raises(ConfigError, match="jobs.train.cpus: must be >= runtime.threads_per_job"):
         validate(cfg)
+
+
+def test_cluster_check_names_what_will_not_run(tmp_path, monkeypatch):
+    """lengen.config.cluster on a fake SLURM (sinfo, sacct on PATH): a job larger than every
+    node and a cluster without accounting are named; a fitting tier passes."""
+    from lengen.config import cluster
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("sinfo", "2 7900\n"), ("sacct", "Slurm accounting storage is disabled\n")):
+        (bin_dir / name).write_text(f"#!/bin/sh\nprintf '{text}'\n")
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    smoke, paper = (load(ROOT / "config" / f"{t}.yaml") for t in ("smoke", "paper"))
+    assert cluster.node_sizes(None) == [(2, 7900)]
+    sacct = cluster.run("sacct")
+    assert cluster.problems(smoke, [(2, 7900)], "") == []
+    found = cluster.problems(paper, [(2, 7900)], sacct)
+    assert any(p.startswith("jobs.nl_train asks 64 CPUs") for p in found)
+    assert "workflow/profiles/slurm-squeue" in found[-1]
+    with pytest.raises(SystemExit):
+        cluster.main(["--configfile", str(ROOT / "config" / "paper.yaml")])

@@ -1,0 +1,82 @@
+"""Before submitting a tier to SLURM: does each of its jobs fit a node of the partition, and can
+the executor plugin read job states (`sacct` needs accounting, slurmdbd; without it use
+workflow/profiles/slurm-squeue)? Prints what to change and exits 1 when something will not run.
+
+    python -m lengen.config.cluster --configfile config/smoke.yaml [--partition gpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from lengen.config.config import load
+
+NO_ACCOUNTING = "accounting storage is disabled"
+
+
+def run(*cmd: str) -> str:
+    """A SLURM command's stdout and stderr together ('' if it is not installed)."""
+    if shutil.which(cmd[0]) is None:
+        return ""
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    return out.stdout + out.stderr
+
+
+def node_sizes(partition: str | None) -> list[tuple[int, int]]:
+    """(CPUs, memory MB) of each node type of the partition (all partitions if None): sinfo."""
+    args = ["sinfo", "--noheader", "--format=%c %m"] + (
+        ["--partition", partition] if partition else []
+    )
+    sizes = []
+    for line in run(*args).splitlines():
+        cpus, mem = line.split()[:2]
+        sizes.append((int(cpus.rstrip("+")), int(mem.rstrip("+"))))
+    return sizes
+
+
+def problems(cfg: dict, sizes: list[tuple[int, int]], sacct: str) -> list[str]:
+    """What will not run: a job kind no node can hold; job states sacct cannot report."""
+    found = []
+    if sizes:
+        cpus, mem = max(c for c, _ in sizes), max(m for _, m in sizes)
+        for kind, job in cfg["jobs"].items():
+            if job["cpus"] > cpus or job["mem_mb"] > mem:
+                found.append(
+                    f"jobs.{kind} asks {job['cpus']} CPUs / {job['mem_mb']} MB; the largest node "
+                    f"has {cpus} / {mem} MB: lower it in the tier's config (it would stay PENDING)"
+                )
+    if NO_ACCOUNTING in sacct.lower():
+        found.append(
+            "sacct: Slurm accounting storage is disabled: use --profile "
+            "workflow/profiles/slurm-squeue (job states from squeue; MinJobAge >= 120 s)"
+        )
+    return found
+
+
+# pragma: no mutate block  (CLI wiring)
+def main(argv: list[str] | None = None) -> None:
+    """CLI: check a tier against the cluster this runs on."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--configfile", type=Path, required=True)
+    parser.add_argument("--partition", default=None, help="the partition the profile names")
+    args = parser.parse_args(argv)
+    if shutil.which("sinfo") is None:
+        raise SystemExit("no SLURM here (sinfo not found): run this on the submit host")
+    cfg = load(args.configfile)
+    sizes = node_sizes(args.partition)
+    found = problems(cfg, sizes, run("sacct", "--noheader", "-X", "--starttime", "now"))
+    for line in found:
+        print(line, file=sys.stderr)
+    if found:
+        raise SystemExit(1)
+    print(
+        f"{args.configfile}: every job fits; sacct reports job states: use workflow/profiles/slurm"
+    )
+
+
+if __name__ == "__main__":
+    main()
