@@ -58,6 +58,17 @@ def sp_evals(sp_dir, variants, ks):
     return expand(f"{sp_dir}/{{v}}/K{{K}}/eval.csv", v=variants, K=ks)
 
 
+def figure_spec(stem):
+    """A figure's entry in its config section's `figures` (artifacts.FIGURES[stem].key)."""
+    fig = artifacts.FIGURES[stem]
+    return config[fig.section]["figures"][fig.key]
+
+
+def panels(stem):
+    """The variants a scratchpad figure draws, one panel each, in order."""
+    return figure_spec(stem)["panels"]
+
+
 def scratchpad_evals(exp, variants=None):
     """eval.csv of every run of the given variants (all by default) of one generation-scored
     experiment (each variant at its own jumps / depths)."""

@@ -8,7 +8,7 @@ NL_TABLE = artifacts.table(config, "perplexity")
 NL_CHUNKS = artifacts.table(config, "perplexity_chunks")  # the report's paired bootstrap
 NL_WINDOW = artifacts.table(config, "perplexity_window")  # NL-T1w: full context vs a window
 NL_INFLUENCE = artifacts.table(config, "influence")
-NL_FIGURES = [artifacts.figure(config, f) for f in ("fig4_influence", "fig5_masks", "fig6_influence")]
+NL_FIGURES = [artifacts.figure(config, stem) for stem, f in artifacts.FIGURES.items() if f.section == "natural_language"]
 NL_OUTPUTS = [NL_TABLE, NL_TABLE.replace(".csv", ".md"), NL_CHUNKS, NL_WINDOW, NL_INFLUENCE, *NL_FIGURES] if NL else []
 # App. F's models span several GPUs: natural_language.gpus_per_job overrides the runtime's
 NL_GPUS = NL.get("gpus_per_job", config["runtime"]["gpus_per_job"]) if NL else 0
@@ -184,8 +184,9 @@ rule nl_figure:
     wildcard_constraints:
         fig="fig4|fig6",
     params:
-        title=lambda w: f"{w.fig.replace('fig', 'Fig. ')}: loss recovered by k = "
-        f"{NL['influence']['k']} influential tokens ({config['tier']} tier)",
+        title=lambda w: artifacts.FIGURES[f"{w.fig}_influence"].title.format(
+            k=NL["influence"]["k"], tier=config["tier"]
+        ),
         style=lambda w: to_json(NL.get("figures", {}).get("style", {})),
         tracking=figure_tracking("natural_language") if NL else "",
     resources:

@@ -1,31 +1,10 @@
 # Scratchpad tasks with Predictive Position Coupling (Sec. 5.2): parity with jumps (Fig. 2, Fig. 8)
 # and variable assignment (Fig. 3a-d). One rule set for both; `variants` in the config pick the
 # position scheme (ppc / absolute / rope_pose) and, for variable assignment, the scratchpad.
-SCRATCHPAD_FIGURES = {  # figure file stem -> (experiment, figure key, default title)
-    "fig2_parity_scratchpad": ("parity_scratchpad", "fig2", "Fig. 2: parity with scratchpad, PPC"),
-    "fig8_parity_scratchpad_ablations": (
-        "parity_scratchpad",
-        "fig8",
-        "Fig. 8: parity with scratchpad, without PPC",
-    ),
-    "fig8_equal_budgets": (
-        "parity_scratchpad",
-        "fig8_equal",
-        "Parity with scratchpad: PPC and the ablations at equal budgets (not in the paper)",
-    ),
-    "fig3_variable_assignment": ("variable_assignment", "fig3", "Fig. 3: variable assignment"),
-    "fig3_equal_budgets": (
-        "variable_assignment",
-        "fig3_equal",
-        "Variable assignment: Fig. 3's models at equal budgets (not in the paper)",
-    ),
-    "fig_majority": ("majority", "fig_majority", "Majority (not in the paper): position schemes"),
-}
-SCRATCHPAD_OUTPUTS = [
-    artifacts.figure(config, stem)
-    for stem, (exp, key, _) in SCRATCHPAD_FIGURES.items()
-    if exp in config and key in config[exp]["figures"]
-] + [artifacts.table(config, exp) for exp in GENERATION_TASKS if exp in config]
+SCRATCHPAD_FIGURES = artifacts.figures_of(config, "scratchpad_figure")  # stem -> Figure
+SCRATCHPAD_OUTPUTS = [artifacts.figure(config, stem) for stem in SCRATCHPAD_FIGURES] + [
+    artifacts.table(config, exp) for exp in GENERATION_TASKS if exp in config
+]
 
 
 SCRATCHPAD_WILDCARDS = {
@@ -91,10 +70,7 @@ rule scratchpad_eval:
 rule scratchpad_figure:
     # Fig. 2 / Fig. 8 / Fig. 3: accuracy vs length, a line per jump / depth, a panel per variant.
     input:
-        lambda w: scratchpad_evals(
-            SCRATCHPAD_FIGURES[w.stem][0],
-            config[SCRATCHPAD_FIGURES[w.stem][0]]["figures"][SCRATCHPAD_FIGURES[w.stem][1]]["panels"],
-        ),
+        lambda w: scratchpad_evals(SCRATCHPAD_FIGURES[w.stem].section, panels(w.stem)),
     output:
         report(
             f"{REPORTS}/{{stem}}.png", caption="../report/fig_scratchpad.rst", category="Scratchpad"
@@ -102,25 +78,16 @@ rule scratchpad_figure:
     wildcard_constraints:
         stem="|".join(SCRATCHPAD_FIGURES),
     params:
-        panels=lambda w: " ".join(
-            config[SCRATCHPAD_FIGURES[w.stem][0]]["figures"][SCRATCHPAD_FIGURES[w.stem][1]]["panels"]
-        ),
-        title=lambda w: config[SCRATCHPAD_FIGURES[w.stem][0]]["figures"][
-            SCRATCHPAD_FIGURES[w.stem][1]
-        ].get("title", SCRATCHPAD_FIGURES[w.stem][2])
+        panels=lambda w: " ".join(panels(w.stem)),
+        title=lambda w: figure_spec(w.stem).get("title", SCRATCHPAD_FIGURES[w.stem].title)
         + f" ({config['tier']} tier)",
-        style=lambda w: to_json(config[SCRATCHPAD_FIGURES[w.stem][0]]["figures"].get("style", {})),
+        style=lambda w: to_json(config[SCRATCHPAD_FIGURES[w.stem].section]["figures"].get("style", {})),
         train_range=lambda w: "{} {}".format(  # the first panel's variant's training range
-            *GENERATION_TASKS[SCRATCHPAD_FIGURES[w.stem][0]].train_lengths(
-                tasks.variant_section(
-                    config[SCRATCHPAD_FIGURES[w.stem][0]],
-                    config[SCRATCHPAD_FIGURES[w.stem][0]]["figures"][SCRATCHPAD_FIGURES[w.stem][1]][
-                        "panels"
-                    ][0],
-                )
+            *GENERATION_TASKS[SCRATCHPAD_FIGURES[w.stem].section].train_lengths(
+                tasks.variant_section(config[SCRATCHPAD_FIGURES[w.stem].section], panels(w.stem)[0])
             )
         ),
-        tracking=lambda w: figure_tracking(SCRATCHPAD_FIGURES[w.stem][0]),
+        tracking=lambda w: figure_tracking(SCRATCHPAD_FIGURES[w.stem].section),
     resources:
         **job_resources("small"),
     conda:

@@ -1,24 +1,19 @@
 # Sparse parity (Sec. 5.1, App. E.1): Fig. 1 (K_train 8, 10) and Fig. 7 (K_train 4, 6, 12).
 SP = config["sparse_parity"]
 SP_DIR = f"{RESULTS}/sparse_parity"
-SPARSE_PARITY_FIGURES = [artifacts.figure(config, f"{fig}_sparse_parity") for fig in ("fig1", "fig7")]
+SPARSE_PARITY_FIGURES = [artifacts.figure(config, stem) for stem in ("fig1_sparse_parity", "fig7_sparse_parity")]
 SPARSE_PARITY_TABLE = artifacts.table(config, "sparse_parity")
 SP_VARIANTS = list(SP["variants"])  # each variant trains every K_train (a figure row each)
 SP_SCHEMES = SP.get("schemes")  # extra figure (not in the paper): NoPE / ALiBi at one K_train
 SP_LABELS = {v: e["label"] for v, e in {**SP["variants"], **(SP_SCHEMES or {}).get("variants", {})}.items()}
-SP_FIGURES = {  # figure stem -> (model variants, K_train values, title; {tier} filled in)
-    f"{fig}_sparse_parity": (
-        SP_VARIANTS, SP["figures"][fig], f"{fig.replace('fig', 'Fig. ')}: sparse parity ({{tier}} tier)"
+SP_FIGURES = {  # figure stem -> (model variants, K_train values, title), from artifacts.FIGURES
+    stem: (
+        [*SP_VARIANTS, *SP_SCHEMES["variants"]] if fig.key == "schemes" else SP_VARIANTS,
+        [SP_SCHEMES["k_train"]] if fig.key == "schemes" else SP["figures"][fig.key],
+        fig.title.format(tier=config["tier"], k_train=(SP_SCHEMES or {}).get("k_train")),
     )
-    for fig in ("fig1", "fig7")
+    for stem, fig in artifacts.figures_of(config, "sparse_parity_figure").items()
 }
-if SP_SCHEMES:
-    SP_FIGURES["sparse_parity_schemes"] = (
-        [*SP_VARIANTS, *SP_SCHEMES["variants"]],
-        [SP_SCHEMES["k_train"]],
-        f"Sparse parity, K_train = {SP_SCHEMES['k_train']}: position schemes (not in the paper; "
-        "{tier} tier)",
-    )
 
 
 wildcard_constraints:
@@ -111,7 +106,7 @@ rule sparse_parity_figure:
     wildcard_constraints:
         stem="|".join(SP_FIGURES),
     params:
-        title=lambda w: SP_FIGURES[w.stem][2].format(tier=config["tier"]),
+        title=lambda w: SP_FIGURES[w.stem][2],
         style=to_json(SP["figures"].get("style", {})),
         train_range=f"{SP['train_min_len']} {SP['train_max_len']}",
         labels=lambda w: to_json([[v, SP_LABELS[v]] for v in SP_FIGURES[w.stem][0]]),  # config order

@@ -9,6 +9,7 @@ wildcard patterns of their own rules.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from lengen import tasks
@@ -32,21 +33,77 @@ REPORT_READS = (
     "perplexity_chunks",
     "perplexity_window",
 )  # + generation tasks
-FIGURES = {  # figure stem -> config section (Figs. 1-8 of the paper, diagnostics, majority), or
-    # (section, figure key) for a figure drawn only where the section's `figures` names it
-    "fig1_sparse_parity": "sparse_parity",
-    "fig7_sparse_parity": "sparse_parity",
-    "fig2_parity_scratchpad": "parity_scratchpad",
-    "fig8_parity_scratchpad_ablations": "parity_scratchpad",
-    "fig8_equal_budgets": ("parity_scratchpad", "fig8_equal"),  # drawn when the config has it
-    "fig3_variable_assignment": "variable_assignment",
-    "fig3_equal_budgets": ("variable_assignment", "fig3_equal"),
-    "fig4_influence": "natural_language",
-    "fig5_masks": "natural_language",
-    "fig6_influence": "natural_language",
-    "theory_figure": "theory",
-    "fig_majority": "majority",
-}
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure of the run, described once: the config section that makes it, the rule that
+    draws it, the section's `figures` key it reads (Fig. 1's K_train list, a scratchpad figure's
+    panels; an `optional` figure is drawn only where the config has that key), its default title
+    ({tier} is filled in), the caption file of Snakemake's HTML report (workflow/report/), and
+    for Figs. 4 / 6 the (model scored, model choosing J) pair of each panel."""
+
+    section: str
+    rule: str
+    key: str | None = None
+    title: str = ""
+    caption: str = ""
+    optional: bool = False
+    panels: tuple[tuple[str, str], ...] = ()
+
+
+FIGURES: dict[str, Figure] = {  # figure stem -> Figure (Figs. 1-8 of the paper, extras)
+    "fig1_sparse_parity": Figure("sparse_parity", "sparse_parity_figure", "fig1",
+                                 "Fig. 1: sparse parity ({tier} tier)", "fig_sparse_parity"),
+    "fig7_sparse_parity": Figure("sparse_parity", "sparse_parity_figure", "fig7",
+                                 "Fig. 7: sparse parity ({tier} tier)", "fig_sparse_parity"),
+    "sparse_parity_schemes": Figure(
+        "sparse_parity", "sparse_parity_figure", "schemes",
+        "Sparse parity, K_train = {k_train}: position schemes (not in the paper; {tier} tier)",
+        "fig_sparse_parity", optional=True),
+    "fig2_parity_scratchpad": Figure("parity_scratchpad", "scratchpad_figure", "fig2",
+                                     "Fig. 2: parity with scratchpad, PPC", "fig_scratchpad"),
+    "fig8_parity_scratchpad_ablations": Figure(
+        "parity_scratchpad", "scratchpad_figure", "fig8",
+        "Fig. 8: parity with scratchpad, without PPC", "fig_scratchpad"),
+    "fig8_equal_budgets": Figure(
+        "parity_scratchpad", "scratchpad_figure", "fig8_equal",
+        "Parity with scratchpad: PPC and the ablations at equal budgets (not in the paper)",
+        "fig_scratchpad", optional=True),
+    "fig3_variable_assignment": Figure("variable_assignment", "scratchpad_figure", "fig3",
+                                       "Fig. 3: variable assignment", "fig_scratchpad"),
+    "fig3_equal_budgets": Figure(
+        "variable_assignment", "scratchpad_figure", "fig3_equal",
+        "Variable assignment: Fig. 3's models at equal budgets (not in the paper)",
+        "fig_scratchpad", optional=True),
+    "fig_majority": Figure("majority", "scratchpad_figure", "fig_majority",
+                           "Majority (not in the paper): position schemes", "fig_scratchpad"),
+    "fig4_influence": Figure(
+        "natural_language", "nl_figure", None,
+        "Fig. 4: loss recovered by k = {k} influential tokens ({tier} tier)", "fig_influence",
+        panels=(("h_short", "h_short"),)),
+    "fig6_influence": Figure(
+        "natural_language", "nl_figure", None,
+        "Fig. 6: loss recovered by k = {k} influential tokens ({tier} tier)", "fig_influence",
+        panels=(("h_long", "h_long"), ("h_long", "h_short"), ("h_short", "h_long"))),
+    "fig5_masks": Figure("natural_language", "nl_mask_figure", None, "", "fig_masks"),
+    "theory_figure": Figure("theory", "theory", None, "", "fig_theory"),
+}  # fmt: skip
+
+
+def drawn(cfg: dict, stem: str) -> bool:
+    """Whether this config draws the figure: its section runs (and, for an optional figure, the
+    section has its key: in `figures`, or as a section key such as sparse parity's `schemes`)."""
+    fig = FIGURES[stem]
+    if fig.section not in cfg:
+        return False
+    section = cfg[fig.section]
+    return not fig.optional or fig.key in section.get("figures", {}) or fig.key in section
+
+
+def figures_of(cfg: dict, rule: str) -> dict[str, Figure]:
+    """The figures this config draws with one rule, by stem."""
+    return {stem: f for stem, f in FIGURES.items() if f.rule == rule and drawn(cfg, stem)}
 
 
 def reports(cfg: dict) -> Path:
@@ -73,20 +130,11 @@ def report_tables(cfg: dict) -> dict[str, str]:
     return {name: table(cfg, name) for name in names}
 
 
-def _drawn(cfg: dict, where: str | tuple[str, str]) -> bool:
-    """Whether this config draws a figure of FIGURES: its section runs (and, for an optional
-    figure given as (section, figure key), the section's `figures` has the key)."""
-    section, key = (where, None) if isinstance(where, str) else where
-    return section in cfg and (key is None or key in cfg[section].get("figures", {}))
-
-
 def report_figures(cfg: dict) -> list[str]:
     """File names of the figures the run draws (what REPORT.md lists), sections in config order."""
-    names = [f"{stem}.png" for stem, where in FIGURES.items() if _drawn(cfg, where)]
-    if "sparse_parity" in cfg:
+    names = [f"{stem}.png" for stem in FIGURES if drawn(cfg, stem)]
+    if "sparse_parity" in cfg:  # one attention diagnostic per model variant
         names += [f"sparse_parity_attention_{v}.png" for v in cfg["sparse_parity"]["variants"]]
-        if "schemes" in cfg["sparse_parity"]:
-            names.append("sparse_parity_schemes.png")
     return sorted(names)
 
 

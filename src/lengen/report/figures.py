@@ -16,6 +16,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from lengen import tasks  # noqa: E402
+from lengen.config import artifacts  # noqa: E402
 from lengen.core import provenance  # noqa: E402
 from lengen.core.stats import diagonal_fit  # noqa: E402
 
@@ -136,8 +137,9 @@ def scratchpad_figure(
 
 
 INFLUENCE_PANELS = {  # figure -> (model scored, model choosing J) per panel (Sec. 5.3)
-    "fig4": [("h_short", "h_short")],
-    "fig6": [("h_long", "h_long"), ("h_long", "h_short"), ("h_short", "h_long")],
+    stem.removesuffix("_influence"): list(fig.panels)
+    for stem, fig in artifacts.FIGURES.items()
+    if fig.panels
 }
 
 

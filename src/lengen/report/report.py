@@ -647,8 +647,11 @@ def claims(sp_variants: dict[str, str] | None = None) -> list[Claim]:
 
 # --- natural language (Sec. 5.3) -----------------------------------------------------------------
 
-NL_PANELS = [("Fig4", "h_short", "h_short"), ("Fig6a", "h_long", "h_long"),
-             ("Fig6b", "h_long", "h_short"), ("Fig6c", "h_short", "h_long")]  # fmt: skip
+NL_PANELS = [  # (panel, model scored, model choosing J): Fig4, Fig6a-c (artifacts.FIGURES)
+    (stem.split("_")[0].capitalize() + ("abc"[i] if len(fig.panels) > 1 else ""), *pair)
+    for stem, fig in artifacts.FIGURES.items()
+    for i, pair in enumerate(fig.panels)
+]
 N_BOOTSTRAP = 2000  # paired bootstrap resamples over held-out chunks (seeded: deterministic)
 CLOSE = 0.05  # "close": perplexities within 5% of each other (Table 1: 14.74 vs 14.49 is 1.7%)
 SLOPE = (2 / 3, 3 / 2)  # "near the diagonal": fitted slope within these bounds...
