@@ -11,6 +11,7 @@ from lengen.core.positions import (
     shift_position_ids,
     true_position_ids,
 )
+from tests.conftest import ROOT
 
 
 @pytest.mark.parametrize("length,l_max", [(23, 510), (53, 510), (5, 8), (2, 3)])
@@ -83,3 +84,37 @@ def test_shift_stays_within_lmax_and_keeps_differences():
     assert shifted.max() <= 10 and shifted.min() >= 0
     assert (np.diff(shifted, axis=1) == np.diff(base, axis=1)).all()
     assert set(shifted[:, 0]) == set(range(0, 8))
+
+
+def test_reference_pose_skip_is_uniform_over_the_free_range():
+    """pose_skip reference (dwzhu-pku/PoSE's draw, a probe): chunk 1 at 1, chunk 2 after it plus a
+    skip uniform on {0..l_max - 1 - length}; IDs in [1, l_max - 1]; the paper's draw is the
+    default and reaches the longest distances less often."""
+    from lengen.core.positions import pose_position_ids
+
+    rng = np.random.default_rng(0)
+    length, l_max, n = 10, 60, 20000
+    ref = pose_position_ids(rng, n, length, l_max, skip="reference")
+    assert (ref[:, 0] == 1).all() and ref.min() >= 1 and ref.max() <= l_max - 1
+    jumps = np.diff(ref, axis=1)
+    assert ((jumps == 1).sum(axis=1) >= length - 2).all()  # one skip, within-chunk steps of 1
+    skip = ref[:, -1] - length  # last ID = length + u
+    assert skip.min() == 0 and skip.max() == l_max - 1 - length
+    counts = np.bincount(skip, minlength=l_max - length)
+    assert counts.min() > 0.8 * n / (l_max - length)  # about uniform
+    paper = pose_position_ids(np.random.default_rng(0), n, length, l_max)
+    span = lambda ids: ids[:, -1] - ids[:, 0]  # noqa: E731  (the longest relative distance)
+    assert (span(ref) >= l_max - 1 - 5).mean() > 2 * (span(paper) >= l_max - 1 - 5).mean()
+    with pytest.raises(ValueError, match="PoSE skip must be one of"):
+        pose_position_ids(rng, 1, length, l_max, skip="other")
+
+
+def test_pose_skip_is_in_a_spec_only_when_the_config_sets_it():
+    from lengen.config.config import load
+    from lengen.tasks import parse_spec, sparse_parity
+
+    cfg = load(ROOT / "config" / "config.yaml")
+    assert "pose_skip" not in sparse_parity.train_spec(cfg, 8)["task"]
+    cfg["sparse_parity"]["pose_skip"] = "reference"
+    spec = parse_spec(sparse_parity.train_spec(cfg, 8))
+    assert spec.task.pose_skip == "reference"

@@ -57,32 +57,47 @@ def true_position_ids(batch: int, length: int) -> np.ndarray:
     return np.tile(np.arange(1, length + 1, dtype=np.int64), (batch, 1))
 
 
-def pose_position_ids(rng: np.random.Generator, batch: int, length: int, l_max: int) -> np.ndarray:
+POSE_SKIPS = ("paper", "reference")  # how PoSE draws its chunks' starts (pose_position_ids)
+
+
+def pose_position_ids(
+    rng: np.random.Generator, batch: int, length: int, l_max: int, skip: str = "paper"
+) -> np.ndarray:
     """PoSE IDs with c = 2 chunks, one draw per row (Sec. 2.2).
 
-    Split at a uniform point (both chunks non-empty); J0, J1 ~ Unif([l_max - length]);
-    chunk 1 starts at min(J0, J1), chunk 2 at max(J0, J1) + l1. All IDs lie in [1, l_max - 1].
+    Split at a uniform point (both chunks non-empty). `skip="paper"` (Sec. 2.2's formula):
+    J0, J1 ~ Unif([l_max - length]); chunk 1 starts at min(J0, J1), chunk 2 at max(J0, J1) + l1.
+    `skip="reference"` (as dwzhu-pku/PoSE's training code draws them; a probe, not the paper):
+    chunk 1 starts at 1 and chunk 2 right after it plus a skip u ~ Unif{0..l_max - 1 - length},
+    uniform over the whole free range, so relative distances near l_max come up more often. All
+    IDs lie in [1, l_max - 1].
     """
     if length < 2:
         raise ValueError(f"PoSE needs at least 2 tokens, got length={length}")
     if l_max <= length:
         raise ValueError(f"PoSE needs l_max > length, got l_max={l_max}, length={length}")
+    if skip not in POSE_SKIPS:
+        raise ValueError(f"PoSE skip must be one of {POSE_SKIPS}, got {skip!r}")
     l1 = rng.integers(1, length, size=batch)  # chunk-1 length in [1, length-1]
-    j = rng.integers(1, l_max - length + 1, size=(batch, 2))  # Unif([l_max - length])
-    start1, start2 = j.min(axis=1), j.max(axis=1) + l1
+    if skip == "paper":
+        j = rng.integers(1, l_max - length + 1, size=(batch, 2))  # Unif([l_max - length])
+        start1, start2 = j.min(axis=1), j.max(axis=1) + l1
+    else:
+        start1 = np.ones(batch, dtype=np.int64)
+        start2 = 1 + l1 + rng.integers(0, l_max - length, size=batch)
     idx = np.arange(length)[None, :]
     return np.where(idx < l1[:, None], start1[:, None] + idx, start2[:, None] + idx - l1[:, None])
 
 
 def pose_fed_position_ids(
-    rng: np.random.Generator, batch: int, length: int, l_max: int
+    rng: np.random.Generator, batch: int, length: int, l_max: int, skip: str = "paper"
 ) -> np.ndarray:
     """PoSE IDs for next-token training rows of `length` tokens, of which the first length - 1
     are fed to the model (the last is only a label): PoSE (c = 2) is drawn over the fed tokens,
     so the fed IDs lie in [1, l_max - 1] and reach l_max - 1, the longest test sequence's last
     fed ID (as PoSE's reference code draws IDs for the model's inputs). The label token's ID
     continues its chunk and is never read."""
-    fed = pose_position_ids(rng, batch, length - 1, l_max)
+    fed = pose_position_ids(rng, batch, length - 1, l_max, skip)
     return np.concatenate([fed, fed[:, -1:] + 1], axis=1)
 
 

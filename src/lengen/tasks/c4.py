@@ -17,6 +17,7 @@ import numpy as np
 
 from lengen.core.batch import Example
 from lengen.core.positions import get_scheme, pose_fed_position_ids, true_position_ids
+from lengen.core.specs import run_spec
 from lengen.data.tokens import load_tokens
 
 if TYPE_CHECKING:
@@ -41,8 +42,6 @@ def train_spec(cfg: dict, which: str) -> dict:
     """The job spec of h_short (context L, PoSE from `pose_start` on) or h_long (context Lbar)
     (App. F), in the section's position scheme (default rope_pose, the paper's; nope and alibi
     feed true IDs, without PoSE)."""
-    from lengen.core.specs import run_spec  # here: lengen.core.specs imports the task registry
-
     nl = cfg["natural_language"]
     short = which == "short"
     scheme = get_scheme(nl.get("scheme", "rope_pose"))

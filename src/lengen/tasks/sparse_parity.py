@@ -16,6 +16,7 @@ import numpy as np
 
 from lengen.core.batch import Example
 from lengen.core.positions import pose_fed_position_ids, true_position_ids
+from lengen.core.specs import run_spec
 from lengen.tasks.base import positive_int
 
 if TYPE_CHECKING:
@@ -35,6 +36,8 @@ class TaskSpec:
     train_min_len: int
     train_max_len: int
     l_max: int
+    pose_skip: str = "paper"  # a probe's knob (core.positions.pose_position_ids): not in the spec
+    # unless the config sets it, so the default models' specs and hashes are unchanged
 
 
 def vocabulary(n: int) -> list[str]:
@@ -112,15 +115,13 @@ def train_spec(cfg: dict, k_train: int, variant: str | None = None) -> dict:
     """The job spec of the model of one variant (default: the first; or one of the `schemes`
     section's extra models) trained with K_train = k_train (Sec. 5.1); the variant's model keys
     override the section's model, a scheme's train keys the section's train."""
-    from lengen.core.specs import run_spec  # here: lengen.core.specs imports the task registry
-
     sp = cfg["sparse_parity"]
     variant = variant or next(iter(sp["variants"]))
     schemes = sp.get("schemes", {}).get("variants", {})  # the extra figure's NoPE / ALiBi models
     var = sp["variants"][variant] if variant in sp["variants"] else schemes[variant]
-    keys = ("n", "train_min_len", "train_max_len", "l_max")
+    keys = ("n", "train_min_len", "train_max_len", "l_max", "pose_skip")
     sections = {
-        "task": {"k_train": k_train, **{k: sp[k] for k in keys}},
+        "task": {"k_train": k_train, **{k: sp[k] for k in keys if k in sp}},
         "model": {"position": var.get("position", "rope"), **sp["model"], **var.get("model", {})},
         "train": {**sp["train"], **var.get("train", {})},
     }
@@ -135,7 +136,7 @@ def train_batch(spec: Spec, rng: np.random.Generator, step: int) -> Example:
     k_max = curriculum_k(task.k_train, step, train.k_curriculum_steps)
     b = draw_train(rng, train.batch_size, task.train_min_len, task.train_max_len, k_max, task.n)
     if spec.model.get("position", "rope") == "rope":
-        pos = pose_fed_position_ids(rng, *b.tokens.shape, task.l_max)
+        pos = pose_fed_position_ids(rng, *b.tokens.shape, task.l_max, task.pose_skip)
     else:
         pos = true_position_ids(*b.tokens.shape)
     return Example(b.tokens, pos, b.target_mask)
