@@ -44,7 +44,8 @@ def launcher(cfg, gpus=None):
 def job_resources(kind):
     """What a job of this kind asks a cluster for, from the tier's `jobs` section (the SLURM
     profile keeps only the site's settings): CPUs, memory, minutes."""
-    job = config["jobs"][kind]
+    default = {"cpus": config["runtime"]["threads_per_job"], "mem_mb": 4000, "runtime": 60}
+    job = config.get("jobs", {}).get(kind, default)  # a config from before `jobs` (schema)
     return {"cpus_per_task": job["cpus"], "mem_mb": job["mem_mb"], "runtime": job["runtime"]}
 
 

@@ -110,7 +110,7 @@ def _cross_checks(cfg: dict) -> list[tuple[str, str]]:
     """Constraints between keys that JSON Schema cannot express."""
     errors = []
     threads = cfg["runtime"]["threads_per_job"]
-    for kind in ("train", "eval"):  # a model's job runs threads_per_job threads
+    for kind in ("train", "eval") if "jobs" in cfg else ():  # a model's job runs its threads
         if cfg["jobs"][kind]["cpus"] < threads:
             errors.append((f"jobs.{kind}.cpus", f"must be >= runtime.threads_per_job ({threads})"))
     generation = tasks.generation_tasks()
