@@ -76,8 +76,9 @@ def job_kinds(cfg: dict, lm_tokens: Path) -> list[Kind]:
     for exp, task in tasks.generation_tasks().items():
         if exp not in cfg:
             continue
-        section, setting = cfg[exp], task.SETTING
-        for variant, var in section["variants"].items():
+        setting = task.SETTING
+        for variant, var in cfg[exp]["variants"].items():
+            section = tasks.variant_section(cfg[exp], variant)  # its own jumps / depths
             for value in section[setting.values]:
                 spec = tasks.generation_spec(cfg, exp, variant, value, 0)
                 name = f"{exp}/{variant}/{setting.prefix}{value}"
