@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from importlib import resources
 from pathlib import Path
@@ -12,6 +11,7 @@ import yaml
 
 from lengen import tasks
 from lengen.core.positions import get_scheme
+from lengen.core.specs import read_ds_config
 
 
 class ConfigError(ValueError):
@@ -131,21 +131,6 @@ def _cross_checks(cfg: dict) -> list[tuple[str, str]]:
             except (OSError, ValueError) as err:
                 errors.append((key, str(err)))
     return errors
-
-
-def read_ds_config(path: str | Path) -> dict:
-    """A DeepSpeed config JSON file as a dict (ValueError naming the file if it is not one); a
-    relative path is taken from the working directory, else from the project root."""
-    path = Path(path)
-    if not path.is_absolute() and not path.exists():
-        path = Path(__file__).resolve().parents[3] / path  # src/lengen/config/ -> the root
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON ({err})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: not a JSON object")
-    return data
 
 
 def _model_checks(name: str, section: dict) -> list[tuple[str, str]]:

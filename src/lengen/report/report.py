@@ -322,15 +322,14 @@ def equal_budget_note(t: Tables, experiment: str, variants: list[str]) -> str:
     """The DEPARTURE an equal-budget row rests on: its training range, steps, settings, runs."""
     section = t.cfg[experiment]
     setting = tasks.get(experiment).SETTING
-    own = [tasks.variant_section(section, v) for v in variants if v in section["variants"]]
-    if not own:
+    run = [v for v in variants if v in section["variants"]]
+    if not run:
         return "rests on a DEPARTURE: equal training budgets on a shorter training range"
+    own = [tasks.variant_section(section, v) for v in run]
     ranges = sorted({tasks.get(experiment).train_lengths(o) for o in own})
-    steps = sorted({o["variants"][v]["train"].get("steps", section["train"]["steps"])
-                    for o, v in zip(own, variants, strict=False)
-                    if "train" in o["variants"][v]})  # fmt: skip
-    steps = steps or [section["train"]["steps"]]
-    runs = sorted({o["variants"][v]["runs"] for o, v in zip(own, variants, strict=False)})
+    steps = sorted({{**section["train"], **section["variants"][v].get("train", {})}["steps"]
+                    for v in run})  # fmt: skip
+    runs = sorted({section["variants"][v]["runs"] for v in run})
     values = sorted({x for o in own for x in o[setting.values]})
     return (
         "rests on a DEPARTURE: equal training budgets on a shorter training range (every model "
