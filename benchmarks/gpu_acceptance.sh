@@ -2,8 +2,11 @@
 # The GPU acceptance run (README, "Measured on GPU"): every check and measurement the README's
 # GPU numbers come from, in one command, on one CUDA machine. Logs and JSON go to OUT_DIR.
 #
-#   bash benchmarks/gpu_acceptance.sh OUT_DIR [checks|train|all]
+#   bash benchmarks/gpu_acceptance.sh OUT_DIR [checks|train|all|STEP,STEP,...]
 #
+# Each step has a time limit (a stuck step does not eat the others'); TRAIN_LIMIT (seconds)
+# bounds each training job. Steps: pytest_cuda throughput_paper step_time_paper step_time_gpu
+# loo_paper (the checks) and train.
 # checks (~10 min on one H100): the tests with a GPU path on CUDA; the paper's 12 x 1024 synthetic
 #   model's training throughput and MFU (eager and torch.compile / CUDA graphs); seconds per step
 #   of every training-job kind of the paper and gpu tiers through the trainer's own step, the
@@ -13,21 +16,26 @@
 #   trained and scored by the probe runners (entries GPU_* in probes/*.yaml: set their steps from
 #   the step-time measurement first), rows appended to the probe tables, copied to OUT_DIR.
 set -uo pipefail
-OUT=${1:?usage: gpu_acceptance.sh OUT_DIR [checks|train|all]}
+OUT=${1:?usage: gpu_acceptance.sh OUT_DIR [checks|train|all|STEP,...]}
 PART=${2:-all}
 mkdir -p "$OUT"
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export MLFLOW_DISABLE_TELEMETRY=true
 status=0
-step() {  # step NAME COMMAND...: run, log to OUT/NAME.log, remember a failure, go on
-  local name=$1
-  shift
+step() {  # step NAME SECONDS COMMAND...: run (stopped after SECONDS), log to OUT/NAME.log,
+  local name=$1 limit=$2  # remember a failure, go on
+  shift 2
   echo "== $name: $*" | tee "$OUT/$name.log"
-  local t0=$SECONDS
-  "$@" >>"$OUT/$name.log" 2>&1 || { echo "FAILED ($?)" | tee -a "$OUT/$name.log"; status=1; }
+  local t0=$SECONDS rc=0
+  timeout --kill-after=10 "$limit" "$@" >>"$OUT/$name.log" 2>&1 || rc=$?
+  if ((rc)); then
+    echo "FAILED ($rc; 124: past its $limit s)" | tee -a "$OUT/$name.log"
+    status=1
+  fi
   echo "== $name: $((SECONDS - t0)) s" | tee -a "$OUT/$name.log"
   tail -n 25 "$OUT/$name.log"
+  return "$rc"
 }
 
 {
@@ -37,20 +45,33 @@ step() {  # step NAME COMMAND...: run, log to OUT/NAME.log, remember a failure, 
   python -c "import sys, torch; print(sys.version.split()[0], 'torch', torch.__version__, torch.cuda.get_device_name())"
 } | tee "$OUT/machine.txt"
 
-if [[ $PART == checks || $PART == all ]]; then
-  step pytest_cuda python -m pytest -q -p no:cacheprovider --device cuda -m device
-  step throughput_paper python benchmarks/throughput.py --config config/paper.yaml --device cuda \
-    --steps 100 --compile
-  step step_time_paper python benchmarks/step_time.py --config config/paper.yaml --device cuda \
-    --steps 5 --warmup 2 --json "$OUT/step_time_paper.json"
-  step step_time_gpu python benchmarks/step_time.py --config config/gpu.yaml --device cuda \
-    --steps 10 --warmup 3 --json "$OUT/step_time_gpu.json"
-  step loo_paper python benchmarks/loo.py --config config/paper.yaml --device cuda
-fi
+want() {  # want STEP: asked for by PART (all, its group, or a comma list naming it)
+  [[ $PART == all || ,$PART, == *",$1,"* ]] && return 0
+  case $1 in
+    pytest_cuda | throughput_paper | step_time_paper | step_time_gpu | loo_paper) [[ $PART == checks ]] ;;
+    train) [[ $PART == train ]] ;;
+    *) return 1 ;;
+  esac
+}
 
-if [[ $PART == train || $PART == all ]]; then
-  step train_sp_k8 python probes/sparse_parity.py run GPU_K8_neox
-  step train_ppc_j2 python probes/scratchpad.py run GPU_PS_ppc_j2
+want pytest_cuda && step pytest_cuda 180 python -m pytest -q -p no:cacheprovider --device cuda -m device
+want throughput_paper && step throughput_paper 150 python benchmarks/throughput.py \
+  --config config/paper.yaml --device cuda --steps 100 --compile
+want step_time_paper && step step_time_paper 240 python benchmarks/step_time.py \
+  --config config/paper.yaml --device cuda --steps 5 --warmup 2 --lm-steps 2 \
+  --json "$OUT/step_time_paper.json"
+want step_time_gpu && step step_time_gpu 180 python benchmarks/step_time.py \
+  --config config/gpu.yaml --device cuda --steps 3 --warmup 2 --lm-steps 3 \
+  --json "$OUT/step_time_gpu.json"
+want loo_paper && step loo_paper 90 python benchmarks/loo.py --config config/paper.yaml --device cuda
+
+if want train; then  # the two models side by side on the one GPU (each is launch-bound)
+  step train_sp_k8 "${TRAIN_LIMIT:-1800}" python probes/sparse_parity.py run GPU_K8_neox &
+  sp=$!
+  step train_ppc_j2 "${TRAIN_LIMIT:-1800}" python probes/scratchpad.py run GPU_PS_ppc_j2 &
+  ppc=$!
+  wait $sp || status=1
+  wait $ppc || status=1
   cp probes/sparse_parity_probes.csv probes/scratchpad_probes.csv "$OUT/"
 fi
 exit $status

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import platform
 import subprocess
 from collections.abc import Mapping
@@ -51,7 +52,10 @@ PNG_KEY = "lengen:provenance"
 
 @functools.cache
 def git_commit() -> str:
-    """HEAD of the source checkout, with '-dirty' for uncommitted tracked changes; or 'unknown'."""
+    """HEAD of the source checkout, with '-dirty' for uncommitted tracked changes. A copy of a
+    checkout without its .git (a machine the tree was copied to) has no HEAD: then the commit the
+    copy was made from, if the environment says it (LENGEN_SOURCE_COMMIT, set by whoever copied
+    a clean tree), else 'unknown'."""
     src = Path(__file__).resolve().parent
 
     def git(*args: str) -> str:
@@ -67,7 +71,7 @@ def git_commit() -> str:
             "status", "--porcelain", "--untracked-files=no", "--", ":/", ":(top,exclude)reference"
         )
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
+        return os.environ.get("LENGEN_SOURCE_COMMIT", "unknown")
     return head + ("-dirty" if dirty else "")
 
 
