@@ -25,12 +25,11 @@ from pathlib import Path
 
 import pandas as pd
 import torch
-from sparse_parity import ROOT, append_row, load_probe, probe_cli
+from sparse_parity import ROOT, append_row, load_probe, probe_cli, scored_model
 
 from lengen import tasks
 from lengen.analysis.evaluate import generation_accuracy, scratchpad_testset
 from lengen.core import provenance, tracking
-from lengen.model.modelfile import model_from_saved, read_model_file
 from lengen.tasks import parse_spec
 from lengen.train.train import train
 
@@ -94,8 +93,7 @@ def run(name: str, rescore: bool = False) -> dict:
         train(spec, out)
         wall = time.perf_counter() - t0
     path = out / "model.pt"
-    saved = read_model_file(path)
-    model = model_from_saved(saved)
+    saved, model = scored_model(path)
     row = {
         "probe": name,
         "experiment": experiment,

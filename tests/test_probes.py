@@ -16,6 +16,29 @@ def probes():
     return load_script(ROOT / "probes" / "sparse_parity.py", "probes_sp")
 
 
+def test_probes_score_on_the_evaluation_device(probes, monkeypatch, tmp_path):
+    """The model is read and scored where eval_device says (the GPU on a GPU machine), not on the
+    CPU by default: the device eval_device names reaches both the read and the model."""
+    import torch
+
+    from lengen.model.model import GPTNeoX, ModelConfig
+
+    cfg = ModelConfig(vocab_size=8, n_layer=1, n_head=2, d_model=8)
+    model = GPTNeoX(cfg)
+    path = tmp_path / "model.pt"
+    torch.save({"model_config": cfg.to_dict(), "state_dict": model.state_dict(), "spec": {}}, path)
+    asked = []
+    read, build = probes.read_model_file, probes.model_from_saved
+    monkeypatch.setattr(probes, "eval_device", lambda: "gpu-here")
+    monkeypatch.setattr(probes, "read_model_file", lambda p, d: asked.append(d) or read(p, "cpu"))
+    monkeypatch.setattr(probes, "model_from_saved", lambda s, d: asked.append(d) or build(s, "cpu"))
+    _, scored = probes.scored_model(path)
+    assert asked == ["gpu-here", "gpu-here"]
+    weights = "embed_in.weight"
+    assert torch.equal(scored.state_dict()[weights], model.state_dict()[weights])
+    assert not scored.training
+
+
 def test_overrides_merge_deeply_and_validate(probes):
     cfg, entry = probes.probe_config("K8_loglen_es")
     sp = cfg["sparse_parity"]
