@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -69,13 +70,28 @@ def test_rope_is_relative_shifting_all_ids_leaves_logits_unchanged():
 
 
 def test_absolute_positions_are_not_shift_invariant_and_checked():
+    """IDs beyond the learned table are an error where IDs are made, on the host (the batch's
+    model_inputs, the decoder), never in the forward (a host sync per call)."""
+    from lengen.analysis.decode import greedy_decode
+    from lengen.core.batch import Example
+
     model = _model("learned")
+    assert model.cfg.id_limit == model.cfg.l_max and _model("rope").cfg.id_limit is None
     ids = torch.randint(0, 24, (2, 20))
     pos = torch.arange(1, 21).repeat(2, 1)
     with torch.no_grad():
         assert not torch.allclose(model(ids, pos), model(ids, pos + 5))
+    limit = model.cfg.l_max
+    ok = Example(ids.numpy(), pos.numpy() + limit - 20, np.ones((2, 20), int))
+    ok.model_inputs(id_limit=limit)
+    bad = Example(ids.numpy(), pos.numpy() + limit - 19, np.ones((2, 20), int))
+    with pytest.raises(ValueError, match=rf"position IDs must lie in \[0, {limit}\].*{limit + 1}"):
+        bad.model_inputs(id_limit=limit)
+    bad.model_inputs()  # no limit given: not checked (RoPE, ALiBi, NoPE)
+    prompt, prompt_ids = ids[:, :5].numpy(), pos[:, :5].numpy() + limit - 10
+    greedy_decode(model, prompt, prompt_ids, 5)  # last ID + 5 = l_max: fits
     with pytest.raises(ValueError, match="position IDs"):
-        model(ids, pos + 60)
+        greedy_decode(model, prompt, prompt_ids, 6)
 
 
 @pytest.mark.parametrize("position", ["rope", "absolute"])
@@ -127,10 +143,13 @@ def test_learned_positions_cover_ids_0_to_l_max_and_name_a_bad_id():
     assert pos.embed.num_embeddings == 11  # IDs 0..l_max, one row each
     out = pos(torch.tensor([[0, 5, 10]]))
     assert torch.equal(out[0], pos.embed.weight[[0, 5, 10]])
-    with pytest.raises(ValueError, match=r"must lie in \[0, 10\], got \[0, 11\]"):
-        pos(torch.tensor([[0, 11]]))
-    with pytest.raises(ValueError, match=r"must lie in \[0, 10\], got \[-1, 3\]"):
-        pos(torch.tensor([[-1, 3]]))
+    from lengen.core.batch import check_position_ids  # the check, on the host side
+
+    check_position_ids(np.array([[0, 5, 10]]), 10)
+    with pytest.raises(ValueError, match=r"must lie in \[0, 10\].*got \[0, 11\]"):
+        check_position_ids(np.array([[0, 11]]), 10)
+    with pytest.raises(ValueError, match=r"must lie in \[0, 10\].*got \[-1, 3\]"):
+        check_position_ids(np.array([[-1, 3]]), 10)
 
 
 def test_alibi_slopes_are_the_papers_and_match_bloom():

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from lengen.core.batch import check_position_ids
 from lengen.model.model import GPTNeoX, KVCache
 
 
@@ -36,34 +37,47 @@ def greedy_decode(
     prompt_ids: np.ndarray,
     n_new: int,
     use_cache: bool = True,
+    static_cache: bool = True,
 ) -> Generation:
     """Generate n_new tokens after prompt (B, P) at prompt_ids (B, P), argmax at every step.
 
     Position IDs come from the PPC head when the model has one, else last ID + 1. Without the
     cache the whole sequence is recomputed every step (the reference the cache is tested against).
+    The cache is preallocated for P + n_new tokens (static_cache; False: grown by concatenation,
+    benchmarks/decode.py's baseline). Nothing in the loop reads the device: IDs are checked here,
+    on the host, once (the PPC head's IDs lie in 0..l_max by construction; last ID + 1 stays below
+    the prompt's largest ID + n_new).
     """
     with torch.no_grad():  # a block: mutmut skips decorated functions
+        limit = model.cfg.id_limit
+        if limit is not None:
+            check_position_ids(prompt_ids, limit)
+            if not model.cfg.predict_positions:
+                check_position_ids(np.asarray(prompt_ids)[:, -1:] + n_new, limit)
         device = next(model.parameters()).device
         tokens = torch.as_tensor(prompt, device=device)
         ids = torch.as_tensor(prompt_ids, device=device)
-        cache = KVCache(model.cfg.n_layer) if use_cache else None
+        cache = None
+        if use_cache:
+            capacity = tokens.shape[1] + n_new if static_cache else None
+            cache = KVCache(model.cfg.n_layer, capacity)
         new_tokens, new_ids = [], []
-        step_tokens, step_ids = tokens, ids
+        step_tokens, step_ids, last_id = tokens, ids, ids[:, -1]
         for _ in range(n_new):
             logits, position_logits = _split(model(step_tokens, step_ids, cache=cache))
             token = logits[:, -1].argmax(-1)
             if position_logits is not None:
                 position = position_logits[:, -1].argmax(-1)
             else:
-                position = ids[:, -1] + 1
+                position = last_id + 1
             new_tokens.append(token)
             new_ids.append(position)
-            tokens = torch.cat([tokens, token[:, None]], dim=1)
-            ids = torch.cat([ids, position[:, None]], dim=1)
+            last_id = position
             if use_cache:
                 step_tokens, step_ids = token[:, None], position[:, None]
-            else:
-                step_tokens, step_ids = tokens, ids
+            else:  # the whole sequence again
+                step_tokens = torch.cat([step_tokens, token[:, None]], dim=1)
+                step_ids = torch.cat([step_ids, position[:, None]], dim=1)
         return Generation(
             torch.stack(new_tokens, 1).cpu().numpy(), torch.stack(new_ids, 1).cpu().numpy()
         )

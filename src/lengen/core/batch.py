@@ -19,11 +19,15 @@ class Example:
     position_ids: np.ndarray
     target_mask: np.ndarray
 
-    def model_inputs(self, device="cpu") -> dict:
+    def model_inputs(self, device="cpu", id_limit: int | None = None) -> dict:
         """Next-token inputs: ids/positions of tokens[:-1]; labels tokens[1:] and position labels
-        position_ids[1:] (the PPC head's targets, Sec. 5.2) where scored, IGNORE elsewhere."""
+        position_ids[1:] (the PPC head's targets, Sec. 5.2) where scored, IGNORE elsewhere.
+        With id_limit (a model's `cfg.id_limit`), IDs outside 0..id_limit are an error here, on
+        the host, before anything reaches the device."""
         import torch  # here: the plan and the tasks read this module without torch
 
+        if id_limit is not None:
+            check_position_ids(self.position_ids, id_limit)
         scored = self.target_mask[:, 1:] == 1
         labels = np.where(scored, self.tokens[:, 1:], IGNORE)
         position_labels = np.where(scored, self.position_ids[:, 1:], IGNORE)
@@ -33,6 +37,15 @@ class Example:
             "labels": torch.as_tensor(labels, device=device),
             "position_labels": torch.as_tensor(position_labels, device=device),
         }
+
+
+def check_position_ids(position_ids: np.ndarray, id_limit: int) -> None:
+    """Raise ValueError when an ID lies outside 0..id_limit (a learned embedding's table)."""
+    low, high = int(position_ids.min()), int(position_ids.max())
+    if low < 0 or high > id_limit:
+        raise ValueError(
+            f"position IDs must lie in [0, {id_limit}] (the model's l_max), got [{low}, {high}]"
+        )
 
 
 def step_rng(seed: int, step: int, rank: int = 0) -> np.random.Generator:

@@ -77,6 +77,12 @@ class ModelConfig:
         return self.d_model // self.n_head
 
     @property
+    def id_limit(self) -> int | None:
+        """Largest position ID the model can read (learned embeddings, the PPC head's classes):
+        l_max; None where any ID is valid (RoPE, ALiBi, NoPE)."""
+        return self.l_max if self.position == "learned" else None
+
+    @property
     def mlp_dim(self) -> int:
         """Hidden width of the MLP."""
         return self.d_mlp or 4 * self.d_model
@@ -88,31 +94,60 @@ class ModelConfig:
 
 class KVCache:
     """Keys and values of every layer for the tokens decoded so far (B, H, T, D each), and
-    their position IDs (B, T; ALiBi's bias needs the keys' IDs)."""
+    their position IDs (B, T; ALiBi's bias needs the keys' IDs).
 
-    def __init__(self, n_layer: int):
+    With `capacity` (the prompt plus every token to be decoded) the buffers are allocated once, at
+    the first extend, and each step writes its slice in place: decoding copies each key once,
+    and the cached length is a Python int (no device sync, one graph per length when compiled).
+    Without it each step concatenates (the growing cache: O(T^2) copying, kept as the baseline
+    of benchmarks/decode.py)."""
+
+    def __init__(self, n_layer: int, capacity: int | None = None):
+        self.capacity = capacity
         self.layers: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * n_layer
+        self.lengths = [0] * n_layer  # cached tokens per layer (each layer extends in turn)
         self.position_ids: torch.Tensor | None = None
+        self.n_positions = 0
+
+    def _write(self, buffer: torch.Tensor | None, new: torch.Tensor, start: int, dim: int):
+        """(buffer, view of the cached entries) with `new` placed at index `start` of `dim`."""
+        if self.capacity is None:
+            full = new if buffer is None else torch.cat([buffer, new], dim=dim)
+            return full, full
+        end = start + new.shape[dim]
+        if end > self.capacity:
+            raise ValueError(f"KV cache of capacity {self.capacity} asked for {end} tokens")
+        if buffer is None:
+            shape = list(new.shape)
+            shape[dim] = self.capacity
+            buffer = new.new_zeros(shape)
+        buffer.narrow(dim, start, new.shape[dim]).copy_(new)
+        return buffer, buffer.narrow(dim, 0, end)
 
     def extend_positions(self, position_ids: torch.Tensor) -> torch.Tensor:
         """Append this step's position IDs; return every cached token's IDs (B, T)."""
-        if self.position_ids is not None:
-            position_ids = torch.cat([self.position_ids, position_ids], dim=1)
-        self.position_ids = position_ids
-        return position_ids
+        start = self.n_positions
+        self.position_ids, ids = self._write(self.position_ids, position_ids, start, 1)
+        self.n_positions = start + position_ids.shape[1]
+        return ids
+
+    def past(self, layer: int) -> int:
+        """Number of tokens cached in one layer before this step."""
+        return self.lengths[layer]
 
     @property
     def length(self) -> int:
         """Number of cached tokens."""
-        first = self.layers[0]
-        return 0 if first is None else first[0].shape[2]
+        return self.lengths[0]
 
     def extend(self, layer: int, k: torch.Tensor, v: torch.Tensor):
         """Append this step's keys/values of one layer; return all of them."""
+        start = self.lengths[layer]
         past = self.layers[layer]
-        if past is not None:
-            k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
-        self.layers[layer] = (k, v)
+        k_buf, k = self._write(past[0] if past else None, k, start, 2)
+        v_buf, v = self._write(past[1] if past else None, v, start, 2)
+        self.layers[layer] = (k_buf, v_buf)
+        self.lengths[layer] = k.shape[2]  # the view of every cached token
         return k, v
 
 
@@ -162,8 +197,8 @@ class Attention(nn.Module):
         With a cache, x is either the whole prompt (empty cache) or one new token.
         """
         B, T, C = x.shape
-        decoding = cache is not None and cache.layers[self.index] is not None
-        past = cache.layers[self.index][0].shape[2] if decoding else 0
+        past = cache.past(self.index) if cache is not None else 0
+        decoding = past > 0
         q, k, v = self.project(x, rope, cos_sin, past)
         if cache is not None:
             k, v = cache.extend(self.index, k, v)

@@ -249,25 +249,55 @@ def micro_batch_spec(spec: Spec, engine) -> Spec:
     return spec.with_batch_size(spec.train.batch_size // (dist.get_world_size() * accum))
 
 
-def train_step(engine, task, spec: Spec, rank_spec: Spec, step: int) -> tuple[list[float], int]:
+def train_step(
+    engine, task, spec: Spec, rank_spec: Spec, step: int
+) -> tuple[torch.Tensor, int]:
     """One optimizer step: this process's micro-batches, each forward, loss and backward, with
-    DeepSpeed stepping the optimizer on the last. Returns the micro-batch losses and the tokens
+    DeepSpeed stepping the optimizer on the last. Returns the micro-batch losses, on the device
+    (reading them is a host sync: the caller does it once per log_every steps), and the tokens
     fed by all processes. Each process draws its micro-batches from (seed, step, stream),
     stream = rank * accum + m: a step's batch is fixed by the seed and the process layout."""
     import torch.distributed as dist
 
     rank, world = dist.get_rank(), dist.get_world_size()
     accum = engine.gradient_accumulation_steps()
+    id_limit = engine.module.cfg.id_limit
     losses, tokens = [], 0
     for m in range(accum):
         rng = step_rng(spec.seed, step, rank * accum + m)
-        inputs = task.train_batch(rank_spec, rng, step).model_inputs(engine.device)
+        example = task.train_batch(rank_spec, rng, step)
+        inputs = example.model_inputs(engine.device, id_limit)
         loss = training_loss(engine(inputs["input_ids"], inputs["position_ids"]), inputs)
         engine.backward(loss)
         engine.step()
-        losses.append(loss.item())
+        losses.append(loss.detach())
         tokens += inputs["input_ids"].numel() * world
-    return losses, tokens
+    return torch.stack(losses), tokens
+
+
+class LossWindow:
+    """The training losses since the last read, kept on the device: read (one host sync) at each
+    log_every step, before a checkpoint and at the end, where a non-finite loss stops the run
+    (check_finite) before anything is written from its weights."""
+
+    def __init__(self):
+        self.steps: list[int] = []
+        self.losses: list[torch.Tensor] = []
+
+    def add(self, step: int, losses: torch.Tensor) -> None:
+        self.steps.append(step)
+        self.losses.append(losses)
+
+    def read(self, spec: Spec, out: Path) -> list[float]:
+        """Every loss of the window as floats (checked finite, naming the first bad step); empties
+        the window."""
+        if not self.losses:
+            return []
+        values = torch.stack(self.losses).tolist()  # (steps, accum): the one host sync
+        steps, self.steps, self.losses = self.steps, [], []
+        for step, row in zip(steps, values, strict=True):
+            check_finite(row, step, spec, out)
+        return [x for row in values for x in row]
 
 
 def _train(spec: Spec, out: Path, stop_after: int | None) -> Path:
@@ -306,26 +336,26 @@ def _train(spec: Spec, out: Path, stop_after: int | None) -> Path:
         disable=rank != 0 or not spec.runtime.progress,
         mininterval=5,
     )
-    window, tokens, t0 = [], 0, time.perf_counter()
+    window, tokens, t0 = LossWindow(), 0, time.perf_counter()
     steps_run, stop_reason = steps, "steps"
     rank_spec = micro_batch_spec(spec, engine)
     for step in bar:
         losses, fed = train_step(engine, task, spec, rank_spec, step)
-        check_finite(losses, step + 1, spec, out)
-        window += losses
-        tokens += fed
         done = step + 1
+        window.add(done, losses)
+        tokens += fed
         if done % every == 0 or done == steps:
             rate = tokens / (time.perf_counter() - t0)
+            values = window.read(spec, out)
             metrics = {
-                "train_loss": sum(window) / len(window),
+                "train_loss": sum(values) / len(values),
                 "lr": engine.get_lr()[0],
                 "tokens_per_s": rate,
             }
             if rank == 0:
                 tracking.log_metrics(metrics, done)
                 bar.set_postfix(loss=f"{metrics['train_loss']:.3f}")
-            window, tokens, t0 = [], 0, time.perf_counter()
+            tokens, t0 = 0, time.perf_counter()
         if stopper is not None and stopper.due(done):
             acc = stopper.accuracy(engine.module)
             if rank == 0:
@@ -336,14 +366,17 @@ def _train(spec: Spec, out: Path, stop_after: int | None) -> Path:
                 bar.write(f"early stop at step {done}: {stop_reason}")
                 break
         if done % ckpt_every == 0 and done < steps:
+            window.read(spec, out)  # no checkpoint of a diverged run
             client = {"step": done, "early_stop_streak": stopper.streak if stopper else 0}
             engine.save_checkpoint(str(ckpt_dir), tag=f"step_{done}", client_state=client)
             if rank == 0:
                 _prune(ckpt_dir)
         if stop_after is not None and done >= stop_after:
+            window.read(spec, out)
             if rank == 0:
                 tracking.end_run()
             return out / "model.pt"
+    window.read(spec, out)  # an early stop leaves steps since the last log unread
     path = out / "model.pt"
     if rank == 0:
         tracking.log_metrics({"stopped_at": steps_run}, steps_run)

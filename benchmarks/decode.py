@@ -1,0 +1,68 @@
+"""Decoding speed: the preallocated KV cache against the growing one (a `torch.cat` per layer
+and token: O(T^2) copying), on the tier's PPC parity model at its longest test length, one run.
+
+    python benchmarks/decode.py [--config config/config.yaml] [--reps 3]
+    python benchmarks/decode.py --config config/paper.yaml --device cuda
+
+The model has the tier's sizes and random weights (the work per token does not depend on them);
+the prompts are the task's test draw at the longest length (2l), decoded greedily as the
+evaluation does (`lengen.analysis.decode.greedy_decode`: the PPC head's IDs fed back), with the
+tier's evaluation batch. Both decoders must produce the same tokens and IDs (checked here; tested
+in tests/test_hot_loop.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+from loo import best_time  # this folder's (python benchmarks/decode.py)
+
+from lengen import tasks
+from lengen.analysis.decode import greedy_decode
+from lengen.config.config import load
+from lengen.tasks import parse_spec
+from lengen.train.train import build_model
+
+
+@torch.no_grad()
+def main(argv: list[str] | None = None) -> None:
+    """Print seconds per decoded batch with each cache and their ratio."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="config/config.yaml")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--batch", type=int, help="rows decoded at once (default: the tier's)")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    cfg = load(args.config)
+    section = cfg["parity_scratchpad"]
+    spec = parse_spec(tasks.generation_spec(cfg, "parity_scratchpad", "ppc", 1, 0))
+    model = build_model(spec).to(args.device).eval()
+    length = max(section["eval"]["lengths"])
+    batch_size = args.batch or section["eval"].get("batch_size", 64)
+    testset = tasks.get("parity_scratchpad").testset(
+        spec, {"lengths": [length], "n_examples": batch_size}, 0
+    )
+    draw = testset[length]
+    example = draw.test_example(spec.task.scheme)
+    p = draw.prompt_len
+    prompt, ids = example.tokens[:batch_size, :p], example.position_ids[:batch_size, :p]
+    n_new = example.tokens.shape[1] - p
+
+    def run(static: bool):
+        return greedy_decode(model, prompt, ids, n_new, static_cache=static)
+
+    a, b = run(True), run(False)
+    assert (a.tokens == b.tokens).all() and (a.position_ids == b.position_ids).all()
+    static = best_time(lambda: run(True), args.reps, args.device)
+    growing = best_time(lambda: run(False), args.reps, args.device)
+    where = torch.cuda.get_device_name() if args.device == "cuda" else "1 CPU thread"
+    print(f"model {spec.model} ({model.num_params() / 1e6:.2f} M params), {where}")
+    print(f"2l = {length}: {len(prompt)} prompts of {p} tokens, {n_new} tokens decoded each")
+    print(f"growing cache (torch.cat)      {growing * 1e3:9.1f} ms")
+    print(f"preallocated cache             {static * 1e3:9.1f} ms   ratio {growing / static:5.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""The hot loop a GPU wants (issue 37): no host sync inside the training step or a decoding step,
+checked on the CPU by tracing each with torch.compile(fullgraph=True), which refuses a graph break
+(a read of a tensor's value into Python: `.item()`, `if tensor...:`); the preallocated KV cache
+decodes token for token what the growing cache and the uncached decoder decode."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from lengen.analysis.decode import greedy_decode
+from lengen.core.batch import Example
+from lengen.model.model import GPTNeoX, KVCache, ModelConfig
+from lengen.train.train import training_loss
+
+SCHEMES = [  # (position, predict_positions, attn_scale): every way the model reads IDs
+    ("rope", False, "none"),
+    ("rope", False, "log_length"),
+    ("learned", True, "none"),
+    ("learned", False, "none"),
+    ("alibi", False, "none"),
+    ("nope", False, "none"),
+]
+
+
+def _model(position: str, ppc: bool, attn_scale: str = "none") -> GPTNeoX:
+    torch.manual_seed(0)
+    cfg = ModelConfig(vocab_size=16, n_layer=2, n_head=2, d_model=16, position=position,
+                      predict_positions=ppc, attn_scale=attn_scale, l_max=40)  # fmt: skip
+    return GPTNeoX(cfg).eval()
+
+
+def _example(rng: np.random.Generator, rows: int = 4, length: int = 12) -> Example:
+    tokens = rng.integers(0, 16, (rows, length))
+    ids = np.tile(np.arange(1, length + 1), (rows, 1))
+    mask = np.zeros((rows, length), int)
+    mask[:, length // 2 :] = 1
+    return Example(tokens, ids, mask)
+
+
+@pytest.mark.parametrize(("position", "ppc", "attn_scale"), SCHEMES)
+def test_the_training_step_traces_as_one_graph(position, ppc, attn_scale):
+    torch._dynamo.reset()
+    model = _model(position, ppc, attn_scale).train()
+    inputs = _example(np.random.default_rng(0)).model_inputs(id_limit=model.cfg.id_limit)
+
+    def step(inputs):
+        return training_loss(model(inputs["input_ids"], inputs["position_ids"]), inputs)
+
+    eager = step(inputs)
+    traced = torch.compile(step, fullgraph=True, backend="eager")(inputs)  # a break raises
+    traced.backward()
+    torch.testing.assert_close(traced, eager)
+    assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
+
+
+@pytest.mark.parametrize(("position", "ppc", "attn_scale"), SCHEMES)
+def test_a_decoding_step_with_the_preallocated_cache_traces_as_one_graph(position, ppc, attn_scale):
+    torch._dynamo.reset()
+    model = _model(position, ppc, attn_scale)
+    prompt = torch.as_tensor(np.random.default_rng(1).integers(0, 16, (3, 6)))
+    ids = torch.arange(1, 7).repeat(3, 1)
+    cache = KVCache(model.cfg.n_layer, capacity=10)
+    with torch.no_grad():
+        model(prompt, ids, cache=cache)  # the prompt, eager
+        step = torch.compile(lambda t, i: model(t, i, cache=cache), fullgraph=True, backend="eager")
+        for n in range(4):  # one new token at a time, each at the next ID
+            step(prompt[:, n : n + 1], ids[:, -1:] + n + 1)
+    assert cache.length == 10
+
+
+@pytest.mark.parametrize(("position", "ppc", "attn_scale"), SCHEMES)
+def test_the_preallocated_cache_decodes_what_the_growing_cache_and_no_cache_decode(
+    position, ppc, attn_scale
+):
+    model = _model(position, ppc, attn_scale)
+    example = _example(np.random.default_rng(2), rows=5, length=8)
+    prompt, prompt_ids = example.tokens, example.position_ids
+    static = greedy_decode(model, prompt, prompt_ids, 20)
+    growing = greedy_decode(model, prompt, prompt_ids, 20, static_cache=False)
+    uncached = greedy_decode(model, prompt, prompt_ids, 20, use_cache=False)
+    for other in (growing, uncached):
+        assert (static.tokens == other.tokens).all()
+        assert (static.position_ids == other.position_ids).all()
+    assert len(np.unique(static.tokens)) > 1  # not a degenerate constant
+
+
+def test_the_cache_refuses_more_tokens_than_its_capacity():
+    cache = KVCache(1, capacity=4)
+    k = torch.zeros(1, 2, 3, 8)
+    cache.extend(0, k, k)
+    with pytest.raises(ValueError, match="capacity 4 asked for 6"):
+        cache.extend(0, k, k)
