@@ -6,7 +6,7 @@
 #
 # Each step has a time limit (a stuck step does not eat the others'); TRAIN_LIMIT (seconds)
 # bounds each training job. Steps: pytest_cuda throughput_paper step_time_paper step_time_gpu
-# loo_paper (the checks) and train.
+# loo_paper decode_paper (the checks) and train.
 # checks (~10 min on one H100): the tests with a GPU path on CUDA; the paper's 12 x 1024 synthetic
 #   model's training throughput and MFU (eager and torch.compile / CUDA graphs); seconds per step
 #   of every training-job kind of the paper and gpu tiers through the trainer's own step, the
@@ -48,7 +48,8 @@ step() {  # step NAME SECONDS COMMAND...: run (stopped after SECONDS), log to OU
 want() {  # want STEP: asked for by PART (all, its group, or a comma list naming it)
   [[ $PART == all || ,$PART, == *",$1,"* ]] && return 0
   case $1 in
-    pytest_cuda | throughput_paper | step_time_paper | step_time_gpu | loo_paper) [[ $PART == checks ]] ;;
+    pytest_cuda | throughput_paper | step_time_paper | step_time_gpu | loo_paper | decode_paper)
+      [[ $PART == checks ]] ;;
     train) [[ $PART == train ]] ;;
     *) return 1 ;;
   esac
@@ -64,6 +65,8 @@ want step_time_gpu && step step_time_gpu 180 python benchmarks/step_time.py \
   --config config/gpu.yaml --device cuda --steps 3 --warmup 2 --lm-steps 3 \
   --json "$OUT/step_time_gpu.json"
 want loo_paper && step loo_paper 90 python benchmarks/loo.py --config config/paper.yaml --device cuda
+want decode_paper && step decode_paper 120 python benchmarks/decode.py --config config/paper.yaml \
+  --device cuda
 
 if want train; then  # the two models side by side on the one GPU (each is launch-bound)
   step train_sp_k8 "${TRAIN_LIMIT:-1800}" python probes/sparse_parity.py run GPU_K8_neox &

@@ -69,3 +69,12 @@ def test_leave_one_out_benchmark_times_the_batched_forward(device, capsys):
                 "--reps", "1", "--vocab", "64"])  # fmt: skip
     out = capsys.readouterr().out
     assert "63 masks" in out and "batched leave-one-out" in out and "speedup" in out
+
+
+def test_decode_benchmark_times_both_caches_on_the_same_output(device, capsys, tmp_path):
+    bench = load_script(BENCH / "decode.py")
+    bench.main(["--config", _smoke_on(device, tmp_path), "--device", device, "--reps", "1",
+                "--batch", "8"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert "growing cache" in out and "preallocated cache" in out and "ratio" in out
+    assert "8 prompts" in out
