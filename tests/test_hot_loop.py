@@ -92,3 +92,52 @@ def test_the_cache_refuses_more_tokens_than_its_capacity():
     cache.extend(0, k, k)
     with pytest.raises(ValueError, match="capacity 4 asked for 6"):
         cache.extend(0, k, k)
+
+
+def test_padding_to_a_length_bucket_leaves_the_loss_and_gradients_unchanged():
+    example = _example(np.random.default_rng(3), rows=4, length=11)
+    padded = example.padded((8, 16, 32))
+    assert padded.tokens.shape == (4, 16) and example.padded((4, 8)) is example  # too long: as is
+    assert (padded.target_mask[:, 11:] == 0).all()
+    assert (padded.tokens[:, :11] == example.tokens).all()
+    for position, ppc, attn_scale in SCHEMES:
+        model = _model(position, ppc, attn_scale).train()
+        grads = []
+        for ex in (example, padded):
+            model.zero_grad()
+            inputs = ex.model_inputs(id_limit=model.cfg.id_limit)
+            loss = training_loss(model(inputs["input_ids"], inputs["position_ids"]), inputs)
+            loss.backward()
+            grads.append((loss.detach(), [p.grad.clone() for p in model.parameters()]))
+        (loss_a, grad_a), (loss_b, grad_b) = grads
+        torch.testing.assert_close(loss_a, loss_b)
+        for a, b in zip(grad_a, grad_b, strict=True):
+            torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+
+
+def test_length_buckets_bound_the_graphs_a_compiled_step_builds():
+    """Training batches of 12 drawn lengths: one graph per length unpadded, one per bucket edge
+    padded (dynamic shapes off, as CUDA graphs need). Unpadded, 11 lengths pass torch's default
+    limit of 8 recompiles per function: raised here to count them."""
+    from torch._dynamo.utils import counters
+
+    model = _model("learned", True).train()
+    rng = np.random.default_rng(4)
+    lengths = [10, 13, 17, 21, 24, 27, 30, 11, 19, 25, 29, 15]
+
+    @torch._dynamo.config.patch(recompile_limit=64)
+    def graphs(buckets: tuple[int, ...]) -> int:
+        torch._dynamo.reset()
+        counters.clear()
+
+        @torch.compile(fullgraph=True, backend="eager", dynamic=False)
+        def step(input_ids, position_ids):
+            return model(input_ids, position_ids)
+
+        for n in lengths:
+            inputs = _example(rng, rows=2, length=n).padded(buckets).model_inputs()
+            step(inputs["input_ids"], inputs["position_ids"])
+        return counters["stats"]["unique_graphs"]
+
+    assert graphs(()) == len(set(lengths))
+    assert graphs((16, 24, 32)) == 3

@@ -19,6 +19,19 @@ class Example:
     position_ids: np.ndarray
     target_mask: np.ndarray
 
+    def padded(self, buckets: tuple[int, ...]) -> Example:
+        """This batch padded at the end up to the smallest bucket edge >= its length (itself when
+        no edge is long enough): padding tokens 0 at position ID 0, never scored. The model is
+        causal, so no real token sees the padding: the loss and gradients are unchanged."""
+        length = self.tokens.shape[1]
+        edge = next((b for b in sorted(buckets) if b >= length), length)
+        if edge == length:
+            return self
+        pad = ((0, 0), (0, edge - length))
+        return Example(
+            np.pad(self.tokens, pad), np.pad(self.position_ids, pad), np.pad(self.target_mask, pad)
+        )
+
     def model_inputs(self, device="cpu", id_limit: int | None = None) -> dict:
         """Next-token inputs: ids/positions of tokens[:-1]; labels tokens[1:] and position labels
         position_ids[1:] (the PPC head's targets, Sec. 5.2) where scored, IGNORE elsewhere.

@@ -129,6 +129,7 @@ class TrainSpec:
     grad_clip: float = 1.0
     checkpoint_every: int = 1000
     log_every: int = 50
+    length_buckets: tuple[int, ...] = ()  # pad batches up to these lengths (unscored padding)
     k_curriculum_steps: int = 0  # sparse parity (DEPARTURE, config/config.yaml)
     jump_curriculum_steps: int = 0  # parity with scratchpad (DEPARTURE, config/config.yaml)
     early_stop: EarlyStopSpec | None = None
@@ -139,6 +140,8 @@ class TrainSpec:
         values = dict(values)
         if "betas" in values:
             values["betas"] = tuple(values["betas"])
+        if "length_buckets" in values:
+            values["length_buckets"] = tuple(sorted(values["length_buckets"]))
         if values.get("early_stop"):
             values["early_stop"] = _build(EarlyStopSpec, "train.early_stop", values["early_stop"])
         return _build(cls, "train", values)

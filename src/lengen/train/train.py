@@ -265,7 +265,7 @@ def train_step(
     losses, tokens = [], 0
     for m in range(accum):
         rng = step_rng(spec.seed, step, rank * accum + m)
-        example = task.train_batch(rank_spec, rng, step)
+        example = task.train_batch(rank_spec, rng, step).padded(spec.train.length_buckets)
         inputs = example.model_inputs(engine.device, id_limit)
         loss = training_loss(engine(inputs["input_ids"], inputs["position_ids"]), inputs)
         engine.backward(loss)
