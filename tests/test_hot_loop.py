@@ -141,3 +141,38 @@ def test_length_buckets_bound_the_graphs_a_compiled_step_builds():
 
     assert graphs(()) == len(set(lengths))
     assert graphs((16, 24, 32)) == 3
+
+
+def test_runtime_compile_reaches_the_engine_and_cuda_graphs_need_cuda():
+    import copy
+
+    from lengen.config.config import ConfigError, load, validate
+    from lengen.core.specs import RuntimeSpec
+    from lengen.train.runtime import compile_engine
+
+    class Engine:
+        def __init__(self):
+            self.calls = []
+
+        def compile(self, **kwargs):
+            self.calls.append(kwargs)
+
+    base = {"device": "cpu", "precision": "fp32", "zero_stage": 0}
+    got = {}
+    for mode in ("none", "default", "reduce-overhead"):
+        engine = Engine()
+        compile_engine(engine, RuntimeSpec(**base, compile=mode))
+        got[mode] = engine.calls
+    assert got == {
+        "none": [],
+        "default": [{"compile_kwargs": {}}],
+        "reduce-overhead": [{"compile_kwargs": {"mode": "reduce-overhead"}}],
+    }
+    cfg = load("config/smoke.yaml")
+    ok = copy.deepcopy(cfg)
+    ok["runtime"]["compile"] = "default"
+    validate(ok)
+    bad = copy.deepcopy(cfg)
+    bad["runtime"]["compile"] = "reduce-overhead"
+    with pytest.raises(ConfigError, match="runtime.compile"):
+        validate(bad)

@@ -110,6 +110,9 @@ def _cross_checks(cfg: dict) -> list[tuple[str, str]]:
     """Constraints between keys that JSON Schema cannot express."""
     errors = []
     threads = cfg["runtime"]["threads_per_job"]
+    rt = cfg["runtime"]
+    if rt.get("compile") == "reduce-overhead" and rt["device"] != "cuda":
+        errors.append(("runtime.compile", "reduce-overhead (CUDA graphs) needs device cuda"))
     for kind in ("train", "eval") if "jobs" in cfg else ():  # a model's job runs its threads
         if cfg["jobs"][kind]["cpus"] < threads:
             errors.append((f"jobs.{kind}.cpus", f"must be >= runtime.threads_per_job ({threads})"))

@@ -159,6 +159,7 @@ class RuntimeSpec:
     threads_per_job: int = 1
     progress: bool = True
     ds_config: dict | None = None
+    compile: str = "none"  # none | default | reduce-overhead (schema: runtime.compile)
 
 
 @dataclass(frozen=True)

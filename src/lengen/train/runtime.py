@@ -77,6 +77,14 @@ def setup(runtime: RuntimeSpec) -> None:
     deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
 
 
+def compile_engine(engine, runtime: RuntimeSpec) -> None:
+    """`runtime.compile`: torch.compile the engine's model in place (DeepSpeed's engine.compile,
+    which keeps its hooks), with Inductor's mode; nothing for "none"."""
+    if runtime.compile == "none":
+        return
+    engine.compile(compile_kwargs={} if runtime.compile == "default" else {"mode": runtime.compile})
+
+
 def deepspeed_engine(spec: Spec, model: torch.nn.Module, optimizer, scheduler):
     """DeepSpeed engine wrapping model, a client optimizer and lr scheduler (spec's runtime)."""
     import deepspeed

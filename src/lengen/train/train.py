@@ -249,9 +249,7 @@ def micro_batch_spec(spec: Spec, engine) -> Spec:
     return spec.with_batch_size(spec.train.batch_size // (dist.get_world_size() * accum))
 
 
-def train_step(
-    engine, task, spec: Spec, rank_spec: Spec, step: int
-) -> tuple[torch.Tensor, int]:
+def train_step(engine, task, spec: Spec, rank_spec: Spec, step: int) -> tuple[torch.Tensor, int]:
     """One optimizer step: this process's micro-batches, each forward, loss and backward, with
     DeepSpeed stepping the optimizer on the last. Returns the micro-batch losses, on the device
     (reading them is a host sync: the caller does it once per log_every steps), and the tokens
@@ -309,6 +307,7 @@ def _train(spec: Spec, out: Path, stop_after: int | None) -> Path:
     ckpt_dir = out / "ckpt"
     model = build_model(spec)
     engine = make_engine(spec, model)
+    runtime.compile_engine(engine, spec.runtime)
     rank = dist.get_rank()
     if rank == 0:
         forget_other_spec(out, spec, lambda msg: print(msg, file=sys.stderr, flush=True))
