@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The GPU acceptance run (docs/gpu-and-cluster.md, "Measured on GPU"): every check and measurement the README's
-# GPU numbers come from, in one command, on one CUDA machine. Logs and JSON go to OUT_DIR.
+# The GPU acceptance run (docs/gpu-and-cluster.md, "Measured on GPU"): every check and
+# measurement the GPU numbers come from, in one command, on one CUDA machine. Logs and JSON go to
+# OUT_DIR.
 #
 #   bash benchmarks/gpu_acceptance.sh OUT_DIR [checks|train|all|STEP,STEP,...]
 #

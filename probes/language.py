@@ -165,8 +165,10 @@ def run(name: str, rescore: bool = False) -> dict:
             t0 += time.perf_counter() - scored  # train_wall_s counts training only
         train(spec, out)
         wall = time.perf_counter() - t0
-    saved = read_model_file(out / "model.pt")  # scored on the CPU: its scoring (window_nll,
-    model = model_from_saved(saved)  # target_logprob, copying) is fed CPU tensors; CPU-tier models
+    # scored on the CPU (a CPU-tier model): window_nll, target_logprob and copying feed it CPU
+    # tensors
+    saved = read_model_file(out / "model.pt")
+    model = model_from_saved(saved)
     meta = json.loads((data / "tokens" / "meta.json").read_text())
     steps = saved.get("steps_run", spec["train"]["steps"])
     row = {

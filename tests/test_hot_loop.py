@@ -176,3 +176,25 @@ def test_runtime_compile_reaches_the_engine_and_cuda_graphs_need_cuda():
     bad["runtime"]["compile"] = "reduce-overhead"
     with pytest.raises(ConfigError, match="runtime.compile"):
         validate(bad)
+
+
+def test_the_loss_window_keeps_what_a_checkpoint_checked_for_the_next_log():
+    """Losses stay on the device until read; a read before a checkpoint checks them without
+    dropping them from the logged mean; a non-finite one names its step."""
+    from lengen.core.specs import TrainSpec
+    from lengen.train.train import LossWindow, NonFiniteLoss
+
+    train = TrainSpec(steps=8, batch_size=2, lr=1e-3, weight_decay=0.0, warmup_steps=0,
+                      schedule="constant")  # fmt: skip
+    spec = type("S", (), {"run_name": "toy", "train": train})()
+    window = LossWindow()
+    for step in (1, 2, 3, 4):
+        window.add(step, torch.tensor([float(step), float(step) + 0.5]))
+        if step == 2:
+            window.check(spec, "out")  # a checkpoint between two logs
+    assert window.take(spec, "out") == [1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5]
+    assert window.take(spec, "out") == []
+    window.add(5, torch.tensor([1.0, 1.0]))
+    window.add(6, torch.tensor([1.0, float("nan")]))
+    with pytest.raises(NonFiniteLoss, match="at step 6"):
+        window.check(spec, "out")

@@ -109,8 +109,8 @@ def _path(error: jsonschema.ValidationError) -> str:
 def _cross_checks(cfg: dict) -> list[tuple[str, str]]:
     """Constraints between keys that JSON Schema cannot express."""
     errors = []
-    threads = cfg["runtime"]["threads_per_job"]
     rt = cfg["runtime"]
+    threads = rt["threads_per_job"]
     if rt.get("compile") == "reduce-overhead" and rt["device"] != "cuda":
         errors.append(("runtime.compile", "reduce-overhead (CUDA graphs) needs device cuda"))
     for kind in ("train", "eval") if "jobs" in cfg else ():  # a model's job runs its threads

@@ -274,28 +274,33 @@ def train_step(engine, task, spec: Spec, rank_spec: Spec, step: int) -> tuple[to
 
 
 class LossWindow:
-    """The training losses since the last read, kept on the device: read (one host sync) at each
-    log_every step, before a checkpoint and at the end, where a non-finite loss stops the run
-    (check_finite) before anything is written from its weights."""
+    """The training losses since the last log, kept on the device until checked: `check` (one
+    host sync) runs before a checkpoint and at the end, where a non-finite loss stops the run
+    (check_finite) before anything is written from its weights; `take`, at each log_every step,
+    checks too and hands over every loss since the last take (checked ones included)."""
 
     def __init__(self):
-        self.steps: list[int] = []
-        self.losses: list[torch.Tensor] = []
+        self.pending: list[tuple[int, torch.Tensor]] = []  # (step, its micro-batch losses)
+        self.values: list[float] = []  # checked, not yet taken
 
     def add(self, step: int, losses: torch.Tensor) -> None:
-        self.steps.append(step)
-        self.losses.append(losses)
+        self.pending.append((step, losses))
 
-    def read(self, spec: Spec, out: Path) -> list[float]:
-        """Every loss of the window as floats (checked finite, naming the first bad step); empties
-        the window."""
-        if not self.losses:
-            return []
-        values = torch.stack(self.losses).tolist()  # (steps, accum): the one host sync
-        steps, self.steps, self.losses = self.steps, [], []
-        for step, row in zip(steps, values, strict=True):
+    def check(self, spec: Spec, out: Path) -> None:
+        """Read the pending losses (checked finite, naming the first bad step)."""
+        if not self.pending:
+            return
+        rows = torch.stack([losses for _, losses in self.pending]).tolist()  # the one host sync
+        for (step, _), row in zip(self.pending, rows, strict=True):
             check_finite(row, step, spec, out)
-        return [x for row in values for x in row]
+            self.values += row
+        self.pending = []
+
+    def take(self, spec: Spec, out: Path) -> list[float]:
+        """Every loss since the last take, checked; empties the window."""
+        self.check(spec, out)
+        values, self.values = self.values, []
+        return values
 
 
 def _train(spec: Spec, out: Path, stop_after: int | None) -> Path:
@@ -345,7 +350,7 @@ def _train(spec: Spec, out: Path, stop_after: int | None) -> Path:
         tokens += fed
         if done % every == 0 or done == steps:
             rate = tokens / (time.perf_counter() - t0)
-            values = window.read(spec, out)
+            values = window.take(spec, out)
             metrics = {
                 "train_loss": sum(values) / len(values),
                 "lr": engine.get_lr()[0],
@@ -365,17 +370,17 @@ def _train(spec: Spec, out: Path, stop_after: int | None) -> Path:
                 bar.write(f"early stop at step {done}: {stop_reason}")
                 break
         if done % ckpt_every == 0 and done < steps:
-            window.read(spec, out)  # no checkpoint of a diverged run
+            window.check(spec, out)  # no checkpoint of a diverged run
             client = {"step": done, "early_stop_streak": stopper.streak if stopper else 0}
             engine.save_checkpoint(str(ckpt_dir), tag=f"step_{done}", client_state=client)
             if rank == 0:
                 _prune(ckpt_dir)
         if stop_after is not None and done >= stop_after:
-            window.read(spec, out)
+            window.check(spec, out)
             if rank == 0:
                 tracking.end_run()
             return out / "model.pt"
-    window.read(spec, out)  # an early stop leaves steps since the last log unread
+    window.check(spec, out)  # an early stop leaves steps since the last log unread
     path = out / "model.pt"
     if rank == 0:
         tracking.log_metrics({"stopped_at": steps_run}, steps_run)
