@@ -7,12 +7,14 @@
 #
 # Each step has a time limit (a stuck step does not eat the others'); TRAIN_LIMIT (seconds)
 # bounds each training job. Steps: pytest_cuda throughput_paper step_time_paper step_time_gpu
-# loo_paper decode_paper (the checks) and train.
+# loo_paper decode_paper prefetch loss_memory (the checks) and train.
 # checks (~10 min on one H100): the tests with a GPU path on CUDA; the paper's 12 x 1024 synthetic
 #   model's training throughput and MFU (eager and torch.compile / CUDA graphs); seconds per step
 #   of every training-job kind of the paper and gpu tiers through the trainer's own step, the
 #   1.3B language model's DeepSpeed step with its micro-batch included, and each tier's wall time
-#   from them; the leave-one-out batch of the 1.3B model.
+#   from them; the leave-one-out batch of the 1.3B model; the static KV cache's decoding; the
+#   trainer's step with and without the batch-making worker (prefetch); the 1.3B micro-batch's
+#   loss memory in one piece and in chunks.
 # train: the gpu tier's sparse-parity model at K_train = 8 and its PPC parity model at jump 2,
 #   trained and scored by the probe runners (entries GPU_* in probes/*.yaml: set their steps from
 #   the step-time measurement first), rows appended to the probe tables, copied to OUT_DIR.
@@ -49,7 +51,8 @@ step() {  # step NAME SECONDS COMMAND...: run (stopped after SECONDS), log to OU
 want() {  # want STEP: asked for by PART (all, its group, or a comma list naming it)
   [[ $PART == all || ,$PART, == *",$1,"* ]] && return 0
   case $1 in
-    pytest_cuda | throughput_paper | step_time_paper | step_time_gpu | loo_paper | decode_paper)
+    pytest_cuda | throughput_paper | step_time_paper | step_time_gpu | loo_paper | decode_paper | \
+      prefetch | loss_memory)
       [[ $PART == checks ]] ;;
     train) [[ $PART == train ]] ;;
     *) return 1 ;;
@@ -68,6 +71,14 @@ want step_time_gpu && step step_time_gpu 180 python benchmarks/step_time.py \
 want loo_paper && step loo_paper 90 python benchmarks/loo.py --config config/paper.yaml --device cuda
 want decode_paper && step decode_paper 120 python benchmarks/decode.py --config config/paper.yaml \
   --device cuda
+for fetch in off on; do  # the same kinds, batches made in the step or ahead in a worker
+  want prefetch && step "prefetch_$fetch" 180 python benchmarks/step_time.py \
+    --config config/paper.yaml --device cuda --steps 20 --warmup 3 --prefetch "$fetch" \
+    --only sparse_parity/neox parity_scratchpad/ppc/k2 variable_assignment/ppc/d3 \
+    --json "$OUT/prefetch_$fetch.json"
+done
+want loss_memory && step loss_memory 180 python benchmarks/loss_memory.py --device cuda \
+  --dtype bf16 --tokens 16384 --d-model 2048 --chunks 4096 1024 --json "$OUT/loss_memory.json"
 
 if want train; then  # the two models side by side on the one GPU (each is launch-bound)
   step train_sp_k8 "${TRAIN_LIMIT:-1800}" python probes/sparse_parity.py run GPU_K8_neox &

@@ -43,7 +43,7 @@ from lengen import tasks
 from lengen.config.config import load
 from lengen.tasks import c4, parse_spec
 from lengen.train import runtime
-from lengen.train.train import build_model, make_engine, micro_batch_spec, train_step
+from lengen.train.train import Batches, build_model, make_engine, train_step
 
 LM_VOCAB = 32_000  # Llama-2's tokenizer (paper tier) and mistral v1's (gpu tier) alike
 
@@ -118,14 +118,17 @@ class Measured:
     peak_gib: float | None  # peak device memory (CUDA)
 
 
-def measure(kind: Kind, device: str, steps: int, warmup: int, compile_model: bool) -> Measured:
-    """Median seconds per optimizer step of `kind`, through the trainer's train_step."""
+def measure(
+    kind: Kind, device: str, steps: int, warmup: int, compile_model: bool, prefetch=None
+) -> Measured:
+    """Median seconds per optimizer step of `kind`, through the trainer's train_step (its
+    batches made ahead in a worker thread with `prefetch`; None: as the trainer, on CUDA)."""
     spec = parse_spec(kind.spec)
     model = build_model(spec)
     engine = make_engine(spec, model)
     if compile_model:
         engine.compile()
-    task, rank_spec = tasks.get(spec.experiment), micro_batch_spec(spec, engine)
+    batches = Batches(tasks.get(spec.experiment), spec, engine, prefetch)
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     times, fed, seen = [], [], set()
@@ -133,13 +136,14 @@ def measure(kind: Kind, device: str, steps: int, warmup: int, compile_model: boo
     for i in range(warmup + steps):
         sync(device)
         t = time.perf_counter()
-        _, tokens = train_step(engine, task, spec, rank_spec, first + i)
+        _, tokens = train_step(engine, batches, first + i)
         sync(device)
         # compiled, a batch of a new shape (tokens fed: batch x length) recompiles: not timed
         if i >= warmup and (not compile_model or tokens in seen):
             times.append(time.perf_counter() - t)
             fed.append(tokens)
         seen.add(tokens)
+    batches.close()
     if not times:
         raise ValueError(f"{kind.name}: no step timed (every batch shape new): raise --steps")
     s_per_step = statistics.median(times)
@@ -201,11 +205,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", nargs="*", help="measure these kinds only (prefix match)")
     parser.add_argument("--node-gpus", type=int, default=8)
     parser.add_argument("--compile", action="store_true", help="torch.compile the model")
+    parser.add_argument("--prefetch", choices=["on", "off"], help="make the next step's batches "
+                        "in a worker thread (default: as the trainer, on CUDA only)")  # fmt: skip
+    parser.add_argument("--loss-chunk", type=int, help="natural_language.loss_chunk_tokens "
+                        "(default: the config's; 0: the loss in one piece)")  # fmt: skip
     parser.add_argument("--json", type=Path, help="write the measurements and estimate here")
     args = parser.parse_args(argv)
     cfg = load(args.config)
     device = args.device or cfg["runtime"]["device"]
     cfg["runtime"]["device"] = device
+    if args.loss_chunk is not None and "natural_language" in cfg:
+        cfg["natural_language"]["loss_chunk_tokens"] = args.loss_chunk
+    prefetch = None if args.prefetch is None else args.prefetch == "on"
     tok = cfg.get("natural_language", {}).get("tokenizer", {})
     with tempfile.TemporaryDirectory() as tmp:
         lm_tokens = write_lm_tokens(Path(tmp), tok.get("vocab_size") or LM_VOCAB)
@@ -217,7 +228,7 @@ def main(argv: list[str] | None = None) -> None:
         for kind in chosen:
             lm = kind.name.startswith("natural_language/") and args.lm_steps
             steps, warmup = (args.lm_steps, 1) if lm else (args.steps, args.warmup)
-            measured[kind.name] = measure(kind, device, steps, warmup, args.compile)
+            measured[kind.name] = measure(kind, device, steps, warmup, args.compile, prefetch)
             print(_row(measured[kind.name], ceiling), flush=True)
             if args.json:  # after each kind: a run stopped at a time limit keeps what it measured
                 _write(args, where_of(device), ceiling, measured, kinds, None)
@@ -242,7 +253,8 @@ def where_of(device: str) -> str:
 def _write(args, where: str, ceiling: float, measured: dict, kinds: list[Kind], estimate) -> None:
     args.json.write_text(json.dumps({
         "config": args.config, "device": where, "ceiling_tflops": ceiling,
-        "compile": args.compile, "kinds": [asdict(m) for m in measured.values()],
+        "compile": args.compile, "prefetch": args.prefetch, "loss_chunk": args.loss_chunk,
+        "kinds": [asdict(m) for m in measured.values()],
         "jobs": {k.name: {"jobs": k.jobs, "steps": k.spec["train"]["steps"], "gpus": k.gpus}
                  for k in kinds},
         "estimate": estimate,

@@ -27,7 +27,8 @@ from lengen.core.specs import Spec
 from lengen.model.hf import to_transformers
 from lengen.tasks import parse_spec
 from lengen.tasks import sparse_parity as sp
-from lengen.train.train import build_model, scored_loss
+from lengen.train.loss import scored_loss
+from lengen.train.train import build_model
 
 
 def sync(device: str) -> None:

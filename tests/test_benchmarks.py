@@ -78,3 +78,31 @@ def test_decode_benchmark_times_both_caches_on_the_same_output(device, capsys, t
     out = capsys.readouterr().out
     assert "growing cache" in out and "preallocated cache" in out and "ratio" in out
     assert "8 prompts" in out
+
+
+def test_loss_memory_compares_the_chunked_loss_with_the_one_piece_loss(tmp_path, device):
+    bench = load_script(BENCH / "loss_memory.py")
+    out = tmp_path / "loss.json"
+    bench.main(["--device", device, "--tokens", "256", "--d-model", "16", "--vocab", "500",
+                "--chunks", "64", "--json", str(out)])  # fmt: skip
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["chunk"] for r in rows] == [0, 64] and rows[0]["memory_ratio"] == 1.0
+    assert abs(rows[1]["loss"] - rows[0]["loss"]) < 1e-5  # the same loss, in chunks
+    assert all(r["extra_gib"] > 0 and r["seconds"] > 0 for r in rows)
+
+
+def test_checkpoint_cost_is_measured_per_experiment_and_set_against_step_time(tmp_path):
+    bench = load_script(BENCH / "checkpoint.py")
+    steps = tmp_path / "steps.json"
+    steps.write_text(json.dumps({"kinds": [{"kind": "sparse_parity/neox", "s_per_step": 0.5}]}))
+    out = tmp_path / "ckpt.json"
+    bench.main(["--config", _smoke_on("cpu", tmp_path), "--dir", str(tmp_path / "w"),
+                "--repeats", "1", "--max-params", "1e5", "--steps-from", str(steps),
+                "--json", str(out)])  # fmt: skip
+    rows = {r["kind"]: r for r in json.loads(out.read_text())["rows"]}
+    sp_every = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())["sparse_parity"]
+    sp = rows["sparse_parity"]
+    assert sp["measured"] and sp["bytes"] > 12 * sp["params"]  # fp32 weights + two moments
+    assert sp["overhead"] == sp["save_s"] / (sp_every["train"]["checkpoint_every"] * 0.5)
+    assert "parity_scratchpad" in rows and "natural_language/h_short" in rows
+    assert not list((tmp_path / "w").iterdir())  # nothing left behind

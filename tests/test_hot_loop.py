@@ -12,7 +12,7 @@ import torch
 from lengen.analysis.decode import greedy_decode
 from lengen.core.batch import Example
 from lengen.model.model import GPTNeoX, KVCache, ModelConfig
-from lengen.train.train import training_loss
+from lengen.train.loss import training_loss
 
 SCHEMES = [  # (position, predict_positions, attn_scale): every way the model reads IDs
     ("rope", False, "none"),
@@ -198,3 +198,109 @@ def test_the_loss_window_keeps_what_a_checkpoint_checked_for_the_next_log():
     window.add(6, torch.tensor([1.0, float("nan")]))
     with pytest.raises(NonFiniteLoss, match="at step 6"):
         window.check(spec, "out")
+
+
+def _engine(spec):
+    from lengen.train import runtime
+    from lengen.train.train import build_model, make_engine
+
+    runtime.setup(spec.runtime)
+    return make_engine(spec, build_model(spec))
+
+
+def test_batches_made_ahead_in_a_worker_train_bitwise_as_batches_made_in_the_step():
+    """Prefetch (CUDA's default) changes when a step's batches are made, not what they are: the
+    same losses and weights, bitwise; and the tokens counted exclude bucket padding."""
+    from lengen import tasks
+    from lengen.train.train import Batches, train_step
+    from tests.helpers import make_spec
+
+    spec = make_spec("sparse_parity", train={"length_buckets": [64]})
+    runs = {}
+    for prefetch in (False, True):
+        engine = _engine(spec)
+        batches = Batches(tasks.get(spec.experiment), spec, engine, prefetch=prefetch)
+        losses, tokens = [], []
+        for step in range(4):
+            loss, fed = train_step(engine, batches, step)
+            losses.append(loss)
+            tokens.append(fed)
+        assert (batches.pool is not None) == prefetch and (4 in batches.ahead) == prefetch
+        batches.close()
+        assert batches.ahead == {}
+        weights = [p.detach().clone() for p in engine.module.parameters()]
+        runs[prefetch] = (torch.cat(losses), tokens, weights)
+    (loss_a, tok_a, w_a), (loss_b, tok_b, w_b) = runs[False], runs[True]
+    torch.testing.assert_close(loss_a, loss_b, rtol=0, atol=0)
+    for a, b in zip(w_a, w_b, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    assert tok_a == tok_b
+    rank_spec = Batches(tasks.get(spec.experiment), spec, _engine(spec), prefetch=False).rank_spec
+    drawn = tasks.get(spec.experiment).train_batch(rank_spec, np.random.default_rng([0, 0, 0]), 0)
+    assert drawn.tokens.shape[1] < 65 and tok_a[0] == drawn.tokens[:, :-1].size  # not 4 x 64
+
+
+@pytest.mark.parametrize("ppc", [False, True])
+def test_the_chunked_loss_equals_the_loss_in_one_piece(ppc):
+    """runtime.loss_chunk_tokens: the same loss and gradients (up to the order of fp32 sums),
+    also where a whole chunk is unscored; with a chunk at least the batch's tokens, bitwise."""
+    model = _model("learned", ppc).train()
+    example = _example(np.random.default_rng(1), rows=4, length=12)
+    example.target_mask[:2] = 0  # the first 22 tokens unscored: chunks of 5 with nothing scored
+    inputs = example.model_inputs()
+
+    def loss_and_grads(chunk):
+        model.zero_grad()
+        output = model(inputs["input_ids"], inputs["position_ids"])
+        outputs = output if isinstance(output, tuple) else (output,)
+        kept = [o.detach().clone() for o in outputs]
+        loss = training_loss(output, inputs, chunk)
+        loss.backward()
+        for before, after in zip(kept, outputs, strict=True):  # the logits are left as they were
+            torch.testing.assert_close(after.detach(), before, rtol=0, atol=0)
+        return loss.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None]
+
+    whole, grads = loss_and_grads(0)
+    for chunk in (5, 16, 44):
+        loss, chunk_grads = loss_and_grads(chunk)
+        exact = {"rtol": 0, "atol": 0} if chunk >= 44 else {"rtol": 1e-5, "atol": 1e-6}
+        torch.testing.assert_close(loss, whole, **exact)
+        for a, b in zip(chunk_grads, grads, strict=True):
+            torch.testing.assert_close(a, b, **exact)
+
+
+def test_the_optimizer_is_fused_on_cuda_only(monkeypatch):
+    from lengen.train import runtime, train
+    from tests.helpers import make_spec
+
+    seen = {}
+    monkeypatch.setattr(runtime, "deepspeed_engine", lambda spec, model, opt, sched: opt)
+    for device in ("cpu", "cuda"):
+        spec = make_spec("sparse_parity", runtime={"device": device, "precision": "fp32",
+                                                   "zero_stage": 0})  # fmt: skip
+        seen[device] = train.make_engine(spec, train.build_model(spec)).defaults["fused"]
+    assert seen == {"cpu": None, "cuda": True}
+
+
+@pytest.mark.parametrize("chunk", [0, 7])
+def test_a_training_step_on_cuda_never_waits_for_the_device(device, chunk):
+    """The GPU half of the no-sync check: forward, loss (in one piece and chunked), backward and
+    the fused AdamW step under torch.cuda.set_sync_debug_mode("error"), which raises on any
+    host-device synchronisation. On the CPU the same step is traced with fullgraph=True above."""
+    if device != "cuda":
+        pytest.skip("CUDA only (pytest --device cuda -m device); the CPU check is the trace above")
+    model = _model("learned", True).train().to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
+    inputs = _example(np.random.default_rng(0)).model_inputs(id_limit=model.cfg.id_limit)
+    inputs = {k: v.pin_memory().to(device, non_blocking=True) for k, v in inputs.items()}
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for _ in range(2):
+            loss = training_loss(model(inputs["input_ids"], inputs["position_ids"]), inputs, chunk)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert torch.isfinite(loss).item()

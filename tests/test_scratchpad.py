@@ -15,7 +15,7 @@ from lengen.core.positions import scheme_test_ids, scheme_train_ids
 from lengen.model.model import GPTNeoX, ModelConfig
 from lengen.tasks import parity_scratchpad as ps
 from lengen.tasks import variable_assignment as va
-from lengen.train.train import training_loss
+from lengen.train.loss import training_loss
 from tests.helpers import make_spec
 
 

@@ -49,6 +49,8 @@ def _fits(value, hint) -> bool:
     origin = typing.get_origin(hint) or hint
     if origin is tuple:
         args = typing.get_args(hint)
+        if len(args) == 2 and args[1] is Ellipsis:  # tuple[int, ...]: any length
+            args = (args[0],) * len(value) if isinstance(value, tuple) else ()
         return isinstance(value, tuple) and len(value) == len(args) and all(
             _fits(v, h) for v, h in zip(value, args, strict=True))  # fmt: skip
     if isinstance(origin, type):
@@ -160,6 +162,7 @@ class RuntimeSpec:
     progress: bool = True
     ds_config: dict | None = None
     compile: str = "none"  # none | default | reduce-overhead (schema: runtime.compile)
+    loss_chunk_tokens: int = 0  # the loss in chunks of this many tokens (natural_language.*)
 
 
 @dataclass(frozen=True)

@@ -57,9 +57,12 @@ def train_spec(cfg: dict, which: str) -> dict:
         "model": {"position": scheme.model, "l_max": nl["long_context"] + 1, **nl["model"]},
         "train": nl[which]["train"],
     }
-    return run_spec(
+    spec = run_spec(
         cfg, "natural_language", f"h_{which}", cfg["seed"], sections, ds_config=nl.get("ds_config")
     )
+    if nl.get("loss_chunk_tokens"):  # absent when 0, so the CPU tiers' specs stay as they were
+        spec["runtime"]["loss_chunk_tokens"] = nl["loss_chunk_tokens"]
+    return spec
 
 
 def vocab_size(spec: Spec) -> int:

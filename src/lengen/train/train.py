@@ -16,10 +16,10 @@ import shutil
 import signal
 import sys
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from tqdm import tqdm
 
 from lengen import tasks
@@ -30,6 +30,7 @@ from lengen.model.model import GPTNeoX, ModelConfig
 from lengen.model.modelfile import write_model_file
 from lengen.tasks import parse_spec
 from lengen.train import runtime
+from lengen.train.loss import training_loss
 
 
 def lr_lambda(train: TrainSpec):
@@ -47,21 +48,6 @@ def lr_lambda(train: TrainSpec):
         return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * frac))
 
     return f
-
-
-def training_loss(output, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
-    """Token loss on scored tokens; with the PPC head, plus its position loss there (Sec. 5.2)."""
-    if isinstance(output, tuple):
-        logits, position_logits = output
-        return scored_loss(logits, inputs["labels"]) + scored_loss(
-            position_logits, inputs["position_labels"]
-        )
-    return scored_loss(output, inputs["labels"])
-
-
-def scored_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy over positions whose label is not IGNORE."""
-    return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=IGNORE)
 
 
 class EarlyStop:
@@ -133,10 +119,16 @@ def build_model(spec: Spec) -> GPTNeoX:
 
 
 def make_engine(spec: Spec, model: GPTNeoX):
-    """DeepSpeed engine wrapping the model with a client AdamW and the lr schedule."""
+    """DeepSpeed engine wrapping the model with a client AdamW and the lr schedule. On CUDA the
+    AdamW is torch's fused one (one kernel for all parameters); on CPU the default (foreach)
+    implementation, whose results the committed CPU tables were made with."""
     train = spec.train
     optimizer = torch.optim.AdamW(
-        model.parameters(), lr=train.lr, weight_decay=train.weight_decay, betas=train.betas
+        model.parameters(),
+        lr=train.lr,
+        weight_decay=train.weight_decay,
+        betas=train.betas,
+        fused=True if spec.runtime.device == "cuda" else None,
     )
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(train))
     return runtime.deepspeed_engine(spec, model, optimizer, scheduler)
@@ -249,27 +241,75 @@ def micro_batch_spec(spec: Spec, engine) -> Spec:
     return spec.with_batch_size(spec.train.batch_size // (dist.get_world_size() * accum))
 
 
-def train_step(engine, task, spec: Spec, rank_spec: Spec, step: int) -> tuple[torch.Tensor, int]:
+class Batches:
+    """This process's micro-batches of each step, made on the host. Each is drawn from (seed,
+    step, stream), stream = rank * accum + m, so a step's batch is fixed by the seed and the
+    process layout, whatever order the batches are made in. With `prefetch` (on by default where
+    the device is CUDA), a worker thread makes step s + 1's batches while step s runs on the
+    device, in pinned host memory so their copies to the device are non-blocking (issue: the
+    host off the critical path)."""
+
+    def __init__(self, task, spec: Spec, engine, prefetch: bool | None = None):
+        import torch.distributed as dist
+
+        self.task, self.spec = task, spec
+        self.rank_spec = micro_batch_spec(spec, engine)
+        self.accum = engine.gradient_accumulation_steps()
+        self.rank, self.world = dist.get_rank(), dist.get_world_size()
+        self.id_limit, self.device = engine.module.cfg.id_limit, engine.device
+        self.pin = torch.device(self.device).type == "cuda"
+        prefetch = self.pin if prefetch is None else prefetch
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="batches") if prefetch else None
+        self.ahead: dict[int, Future] = {}
+
+    def host(self, step: int) -> list[tuple[dict[str, torch.Tensor], int]]:
+        """Step's micro-batches as host tensors, each with its count of unpadded tokens."""
+        made = []
+        for m in range(self.accum):
+            rng = step_rng(self.spec.seed, step, self.rank * self.accum + m)
+            example = self.task.train_batch(self.rank_spec, rng, step)
+            real = example.tokens[:, :-1].size  # tokens fed, not counting bucket padding
+            example = example.padded(self.spec.train.length_buckets)
+            inputs = example.model_inputs("cpu", self.id_limit)
+            if self.pin:
+                inputs = {k: v.pin_memory() for k, v in inputs.items()}
+            made.append((inputs, real))
+        return made
+
+    def get(self, step: int) -> list[tuple[dict[str, torch.Tensor], int]]:
+        """Step's micro-batches on the device; starts making step + 1's when prefetching."""
+        future = self.ahead.pop(step, None)
+        made = future.result() if future is not None else self.host(step)
+        if self.pool is not None:
+            self.ahead = {step + 1: self.pool.submit(self.host, step + 1)}
+        return [
+            ({k: v.to(self.device, non_blocking=self.pin) for k, v in inputs.items()}, real)
+            for inputs, real in made
+        ]
+
+    def close(self) -> None:
+        """Stop the worker (a batch made ahead for a step that never runs is dropped)."""
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.ahead = {}
+
+
+def train_step(engine, batches: Batches, step: int) -> tuple[torch.Tensor, int]:
     """One optimizer step: this process's micro-batches, each forward, loss and backward, with
     DeepSpeed stepping the optimizer on the last. Returns the micro-batch losses, on the device
     (reading them is a host sync: the caller does it once per log_every steps), and the tokens
-    fed by all processes. Each process draws its micro-batches from (seed, step, stream),
-    stream = rank * accum + m: a step's batch is fixed by the seed and the process layout."""
-    import torch.distributed as dist
-
-    rank, world = dist.get_rank(), dist.get_world_size()
-    accum = engine.gradient_accumulation_steps()
-    id_limit = engine.module.cfg.id_limit
+    fed by all processes (bucket padding not counted)."""
     losses, tokens = [], 0
-    for m in range(accum):
-        rng = step_rng(spec.seed, step, rank * accum + m)
-        example = task.train_batch(rank_spec, rng, step).padded(spec.train.length_buckets)
-        inputs = example.model_inputs(engine.device, id_limit)
-        loss = training_loss(engine(inputs["input_ids"], inputs["position_ids"]), inputs)
+    for inputs, real in batches.get(step):
+        loss = training_loss(
+            engine(inputs["input_ids"], inputs["position_ids"]),
+            inputs,
+            batches.spec.runtime.loss_chunk_tokens,
+        )
         engine.backward(loss)
         engine.step()
         losses.append(loss.detach())
-        tokens += inputs["input_ids"].numel() * world
+        tokens += real * batches.world
     return torch.stack(losses), tokens
 
 
@@ -331,20 +371,31 @@ def _train(spec: Spec, out: Path, stop_after: int | None) -> Path:
             stopper.streak = client.get("early_stop_streak", 0)
     if rank == 0:
         _open_run(spec, out, model, resumed=start > 0)
-    every, ckpt_every, steps = train_cfg.log_every, train_cfg.checkpoint_every, train_cfg.steps
     bar = tqdm(
-        range(start, steps),
+        range(start, train_cfg.steps),
         initial=start,
-        total=steps,
+        total=train_cfg.steps,
         desc=spec.run_name,
         disable=rank != 0 or not spec.runtime.progress,
         mininterval=5,
     )
+    batches = Batches(task, spec, engine)
+    try:
+        return _loop(spec, out, engine, stopper, batches, bar, stop_after)
+    finally:
+        batches.close()
+
+
+def _loop(spec: Spec, out: Path, engine, stopper, batches: Batches, bar, stop_after) -> Path:
+    """_train's steps, logging, early stop, checkpoints and the final model."""
+    import torch.distributed as dist
+
+    rank, ckpt_dir, steps = dist.get_rank(), out / "ckpt", spec.train.steps
+    every, ckpt_every = spec.train.log_every, spec.train.checkpoint_every
     window, tokens, t0 = LossWindow(), 0, time.perf_counter()
     steps_run, stop_reason = steps, "steps"
-    rank_spec = micro_batch_spec(spec, engine)
     for step in bar:
-        losses, fed = train_step(engine, task, spec, rank_spec, step)
+        losses, fed = train_step(engine, batches, step)
         done = step + 1
         window.add(done, losses)
         tokens += fed
