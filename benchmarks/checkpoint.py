@@ -15,6 +15,7 @@ model was too large to save here is estimated from the bytes and the write rate 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import shutil
 import statistics
@@ -50,6 +51,9 @@ def save_cost(spec_dict: dict, folder: Path, repeats: int) -> tuple[int, float]:
         times.append(time.perf_counter() - t)
         size = _bytes(folder / tag)
         shutil.rmtree(folder / tag)
+    batches.close()
+    del engine, batches
+    gc.collect()  # one engine at a time: each holds weights, gradients and AdamW moments
     return size, statistics.median(times)
 
 

@@ -29,10 +29,17 @@ def pytest_addoption(parser):
         default="cpu",
         help="device of the tests marked `device` (their GPU paths: --device cuda -m device)",
     )
+    parser.addoption(
+        "--slurm",
+        action="store_true",
+        help="run the tests marked `slurm`: the smoke tier on a one-node SLURM cluster that "
+        "tools/slurm_cluster.sh starts (root, Debian; ~40 min; pytest --slurm -m slurm)",
+    )
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "device: has a GPU path; runs on --device (default cpu)")
+    config.addinivalue_line("markers", "slurm: on a real one-node SLURM cluster (opt-in: --slurm)")
     device = config.getoption("--device")
     if device == "cuda":
         import torch
@@ -46,6 +53,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:  # `-m device` selects exactly the tests that take the device fixture
         if "device" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.device)
+        if "slurm" in item.keywords and not config.getoption("--slurm"):
+            item.add_marker(pytest.mark.skip(reason="opt-in: pytest --slurm -m slurm"))
 
 
 @pytest.fixture

@@ -294,21 +294,7 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
         assert set(provenance.COLUMNS) <= set(pd.read_csv(csv).columns), csv
     for png in (res / "reports").glob("*.png"):
         assert set(provenance.read_png(png)) == set(provenance.COLUMNS), png
-    # the same config and seed give the same tables as the committed smoke reference
-    # (reference/smoke/, refreshed by `python -m lengen.report.reference refresh`), provenance aside
-    committed = ROOT / "reference" / "smoke"
-    assert sorted(p.name for p in committed.glob("*.csv")) == sorted(
-        p.name for p in (res / "reports").glob("*.csv")
-    )
-    for path in committed.glob("*.csv"):
-        golden = pd.read_csv(path).drop(columns=list(provenance.COLUMNS), errors="ignore")
-        table = pd.read_csv(res / "reports" / path.name)[golden.columns]
-        pd.testing.assert_frame_equal(table, golden, check_exact=True, obj=path.name)
-    # ...and REPORT.md says so: every verdict and number the same as the reference's
-    n = len(pd.read_csv(committed / "verdicts.csv"))
-    assert f"**{n} of {n} verdicts are the same as the reference's**." in text
-    same = re.search(r"(\d+) of (\d+) measured numbers are identical", text)
-    assert same and same[1] == same[2] and int(same[1]) > 0, text[-3000:]
+    assert_same_as_the_smoke_reference(res)
     # a complete run leaves nothing to do
     proc = snakemake(tmp_path, "-n", "--cores", "2", "--configfile", cfg)
     assert "Nothing to be done" in proc.stdout + proc.stderr
@@ -325,6 +311,27 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     assert "scratchpad_figure 1" in " ".join(stats.split())
     for rule in ("train", "eval", "table", "theory", "nl_", "report"):
         assert rule not in stats, stats  # the report takes no figure and no figure section
+
+
+def assert_same_as_the_smoke_reference(res: Path) -> None:
+    """The same config and seed give the same tables as the committed smoke reference
+    (reference/smoke/, refreshed by `python -m lengen.report.reference refresh`), provenance
+    aside, and REPORT.md says so: every verdict and number the same as the reference's."""
+    from lengen.core import provenance
+
+    committed = ROOT / "reference" / "smoke"
+    assert sorted(p.name for p in committed.glob("*.csv")) == sorted(
+        p.name for p in (res / "reports").glob("*.csv")
+    )
+    for path in committed.glob("*.csv"):
+        golden = pd.read_csv(path).drop(columns=list(provenance.COLUMNS), errors="ignore")
+        table = pd.read_csv(res / "reports" / path.name)[golden.columns]
+        pd.testing.assert_frame_equal(table, golden, check_exact=True, obj=path.name)
+    text = (res / "reports" / "REPORT.md").read_text()
+    n = len(pd.read_csv(committed / "verdicts.csv"))
+    assert f"**{n} of {n} verdicts are the same as the reference's**." in text
+    same = re.search(r"(\d+) of (\d+) measured numbers are identical", text)
+    assert same and same[1] == same[2] and int(same[1]) > 0, text[-3000:]
 
 
 def test_every_rule_has_conda_env_log_and_benchmark():

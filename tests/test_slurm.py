@@ -1,0 +1,79 @@
+"""The SLURM profile on a real cluster (opt-in: `pytest --slurm -m slurm`, as root on Debian):
+tools/slurm_cluster.sh starts a one-node cluster (munge, slurmctld, slurmd; with accounting also
+MariaDB and slurmdbd), the smoke tier runs through workflow/profiles/slurm (sacct) or
+workflow/profiles/slurm-squeue (no accounting), and its tables and REPORT.md must equal the
+committed smoke reference, which a local run reproduces (test_workflow.py), with one SLURM job per
+group job the DAG plans. Wall times: docs/gpu-and-cluster.md "Tested on SLURM"."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT
+from .test_workflow import assert_same_as_the_smoke_reference, job_stats
+
+pytestmark = pytest.mark.slurm
+CLUSTER = ROOT / "tools" / "slurm_cluster.sh"
+GROUPS = ("setup", "nl_data", "sparse_parity_tables", "generation_tables", "nl_eval")
+
+
+@pytest.fixture(params=["accounting", "none"])
+def cluster(request):
+    """A one-node cluster, with or without accounting; the environment that reaches it."""
+    if os.geteuid() != 0:
+        pytest.skip("tools/slurm_cluster.sh starts daemons as root")
+    env = {**os.environ, "LENGEN_SLURM_DIR": f"/tmp/lengen-slurm-test-{request.param}"}
+    subprocess.run([CLUSTER, "down"], env=env, check=True)
+    subprocess.run([CLUSTER, "up", request.param], env=env, check=True, timeout=1800)
+    env["SLURM_CONF"] = f"{env['LENGEN_SLURM_DIR']}/slurm.conf"
+    yield request.param, env
+    subprocess.run([CLUSTER, "down"], env=env, check=True)
+
+
+def _snakemake(workdir: Path, env: dict, profile: str, *args: str) -> str:
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
+           str(workdir), "--profile", str(ROOT / "workflow" / "profiles" / profile),
+           "--default-resources", "slurm_partition=local", "--cores", str(os.cpu_count()),
+           "--configfile", str(ROOT / "config" / "smoke.yaml"), *args]  # fmt: skip
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3 * 3600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-6000:]
+    return out
+
+
+def test_the_smoke_tier_on_slurm_equals_the_local_run_in_grouped_jobs(cluster, tmp_path):
+    mode, env = cluster
+    profile = "slurm" if mode == "accounting" else "slurm-squeue"
+    dry = _snakemake(tmp_path, env, profile, "-n")
+    plan = job_stats(subprocess.CompletedProcess([], 0, dry, ""))
+    # one job per model (training + evaluation), per language model, the report, and one per group
+    expected = plan["sparse_parity_train"] + plan["scratchpad_train"] + plan["nl_train"] + 1
+    expected += len(GROUPS)
+    t = time.perf_counter()
+    out = _snakemake(tmp_path, env, profile, "--slurm-init-seconds-before-status-checks", "5")
+    wall = time.perf_counter() - t
+    submitted = re.findall(r"submitted with SLURM jobid (\d+)", out)
+    print(f"\nSLURM ({mode}): {sum(plan.values())} steps in {len(submitted)} jobs, {wall:.0f} s")
+    assert len(submitted) == expected, out[-4000:]
+    assert_same_as_the_smoke_reference(tmp_path / "results" / "smoke")
+    # the cluster saw those jobs, each finished, each one group or one rule
+    if mode == "none":  # the fixture's MinJobAge keeps finished jobs in squeue for an hour
+        cmd = ["squeue", "-t", "all", "-h", "-o", "%i %T %k"]
+    else:
+        cmd = ["sacct", "-X", "-n", "-P", "-o", "JobID,State,Comment"]
+    listed = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+    rows = [re.split(r"[ |]", line.strip(), maxsplit=2) for line in listed.splitlines() if line]
+    seen = {job: (state, comment) for job, state, comment in rows}
+    assert set(submitted) <= set(seen)
+    assert all(seen[j][0] == "COMPLETED" for j in submitted), seen
+    # the plugin's comment: rule_<rule>[_wildcards_...] or rule_<group>_<its rules>
+    kinds = [f"rule_{g}_" for g in (*GROUPS, "model", "nl_train")] + ["rule_report"]
+    first = {j: next((k for k in kinds if seen[j][1].startswith(k)), None) for j in submitted}
+    assert None not in first.values() and set(first.values()) == set(kinds), seen
