@@ -118,3 +118,40 @@ def test_pose_skip_is_in_a_spec_only_when_the_config_sets_it():
     cfg["sparse_parity"]["pose_skip"] = "reference"
     spec = parse_spec(sparse_parity.train_spec(cfg, 8))
     assert spec.task.pose_skip == "reference"
+
+
+def test_a_new_scheme_that_only_changes_ids_is_one_entry_in_the_scheme_table(
+    monkeypatch, smoke_config, capsys
+):
+    """docs/extending.md: such a scheme is one line of lengen.core.positions.SCHEME_TABLE. A toy
+    one (true IDs into a learned table, no training shift), added there and nowhere else, is
+    accepted by the config schema (a generation task's variant, the language models), fed in
+    training and at test, offered by `lengen sample`, built into a model spec, scored without a
+    position check, and labelled in figures; taken out again, the schema refuses it."""
+    import copy
+
+    from lengen import cli, tasks
+    from lengen.config.config import ConfigError, validate
+    from lengen.core import positions
+    from lengen.report.figures import panel_label
+
+    toy = positions.Scheme("unshifted", coupled=False, train="none", model="learned",
+                           label="absolute PE, no shift")  # fmt: skip
+    monkeypatch.setitem(positions.SCHEME_TABLE, toy.name, toy)
+    cfg = copy.deepcopy(smoke_config)
+    cfg["parity_scratchpad"]["variants"]["rope_pose"]["scheme"] = toy.name
+    cfg["natural_language"]["scheme"] = toy.name
+    validate(cfg)
+    spec = tasks.generation_spec(cfg, "parity_scratchpad", "rope_pose", 1, 0)
+    assert spec["model"]["position"] == "learned" and not spec["model"]["predict_positions"]
+    coupled = np.array([[0, 1, 2, 3, 0, 4, 5]])
+    rng = np.random.default_rng(0)
+    assert (positions.scheme_train_ids(toy.name, rng, coupled, 40) == np.arange(1, 8)).all()
+    assert (positions.scheme_test_ids(toy.name, coupled) == np.arange(1, 8)).all()
+    cli.main(["sample", "majority", "--length", "5", "--n", "1", "--scheme", toy.name])
+    assert '"position_ids": [1, 2, 3, 4, 5, 6, 7, 8]' in capsys.readouterr().out
+    assert not positions.get_scheme(toy.name).predicts_positions  # evaluate: no ID check
+    assert panel_label(toy.name) == "absolute PE, no shift"
+    monkeypatch.delitem(positions.SCHEME_TABLE, toy.name)
+    with pytest.raises(ConfigError, match="parity_scratchpad.variants.rope_pose.scheme"):
+        validate(cfg)

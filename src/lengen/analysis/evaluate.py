@@ -24,6 +24,7 @@ from lengen import tasks
 from lengen.analysis.decode import exact_match, greedy_decode
 from lengen.core import provenance, tracking
 from lengen.core.device import eval_device
+from lengen.core.positions import get_scheme
 from lengen.core.specs import Spec
 from lengen.model.modelfile import model_from_saved, read_model_file
 from lengen.tasks import parse_spec
@@ -57,12 +58,13 @@ def generation_accuracy(model, batch, scheme: str, batch_size: int) -> float:
         example = batch.test_example(scheme)
         p = batch.prompt_len
         n_new = example.tokens.shape[1] - p
+        predicts = get_scheme(scheme).predicts_positions  # PPC: its predicted IDs are scored too
         correct = 0
         for i in range(0, len(example.tokens), batch_size):
             tokens = example.tokens[i : i + batch_size]
             ids = example.position_ids[i : i + batch_size]
             gen = greedy_decode(model, tokens[:, :p], ids[:, :p], n_new)
-            correct += exact_match(gen, tokens, ids, check_positions=scheme == "ppc").sum()
+            correct += exact_match(gen, tokens, ids, check_positions=predicts).sum()
         return float(correct / len(example.tokens))
 
 

@@ -10,8 +10,9 @@ import jsonschema
 import yaml
 
 from lengen import tasks
-from lengen.core.positions import get_scheme
+from lengen.core.positions import get_scheme, scheme_names
 from lengen.core.specs import read_ds_config
+from lengen.tasks import c4
 
 
 class ConfigError(ValueError):
@@ -19,8 +20,13 @@ class ConfigError(ValueError):
 
 
 def schema() -> dict:
-    """The JSON Schema shipped with the package."""
-    return yaml.safe_load(resources.files("lengen.config").joinpath("schema.yaml").read_text())
+    """The JSON Schema shipped with the package, its scheme enums filled from the scheme table
+    (lengen.core.positions.SCHEME_TABLE): a new scheme needs no schema edit."""
+    out = yaml.safe_load(resources.files("lengen.config").joinpath("schema.yaml").read_text())
+    out["$defs"]["variant"]["properties"]["scheme"]["enum"] = list(scheme_names())
+    nl = out["properties"]["natural_language"]["properties"]["scheme"]
+    nl["enum"] = list(scheme_names(c4.supports))
+    return out
 
 
 class _StrictLoader(yaml.SafeLoader):

@@ -39,17 +39,36 @@ class Scheme:
     train: str  # how training moves the IDs: "shift" (uniform offset), "pose", or "none"
     model: str
     predicts_positions: bool = False
+    label: str = ""  # how figures name it (its name when empty)
 
 
-_SCHEMES = (
-    Scheme("ppc", coupled=True, train="shift", model="learned", predicts_positions=True),
-    Scheme("absolute", coupled=False, train="shift", model="learned"),
-    Scheme("rope_pose", coupled=False, train="pose", model="rope"),
-    Scheme("nope", coupled=False, train="none", model="nope"),
-    Scheme("alibi", coupled=False, train="none", model="alibi"),
-)
-SCHEME_TABLE = {s.name: s for s in _SCHEMES}
-SCHEMES = tuple(SCHEME_TABLE)  # the names a config's variant may use
+# Adding a scheme that only changes IDs is one line here: the config schema's scheme enums, the
+# CLI's --scheme choices, the evaluation's position check and the figures' labels all read this
+# table when they run (tests/test_positions.py adds a toy scheme and checks each).
+SCHEME_TABLE = {
+    s.name: s
+    for s in (
+        Scheme("ppc", coupled=True, train="shift", model="learned", predicts_positions=True,
+               label="Predictive Position Coupling"),
+        Scheme("absolute", coupled=False, train="shift", model="learned",
+               label="absolute PE, random shift (no coupling)"),
+        Scheme("rope_pose", coupled=False, train="pose", model="rope", label="RoPE + PoSE"),
+        Scheme("nope", coupled=False, train="none", model="nope", label="NoPE (causal mask only)"),
+        Scheme("alibi", coupled=False, train="none", model="alibi", label="ALiBi"),
+    )
+}  # fmt: skip
+SCHEMES = tuple(SCHEME_TABLE)  # the paper's and the two extra schemes (scheme_names(): now)
+
+
+def scheme_names(keep=lambda scheme: True) -> tuple[str, ...]:
+    """The names in SCHEME_TABLE (as it is now) of the schemes `keep` accepts."""
+    return tuple(name for name, scheme in SCHEME_TABLE.items() if keep(scheme))
+
+
+def scheme_label(name: str) -> str:
+    """A scheme's label for figures (its name for one the table does not have)."""
+    scheme = SCHEME_TABLE.get(name)
+    return (scheme.label or scheme.name) if scheme else name
 
 
 def true_position_ids(batch: int, length: int) -> np.ndarray:

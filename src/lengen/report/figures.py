@@ -18,6 +18,7 @@ import seaborn as sns  # noqa: E402
 from lengen import tasks  # noqa: E402
 from lengen.config import artifacts  # noqa: E402
 from lengen.core import provenance  # noqa: E402
+from lengen.core.positions import scheme_label  # noqa: E402
 from lengen.core.stats import diagonal_fit  # noqa: E402
 
 DEFAULT_STYLE = {"context": "paper", "height": 3.0, "aspect": 1.15, "dpi": 150}
@@ -74,15 +75,15 @@ def sparse_parity_figure(
     _save(grid.figure, out, style["dpi"], metadata)
 
 
-PANEL_LABELS = {
-    "ppc": "Predictive Position Coupling",
-    "absolute": "absolute PE, random shift (no coupling)",
+VARIANT_LABELS = {  # variants named for what they drop; a scheme's own name: its label
     "no_coupling": "scratchpad, no coupling",
     "no_scratchpad": "RoPE + PoSE, no scratchpad",
-    "rope_pose": "RoPE + PoSE",
-    "nope": "NoPE (causal mask only)",
-    "alibi": "ALiBi",
 }
+
+
+def panel_label(variant: str) -> str:
+    """A panel's title: the variant's label, else its scheme's (lengen.core.positions)."""
+    return VARIANT_LABELS.get(variant) or scheme_label(variant)
 
 
 def scratchpad_figure(
@@ -105,8 +106,7 @@ def scratchpad_figure(
     table = table[table["variant"].isin(panels)].copy()
     letters = "abcdefgh" if len(panels) > 1 else ""
     names = {
-        v: (f"({letters[i]}) " if letters else "") + PANEL_LABELS.get(v, v)
-        for i, v in enumerate(panels)
+        v: (f"({letters[i]}) " if letters else "") + panel_label(v) for i, v in enumerate(panels)
     }
     table["panel"] = table["variant"].map(names)
     table = table.rename(columns={"length": x})

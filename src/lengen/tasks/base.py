@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from lengen.core.positions import SCHEMES
+from lengen.core.positions import scheme_names
 
 
 @dataclass(frozen=True)
@@ -38,12 +38,13 @@ def nonnegative_int(text: str) -> int:
 
 
 def add_scheme_argument(
-    parser: argparse.ArgumentParser, choices: tuple[str, ...] = SCHEMES, default: str = "ppc"
+    parser: argparse.ArgumentParser, choices: tuple[str, ...] | None = None, default: str = "ppc"
 ) -> None:
-    """`--scheme`: which position IDs a sampled example shows (lengen.model.positions.SCHEMES)."""
+    """`--scheme`: which position IDs a sampled example shows (every scheme of
+    lengen.core.positions.SCHEME_TABLE unless `choices` says)."""
     parser.add_argument(
         "--scheme",
-        choices=choices,
+        choices=choices or scheme_names(),
         default=default,
         help="position IDs: coupled (ppc) or true IDs 1..T (absolute, rope_pose)",
     )

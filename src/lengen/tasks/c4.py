@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from lengen.core.batch import Example
-from lengen.core.positions import get_scheme, pose_fed_position_ids, true_position_ids
+from lengen.core.positions import Scheme, get_scheme, pose_fed_position_ids, true_position_ids
 from lengen.core.specs import run_spec
 from lengen.data.tokens import load_tokens
 
@@ -36,6 +36,12 @@ class TaskSpec:
 
 
 RESULTS_SUBDIR = "natural_language"  # under results_dir: corpus/, tokens/, h_short/, h_long/
+
+
+def supports(scheme: Scheme) -> bool:
+    """Whether the language models can use a position scheme: true IDs (no coupling in text),
+    as they are or with PoSE in training (App. F); a training shift is not implemented here."""
+    return not scheme.coupled and scheme.train in ("pose", "none")
 
 
 def train_spec(cfg: dict, which: str) -> dict:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from lengen.core.batch import TEST_STREAM, Example
-from lengen.core.positions import SCHEMES, scheme_test_ids, scheme_train_ids
+from lengen.core.positions import get_scheme, scheme_names, scheme_test_ids, scheme_train_ids
 from lengen.tasks.base import Setting, add_scheme_argument, positive_int
 
 if TYPE_CHECKING:
@@ -147,9 +147,9 @@ def config_checks(name: str, section: dict) -> list[tuple[str, str]]:
         if (bad := [n for n in lengths if n % 2 == 0])
     ]  # fmt: skip
     errors += [
-        (f"{name}.variants.{v}.scheme", "ppc has nothing to couple in majority")
+        (f"{name}.variants.{v}.scheme", f"{var['scheme']} feeds coupled IDs: majority has none")
         for v, var in section["variants"].items()
-        if var["scheme"] == "ppc"
+        if get_scheme(var["scheme"]).coupled
     ]
     return errors
 
@@ -171,7 +171,7 @@ def to_records(example: Example, batch: Batch) -> list[dict]:
 def add_sample_arguments(parser) -> None:
     """`lengen sample majority` options (beside --n and --seed)."""
     parser.add_argument("--length", type=positive_int, required=True, help="n, odd: the bits")
-    add_scheme_argument(parser, tuple(s for s in SCHEMES if s != "ppc"), default="absolute")
+    add_scheme_argument(parser, scheme_names(lambda s: not s.coupled), default="absolute")
 
 
 def sample_records(args) -> list[dict]:
