@@ -1,0 +1,90 @@
+"""docs/extending.md, checked: a new generation task is its module, one registry line, one
+schema entry and one figure entry (4 files) plus its tier-YAML section. The task here is a copy of
+`majority` under a new name, added to a copy of the project through exactly those steps; the
+workflow then plans its trainings, evaluations, table and figure, and `lengen sample` prints it.
+(A new position scheme, one file: tests/test_positions.py.)"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from .conftest import ROOT
+from .test_workflow import job_stats
+
+NAME = "toy_majority"
+
+
+def _copy_project(to: Path) -> None:
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+    for rel in files:
+        src, dst = ROOT / rel, to / rel
+        if src.is_file():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_bytes(src.read_bytes())
+
+
+def _add_toy_task(root: Path) -> list[str]:
+    """The documented steps; returns the files they touched (tier YAMLs apart)."""
+    src = root / "src" / "lengen"
+    module = (src / "tasks" / "majority.py").read_text()  # 1. the task module
+    module = module.replace('"majority"', f'"{NAME}"').replace("MJ-1", "TM-1")
+    module = module.replace("fig_majority", f"fig_{NAME}")
+    (src / "tasks" / f"{NAME}.py").write_text(module)
+    init = src / "tasks" / "__init__.py"  # 2. one registry line (and its import)
+    text = init.read_text().replace("from lengen.tasks import c4, majority,",
+                                    f"from lengen.tasks import c4, majority, {NAME},")  # fmt: skip
+    text = text.replace(
+        '    "majority": majority,', f'    "majority": majority,\n    "{NAME}": {NAME},'
+    )
+    init.write_text(text)
+    schema = src / "config" / "schema.yaml"  # 3. its schema entry (majority's, renamed)
+    text = schema.read_text()
+    block = re.search(r"\n  majority:\n(?:    .*\n|      .*\n)+", text)[0]
+    text = text.replace(block, block + block.replace("majority", NAME), 1)
+    schema.write_text(text)
+    artifacts = src / "config" / "artifacts.py"  # 4. its figure, one registry entry
+    text = artifacts.read_text().replace(
+        '    "fig4_influence": Figure(',
+        f'    "fig_{NAME}": Figure("{NAME}", "scratchpad_figure", "fig_{NAME}", "Toy"),\n'
+        '    "fig4_influence": Figure(', 1)  # fmt: skip
+    artifacts.write_text(text)
+    tier = root / "config" / "smoke.yaml"  # and its section in the tier YAML
+    cfg = yaml.safe_load(tier.read_text())
+    section = copy.deepcopy(cfg["majority"])
+    section["figures"] = {f"fig_{NAME}": section["figures"]["fig_majority"]}
+    cfg[NAME] = section
+    tier.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return [f"src/lengen/tasks/{NAME}.py", "src/lengen/tasks/__init__.py",
+            "src/lengen/config/schema.yaml", "src/lengen/config/artifacts.py"]  # fmt: skip
+
+
+def test_a_new_generation_task_is_four_files_and_its_tier_section(tmp_path):
+    root = tmp_path / "project"
+    _copy_project(root)
+    touched = _add_toy_task(root)
+    assert len(touched) == 4
+    env = {**os.environ, "PYTHONPATH": str(root / "src")}
+    fig = f"results/smoke/reports/fig_{NAME}.png"
+    cmd = [sys.executable, "-m", "snakemake", fig, "-n", "--cores", "2", "--configfile",
+           "config/smoke.yaml"]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    stats = job_stats(proc)  # its 3 models (one per variant), each evaluated, the figure
+    models = len(yaml.safe_load((root / "config" / "smoke.yaml").read_text())[NAME]["variants"])
+    assert stats["scratchpad_train"] == stats["scratchpad_eval"] == models
+    assert stats["scratchpad_figure"] == 1
+    assert f"results/smoke/{NAME}/" in proc.stdout
+    sample = subprocess.run([sys.executable, "-m", "lengen.cli", "sample", NAME, "--length", "5",
+                             "--n", "1"], cwd=root, env=env, capture_output=True, text=True,
+                            check=True)  # fmt: skip
+    row = json.loads(sample.stdout.splitlines()[0])
+    assert row["length"] == 5 and len(row["tokens"]) == 8
