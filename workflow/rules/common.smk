@@ -1,11 +1,9 @@
 # Validates the config before any job runs; shared paths and helper functions (no rules here:
 # `snakemake --lint` wants functions and rules apart).
 #
-# Rules name a `group:` for cluster runs (local runs ignore it): each model's training and its
-# evaluation run as one SLURM job ("model"), the setup steps as one ("setup"), a branch's tables
-# and figures as one ("sparse_parity_tables", "generation_tables", "nl_eval"), the corpus and its
-# tokens as one ("nl_data"); the profiles' group-components bundle a group's unconnected jobs.
-# Measured on a one-node cluster: docs/gpu-and-cluster.md "Tested on SLURM".
+# On SLURM the profiles (workflow/profiles/slurm*) group jobs: each model's training and its
+# evaluation run as one job, the setup steps as one, a branch's tables and figures as one.
+# Snakemake 9 forms group jobs in local runs too (serialising them), so the rules name none.
 import json
 import os
 import shlex

@@ -7,7 +7,6 @@ rule mlflow_store:
         f"{RESULTS}/mlflow.ready",
     params:
         uri=tracking_uri(config),
-    group: "setup"
     resources:
         **job_resources("small"),
     conda:
@@ -30,7 +29,6 @@ rule mlflow_setup:
     params:
         uri=tracking_uri(config),
         name=lambda w: experiment_name(config["tracking"]["experiment_prefix"], w.experiment),
-    group: "setup"
     resources:
         **job_resources("small"),
     conda:

@@ -22,7 +22,6 @@ rule nl_corpus:
         corpus=lambda w: to_json(NL["corpus"]),
         seed=config["seed"],
         out=out_dir,
-    group: "nl_data"
     resources:
         **job_resources("nl_data"),
     conda:
@@ -49,7 +48,6 @@ rule nl_tokens:
         corpus=lambda w, input: os.path.dirname(input[0]),
         out=out_dir,
     threads: 2
-    group: "nl_data"
     resources:
         **job_resources("nl_data"),
     conda:
@@ -105,7 +103,6 @@ rule nl_perplexity:
         chunks=NL_CHUNKS,
     params:
         eval=lambda w: to_json(NL["eval"]),
-    group: "nl_eval"
     resources:
         **job_resources("nl_eval"),
         gpu=min(1, config["runtime"]["gpus_per_job"]),  # one GPU where the tier has them
@@ -132,7 +129,6 @@ rule nl_window:
     params:
         eval=lambda w: to_json(NL["eval"]),
         window=lambda w: NL["short_context"],
-    group: "nl_eval"
     resources:
         **job_resources("nl_eval"),
         gpu=min(1, config["runtime"]["gpus_per_job"]),  # one GPU where the tier has them
@@ -161,7 +157,6 @@ rule nl_influence:
         influence=lambda w: to_json({**NL["influence"], "short_len": NL["short_context"],
             "long_len": NL["long_context"],
             "offset": NL["eval"]["n_chunks"] * (NL["long_context"] + 1)}),
-    group: "nl_eval"
     resources:
         **job_resources("nl_eval"),
         gpu=min(1, config["runtime"]["gpus_per_job"]),  # one GPU where the tier has them
@@ -194,7 +189,6 @@ rule nl_figure:
         ),
         style=lambda w: to_json(NL.get("figures", {}).get("style", {})),
         tracking=figure_tracking("natural_language") if NL else "",
-    group: "nl_eval"
     resources:
         **job_resources("small"),
     conda:
@@ -213,7 +207,6 @@ rule nl_mask_figure:
     output:
         report(f"{REPORTS}/fig5_masks.png", caption="../report/fig_masks.rst",
                category="Natural language"),
-    group: "nl_eval"
     resources:
         **job_resources("small"),
     conda:

@@ -29,7 +29,6 @@ rule scratchpad_train:
         launcher=launcher(config),
         out=out_dir,
     threads: config["runtime"]["threads_per_job"]
-    group: "model"
     resources:
         **job_resources("train"),
         gpu=config["runtime"]["gpus_per_job"],  # read by the SLURM plugin (--gpus)
@@ -55,7 +54,6 @@ rule scratchpad_eval:
     params:
         eval=lambda w: to_json(tasks.variant_section(config[w.experiment], w.variant)["eval"]),
         seed=config["seed"],
-    group: "model"
     resources:
         **job_resources("eval"),
     conda:
@@ -90,7 +88,6 @@ rule scratchpad_figure:
             )
         ),
         tracking=lambda w: figure_tracking(SCRATCHPAD_FIGURES[w.stem].section),
-    group: "generation_tables"
     resources:
         **job_resources("small"),
     conda:
@@ -113,7 +110,6 @@ rule scratchpad_table:
         f"{REPORTS}/{{experiment}}_accuracy.csv",
     wildcard_constraints:
         experiment=SCRATCHPAD_WILDCARDS["experiment"],
-    group: "generation_tables"
     resources:
         **job_resources("small"),
     conda:

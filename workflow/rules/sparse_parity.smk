@@ -32,7 +32,6 @@ rule sparse_parity_testset:
         ),
         n=SP["n"],
         seed=config["seed"],
-    group: "setup"
     resources:
         **job_resources("small"),
     conda:
@@ -57,7 +56,6 @@ rule sparse_parity_train:
         launcher=launcher(config),
         out=out_dir,
     threads: config["runtime"]["threads_per_job"]
-    group: "model"
     resources:
         **job_resources("train"),
         gpu=config["runtime"]["gpus_per_job"],  # read by the SLURM plugin (--gpus)
@@ -81,7 +79,6 @@ rule sparse_parity_eval:
         f"{SP_DIR}/{{variant}}/K{{K}}/eval.csv",
     params:
         batch_size=SP["eval"]["batch_size"],
-    group: "model"
     resources:
         **job_resources("eval"),
     conda:
@@ -114,7 +111,6 @@ rule sparse_parity_figure:
         train_range=f"{SP['train_min_len']} {SP['train_max_len']}",
         labels=lambda w: to_json([[v, SP_LABELS[v]] for v in SP_FIGURES[w.stem][0]]),  # config order
         tracking=figure_tracking("sparse_parity"),
-    group: "sparse_parity_tables"
     resources:
         **job_resources("small"),
     conda:
@@ -135,7 +131,6 @@ rule sparse_parity_table:
         expand(f"{SP_DIR}/{{v}}/K{{K}}/eval.csv", v=SP_VARIANTS, K=SP["k_train"]),
     output:
         SPARSE_PARITY_TABLE,
-    group: "sparse_parity_tables"
     resources:
         **job_resources("small"),
     conda:
@@ -177,7 +172,6 @@ rule sparse_parity_attention:
             f"Where <SEP> attends: sparse parity, K_train = {SP_ATTENTION['k_train']}, "
             f"{SP['variants'][w.variant]['label']} ({config['tier']} tier)"
         ),
-    group: "sparse_parity_tables"
     resources:
         **job_resources("eval"),
     conda:
@@ -206,7 +200,6 @@ rule sparse_parity_schemes_table:
         lambda w: sp_evals(SP_DIR, *SP_FIGURES["sparse_parity_schemes"][:2]),
     output:
         artifacts.table(config, "sparse_parity_schemes"),
-    group: "sparse_parity_tables"
     resources:
         **job_resources("small"),
     conda:

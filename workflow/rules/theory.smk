@@ -19,7 +19,6 @@ rule theory:
     params:
         L=THEORY["L"] if THEORY else 0,
         lengths=" ".join(map(str, THEORY["test_lengths"])) if THEORY else "",
-    group: "setup"
     resources:
         **job_resources("small"),
     conda:
