@@ -4,8 +4,8 @@ learned absolute embeddings with a random training shift (Sec. 5.2), ALiBi and N
 True position IDs are 1-based: a test-time sequence of T tokens has IDs 1..T (Sec. 2.2). Coupled
 IDs (Sec. 5.2, App. E.2-E.3) are the task's own and give <BOS> and the separator ID 0.
 
-One vocabulary, two levels. A *scheme* (SCHEMES, what a config's variant names) says which IDs a
-task feeds in training and at test and what the model needs; the model needs one of
+One vocabulary, two levels. A *scheme* (SCHEME_TABLE, what a config's variant names) says which
+IDs a task feeds in training and at test and what the model needs; the model needs one of
 MODEL_POSITIONS (how it reads IDs: a learned table, RoPE, an ALiBi bias, or nothing):
 
 | scheme      | training IDs          | test IDs | model needs           | paper          |
@@ -57,7 +57,6 @@ SCHEME_TABLE = {
         Scheme("alibi", coupled=False, train="none", model="alibi", label="ALiBi"),
     )
 }  # fmt: skip
-SCHEMES = tuple(SCHEME_TABLE)  # the paper's and the two extra schemes (scheme_names(): now)
 
 
 def scheme_names(keep=lambda scheme: True) -> tuple[str, ...]:
@@ -134,7 +133,7 @@ def shift_position_ids(
 def get_scheme(name: str) -> Scheme:
     """The scheme of a name; ValueError naming the known ones otherwise."""
     if name not in SCHEME_TABLE:
-        raise ValueError(f"scheme must be one of {SCHEMES}, got {name!r}")
+        raise ValueError(f"scheme must be one of {scheme_names()}, got {name!r}")
     return SCHEME_TABLE[name]
 
 
