@@ -13,7 +13,7 @@ if not workflow.overwrite_configfiles:
 include: "workflow/rules/common.smk"
 include: "workflow/rules/mlflow.smk"
 include: "workflow/rules/sparse_parity.smk"
-include: "workflow/rules/scratchpad.smk"
+include: "workflow/rules/generation.smk"
 include: "workflow/rules/theory.smk"
 include: "workflow/rules/natural_language.smk"
 include: "workflow/rules/report.smk"
@@ -25,7 +25,7 @@ rule all:
         SPARSE_PARITY_TABLE,
         SPARSE_PARITY_DIAGNOSTIC,
         SPARSE_PARITY_SCHEMES,
-        SCRATCHPAD_OUTPUTS,
+        GENERATION_OUTPUTS,
         THEORY_OUTPUTS,
         NL_OUTPUTS,
         REPORT,

@@ -105,7 +105,7 @@ def test_sparse_parity_evaluate_known_answers(tmp_path, monkeypatch):
         assert written.accuracy.tolist() == table.accuracy.tolist()
 
 
-def test_scratchpad_evaluate_known_answers(tmp_path, monkeypatch):
+def test_generation_evaluate_known_answers(tmp_path, monkeypatch):
     from lengen.analysis import evaluate as ev
     from tests.test_scratchpad import Oracle
 
@@ -124,7 +124,7 @@ def test_scratchpad_evaluate_known_answers(tmp_path, monkeypatch):
                    for b in testset.values())  # fmt: skip
         module = ps if experiment == "parity_scratchpad" else va
         examples = [
-            (module.test_example(b, task["scheme"]), b.prompt_len) for b in testset.values()
+            (b.test_example(task["scheme"]), b.prompt_len) for b in testset.values()
         ]
         p16 = testset[16].prompt_len
         stopped = task["scheme"] != "ppc"  # an early-stopped run, and one that ran all steps

@@ -1,8 +1,9 @@
-"""docs/extending.md, checked: a new generation task is its module, one registry line, one
-schema entry and one figure entry (4 files) plus its tier-YAML section. The task here is a copy of
-`majority` under a new name, added to a copy of the project through exactly those steps; the
-workflow then plans its trainings, evaluations, table and figure, and `lengen sample` prints it.
-(A new position scheme, one file: tests/test_positions.py.)"""
+"""docs/extending.md, checked: a new generation task is its module, one registry line and one
+schema entry (3 files) plus its tier-YAML section (its figure is config: a `figures` key). The
+task here is a copy of `majority` under a new name, added to a copy of the project through exactly
+those steps; the workflow then plans its trainings, evaluations, table and figure, and `lengen
+sample` prints it. A new figure of an existing kind is config alone. (A new position scheme, one
+file: tests/test_positions.py.)"""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from .conftest import ROOT
@@ -51,27 +53,21 @@ def _add_toy_task(root: Path) -> list[str]:
     block = re.search(r"\n  majority:\n(?:    .*\n|      .*\n)+", text)[0]
     text = text.replace(block, block + block.replace("majority", NAME), 1)
     schema.write_text(text)
-    artifacts = src / "config" / "artifacts.py"  # 4. its figure, one registry entry
-    text = artifacts.read_text().replace(
-        '    "fig4_influence": Figure(',
-        f'    "fig_{NAME}": Figure("{NAME}", "scratchpad_figure", "fig_{NAME}", "Toy"),\n'
-        '    "fig4_influence": Figure(', 1)  # fmt: skip
-    artifacts.write_text(text)
-    tier = root / "config" / "smoke.yaml"  # and its section in the tier YAML
+    tier = root / "config" / "smoke.yaml"  # and its section in the tier YAML, with its figure
     cfg = yaml.safe_load(tier.read_text())
     section = copy.deepcopy(cfg["majority"])
-    section["figures"] = {f"fig_{NAME}": section["figures"]["fig_majority"]}
+    section["figures"] = {f"fig_{NAME}": {**section["figures"]["fig_majority"], "title": "Toy"}}
     cfg[NAME] = section
     tier.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return [f"src/lengen/tasks/{NAME}.py", "src/lengen/tasks/__init__.py",
-            "src/lengen/config/schema.yaml", "src/lengen/config/artifacts.py"]  # fmt: skip
+            "src/lengen/config/schema.yaml"]  # fmt: skip
 
 
-def test_a_new_generation_task_is_four_files_and_its_tier_section(tmp_path):
+def test_a_new_generation_task_is_three_files_and_its_tier_section(tmp_path):
     root = tmp_path / "project"
     _copy_project(root)
     touched = _add_toy_task(root)
-    assert len(touched) == 4
+    assert len(touched) == 3
     env = {**os.environ, "PYTHONPATH": str(root / "src")}
     fig = f"results/smoke/reports/fig_{NAME}.png"
     cmd = [sys.executable, "-m", "snakemake", fig, "-n", "--cores", "2", "--configfile",
@@ -80,11 +76,41 @@ def test_a_new_generation_task_is_four_files_and_its_tier_section(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     stats = job_stats(proc)  # its 3 models (one per variant), each evaluated, the figure
     models = len(yaml.safe_load((root / "config" / "smoke.yaml").read_text())[NAME]["variants"])
-    assert stats["scratchpad_train"] == stats["scratchpad_eval"] == models
-    assert stats["scratchpad_figure"] == 1
+    assert stats["generation_train"] == stats["generation_eval"] == models
+    assert stats["generation_figure"] == 1
     assert f"results/smoke/{NAME}/" in proc.stdout
     sample = subprocess.run([sys.executable, "-m", "lengen.cli", "sample", NAME, "--length", "5",
                              "--n", "1"], cwd=root, env=env, capture_output=True, text=True,
                             check=True)  # fmt: skip
     row = json.loads(sample.stdout.splitlines()[0])
     assert row["length"] == 5 and len(row["tokens"]) == 8
+
+
+def test_a_new_figure_of_an_existing_kind_is_config_only(tmp_path):
+    """A `figures` key of a generation task (panels, title) or of sparse parity (a K_train list)
+    that the registry does not know is a figure of its own: validated, listed in REPORT.md's
+    figures, planned by its kind's rule from the tier YAML alone; a key that would overwrite
+    another file of the run is refused, naming it."""
+    from lengen.config import artifacts, config
+
+    cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
+    cfg["parity_scratchpad"]["figures"]["fig_ppc_alone"] = {"panels": ["ppc"], "title": "PPC"}
+    cfg["sparse_parity"]["figures"]["fig_one_k"] = cfg["sparse_parity"]["k_train"][:1]
+    path = tmp_path / "tier.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    listed = artifacts.report_figures(config.load(path))
+    assert {"fig_ppc_alone.png", "fig_one_k.png"} <= set(listed)
+    for stem, rule in (("fig_ppc_alone", "generation_figure"),
+                       ("fig_one_k", "sparse_parity_figure")):  # fmt: skip
+        cmd = [sys.executable, "-m", "snakemake", f"results/smoke/reports/{stem}.png", "-n",
+               "--cores", "2", "--configfile", str(path)]  # fmt: skip
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert job_stats(proc)[rule] == 1
+    bad = copy.deepcopy(cfg)
+    bad["parity_scratchpad"]["figures"]["fig1_sparse_parity"] = {"panels": ["ppc"]}
+    bad["sparse_parity"]["figures"]["fig_bad_k"] = [99]
+    with pytest.raises(config.ConfigError) as err:
+        config.validate(bad)
+    assert "parity_scratchpad.figures.fig1_sparse_parity" in str(err.value)
+    assert "sparse_parity.figures.fig_bad_k: K_train [99] not in k_train" in str(err.value)

@@ -11,7 +11,7 @@ import pandas as pd
 from lengen import tasks
 from lengen.analysis.evaluate import evaluate_scratchpad
 from lengen.core import provenance, tracking
-from lengen.report.figures import scratchpad_figure
+from lengen.report.figures import generation_figure
 from lengen.train.train import train
 
 
@@ -38,7 +38,7 @@ def test_figure_png_carries_provenance(tmp_path):
                           "length": [10, 10, 20, 20], "accuracy": [1, 1, 0.5, 0.7]})  # fmt: skip
     meta = provenance.png_metadata({"panels": ["ppc"]}, provenance.table_seeds(table))
     out = tmp_path / "fig.png"
-    scratchpad_figure(table, ["ppc"], "t", out, {}, (4, 8), meta)
+    generation_figure(table, ["ppc"], "t", out, {}, (4, 8), meta)
     assert provenance.read_png(out) == provenance.record({"panels": ["ppc"]}, "0,1")
 
 

@@ -261,7 +261,7 @@ def test_vocabularies_and_answers():
     assert va.vocabulary(3) == ["<BOS>", "<SEP1>", "<SEP2>", "<-", "v1", "v2", "v3"]
     assert ps.vocabulary() == list(ps.VOCAB)
     b = ps.sample(np.random.default_rng(5), 50, 12, 2)
-    rows = ps.to_records(ps.test_example(b, "ppc"), b)
+    rows = ps.to_records(b.test_example("ppc"), b)
     assert [r["answer"] for r in rows] == [r["tokens"][-1] for r in rows]
     assert {r["scratchpad_len"] for r in rows} == {3} and len({r["tokens"][1] for r in rows}) == 2
 
@@ -335,7 +335,7 @@ def test_generation_accuracy_known_answers(scheme):
     from lengen.analysis.evaluate import generation_accuracy
 
     b = ps.sample(np.random.default_rng(0), 8, 12, 1)
-    example = ps.test_example(b, scheme)
+    example = b.test_example(scheme)
     n_new = b.tokens.shape[1] - b.prompt_len
     assert n_new >= 3
 

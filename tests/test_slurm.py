@@ -54,7 +54,7 @@ def test_the_smoke_tier_on_slurm_equals_the_local_run_in_grouped_jobs(cluster, t
     dry = _snakemake(tmp_path, env, profile, "-n")
     plan = job_stats(subprocess.CompletedProcess([], 0, dry, ""))
     # one job per model (training + evaluation), per language model, the report, and one per group
-    expected = plan["sparse_parity_train"] + plan["scratchpad_train"] + plan["nl_train"] + 1
+    expected = plan["sparse_parity_train"] + plan["generation_train"] + plan["nl_train"] + 1
     expected += len(GROUPS)
     t = time.perf_counter()
     out = _snakemake(tmp_path, env, profile, "--slurm-init-seconds-before-status-checks", "5")

@@ -45,10 +45,10 @@ def test_dry_run_of_the_full_dag(tmp_path, tier):
         "sparse_parity_train",
         "sparse_parity_eval",
         "sparse_parity_figure",
-        "scratchpad_train",
-        "scratchpad_eval",
-        "scratchpad_figure",
-        "scratchpad_table",
+        "generation_train",
+        "generation_eval",
+        "generation_figure",
+        "generation_table",
     ):
         assert rule in out
     assert "sparse_parity/neox/K12/model.pt" in out or tier != "paper"
@@ -64,7 +64,7 @@ def test_dry_run_of_the_full_dag(tmp_path, tier):
     rule = {"sparse_parity": "sparse_parity_train", "natural_language": "nl_train"}
     by_rule = {}
     for k in kinds:
-        name = rule.get(k.name.split("/")[0], "scratchpad_train")
+        name = rule.get(k.name.split("/")[0], "generation_train")
         by_rule[name] = by_rule.get(name, 0) + k.jobs
     assert by_rule == {name: int(n) for name, n in counts.items()}
 
@@ -95,7 +95,7 @@ def test_slurm_profile_dry_runs_the_paper_dag(tmp_path):
         str(ROOT / "config" / "paper.yaml"),
     )
     out = proc.stdout + proc.stderr
-    train = out[out.index("rule scratchpad_train:") :][:1500]
+    train = out[out.index("rule generation_train:") :][:1500]
     assert "gpu=1" in train and "runtime=1440" in train and "cpus_per_task=8" in train
     assert "slurm_partition=gpu" in out and "report" in out
     # the 1.3B language models: 8 GPUs on one node, their own CPUs, memory and time
@@ -129,7 +129,7 @@ def test_one_figure_target_builds_only_what_it_needs(tmp_path):
     assert "K2/model.pt" not in out and "K3/model.pt" not in out
 
 
-def test_one_scratchpad_figure_builds_only_its_variants(tmp_path):
+def test_one_generation_figure_builds_only_its_variants(tmp_path):
     cfg = str(ROOT / "config" / "smoke.yaml")
     proc = snakemake(
         tmp_path,
@@ -183,7 +183,7 @@ def test_a_fresh_clone_plans_every_job(tmp_path):
             )
         )
         assert planned == baseline, tier
-        assert planned["sparse_parity_train"] > 0 and planned["scratchpad_train"] > 0
+        assert planned["sparse_parity_train"] > 0 and planned["generation_train"] > 0
         assert planned["report"] == 1 and "extended by additional config" not in proc.stdout
 
 
@@ -308,7 +308,7 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     proc = snakemake(tmp_path, "-n", "--cores", "2", "--configfile", str(new_cfg))
     out = proc.stdout + proc.stderr
     stats = out[out.index("Job stats:") : out.index("total")]
-    assert "scratchpad_figure 1" in " ".join(stats.split())
+    assert "generation_figure 1" in " ".join(stats.split())
     for rule in ("train", "eval", "table", "theory", "nl_", "report"):
         assert rule not in stats, stats  # the report takes no figure and no figure section
 

@@ -64,17 +64,17 @@ def sp_evals(sp_dir, variants, ks):
 
 
 def figure_spec(stem):
-    """A figure's entry in its config section's `figures` (artifacts.FIGURES[stem].key)."""
-    fig = artifacts.FIGURES[stem]
+    """A figure's entry in its config section's `figures` (artifacts.all_figures: its key)."""
+    fig = artifacts.all_figures(config)[stem]
     return config[fig.section]["figures"][fig.key]
 
 
 def panels(stem):
-    """The variants a scratchpad figure draws, one panel each, in order."""
+    """The variants a generation figure draws, one panel each, in order."""
     return figure_spec(stem)["panels"]
 
 
-def scratchpad_evals(exp, variants=None):
+def generation_evals(exp, variants=None):
     """eval.csv of every run of the given variants (all by default) of one generation-scored
     experiment (each variant at its own jumps / depths)."""
     setting = GENERATION_TASKS[exp].SETTING

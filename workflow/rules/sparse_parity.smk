@@ -1,7 +1,6 @@
 # Sparse parity (Sec. 5.1, App. E.1): Fig. 1 (K_train 8, 10) and Fig. 7 (K_train 4, 6, 12).
 SP = config["sparse_parity"]
 SP_DIR = f"{RESULTS}/sparse_parity"
-SPARSE_PARITY_FIGURES = [artifacts.figure(config, stem) for stem in ("fig1_sparse_parity", "fig7_sparse_parity")]
 SPARSE_PARITY_TABLE = artifacts.table(config, "sparse_parity")
 SP_VARIANTS = list(SP["variants"])  # each variant trains every K_train (a figure row each)
 SP_SCHEMES = SP.get("schemes")  # extra figure (not in the paper): NoPE / ALiBi at one K_train
@@ -10,10 +9,15 @@ SP_FIGURES = {  # figure stem -> (model variants, K_train values, title), from a
     stem: (
         [*SP_VARIANTS, *SP_SCHEMES["variants"]] if fig.key == "schemes" else SP_VARIANTS,
         [SP_SCHEMES["k_train"]] if fig.key == "schemes" else SP["figures"][fig.key],
-        fig.title.format(tier=config["tier"], k_train=(SP_SCHEMES or {}).get("k_train")),
+        fig.title.format(
+            tier=config["tier"],
+            k_train=(SP_SCHEMES or {}).get("k_train") if fig.key == "schemes" else SP["figures"][fig.key],
+        ),
     )
     for stem, fig in artifacts.figures_of(config, "sparse_parity_figure").items()
 }
+# Fig. 1, Fig. 7 and any figure the config adds (the schemes figure comes with its table, below)
+SPARSE_PARITY_FIGURES = [artifacts.figure(config, stem) for stem in SP_FIGURES if stem != "sparse_parity_schemes"]
 
 
 wildcard_constraints:

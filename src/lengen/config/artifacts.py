@@ -61,23 +61,23 @@ FIGURES: dict[str, Figure] = {  # figure stem -> Figure (Figs. 1-8 of the paper,
         "sparse_parity", "sparse_parity_figure", "schemes",
         "Sparse parity, K_train = {k_train}: position schemes (not in the paper; {tier} tier)",
         "fig_sparse_parity", optional=True),
-    "fig2_parity_scratchpad": Figure("parity_scratchpad", "scratchpad_figure", "fig2",
-                                     "Fig. 2: parity with scratchpad, PPC", "fig_scratchpad"),
+    "fig2_parity_scratchpad": Figure("parity_scratchpad", "generation_figure", "fig2",
+                                     "Fig. 2: parity with scratchpad, PPC", "fig_generation"),
     "fig8_parity_scratchpad_ablations": Figure(
-        "parity_scratchpad", "scratchpad_figure", "fig8",
-        "Fig. 8: parity with scratchpad, without PPC", "fig_scratchpad"),
+        "parity_scratchpad", "generation_figure", "fig8",
+        "Fig. 8: parity with scratchpad, without PPC", "fig_generation"),
     "fig8_equal_budgets": Figure(
-        "parity_scratchpad", "scratchpad_figure", "fig8_equal",
+        "parity_scratchpad", "generation_figure", "fig8_equal",
         "Parity with scratchpad: PPC and the ablations at equal budgets (not in the paper)",
-        "fig_scratchpad", optional=True),
-    "fig3_variable_assignment": Figure("variable_assignment", "scratchpad_figure", "fig3",
-                                       "Fig. 3: variable assignment", "fig_scratchpad"),
+        "fig_generation", optional=True),
+    "fig3_variable_assignment": Figure("variable_assignment", "generation_figure", "fig3",
+                                       "Fig. 3: variable assignment", "fig_generation"),
     "fig3_equal_budgets": Figure(
-        "variable_assignment", "scratchpad_figure", "fig3_equal",
+        "variable_assignment", "generation_figure", "fig3_equal",
         "Variable assignment: Fig. 3's models at equal budgets (not in the paper)",
-        "fig_scratchpad", optional=True),
-    "fig_majority": Figure("majority", "scratchpad_figure", "fig_majority",
-                           "Majority (not in the paper): position schemes", "fig_scratchpad"),
+        "fig_generation", optional=True),
+    "fig_majority": Figure("majority", "generation_figure", "fig_majority",
+                           "Majority (not in the paper): position schemes", "fig_generation"),
     "fig4_influence": Figure(
         "natural_language", "nl_figure", None,
         "Fig. 4: loss recovered by k = {k} influential tokens ({tier} tier)", "fig_influence",
@@ -91,10 +91,37 @@ FIGURES: dict[str, Figure] = {  # figure stem -> Figure (Figs. 1-8 of the paper,
 }  # fmt: skip
 
 
+SP_TITLE = "Sparse parity, K_train in {k_train} ({tier} tier)"  # a config-only sparse-parity figure
+
+
+def extra_figures(cfg: dict) -> dict[str, Figure]:
+    """Figures a tier adds by config alone, of a kind a drawer already exists for
+    (docs/extending.md, "A figure"): a key of a generation-scored task's `figures` that no
+    FIGURES entry reads (`{panels: [...], title: ...}`), or of sparse parity's `figures` (a
+    K_train list, as Fig. 1's). The key is the file stem; validation keeps it apart from the
+    registry's stems."""
+    registered = {(f.section, f.key) for f in FIGURES.values()}
+    kinds = {name: ("generation_figure", "fig_generation") for name in tasks.generation_tasks()}
+    kinds["sparse_parity"] = ("sparse_parity_figure", "fig_sparse_parity")
+    out = {}
+    for section, (rule, caption) in kinds.items():
+        for key, spec in cfg.get(section, {}).get("figures", {}).items():
+            if key in ("style", "attention") or (section, key) in registered:
+                continue
+            title = spec.get("title", key) if isinstance(spec, dict) else SP_TITLE
+            out[key] = Figure(section, rule, key, title, caption)
+    return out
+
+
+def all_figures(cfg: dict) -> dict[str, Figure]:
+    """The registry's figures and the config's own (`extra_figures`), by stem."""
+    return {**FIGURES, **extra_figures(cfg)}
+
+
 def drawn(cfg: dict, stem: str) -> bool:
     """Whether this config draws the figure: its section runs (and, for an optional figure, the
     section has its key: in `figures`, or as a section key such as sparse parity's `schemes`)."""
-    fig = FIGURES[stem]
+    fig = all_figures(cfg)[stem]
     if fig.section not in cfg:
         return False
     section = cfg[fig.section]
@@ -103,7 +130,7 @@ def drawn(cfg: dict, stem: str) -> bool:
 
 def figures_of(cfg: dict, rule: str) -> dict[str, Figure]:
     """The figures this config draws with one rule, by stem."""
-    return {stem: f for stem, f in FIGURES.items() if f.rule == rule and drawn(cfg, stem)}
+    return {s: f for s, f in all_figures(cfg).items() if f.rule == rule and drawn(cfg, s)}
 
 
 def reports(cfg: dict) -> Path:
@@ -119,7 +146,8 @@ def table(cfg: dict, name: str) -> str:
 
 
 def figure(cfg: dict, stem: str) -> str:
-    """Path of a figure by stem (FIGURES, or a diagnostic such as sparse_parity_attention_neox)."""
+    """Path of a figure by stem (`all_figures`, or a diagnostic such as
+    sparse_parity_attention_neox)."""
     return str(reports(cfg) / f"{stem}.png")
 
 
@@ -132,7 +160,7 @@ def report_tables(cfg: dict) -> dict[str, str]:
 
 def report_figures(cfg: dict) -> list[str]:
     """File names of the figures the run draws (what REPORT.md lists), sections in config order."""
-    names = [f"{stem}.png" for stem in FIGURES if drawn(cfg, stem)]
+    names = [f"{stem}.png" for stem in all_figures(cfg) if drawn(cfg, stem)]
     if "sparse_parity" in cfg:  # one attention diagnostic per model variant
         names += [f"sparse_parity_attention_{v}.png" for v in cfg["sparse_parity"]["variants"]]
     return sorted(names)

@@ -10,6 +10,7 @@ import jsonschema
 import yaml
 
 from lengen import tasks
+from lengen.config import artifacts
 from lengen.core.positions import get_scheme, scheme_names
 from lengen.core.specs import read_ds_config
 from lengen.tasks import c4
@@ -128,7 +129,7 @@ def _cross_checks(cfg: dict) -> list[tuple[str, str]]:
             continue
         errors += _model_checks(name, cfg[name])
         if name in generation:  # the checks every generation-scored task shares, then its own
-            errors += _scratchpad_checks(name, cfg[name])
+            errors += _generation_checks(name, cfg[name])
         else:
             errors += task.config_checks(name, cfg[name])
     for key, path in (("runtime.ds_config", cfg["runtime"].get("ds_config")),
@@ -160,7 +161,7 @@ def _model_checks(name: str, section: dict) -> list[tuple[str, str]]:
     ]
 
 
-def _scratchpad_checks(name: str, section: dict) -> list[tuple[str, str]]:
+def _generation_checks(name: str, section: dict) -> list[tuple[str, str]]:
     """Cross-key constraints of a generation-scored experiment (Sec. 5.2): those every such task
     shares, then the task's own (its `config_checks`)."""
     task = tasks.get(name)
@@ -196,6 +197,20 @@ def _scratchpad_checks(name: str, section: dict) -> list[tuple[str, str]]:
     return errors
 
 
+def _figure_checks(cfg: dict) -> list[tuple[str, str]]:
+    """A figure the config adds (artifacts.extra_figures) is drawn to <key>.png: the key must
+    name no other figure or report file of the run."""
+    taken = set(artifacts.FIGURES) | {Path(f).stem for f, _ in artifacts.TABLES.values()}
+    taken |= {f"{name}_accuracy" for name in tasks.generation_tasks()}
+    errors, seen = [], set()
+    for stem, fig in artifacts.extra_figures(cfg).items():
+        key = f"{fig.section}.figures.{stem}"
+        if stem in taken or stem in seen or stem.startswith("sparse_parity_attention"):
+            errors.append((key, f"{stem}.png is another file of the run; pick another key"))
+        seen.add(stem)
+    return errors
+
+
 def validate(cfg: dict) -> dict:
     """Return cfg unchanged if valid; raise ConfigError naming every bad key otherwise."""
     validator = jsonschema.Draft202012Validator(schema())
@@ -204,7 +219,7 @@ def validate(cfg: dict) -> dict:
         for e in sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
     ]
     if not errors:
-        errors = _general_checks(cfg) + _cross_checks(cfg)
+        errors = _general_checks(cfg) + _cross_checks(cfg) + _figure_checks(cfg)
     if errors:
         lines = "\n".join(f"  {key}: {msg}" for key, msg in errors)
         raise ConfigError(f"invalid config:\n{lines}")

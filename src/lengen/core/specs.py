@@ -241,7 +241,7 @@ def run_spec(
 ) -> dict:
     """A job's spec: the task's own `sections` (task, model, train) inside what every job shares
     (its runtime and MLflow tracking). Each task module builds its sections (e.g.
-    `tasks.sparse_parity.train_spec`; the generation-scored tasks through `scratchpad_train`)."""
+    `tasks.sparse_parity.train_spec`; the generation-scored tasks through `generation_train`)."""
     return {
         "experiment": experiment,
         **({"variant": variant} if variant is not None else {}),

@@ -86,7 +86,7 @@ def panel_label(variant: str) -> str:
     return VARIANT_LABELS.get(variant) or scheme_label(variant)
 
 
-def scratchpad_figure(
+def generation_figure(
     table: pd.DataFrame,
     panels: list[str],
     title: str,
@@ -212,11 +212,11 @@ def mask_illustration(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """CLI: python -m lengen.report.figures {sparse_parity|scratchpad} --tables A.csv ... --out
-    fig.png."""
+    """CLI: python -m lengen.report.figures {sparse_parity|generation|fig4|fig6|fig5}
+    --tables A.csv ... --out fig.png."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("figure", choices=["sparse_parity", "scratchpad", "fig4", "fig6", "fig5"])
-    parser.add_argument("--panels", nargs="+", help="scratchpad: variant per panel")
+    parser.add_argument("figure", choices=["sparse_parity", "generation", "fig4", "fig6", "fig5"])
+    parser.add_argument("--panels", nargs="+", help="generation: variant per panel")
     parser.add_argument("--tables", nargs="+", type=Path, default=[])
     parser.add_argument("--title", default="")
     parser.add_argument("--style", default="{}", help="JSON of style overrides")
@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> None:
         labels = dict(json.loads(args.labels))  # insertion order = row order
         sparse_parity_figure(table, args.title, args.out, style, args.train_range, meta, labels)
     else:
-        scratchpad_figure(table, args.panels, args.title, args.out, style, args.train_range, meta)
+        generation_figure(table, args.panels, args.title, args.out, style, args.train_range, meta)
     if args.tracking_uri:
         shown = table[table.variant.isin(args.panels)] if args.panels else table
         log_figure(args.out, shown, args.tracking_uri, args.experiment)

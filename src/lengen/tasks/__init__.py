@@ -23,7 +23,9 @@ Tasks scored by greedy generation over test lengths, one model per (variant, set
   variant's models: pass `variant_section(section, name)`);
 - `longest_tokens(section, length)`: tokens of the longest sequence at a length (ID range);
 - `testset(spec, eval_cfg, seed)`: the fixed test draws per length, each a batch with
-  `prompt_len` and `test_example(scheme)` (what the model is fed at test time);
+  `prompt_len` and `test_example(scheme)` (what the model is fed at test time): a subclass of
+  `lengen.tasks.base.GenerationBatch`, the shared skeleton (its training view `train_example`,
+  and `base.records` for `lengen sample`'s rows);
 - `config_checks(name, section)`: as every task, after the checks all such tasks share;
 - `heldout_example(spec, rng)` (optional): early stopping's held-out batch at test-time IDs.
 

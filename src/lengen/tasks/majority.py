@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from lengen.core.batch import TEST_STREAM, Example
-from lengen.core.positions import get_scheme, scheme_names, scheme_test_ids, scheme_train_ids
-from lengen.tasks.base import Setting, add_scheme_argument, positive_int
+from lengen.core.positions import get_scheme, scheme_names
+from lengen.tasks.base import GenerationBatch, Setting, add_scheme_argument, positive_int, records
 
 if TYPE_CHECKING:
     from lengen.core.specs import Spec
@@ -49,22 +49,16 @@ def vocab_size(spec: Spec) -> int:
 
 
 @dataclass
-class Batch:
-    """Examples of one length n: tokens, IDs 0..n+2, target mask (B, n + 3)."""
+class Batch(GenerationBatch):
+    """Examples of one length n: tokens, IDs 0..n+2 (`coupled_ids` holds the true IDs: majority
+    has nothing to couple), target mask (B, n + 3)."""
 
-    tokens: np.ndarray
-    coupled_ids: np.ndarray  # the true IDs: majority has nothing to couple
-    target_mask: np.ndarray
     n_bits: int
 
     @property
     def prompt_len(self) -> int:
         """Tokens up to and including <SEP>: what generation starts from."""
         return self.n_bits + 2
-
-    def test_example(self, scheme: str) -> Example:
-        """What the model is fed at test time under a scheme (`test_example`)."""
-        return test_example(self, scheme)
 
 
 def sample(rng: np.random.Generator, n_examples: int, n_bits: int) -> Batch:
@@ -93,19 +87,12 @@ def draw_train(spec: Spec, rng: np.random.Generator) -> Batch:
 
 def train_batch(spec: Spec, rng: np.random.Generator, step: int) -> Example:
     """One training batch: a training draw with IDs by the spec's scheme (shifted / PoSE)."""
-    b = draw_train(spec, rng)
-    pos = scheme_train_ids(spec.task.scheme, rng, b.coupled_ids, spec.task.l_max)
-    return Example(b.tokens, pos, b.target_mask)
+    return draw_train(spec, rng).train_example(spec.task.scheme, rng, spec.task.l_max)
 
 
 def heldout_example(spec: Spec, rng: np.random.Generator) -> Example:
     """Early stopping's held-out batch: a training draw at test-time IDs."""
-    return test_example(draw_train(spec, rng), spec.task.scheme)
-
-
-def test_example(b: Batch, scheme: str) -> Example:
-    """Test-time view of a draw: true IDs 1..T (every scheme but ppc, which majority has not)."""
-    return Example(b.tokens, scheme_test_ids(scheme, b.coupled_ids), b.target_mask)
+    return draw_train(spec, rng).test_example(spec.task.scheme)
 
 
 def task_spec(section: dict, variant: dict, value: int) -> dict:
@@ -156,16 +143,10 @@ def config_checks(name: str, section: dict) -> list[tuple[str, str]]:
 
 def to_records(example: Example, batch: Batch) -> list[dict]:
     """JSON-ready rows: token strings, position IDs, target mask, the label and the length."""
-    return [
-        {
-            "tokens": [VOCAB[t] for t in example.tokens[i]],
-            "position_ids": example.position_ids[i].tolist(),
-            "target_mask": example.target_mask[i].tolist(),
-            "label": VOCAB[int(example.tokens[i, -1])],
-            "length": batch.n_bits,
-        }
-        for i in range(len(example.tokens))
-    ]
+    return records(example, VOCAB, lambda i: {
+        "label": VOCAB[int(example.tokens[i, -1])],
+        "length": batch.n_bits,
+    })  # fmt: skip
 
 
 def add_sample_arguments(parser) -> None:
@@ -179,7 +160,7 @@ def sample_records(args) -> list[dict]:
     if args.length % 2 == 0:
         raise ValueError(f"--length must be odd (no ties), got {args.length}")
     batch = sample(np.random.default_rng(args.seed), args.n, args.length)
-    return to_records(test_example(batch, args.scheme), batch)
+    return to_records(batch.test_example(args.scheme), batch)
 
 
 def claims() -> list:

@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from lengen.core.batch import TEST_STREAM, Example
-from lengen.core.positions import scheme_test_ids, scheme_train_ids
-from lengen.tasks.base import Setting, add_scheme_argument, positive_int
+from lengen.tasks.base import GenerationBatch, Setting, add_scheme_argument, positive_int, records
 
 if TYPE_CHECKING:
     from lengen.core.specs import Spec
@@ -52,12 +51,9 @@ def vocab_size(spec: Spec) -> int:
 
 
 @dataclass
-class Batch:
+class Batch(GenerationBatch):
     """Examples of one length: tokens, coupled IDs, target mask (B, T) and the task's fields."""
 
-    tokens: np.ndarray
-    coupled_ids: np.ndarray
-    target_mask: np.ndarray
     jump: int
     n_bits: int  # l after rounding down to a multiple of the jump
 
@@ -65,10 +61,6 @@ class Batch:
     def prompt_len(self) -> int:
         """Tokens up to and including <SEP>: what generation starts from."""
         return self.n_bits + 2
-
-    def test_example(self, scheme: str) -> Example:
-        """What the model is fed at test time under a scheme (`test_example`)."""
-        return test_example(self, scheme)
 
 
 def n_bits(length: int, jump: int) -> int:
@@ -127,9 +119,7 @@ def draw_train(spec: Spec, rng: np.random.Generator, step: int) -> Batch:
 
 def train_batch(spec: Spec, rng: np.random.Generator, step: int) -> Example:
     """One training batch: a training draw with IDs by the spec's scheme (shifted in training)."""
-    b = draw_train(spec, rng, step)
-    pos = scheme_train_ids(spec.task.scheme, rng, b.coupled_ids, spec.task.l_max)
-    return Example(b.tokens, pos, b.target_mask)
+    return draw_train(spec, rng, step).train_example(spec.task.scheme, rng, spec.task.l_max)
 
 
 def heldout_example(spec: Spec, rng: np.random.Generator) -> Example:
@@ -137,12 +127,7 @@ def heldout_example(spec: Spec, rng: np.random.Generator) -> Example:
     couples from ID 0 unshifted (App. E.2), which training's random shift rarely shows; a check at
     shifted IDs passed while the test's own in-distribution lengths were at 0.55
     (probes/scratchpad.yaml, PS_j2_curr)."""
-    return test_example(draw_train(spec, rng, spec.train.steps), spec.task.scheme)
-
-
-def test_example(b: Batch, scheme: str) -> Example:
-    """Test-time view of a draw: coupled IDs (ppc) or true IDs (absolute, rope_pose)."""
-    return Example(b.tokens, scheme_test_ids(scheme, b.coupled_ids), b.target_mask)
+    return draw_train(spec, rng, spec.train.steps).test_example(spec.task.scheme)
 
 
 def task_spec(section: dict, variant: dict, value: int) -> dict:
@@ -193,18 +178,12 @@ def make_testset(eval_cfg: dict, jump: int, seed: int) -> dict[int, Batch]:
 def to_records(example: Example, batch: Batch) -> list[dict]:
     """JSON-ready rows: token strings, position IDs, target mask and the task's fields."""
     m = batch.n_bits // batch.jump
-    return [
-        {
-            "tokens": [VOCAB[t] for t in example.tokens[i]],
-            "position_ids": example.position_ids[i].tolist(),
-            "target_mask": example.target_mask[i].tolist(),
-            "jump": batch.jump,
-            "length": 2 * batch.n_bits,
-            "answer": VOCAB[int(example.tokens[i, -1])],
-            "scratchpad_len": m,
-        }
-        for i in range(len(example.tokens))
-    ]
+    return records(example, VOCAB, lambda i: {
+        "jump": batch.jump,
+        "length": 2 * batch.n_bits,
+        "answer": VOCAB[int(example.tokens[i, -1])],
+        "scratchpad_len": m,
+    })  # fmt: skip
 
 
 def add_sample_arguments(parser) -> None:
@@ -223,4 +202,4 @@ def sample_records(args) -> list[dict]:
     if args.length % 2:
         raise ValueError(f"--length must be even (it is 2l), got {args.length}")
     batch = sample(np.random.default_rng(args.seed), args.n, args.length, args.jump)
-    return to_records(test_example(batch, args.scheme), batch)
+    return to_records(batch.test_example(args.scheme), batch)

@@ -282,8 +282,10 @@ def config_checks(name: str, section: dict) -> list[tuple[str, str]]:
     longest = max(max(sp["eval"]["lengths"]), sp["train_max_len"]) + 2
     if longest >= sp["l_max"]:
         errors.append((f"{name}.l_max", f"must exceed the longest input ({longest} tokens)"))
-    for fig in ("fig1", "fig7"):
-        missing = set(sp["figures"][fig]) - set(sp["k_train"])
+    for fig, ks in sp["figures"].items():  # Figs. 1, 7 and any K_train list the config adds
+        if not isinstance(ks, list):
+            continue
+        missing = set(ks) - set(sp["k_train"])
         if missing:
             errors.append((f"{name}.figures.{fig}", f"K_train {sorted(missing)} not in k_train"))
     too_large = [k for k in sp["k_train"] if k >= sp["train_max_len"] // 2]

@@ -24,8 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from lengen.core.batch import TEST_STREAM, Example
-from lengen.core.positions import scheme_test_ids, scheme_train_ids
-from lengen.tasks.base import Setting, add_scheme_argument, positive_int
+from lengen.tasks.base import GenerationBatch, Setting, add_scheme_argument, positive_int, records
 
 if TYPE_CHECKING:
     from lengen.core.specs import Spec
@@ -60,12 +59,9 @@ def vocab_size(spec: Spec) -> int:
 
 
 @dataclass
-class Batch:
+class Batch(GenerationBatch):
     """Examples of one length: tokens, coupled IDs, target mask (B, T) and the task's fields."""
 
-    tokens: np.ndarray
-    coupled_ids: np.ndarray
-    target_mask: np.ndarray
     depth: int
     n_chains: int  # w
     length: int  # l, the bound on the assignment part
@@ -75,10 +71,6 @@ class Batch:
     def prompt_len(self) -> int:
         """Tokens up to and including <SEP2>: what generation starts from."""
         return 3 + 3 * self.depth * self.n_chains + 1
-
-    def test_example(self, scheme: str) -> Example:
-        """What the model is fed at test time under a scheme (`test_example`)."""
-        return test_example(self, scheme)
 
 
 def n_chains(length: int, depth: int) -> int:
@@ -153,20 +145,13 @@ def draw_train(spec: Spec, rng: np.random.Generator) -> Batch:
 
 def train_batch(spec: Spec, rng: np.random.Generator, step: int) -> Example:
     """One training batch: a training draw with IDs by the spec's scheme (shifted in training)."""
-    b = draw_train(spec, rng)
-    pos = scheme_train_ids(spec.task.scheme, rng, b.coupled_ids, spec.task.l_max)
-    return Example(b.tokens, pos, b.target_mask)
+    return draw_train(spec, rng).train_example(spec.task.scheme, rng, spec.task.l_max)
 
 
 def heldout_example(spec: Spec, rng: np.random.Generator) -> Example:
     """Early stopping's held-out batch: a training draw at *test-time* IDs (unshifted, as the
     test; see parity_scratchpad.heldout_example)."""
-    return test_example(draw_train(spec, rng), spec.task.scheme)
-
-
-def test_example(b: Batch, scheme: str) -> Example:
-    """Test-time view of a draw: coupled IDs (ppc) or true IDs (absolute, rope_pose)."""
-    return Example(b.tokens, scheme_test_ids(scheme, b.coupled_ids), b.target_mask)
+    return draw_train(spec, rng).test_example(spec.task.scheme)
 
 
 def task_spec(section: dict, variant: dict, value: int) -> dict:
@@ -230,19 +215,13 @@ def make_testset(eval_cfg: dict, depth: int, n_vars: int, scratchpad: bool, seed
 def to_records(example: Example, batch: Batch, n_vars: int) -> list[dict]:
     """JSON-ready rows: token strings, position IDs, target mask and the task's fields."""
     vocab = vocabulary(n_vars)
-    return [
-        {
-            "tokens": [vocab[t] for t in example.tokens[i]],
-            "position_ids": example.position_ids[i].tolist(),
-            "target_mask": example.target_mask[i].tolist(),
-            "depth": batch.depth,
-            "length": batch.length,
-            "n_chains": batch.n_chains,
-            "v_init": vocab[int(example.tokens[i, 1])],
-            "answer": vocab[int(example.tokens[i, -1])],
-        }
-        for i in range(len(example.tokens))
-    ]
+    return records(example, vocab, lambda i: {
+        "depth": batch.depth,
+        "length": batch.length,
+        "n_chains": batch.n_chains,
+        "v_init": vocab[int(example.tokens[i, 1])],
+        "answer": vocab[int(example.tokens[i, -1])],
+    })  # fmt: skip
 
 
 def add_sample_arguments(parser) -> None:
@@ -264,4 +243,4 @@ def sample_records(args) -> list[dict]:
     rng = np.random.default_rng(args.seed)
     scratchpad = not args.no_scratchpad
     batch = sample(rng, args.n, args.length, args.depth, args.n_vars, scratchpad=scratchpad)
-    return to_records(test_example(batch, args.scheme), batch, args.n_vars)
+    return to_records(batch.test_example(args.scheme), batch, args.n_vars)

@@ -1,27 +1,28 @@
-# Scratchpad tasks with Predictive Position Coupling (Sec. 5.2): parity with jumps (Fig. 2, Fig. 8)
-# and variable assignment (Fig. 3a-d). One rule set for both; `variants` in the config pick the
-# position scheme (ppc / absolute / rope_pose) and, for variable assignment, the scratchpad.
-SCRATCHPAD_FIGURES = artifacts.figures_of(config, "scratchpad_figure")  # stem -> Figure
-SCRATCHPAD_OUTPUTS = [artifacts.figure(config, stem) for stem in SCRATCHPAD_FIGURES] + [
+# Every task scored by greedy generation (lengen.tasks.generation_tasks): the scratchpad tasks with
+# Predictive Position Coupling (Sec. 5.2: parity with jumps, Figs. 2, 8; variable assignment,
+# Fig. 3a-d) and majority. One rule set for all; `variants` in the config pick the position scheme
+# (ppc / absolute / rope_pose / ...) and, for variable assignment, the scratchpad.
+GENERATION_FIGURES = artifacts.figures_of(config, "generation_figure")  # stem -> Figure
+GENERATION_OUTPUTS = [artifacts.figure(config, stem) for stem in GENERATION_FIGURES] + [
     artifacts.table(config, exp) for exp in GENERATION_TASKS if exp in config
 ]
 
 
-SCRATCHPAD_WILDCARDS = {
+GENERATION_WILDCARDS = {
     "experiment": "|".join(GENERATION_TASKS),
     "setting": "|".join(rf"{t.SETTING.prefix}\d+" for t in GENERATION_TASKS.values()),
     "run": r"\d+",
 }
 
 
-rule scratchpad_train:
+rule generation_train:
     # One training run of one variant at one jump / depth; resumes from ckpt/ after a crash.
     input:
         f"{RESULTS}/mlflow/{{experiment}}.ready",
     output:
         f"{RESULTS}/{{experiment}}/{{variant}}/{{setting}}/seed{{run}}/model.pt",
     wildcard_constraints:
-        **SCRATCHPAD_WILDCARDS,
+        **GENERATION_WILDCARDS,
     params:
         spec=lambda w: to_json(
             tasks.generation_spec(config, w.experiment, w.variant, int(w.setting[1:]), int(w.run))
@@ -43,14 +44,14 @@ rule scratchpad_train:
         " --out {params.out:q} > {log:q} 2>&1"
 
 
-rule scratchpad_eval:
+rule generation_eval:
     # Greedy generation from the prompt over the test lengths; exact-match accuracy per length.
     input:
         f"{RESULTS}/{{experiment}}/{{variant}}/{{setting}}/seed{{run}}/model.pt",
     output:
         f"{RESULTS}/{{experiment}}/{{variant}}/{{setting}}/seed{{run}}/eval.csv",
     wildcard_constraints:
-        **SCRATCHPAD_WILDCARDS,
+        **GENERATION_WILDCARDS,
     params:
         eval=lambda w: to_json(tasks.variant_section(config[w.experiment], w.variant)["eval"]),
         seed=config["seed"],
@@ -67,27 +68,27 @@ rule scratchpad_eval:
         " --seed {params.seed} --out {output:q} > {log:q} 2>&1"
 
 
-rule scratchpad_figure:
+rule generation_figure:
     # Fig. 2 / Fig. 8 / Fig. 3: accuracy vs length, a line per jump / depth, a panel per variant.
     input:
-        lambda w: scratchpad_evals(SCRATCHPAD_FIGURES[w.stem].section, panels(w.stem)),
+        lambda w: generation_evals(GENERATION_FIGURES[w.stem].section, panels(w.stem)),
     output:
         report(
-            f"{REPORTS}/{{stem}}.png", caption="../report/fig_scratchpad.rst", category="Scratchpad"
+            f"{REPORTS}/{{stem}}.png", caption="../report/fig_generation.rst", category="Generation tasks"
         ),
     wildcard_constraints:
-        stem="|".join(SCRATCHPAD_FIGURES),
+        stem="|".join(GENERATION_FIGURES),
     params:
         panels=lambda w: " ".join(panels(w.stem)),
-        title=lambda w: figure_spec(w.stem).get("title", SCRATCHPAD_FIGURES[w.stem].title)
+        title=lambda w: figure_spec(w.stem).get("title", GENERATION_FIGURES[w.stem].title)
         + f" ({config['tier']} tier)",
-        style=lambda w: to_json(config[SCRATCHPAD_FIGURES[w.stem].section]["figures"].get("style", {})),
+        style=lambda w: to_json(config[GENERATION_FIGURES[w.stem].section]["figures"].get("style", {})),
         train_range=lambda w: "{} {}".format(  # the first panel's variant's training range
-            *GENERATION_TASKS[SCRATCHPAD_FIGURES[w.stem].section].train_lengths(
-                tasks.variant_section(config[SCRATCHPAD_FIGURES[w.stem].section], panels(w.stem)[0])
+            *GENERATION_TASKS[GENERATION_FIGURES[w.stem].section].train_lengths(
+                tasks.variant_section(config[GENERATION_FIGURES[w.stem].section], panels(w.stem)[0])
             )
         ),
-        tracking=lambda w: figure_tracking(SCRATCHPAD_FIGURES[w.stem].section),
+        tracking=lambda w: figure_tracking(GENERATION_FIGURES[w.stem].section),
     resources:
         **job_resources("small"),
     conda:
@@ -97,19 +98,19 @@ rule scratchpad_figure:
     log:
         f"{LOGS}/{{stem}}.log",
     shell:
-        "python -m lengen.report.figures scratchpad --tables {input:q} --panels {params.panels}"
+        "python -m lengen.report.figures generation --tables {input:q} --panels {params.panels}"
         " --title {params.title:q} --style {params.style:q} --train-range {params.train_range}"
         " {params.tracking} --out {output:q} > {log:q} 2>&1"
 
 
-rule scratchpad_table:
+rule generation_table:
     # Every run's accuracy in one tidy table per experiment.
     input:
-        lambda w: scratchpad_evals(w.experiment),
+        lambda w: generation_evals(w.experiment),
     output:
         f"{REPORTS}/{{experiment}}_accuracy.csv",
     wildcard_constraints:
-        experiment=SCRATCHPAD_WILDCARDS["experiment"],
+        experiment=GENERATION_WILDCARDS["experiment"],
     resources:
         **job_resources("small"),
     conda:
