@@ -15,7 +15,7 @@ import torch
 
 from lengen.config.config import load
 from lengen.model.model import GPTNeoX, ModelConfig
-from lengen.tasks import c4
+from lengen.tasks import natural_language
 
 VOCAB = 32_000  # Llama-2's and mistral v1's vocabulary size
 
@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--nodes", type=int, default=1)
     args = parser.parse_args(argv)
     cfg = load(args.config)
-    spec = c4.train_spec(cfg, "short")
+    spec = natural_language.train_spec(cfg, "short")
     with torch.device("meta"):  # the tokenizer's 32,000 ids (App. F), before any corpus exists
         params = GPTNeoX(ModelConfig(vocab_size=VOCAB, **spec["model"])).num_params()
     gpus = cfg["natural_language"].get("gpus_per_job", cfg["runtime"]["gpus_per_job"])

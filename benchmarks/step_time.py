@@ -41,7 +41,7 @@ from throughput import matmul_ceiling, sync  # this folder's (python benchmarks/
 
 from lengen import tasks
 from lengen.config.config import load
-from lengen.tasks import c4, parse_spec
+from lengen.tasks import natural_language, parse_spec
 from lengen.train import runtime
 from lengen.train.train import Batches, build_model, make_engine, train_step
 
@@ -86,7 +86,7 @@ def job_kinds(cfg: dict, lm_tokens: Path) -> list[Kind]:
     if "natural_language" in cfg:
         nl = cfg["natural_language"]
         for which in ("short", "long"):
-            spec = c4.train_spec(cfg, which)
+            spec = natural_language.train_spec(cfg, which)
             spec["task"]["train_tokens"] = str(lm_tokens)
             gpus = nl.get("gpus_per_job", 1) if cfg["runtime"]["device"] == "cuda" else 1
             kinds.append(Kind(f"natural_language/h_{which}", spec, 1, max(1, gpus)))

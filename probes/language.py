@@ -49,7 +49,7 @@ from lengen.core import provenance, tracking
 from lengen.core.contexts import context_keeps
 from lengen.data import corpus, tokens
 from lengen.model.modelfile import model_from_saved, read_model_file
-from lengen.tasks import c4, parse_spec
+from lengen.tasks import natural_language, parse_spec
 from lengen.train.train import build_model, train
 
 PROBES = ROOT / "probes" / "language.yaml"
@@ -139,7 +139,7 @@ def run(name: str, rescore: bool = False) -> dict:
     cfg, entry = probe_config(name)
     nl, which = cfg["natural_language"], entry["which"]
     data = data_dir(cfg)
-    spec = c4.train_spec(cfg, which)
+    spec = natural_language.train_spec(cfg, which)
     spec["task"]["train_tokens"] = str(data / "tokens" / "train.bin")
     spec["run_name"] = f"probe/{name}"
     out = Path(cfg["results_dir"]) / f"h_{which}"

@@ -203,7 +203,7 @@ def test_jobs_ask_what_their_tier_needs():
 
     smoke = load(ROOT / "config" / "smoke.yaml")["jobs"]
     assert all(j["cpus"] <= 2 and j["mem_mb"] <= 8000 for j in smoke.values())
-    assert load(ROOT / "config" / "paper.yaml")["jobs"]["nl_train"]["cpus"] == 64
+    assert load(ROOT / "config" / "paper.yaml")["jobs"]["natural_language_train"]["cpus"] == 64
     profile = yaml.safe_load((ROOT / "workflow" / "profiles" / "slurm" / "config.yaml").read_text())
     assert "set-resources" not in profile and "slurm_account" not in profile["default-resources"]
     cfg = copy.deepcopy(load(ROOT / "config" / "gpu.yaml"))
@@ -228,7 +228,7 @@ def test_cluster_check_names_what_will_not_run(tmp_path, monkeypatch):
     sacct = cluster.run("sacct")
     assert cluster.problems(smoke, [(2, 7900)], "") == []
     found = cluster.problems(paper, [(2, 7900)], sacct)
-    assert any(p.startswith("jobs.nl_train asks 64 CPUs") for p in found)
+    assert any(p.startswith("jobs.natural_language_train asks 64 CPUs") for p in found)
     assert "workflow/profiles/slurm-squeue" in found[-1]
     with pytest.raises(SystemExit):
         cluster.main(["--configfile", str(ROOT / "config" / "paper.yaml")])

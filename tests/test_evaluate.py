@@ -10,10 +10,8 @@ import torch
 from lengen.analysis.evaluate import TableError
 from lengen.core.provenance import config_hash
 from lengen.model.model import GPTNeoX, ModelConfig
-from lengen.tasks import parity_scratchpad as ps
 from lengen.tasks import parse_spec
 from lengen.tasks import sparse_parity as sp
-from lengen.tasks import variable_assignment as va
 from lengen.tasks.sparse_parity import final_token_accuracy, read_testset, write_testset
 from tests.helpers import make_spec
 
@@ -122,7 +120,6 @@ def test_generation_evaluate_known_answers(tmp_path, monkeypatch):
         testset = ev.scratchpad_testset(parse_spec(spec), eval_cfg, 3)
         assert all(getattr(b, "scratchpad", True) is task.get("scratchpad", True)
                    for b in testset.values())  # fmt: skip
-        module = ps if experiment == "parity_scratchpad" else va
         examples = [
             (b.test_example(task["scheme"]), b.prompt_len) for b in testset.values()
         ]

@@ -42,8 +42,8 @@ def _add_toy_task(root: Path) -> list[str]:
     module = module.replace("fig_majority", f"fig_{NAME}")
     (src / "tasks" / f"{NAME}.py").write_text(module)
     init = src / "tasks" / "__init__.py"  # 2. one registry line (and its import)
-    text = init.read_text().replace("from lengen.tasks import c4, majority,",
-                                    f"from lengen.tasks import c4, majority, {NAME},")  # fmt: skip
+    head = "from lengen.tasks import ("
+    text = init.read_text().replace(head, f"from lengen.tasks import {NAME}\n{head}")
     text = text.replace(
         '    "majority": majority,', f'    "majority": majority,\n    "{NAME}": {NAME},'
     )

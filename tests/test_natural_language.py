@@ -18,7 +18,7 @@ from lengen.config.config import ConfigError, validate
 from lengen.core import contexts
 from lengen.data import corpus, tokens
 from lengen.model.model import GPTNeoX, ModelConfig
-from lengen.tasks import c4, parse_spec
+from lengen.tasks import natural_language, parse_spec
 from tests.helpers import make_spec
 
 LONG, SHORT = 16, 6  # Lbar, L for tiny checks
@@ -236,16 +236,16 @@ def test_c4_task_windows_and_pose_switch(tmp_path):
     (tmp_path / "meta.json").write_text(json.dumps({"vocab_size": 32000}))
     spec = make_spec("natural_language", task={"context": 64, "l_max": 129, "pose_start": 5,
                      "train_tokens": str(tmp_path / "train.bin")})  # fmt: skip
-    assert c4.vocab_size(spec) == 32000
-    before = c4.train_batch(spec, np.random.default_rng(0), 4)
+    assert natural_language.vocab_size(spec) == 32000
+    before = natural_language.train_batch(spec, np.random.default_rng(0), 4)
     assert before.tokens.shape == (4, 65)
     assert (np.diff(before.tokens, axis=1) == 1).all()  # contiguous windows of the token file
     assert (before.position_ids == np.arange(1, 66)).all() and before.target_mask[:, 0].sum() == 0
-    after = c4.train_batch(spec, np.random.default_rng(0), 5)
+    after = natural_language.train_batch(spec, np.random.default_rng(0), 5)
     assert not (after.position_ids == np.arange(1, 66)).all()
     fed = after.position_ids[:, :-1]  # the IDs the model reads (the last token is a label)
     assert fed.min() >= 1 and fed.max() <= 128
-    many = c4.train_batch(spec.with_batch_size(3000), np.random.default_rng(1), 5)
+    many = natural_language.train_batch(spec.with_batch_size(3000), np.random.default_rng(1), 5)
     assert many.position_ids[:, :-1].max() == 128  # the fed IDs reach Lbar, as at test
     assert (np.diff(after.position_ids, axis=1) >= 1).all()  # PoSE: increasing, one jump
     assert before.tokens.dtype == np.int64  # token IDs for the embedding, from uint16 on disk
@@ -255,14 +255,14 @@ def test_c4_repeat_fraction_diagnostic_repeats_windows(tmp_path, smoke_config):
     """repeat_fraction (a diagnostic, not the paper): that fraction of windows repeats itself
     from a copy distance d in [length / 8, length / 2] on; absent (the paper), the spec and the
     batches are as before."""
-    c4._tokens.cache_clear()
+    natural_language._tokens.cache_clear()
     np.arange(5000, dtype=np.uint16).tofile(tmp_path / "train.bin")
     task = {"context": 32, "l_max": 65, "train_tokens": str(tmp_path / "train.bin")}
     plain = make_spec("natural_language", task=task, train={"batch_size": 400})
     copied = make_spec("natural_language", task=task | {"repeat_fraction": 0.25},
                        train={"batch_size": 400})  # fmt: skip
-    a = c4.train_batch(plain, np.random.default_rng(0), 0).tokens
-    b = c4.train_batch(copied, np.random.default_rng(0), 0).tokens
+    a = natural_language.train_batch(plain, np.random.default_rng(0), 0).tokens
+    b = natural_language.train_batch(copied, np.random.default_rng(0), 0).tokens
     assert (a[:, 0] == b[:, 0]).all() and (np.diff(a, axis=1) == 1).all()  # the same windows
     rows = (b != a).any(axis=1)
     assert 0.15 < rows.mean() < 0.35  # ~ a quarter of the windows
@@ -274,26 +274,26 @@ def test_c4_repeat_fraction_diagnostic_repeats_windows(tmp_path, smoke_config):
         assert (row[:d] == orig[:d]).all() and (row[d:] == orig[: 33 - d]).all()
         distances.add(d)
     assert len(distances) > 5  # random distances, not one
-    assert "repeat_fraction" not in c4.train_spec(smoke_config, "short")["task"]
+    assert "repeat_fraction" not in natural_language.train_spec(smoke_config, "short")["task"]
     with_key = smoke_config | {"natural_language": smoke_config["natural_language"]
                                | {"repeat_fraction": 0.5}}  # fmt: skip
-    assert c4.train_spec(with_key, "long")["task"]["repeat_fraction"] == 0.5
-    c4._tokens.cache_clear()
+    assert natural_language.train_spec(with_key, "long")["task"]["repeat_fraction"] == 0.5
+    natural_language._tokens.cache_clear()
 
 
 def test_c4_windows_start_anywhere_in_the_file(tmp_path):
     task = {"context": 4, "l_max": 9, "train_tokens": str(tmp_path / "train.bin")}
     spec = make_spec("natural_language", task=task, train={"batch_size": 64})
     for n_tokens, starts in ((5, {0}), (6, {0, 1}), (7, {0, 1, 2})):
-        c4._tokens.cache_clear()
+        natural_language._tokens.cache_clear()
         np.arange(n_tokens, dtype=np.uint16).tofile(tmp_path / "train.bin")
-        got = c4.train_batch(spec, np.random.default_rng(0), 0).tokens[:, 0]
+        got = natural_language.train_batch(spec, np.random.default_rng(0), 0).tokens[:, 0]
         assert set(got.tolist()) == starts  # the first and the last possible window
-    c4._tokens.cache_clear()
+    natural_language._tokens.cache_clear()
     np.arange(4, dtype=np.uint16).tofile(tmp_path / "train.bin")
     with pytest.raises(ValueError, match="train.bin: 4 tokens, need at least 5"):
-        c4.train_batch(spec, np.random.default_rng(0), 0)
-    c4._tokens.cache_clear()
+        natural_language.train_batch(spec, np.random.default_rng(0), 0)
+    natural_language._tokens.cache_clear()
 
 
 def test_config_checks_name_the_key(smoke_config):
@@ -407,12 +407,13 @@ def test_language_models_train_and_score_in_every_scheme(scheme, smoke_config, t
     data.mkdir(parents=True)
     np.random.default_rng(0).integers(0, 60, 4000).astype(np.uint16).tofile(data / "train.bin")
     (data / "meta.json").write_text(json.dumps({"vocab_size": 60}))
-    source = c4.train_spec(cfg, "short")
+    source = natural_language.train_spec(cfg, "short")
     spec = parse_spec(source)
     want = {"rope_pose": "rope", "nope": "nope", "alibi": "alibi"}[scheme]
     assert spec.model["position"] == want
     assert (spec.task.pose_start is not None) == (scheme == "rope_pose")
-    late = c4.train_batch(spec, np.random.default_rng(0), spec.train.steps - 1).position_ids
+    late = natural_language.train_batch(spec, np.random.default_rng(0), spec.train.steps - 1)
+    late = late.position_ids
     assert (late == np.arange(1, spec.task.context + 2)).all() != (scheme == "rope_pose")
     tracking.prepare_store(source["tracking"]["uri"], [source["tracking"]["experiment"]])
     path = train({**source, "train": {**source["train"], "steps": 2}}, tmp_path / "m")

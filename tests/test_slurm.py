@@ -21,7 +21,8 @@ from .test_workflow import assert_same_as_the_smoke_reference, job_stats
 
 pytestmark = pytest.mark.slurm
 CLUSTER = ROOT / "tools" / "slurm_cluster.sh"
-GROUPS = ("setup", "nl_data", "sparse_parity_tables", "generation_tables", "nl_eval")
+GROUPS = ("setup", "natural_language_data", "sparse_parity_tables", "generation_tables",
+          "natural_language_eval")  # fmt: skip
 
 
 @pytest.fixture(params=["accounting", "none"])
@@ -54,7 +55,8 @@ def test_the_smoke_tier_on_slurm_equals_the_local_run_in_grouped_jobs(cluster, t
     dry = _snakemake(tmp_path, env, profile, "-n")
     plan = job_stats(subprocess.CompletedProcess([], 0, dry, ""))
     # one job per model (training + evaluation), per language model, the report, and one per group
-    expected = plan["sparse_parity_train"] + plan["generation_train"] + plan["nl_train"] + 1
+    trainings = ("sparse_parity_train", "generation_train", "natural_language_train")
+    expected = sum(plan[rule] for rule in trainings) + 1
     expected += len(GROUPS)
     t = time.perf_counter()
     out = _snakemake(tmp_path, env, profile, "--slurm-init-seconds-before-status-checks", "5")
@@ -74,6 +76,6 @@ def test_the_smoke_tier_on_slurm_equals_the_local_run_in_grouped_jobs(cluster, t
     assert set(submitted) <= set(seen)
     assert all(seen[j][0] == "COMPLETED" for j in submitted), seen
     # the plugin's comment: rule_<rule>[_wildcards_...] or rule_<group>_<its rules>
-    kinds = [f"rule_{g}_" for g in (*GROUPS, "model", "nl_train")] + ["rule_report"]
+    kinds = [f"rule_{g}_" for g in (*GROUPS, "model", "natural_language_train")] + ["rule_report"]
     first = {j: next((k for k in kinds if seen[j][1].startswith(k)), None) for j in submitted}
     assert None not in first.values() and set(first.values()) == set(kinds), seen

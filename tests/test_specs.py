@@ -10,7 +10,7 @@ import pytest
 from lengen import tasks
 from lengen.config.config import load
 from lengen.core.specs import EarlyStopSpec, SpecError, TrainSpec
-from lengen.tasks import c4, parse_spec, sparse_parity, variable_assignment
+from lengen.tasks import natural_language, parse_spec, sparse_parity, variable_assignment
 from tests.conftest import ROOT
 
 
@@ -26,7 +26,7 @@ def test_every_job_spec_of_a_tier_parses(tier):
             value = section[task.SETTING.values][0]
             built += [tasks.generation_spec(cfg, name, variant, value, run)
                       for run in range(var["runs"])]  # fmt: skip
-    built += [c4.train_spec(cfg, which) for which in ("short", "long")]
+    built += [natural_language.train_spec(cfg, which) for which in ("short", "long")]
     for source in built:
         spec = parse_spec(json.loads(json.dumps(source)))  # as a job receives it
         assert spec.source == source and isinstance(spec.train, TrainSpec)

@@ -10,7 +10,8 @@ mutation = load_script(ROOT / "tools" / "mutation.py")
 
 def test_module_of_mutant_names():
     assert mutation.module_of("lengen.report.report.x_verdict__mutmut_12") == "lengen.report.report"
-    assert mutation.module_of("lengen.tasks.c4.x_windows__mutmut_1") == "lengen.tasks.c4"
+    name = "lengen.tasks.natural_language.x_windows__mutmut_1"
+    assert mutation.module_of(name) == "lengen.tasks.natural_language"
     name = "lengen.core.batch.xǁExampleǁmodel_inputs__mutmut_3"
     assert mutation.module_of(name) == "lengen.core.batch"
 

@@ -13,7 +13,7 @@ import torch
 from lengen import tasks
 from lengen.core.batch import Example
 from lengen.core.specs import EarlyStopSpec, TrainSpec
-from lengen.tasks import c4, parse_spec, sparse_parity
+from lengen.tasks import natural_language, parse_spec, sparse_parity
 from lengen.train.train import lr_lambda, train
 from tests.helpers import on_device, reproducible
 
@@ -256,7 +256,7 @@ def test_ds_config_json_is_merged_over_the_computed_config(tmp_path):
     from .conftest import ROOT
 
     cfg = load(ROOT / "config" / "paper.yaml")
-    spec = c4.train_spec(cfg, "short")
+    spec = natural_language.train_spec(cfg, "short")
     ds = deepspeed_config(parse_spec(spec), world=8)
     zero = ds["zero_optimization"]
     assert zero["stage"] == 2 and zero["overlap_comm"] and ds["bf16"] == {"enabled": True}

@@ -61,7 +61,7 @@ def test_dry_run_of_the_full_dag(tmp_path, tier):
     counts = dict(re.findall(r"^(\w+_train)\s+(\d+)$", proc.stdout, re.M))
     bench = load_script(ROOT / "benchmarks" / "step_time.py")
     kinds = bench.job_kinds(load(ROOT / "config" / f"{tier}.yaml"), tmp_path / "train.bin")
-    rule = {"sparse_parity": "sparse_parity_train", "natural_language": "nl_train"}
+    rule = {"sparse_parity": "sparse_parity_train", "natural_language": "natural_language_train"}
     by_rule = {}
     for k in kinds:
         name = rule.get(k.name.split("/")[0], "generation_train")
@@ -99,11 +99,11 @@ def test_slurm_profile_dry_runs_the_paper_dag(tmp_path):
     assert "gpu=1" in train and "runtime=1440" in train and "cpus_per_task=8" in train
     assert "slurm_partition=gpu" in out and "report" in out
     # the 1.3B language models: 8 GPUs on one node, their own CPUs, memory and time
-    nl = out[out.index("rule nl_train:") :][:1500]
+    nl = out[out.index("rule natural_language_train:") :][:1500]
     nl_resources = next(line for line in nl.splitlines() if "resources:" in line)
     for item in ("gpu=8", "nodes=1", "cpus_per_task=64", "mem_mb=480000", "runtime=4320"):
         assert item in nl_resources, nl_resources
-    for rule in ("nl_perplexity", "nl_influence"):
+    for rule in ("natural_language_perplexity", "natural_language_influence"):
         part = out[out.index(f"rule {rule}:") :][:1500]
         assert "gpu=1" in next(line for line in part.splitlines() if "resources:" in line)
     # the same profile on the smoke tier: every job fits a 2-CPU, 8 GB node (the tier's `jobs`)

@@ -14,7 +14,7 @@ NL_OUTPUTS = [NL_TABLE, NL_TABLE.replace(".csv", ".md"), NL_CHUNKS, NL_WINDOW, N
 NL_GPUS = NL.get("gpus_per_job", config["runtime"]["gpus_per_job"]) if NL else 0
 
 
-rule nl_corpus:
+rule natural_language_corpus:
     # C4-format shards (Debian text offline, or a link to real C4), with sources.json
     output:
         f"{NL_DIR}/corpus/sources.json",
@@ -23,7 +23,7 @@ rule nl_corpus:
         seed=config["seed"],
         out=out_dir,
     resources:
-        **job_resources("nl_data"),
+        **job_resources("natural_language_data"),
     conda:
         CONDA_ENV
     benchmark:
@@ -35,7 +35,7 @@ rule nl_corpus:
         " --out {params.out:q} > {log:q} 2>&1"
 
 
-rule nl_tokens:
+rule natural_language_tokens:
     # tokenizer (HF format) and one uint16 token file per split, tokenized once
     input:
         f"{NL_DIR}/corpus/sources.json",
@@ -49,7 +49,7 @@ rule nl_tokens:
         out=out_dir,
     threads: 2
     resources:
-        **job_resources("nl_data"),
+        **job_resources("natural_language_data"),
     conda:
         CONDA_ENV
     benchmark:
@@ -62,7 +62,7 @@ rule nl_tokens:
         " --out {params.out:q} > {log:q} 2>&1"
 
 
-rule nl_train:
+rule natural_language_train:
     # h_short or h_long through DeepSpeed; resumes from ckpt/ after a crash
     input:
         NL_TOKENS,
@@ -77,7 +77,7 @@ rule nl_train:
         out=out_dir,
     threads: config["runtime"]["threads_per_job"]
     resources:
-        **job_resources("nl_train"),
+        **job_resources("natural_language_train"),
         gpu=NL_GPUS,  # one node, DeepSpeed across its GPUs
         nodes=1,
     conda:
@@ -91,7 +91,7 @@ rule nl_train:
         " > {log:q} 2>&1"
 
 
-rule nl_perplexity:
+rule natural_language_perplexity:
     # Table 1: perplexity of both models at every eval length, with the paper's numbers
     input:
         short=f"{NL_DIR}/h_short/model.pt",
@@ -104,7 +104,7 @@ rule nl_perplexity:
     params:
         eval=lambda w: to_json(NL["eval"]),
     resources:
-        **job_resources("nl_eval"),
+        **job_resources("natural_language_eval"),
         gpu=min(1, config["runtime"]["gpus_per_job"]),  # one GPU where the tier has them
     conda:
         CONDA_ENV
@@ -118,7 +118,7 @@ rule nl_perplexity:
         " --out-chunks {output.chunks:q} > {log:q} 2>&1"
 
 
-rule nl_window:
+rule natural_language_window:
     # NL-T1w: h_short's NLL on tokens L + 1 .. Lbar with the whole chunk before them vs with a
     # sliding window of L tokens (what Table 1's 64-vs-128 comparison cannot tell apart)
     input:
@@ -130,7 +130,7 @@ rule nl_window:
         eval=lambda w: to_json(NL["eval"]),
         window=lambda w: NL["short_context"],
     resources:
-        **job_resources("nl_eval"),
+        **job_resources("natural_language_eval"),
         gpu=min(1, config["runtime"]["gpus_per_job"]),  # one GPU where the tier has them
     conda:
         CONDA_ENV
@@ -144,7 +144,7 @@ rule nl_window:
         " --out {output:q} > {log:q} 2>&1"
 
 
-rule nl_influence:
+rule natural_language_influence:
     # Eq. (6) leave-one-out J for both models; L_short, L_long, L_short,sparse per pair
     input:
         short=f"{NL_DIR}/h_short/model.pt",
@@ -158,7 +158,7 @@ rule nl_influence:
             "long_len": NL["long_context"],
             "offset": NL["eval"]["n_chunks"] * (NL["long_context"] + 1)}),
     resources:
-        **job_resources("nl_eval"),
+        **job_resources("natural_language_eval"),
         gpu=min(1, config["runtime"]["gpus_per_job"]),  # one GPU where the tier has them
     conda:
         CONDA_ENV
@@ -171,7 +171,7 @@ rule nl_influence:
         " --tokens {input.tokens:q} --influence {params.influence:q} --out {output:q} > {log:q} 2>&1"
 
 
-rule nl_figure:
+rule natural_language_figure:
     # Fig. 4 (h_short, J from h_short), Fig. 6a-c (the other pairs): scatter, diagonal, Pearson r
     input:
         NL_INFLUENCE,
@@ -202,7 +202,7 @@ rule nl_figure:
         " --style {params.style:q} {params.tracking} --out {output:q} > {log:q} 2>&1"
 
 
-rule nl_mask_figure:
+rule natural_language_mask_figure:
     # Fig. 5: the three masks, drawn from the same code that builds them
     output:
         report(f"{REPORTS}/fig5_masks.png", caption="../report/fig_masks.rst",

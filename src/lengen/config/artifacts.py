@@ -79,14 +79,14 @@ FIGURES: dict[str, Figure] = {  # figure stem -> Figure (Figs. 1-8 of the paper,
     "fig_majority": Figure("majority", "generation_figure", "fig_majority",
                            "Majority (not in the paper): position schemes", "fig_generation"),
     "fig4_influence": Figure(
-        "natural_language", "nl_figure", None,
+        "natural_language", "natural_language_figure", None,
         "Fig. 4: loss recovered by k = {k} influential tokens ({tier} tier)", "fig_influence",
         panels=(("h_short", "h_short"),)),
     "fig6_influence": Figure(
-        "natural_language", "nl_figure", None,
+        "natural_language", "natural_language_figure", None,
         "Fig. 6: loss recovered by k = {k} influential tokens ({tier} tier)", "fig_influence",
         panels=(("h_long", "h_long"), ("h_long", "h_short"), ("h_short", "h_long"))),
-    "fig5_masks": Figure("natural_language", "nl_mask_figure", None, "", "fig_masks"),
+    "fig5_masks": Figure("natural_language", "natural_language_mask_figure", None, "", "fig_masks"),
     "theory_figure": Figure("theory", "theory", None, "", "fig_theory"),
 }  # fmt: skip
 

@@ -13,7 +13,7 @@ from lengen import tasks
 from lengen.config import artifacts
 from lengen.core.positions import get_scheme, scheme_names
 from lengen.core.specs import read_ds_config
-from lengen.tasks import c4
+from lengen.tasks import natural_language
 
 
 class ConfigError(ValueError):
@@ -26,7 +26,7 @@ def schema() -> dict:
     out = yaml.safe_load(resources.files("lengen.config").joinpath("schema.yaml").read_text())
     out["$defs"]["variant"]["properties"]["scheme"]["enum"] = list(scheme_names())
     nl = out["properties"]["natural_language"]["properties"]["scheme"]
-    nl["enum"] = list(scheme_names(c4.supports))
+    nl["enum"] = list(scheme_names(natural_language.supports))
     return out
 
 

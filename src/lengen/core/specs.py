@@ -6,10 +6,10 @@ its JSON once, at its entry point (`lengen.tasks.parse_spec`), into the dataclas
 trainer, the task modules and the evaluator take the typed `Spec`, so a key such as `k_train` can
 be followed from the config section (the task's builder) through `sparse_parity.TaskSpec.k_train`
 to the eval table's `k_train` column and the figure drawn from it. Each task module builds its own
-sections (`sparse_parity.train_spec`, `c4.train_spec`, `lengen.tasks.generation_spec` for the
-generation-scored tasks) and `run_spec` wraps them in what every job shares. `Spec.source` keeps
-the JSON itself: it is what model.pt stores, what MLflow logs and what the provenance hash is taken
-of.
+sections (`sparse_parity.train_spec`, `natural_language.train_spec`,
+`lengen.tasks.generation_spec` for the generation-scored tasks) and `run_spec` wraps them in what
+every job shares. `Spec.source` keeps the JSON itself: it is what model.pt stores, what MLflow
+logs and what the provenance hash is taken of.
 """
 
 from __future__ import annotations

@@ -129,7 +129,7 @@ def load_tokens(path: str | Path) -> np.ndarray:
     """A token file as a read-only memory map, checked against meta.json beside it (the count the
     tokens rule wrote): a truncated or odd-sized file fails here, naming the file and the fix."""
     path = Path(path)
-    fix = f"delete {path.parent} and rerun the nl_tokens rule"
+    fix = f"delete {path.parent} and rerun the natural_language_tokens rule"
     if not path.exists():
         raise TokenFileError(f"{path}: missing ({fix})")
     size = path.stat().st_size

@@ -40,7 +40,13 @@ from types import ModuleType
 
 from lengen.core.positions import model_position
 from lengen.core.specs import Spec, run_spec
-from lengen.tasks import c4, majority, parity_scratchpad, sparse_parity, variable_assignment
+from lengen.tasks import (
+    majority,
+    natural_language,
+    parity_scratchpad,
+    sparse_parity,
+    variable_assignment,
+)
 from lengen.tasks.base import Setting
 
 __all__ = [
@@ -59,7 +65,7 @@ REGISTRY: dict[str, ModuleType] = {
     "sparse_parity": sparse_parity,
     "parity_scratchpad": parity_scratchpad,
     "variable_assignment": variable_assignment,
-    "natural_language": c4,
+    "natural_language": natural_language,
     "majority": majority,  # not in the paper: the plug-in example (README, "Adding a task")
 }
 
