@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -111,6 +112,29 @@ def test_slurm_profile_dry_runs_the_paper_dag(tmp_path):
                      "--configfile", str(ROOT / "config" / "smoke.yaml"))  # fmt: skip
     lines = [line for line in proc.stdout.splitlines() if "resources:" in line and "cpus" in line]
     assert lines and all("cpus_per_task=1," in line and "mem_mb=2000," in line for line in lines)
+
+
+def test_a_cluster_run_whose_jobs_do_not_fit_a_node_stops_before_submitting(tmp_path):
+    """The profile's `cores` states a node's CPUs: on a cluster executor, a tier whose job kind
+    asks more stops with the keys named, and sbatch is never called (it would stay PENDING)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("sbatch", "sinfo", "sacct", "squeue"):  # a stand-in SLURM that records calls
+        (bin_dir / name).write_text(f"#!/bin/sh\necho {name} >> {tmp_path}/called\n")
+        (bin_dir / name).chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
+           str(tmp_path / "run"), "--executor", "slurm", "--jobs", "1", "--cores", "8",
+           "--default-resources", "slurm_partition=x", "--configfile",
+           str(ROOT / "config" / "paper.yaml")]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-3000:]
+    assert "jobs.natural_language_train asks 64 CPUs / 480000 MB" in out, out[-3000:]
+    assert "set the profile's `cores`" in out
+    assert "jobs.train" not in out  # the paper tier's synthetic models fit 8 CPUs
+    called = tmp_path / "called"
+    assert "sbatch" not in (called.read_text().split() if called.exists() else [])
 
 
 def test_one_figure_target_builds_only_what_it_needs(tmp_path):

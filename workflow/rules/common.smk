@@ -10,12 +10,26 @@ import shlex
 
 from lengen import tasks
 from lengen.config import artifacts
+from lengen.config.cluster import too_large
 from lengen.config.config import read_yaml, validate
 from lengen.core.specs import experiment_name, tracking_uri
 
 for path in {*workflow.configfiles, *workflow.overwrite_configfiles}:
     read_yaml(path)  # Snakemake's YAML reader keeps the last of two equal keys: name them instead
 validate(config)
+
+
+onstart:
+    # On a cluster, the profile's `cores` states the CPUs of one node: a job kind of the tier asking
+    # more would never start (SLURM keeps it PENDING); stop before submitting anything. (Jobs run
+    # Snakemake again inside SLURM, not as the main process: they skip this.)
+    if workflow.is_main_process and not workflow.local_exec:
+        oversized = too_large(
+            config, workflow.cores, node="a node (the profile's `cores`)",
+            fix="set the profile's `cores` to your nodes' CPUs",
+        )  # fmt: skip
+        if oversized:
+            raise ValueError("the tier's jobs do not fit a node:\n  " + "\n  ".join(oversized))
 
 GENERATION_TASKS = tasks.generation_tasks()  # each task's SETTING: path prefix, config list
 RESULTS = config["results_dir"]

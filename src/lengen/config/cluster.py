@@ -38,17 +38,31 @@ def node_sizes(partition: str | None) -> list[tuple[int, int]]:
     return sizes
 
 
+def too_large(
+    cfg: dict,
+    cpus: int,
+    mem_mb: int | None = None,
+    node: str = "the largest node",
+    fix: str = "name a partition whose nodes hold it",
+) -> list[str]:
+    """A line per job kind of the tier's `jobs` that a node of `cpus` CPUs (and `mem_mb` MB, where
+    known) cannot hold: on SLURM it would stay PENDING (Reason=PartitionConfig) for ever."""
+    found = []
+    for kind, job in cfg.get("jobs", {}).items():
+        if job["cpus"] > cpus or (mem_mb is not None and job["mem_mb"] > mem_mb):
+            has = f"{cpus} CPUs" + (f" / {mem_mb} MB" if mem_mb is not None else "")
+            found.append(
+                f"jobs.{kind} asks {job['cpus']} CPUs / {job['mem_mb']} MB; {node} has {has}: "
+                f"lower it in the tier's `jobs`, or {fix} (it would stay PENDING)"
+            )
+    return found
+
+
 def problems(cfg: dict, sizes: list[tuple[int, int]], sacct: str) -> list[str]:
     """What will not run: a job kind no node can hold; job states sacct cannot report."""
     found = []
     if sizes:
-        cpus, mem = max(c for c, _ in sizes), max(m for _, m in sizes)
-        for kind, job in cfg["jobs"].items():
-            if job["cpus"] > cpus or job["mem_mb"] > mem:
-                found.append(
-                    f"jobs.{kind} asks {job['cpus']} CPUs / {job['mem_mb']} MB; the largest node "
-                    f"has {cpus} / {mem} MB: lower it in the tier's config (it would stay PENDING)"
-                )
+        found += too_large(cfg, max(c for c, _ in sizes), max(m for _, m in sizes))
     if NO_ACCOUNTING in sacct.lower():
         found.append(
             "sacct: Slurm accounting storage is disabled: use --profile "
