@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from lengen.config import artifacts
 from lengen.report import report
 
@@ -28,3 +30,29 @@ def test_report_config_has_no_figure_sections_and_the_report_runs_on_it(tmp_path
     assert set(rows.verdict) == {"not run"}
     text = (tmp_path / "REPORT.md").read_text()
     assert "`fig_majority.png`" in text and "`sparse_parity_attention_neox.png`" in text
+
+
+def test_report_lists_the_figures_only_figures_sections_add(tmp_path, smoke_config):
+    """REPORT.md names every figure of the run, also those a `figures` section alone adds (an
+    optional figure, a config-only one), though the report's config slice has no such sections:
+    the rule passes the list (`--figures`), and a whole config file gives it too."""
+    import yaml
+
+    cfg = {**smoke_config, "parity_scratchpad": {**smoke_config["parity_scratchpad"]}}
+    cfg["parity_scratchpad"]["figures"] = {
+        **cfg["parity_scratchpad"]["figures"],
+        "fig8_equal": {"panels": ["ppc"]},  # optional: drawn where the key is there
+        "fig_ppc_alone": {"panels": ["ppc"], "title": "PPC"},  # config only
+    }
+    path = tmp_path / "tier.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    listed = artifacts.report_figures(cfg)
+    assert {"fig8_equal_budgets.png", "fig_ppc_alone.png"} <= set(listed)
+    assert "fig_ppc_alone.png" not in artifacts.report_figures(artifacts.report_config(cfg))
+    report.main(["--config", str(path), "--out", str(tmp_path / "a" / "REPORT.md")])
+    sliced = json.dumps(artifacts.report_config(cfg))
+    out = str(tmp_path / "b" / "REPORT.md")
+    report.main(["--config", sliced, "--figures", *listed, "--out", out])
+    for run in ("a", "b"):
+        text = (tmp_path / run / "REPORT.md").read_text()
+        assert "`fig8_equal_budgets.png`" in text and "`fig_ppc_alone.png`" in text

@@ -32,6 +32,7 @@ rule report:
         tables=[f"{name}={path}" for name, path in artifacts.report_tables(config).items()],
         reference=f"--reference {shlex.quote(REFERENCE_VERDICTS)}" if REFERENCE_INPUT else "",
         label=REFERENCE_LABEL,
+        figures=artifacts.report_figures(config),  # the list alone: restyling reruns nothing
     resources:
         **job_resources("small"),
     conda:
@@ -42,7 +43,8 @@ rule report:
         f"{LOGS}/report.log",
     shell:
         "python -m lengen.report.report --config {params.cfg:q} --table {params.tables:q}"
-        " {params.reference} --reference-label {params.label:q} --out {output.report:q}"
+        " {params.reference} --reference-label {params.label:q} --figures {params.figures:q}"
+        " --out {output.report:q}"
         " > {log:q} 2>&1"
 
 

@@ -854,12 +854,15 @@ def write_report(
     paths: dict[str, str] | None = None,
     reference_path: str | Path | None = None,
     reference_label: str | None = None,
+    figures: list[str] | None = None,
 ) -> pd.DataFrame:
     """REPORT.md for the config's run (the report's slice of it,
     lengen.config.artifacts.report_config, is enough): the verdict table, the figures it rests
     on and the comparison with the committed reference (lengen.report.reference: its
     verdicts.csv at `reference_path`, shown as `reference_label`); the machine-readable verdicts
-    go to verdicts.csv beside `out`. `paths` as read_tables."""
+    go to verdicts.csv beside `out`. `paths` as read_tables; `figures`, the run's figure files
+    (artifacts.report_figures of the whole config: the slice has no `figures` sections, so
+    without them the list misses the figures only those sections add)."""
     tables = read_tables(cfg, paths)
     variants = {v: e["label"] for v, e in cfg["sparse_parity"]["variants"].items()}
     rows = pd.DataFrame([verdict(c, tables) for c in claims(variants)])
@@ -910,7 +913,9 @@ def write_report(
         table("beyond"),
         "",
         *reference.section(rows, ref, label),
-        "Figures: " + ", ".join(f"`{name}`" for name in artifacts.report_figures(cfg)) + ".",
+        "Figures: "
+        + ", ".join(f"`{name}`" for name in figures or artifacts.report_figures(cfg))
+        + ".",
         "",
         "Where a sparse-parity verdict fails, `sparse_parity_attention_<variant>.png` shows why: "
         "the predicting token's attention on the flagged tokens per head vs test length, and "
@@ -957,13 +962,19 @@ def main(argv: list[str] | None = None) -> None:
         help="the committed reference's verdicts.csv to compare with (absent: none)",
     )  # fmt: skip
     parser.add_argument("--reference-label", default=None, help="how REPORT.md names it")
+    parser.add_argument(
+        "--figures", nargs="*", default=None, metavar="FILE",
+        help="the run's figure files (default: artifacts.report_figures of the config)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    figures = args.figures
     if os.path.exists(args.config):
-        cfg = artifacts.report_config(validate(yaml.safe_load(Path(args.config).read_text())))
+        whole = validate(yaml.safe_load(Path(args.config).read_text()))
+        cfg, figures = artifacts.report_config(whole), figures or artifacts.report_figures(whole)
     else:
         cfg = json.loads(args.config)
     paths = None if args.table is None else dict(t.split("=", 1) for t in args.table)
-    write_report(cfg, args.out, paths, args.reference, args.reference_label)
+    write_report(cfg, args.out, paths, args.reference, args.reference_label, figures)
 
 
 if __name__ == "__main__":
