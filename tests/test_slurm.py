@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from lengen.core.floats import portable
+
 from .conftest import ROOT
 from .test_workflow import assert_same_as_the_smoke_reference, job_stats
 
@@ -30,7 +32,8 @@ def cluster(request):
     """A one-node cluster, with or without accounting; the environment that reaches it."""
     if os.geteuid() != 0:
         pytest.skip("tools/slurm_cluster.sh starts daemons as root")
-    env = {**os.environ, "LENGEN_SLURM_DIR": f"/tmp/lengen-slurm-test-{request.param}"}
+    state = f"/tmp/lengen-slurm-test-{request.param}"
+    env = {**os.environ, **portable(), "LENGEN_SLURM_DIR": state}  # floats: as the reference's
     subprocess.run([CLUSTER, "down"], env=env, check=True)
     subprocess.run([CLUSTER, "up", request.param], env=env, check=True, timeout=1800)
     env["SLURM_CONF"] = f"{env['LENGEN_SLURM_DIR']}/slurm.conf"

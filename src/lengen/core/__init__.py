@@ -8,6 +8,7 @@ stays cheap.
 - `provenance`: config hash, versions, git commit stamped on every result;
 - `tracking`: the MLflow store (it imports mlflow: only the jobs that log import it);
 - `device`: where evaluation runs;
+- `floats`: the CPU float environment the committed references are made in;
 - `stats`: bootstrap helpers the analysis and the report share;
 - `contexts`: Eq. (6)'s contexts as boolean keep-masks (Figs. 4-6);
 - `claims`: the report's claim and measurement types (a task states its own claims).
