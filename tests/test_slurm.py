@@ -3,12 +3,14 @@ tools/slurm_cluster.sh starts a one-node cluster (munge, slurmctld, slurmd; with
 MariaDB and slurmdbd), the smoke tier runs through workflow/profiles/slurm (sacct) or
 workflow/profiles/slurm-squeue (no accounting), and its tables and REPORT.md must equal the
 committed smoke reference, which a local run reproduces (test_workflow.py), with one SLURM job per
-group job the DAG plans. Wall times: docs/gpu-and-cluster.md "Tested on SLURM"."""
+group job the DAG plans; before that, a run interrupted with Ctrl-C must leave no job queued.
+Wall times: docs/gpu-and-cluster.md "Tested on SLURM"."""
 
 from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -52,9 +54,35 @@ def _snakemake(workdir: Path, env: dict, profile: str, *args: str) -> str:
     return out
 
 
+def _interrupted_run_cancels_its_jobs(workdir: Path, env: dict, profile: str) -> None:
+    """Ctrl-C (SIGINT) on Snakemake: the plugin scancels every job of the run it submitted, so
+    none is left PENDING or RUNNING once Snakemake has exited."""
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
+           str(workdir), "--profile", str(ROOT / "workflow" / "profiles" / profile),
+           "--default-resources", "slurm_partition=local", "--cores", str(os.cpu_count()),
+           "--configfile", str(ROOT / "config" / "smoke.yaml")]  # fmt: skip
+    log = workdir / "interrupted.log"
+    workdir.mkdir(parents=True)
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 600
+        while not re.search(r"submitted with SLURM jobid", log.read_text()):
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
+            time.sleep(1)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=600)
+    submitted = re.findall(r"submitted with SLURM jobid (\d+)", log.read_text())
+    queue = subprocess.run(["squeue", "-t", "all", "-h", "-o", "%i %T"], env=env,
+                           capture_output=True, text=True, check=True).stdout  # fmt: skip
+    states = dict(line.split() for line in queue.splitlines() if line.strip())
+    left = {j: states[j] for j in submitted if states.get(j) in ("PENDING", "RUNNING")}
+    assert submitted and not left, (left, log.read_text()[-3000:])
+
+
 def test_the_smoke_tier_on_slurm_equals_the_local_run_in_grouped_jobs(cluster, tmp_path):
     mode, env = cluster
     profile = "slurm" if mode == "accounting" else "slurm-squeue"
+    _interrupted_run_cancels_its_jobs(tmp_path / "interrupted", env, profile)
     dry = _snakemake(tmp_path, env, profile, "-n")
     plan = job_stats(subprocess.CompletedProcess([], 0, dry, ""))
     # one job per model (training + evaluation), per language model, the report, and one per group
