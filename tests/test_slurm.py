@@ -54,9 +54,16 @@ def _snakemake(workdir: Path, env: dict, profile: str, *args: str) -> str:
     return out
 
 
+def _default_sigint() -> None:
+    """In the child: Ctrl-C as in a terminal (a shell's background job, e.g. under nohup, starts
+    with SIGINT ignored, and Python then installs no KeyboardInterrupt handler)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupted_run_cancels_its_jobs(workdir: Path, env: dict, profile: str) -> None:
-    """Ctrl-C (SIGINT) on Snakemake: the plugin scancels every job of the run it submitted, so
-    none is left PENDING or RUNNING once Snakemake has exited."""
+    """Ctrl-C (SIGINT) on Snakemake while its first jobs are queued or running: Snakemake stops
+    without finishing the DAG and the plugin scancels every job it submitted, so none is left
+    PENDING or RUNNING, and those not yet done are CANCELLED."""
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
            str(workdir), "--profile", str(ROOT / "workflow" / "profiles" / profile),
            "--default-resources", "slurm_partition=local", "--cores", str(os.cpu_count()),
@@ -64,19 +71,23 @@ def _interrupted_run_cancels_its_jobs(workdir: Path, env: dict, profile: str) ->
     log = workdir / "interrupted.log"
     workdir.mkdir(parents=True)
     with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                preexec_fn=_default_sigint)  # fmt: skip
         deadline = time.monotonic() + 600
         while not re.search(r"submitted with SLURM jobid", log.read_text()):
             assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
             time.sleep(1)
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=600)
-    submitted = re.findall(r"submitted with SLURM jobid (\d+)", log.read_text())
+    text = log.read_text()
+    assert "(100%) done" not in text, text[-3000:]  # it stopped, not finished
+    submitted = re.findall(r"submitted with SLURM jobid (\d+)", text)
     queue = subprocess.run(["squeue", "-t", "all", "-h", "-o", "%i %T"], env=env,
                            capture_output=True, text=True, check=True).stdout  # fmt: skip
     states = dict(line.split() for line in queue.splitlines() if line.strip())
     left = {j: states[j] for j in submitted if states.get(j) in ("PENDING", "RUNNING")}
-    assert submitted and not left, (left, log.read_text()[-3000:])
+    assert submitted and not left, (left, text[-3000:])
+    assert "CANCELLED" in {states.get(j) for j in submitted}, (states, text[-3000:])
 
 
 def test_the_smoke_tier_on_slurm_equals_the_local_run_in_grouped_jobs(cluster, tmp_path):
