@@ -33,7 +33,7 @@ def pytest_addoption(parser):
         "--slurm",
         action="store_true",
         help="run the tests marked `slurm`: the smoke tier on a one-node SLURM cluster that "
-        "tools/slurm_cluster.sh starts (root, Debian; ~40 min; pytest --slurm -m slurm)",
+        "tools/slurm_cluster.sh starts (root, Debian; ~16 min; pytest --slurm -m slurm)",
     )
 
 
