@@ -110,7 +110,10 @@ def test_a_new_figure_of_an_existing_kind_is_config_only(tmp_path):
     bad = copy.deepcopy(cfg)
     bad["parity_scratchpad"]["figures"]["fig1_sparse_parity"] = {"panels": ["ppc"]}
     bad["sparse_parity"]["figures"]["fig_bad_k"] = [99]
+    bad["variable_assignment"]["figures"]["fig_ppc_alone"] = {"panels": ["ppc"]}  # twice
     with pytest.raises(config.ConfigError) as err:
         config.validate(bad)
     assert "parity_scratchpad.figures.fig1_sparse_parity" in str(err.value)
     assert "sparse_parity.figures.fig_bad_k: K_train [99] not in k_train" in str(err.value)
+    twice = "variable_assignment.figures.fig_ppc_alone: fig_ppc_alone.png is another file"
+    assert twice in str(err.value)

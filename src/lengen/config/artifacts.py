@@ -94,43 +94,47 @@ FIGURES: dict[str, Figure] = {  # figure stem -> Figure (Figs. 1-8 of the paper,
 SP_TITLE = "Sparse parity, K_train in {k_train} ({tier} tier)"  # a config-only sparse-parity figure
 
 
-def extra_figures(cfg: dict) -> dict[str, Figure]:
+def added_figures(cfg: dict) -> list[Figure]:
     """Figures a tier adds by config alone, of a kind a drawer already exists for
     (docs/extending.md, "A figure"): a key of a generation-scored task's `figures` that no
     FIGURES entry reads (`{panels: [...], title: ...}`), or of sparse parity's `figures` (a
-    K_train list, as Fig. 1's). The key is the file stem; validation keeps it apart from the
-    registry's stems."""
+    K_train list, as Fig. 1's). The key is the file stem; validation keeps it apart from every
+    other file of the run (lengen.config.config), so a list, where two sections' equal keys
+    both show."""
     registered = {(f.section, f.key) for f in FIGURES.values()}
     kinds = {name: ("generation_figure", "fig_generation") for name in tasks.generation_tasks()}
     kinds["sparse_parity"] = ("sparse_parity_figure", "fig_sparse_parity")
-    out = {}
+    out = []
     for section, (rule, caption) in kinds.items():
         for key, spec in cfg.get(section, {}).get("figures", {}).items():
             if key in ("style", "attention") or (section, key) in registered:
                 continue
             title = spec.get("title", key) if isinstance(spec, dict) else SP_TITLE
-            out[key] = Figure(section, rule, key, title, caption)
+            out.append(Figure(section, rule, key, title, caption))
     return out
 
 
 def all_figures(cfg: dict) -> dict[str, Figure]:
-    """The registry's figures and the config's own (`extra_figures`), by stem."""
-    return {**FIGURES, **extra_figures(cfg)}
+    """The registry's figures and the config's own (`added_figures`), by stem."""
+    return {**FIGURES, **{f.key: f for f in added_figures(cfg)}}
 
 
-def drawn(cfg: dict, stem: str) -> bool:
-    """Whether this config draws the figure: its section runs (and, for an optional figure, the
-    section has its key: in `figures`, or as a section key such as sparse parity's `schemes`)."""
-    fig = all_figures(cfg)[stem]
+def _drawn(cfg: dict, fig: Figure) -> bool:
     if fig.section not in cfg:
         return False
     section = cfg[fig.section]
     return not fig.optional or fig.key in section.get("figures", {}) or fig.key in section
 
 
+def drawn(cfg: dict, stem: str) -> bool:
+    """Whether this config draws the figure: its section runs (and, for an optional figure, the
+    section has its key: in `figures`, or as a section key such as sparse parity's `schemes`)."""
+    return _drawn(cfg, all_figures(cfg)[stem])
+
+
 def figures_of(cfg: dict, rule: str) -> dict[str, Figure]:
     """The figures this config draws with one rule, by stem."""
-    return {s: f for s, f in all_figures(cfg).items() if f.rule == rule and drawn(cfg, s)}
+    return {s: f for s, f in all_figures(cfg).items() if f.rule == rule and _drawn(cfg, f)}
 
 
 def reports(cfg: dict) -> Path:
@@ -160,7 +164,7 @@ def report_tables(cfg: dict) -> dict[str, str]:
 
 def report_figures(cfg: dict) -> list[str]:
     """File names of the figures the run draws (what REPORT.md lists), sections in config order."""
-    names = [f"{stem}.png" for stem in all_figures(cfg) if drawn(cfg, stem)]
+    names = [f"{stem}.png" for stem, fig in all_figures(cfg).items() if _drawn(cfg, fig)]
     if "sparse_parity" in cfg:  # one attention diagnostic per model variant
         names += [f"sparse_parity_attention_{v}.png" for v in cfg["sparse_parity"]["variants"]]
     return sorted(names)

@@ -198,15 +198,16 @@ def _generation_checks(name: str, section: dict) -> list[tuple[str, str]]:
 
 
 def _figure_checks(cfg: dict) -> list[tuple[str, str]]:
-    """A figure the config adds (artifacts.extra_figures) is drawn to <key>.png: the key must
-    name no other figure or report file of the run."""
+    """A figure the config adds (artifacts.added_figures) is drawn to <key>.png: the key must
+    name no other figure or report file of the run, nor another section's added figure."""
     taken = set(artifacts.FIGURES) | {Path(f).stem for f, _ in artifacts.TABLES.values()}
     taken |= {f"{name}_accuracy" for name in tasks.generation_tasks()}
     errors, seen = [], set()
-    for stem, fig in artifacts.extra_figures(cfg).items():
-        key = f"{fig.section}.figures.{stem}"
+    for fig in artifacts.added_figures(cfg):
+        stem = fig.key
         if stem in taken or stem in seen or stem.startswith("sparse_parity_attention"):
-            errors.append((key, f"{stem}.png is another file of the run; pick another key"))
+            errors.append((f"{fig.section}.figures.{stem}",
+                           f"{stem}.png is another file of the run; pick another key"))  # fmt: skip
         seen.add(stem)
     return errors
 
