@@ -29,6 +29,10 @@ class Measured:
 
     values: dict[str, float]
     detail: str = ""  # shown after the row's "measured as" (e.g. every effect behind the number)
+    # a run-level measurement: the fewest runs in a compared arm of the effect it is judged on
+    # (None: not made of training runs, e.g. the theory's exact risks)
+    runs: int | None = None
+    needed: str = ""  # what would decide it, when undecided (lengen.report.effects.needed_text)
 
     def __getitem__(self, name: str) -> float:
         return self.values[name]
@@ -51,6 +55,8 @@ class Measured:
             lo, hi = self.ci_keys(k)
             ci = f" [{self.values[lo]:.3f}, {self.values[hi]:.3f}]" if lo in self.values else ""
             parts.append(f"{k} {v:.3f}{ci}")
+        if self.runs is not None:
+            parts.append(f"{self.runs} run{'s' if self.runs != 1 else ''} per arm")
         return ", ".join(parts)
 
 
@@ -68,9 +74,22 @@ class Claim:
     # a verdict with more than two outcomes (e.g. reproduced / inconclusive / not reproduced from
     # an effect's CI): when given, it decides instead of `holds`
     judge: Callable[[float | Measured], str] | None = None
+    # a run-level rule "the whole CI >= threshold" without a judge of its own (a task's claims):
+    # the report judges it as every comparison (reproduced / inconclusive / not reproduced /
+    # underpowered, lengen.report.effects.judge)
+    threshold: float | None = None
     # "paper": a claim of the paper; "check": cannot fail by construction (a sanity check, not a
     # reproduction); "beyond": a claim beyond the paper (another paper's prediction, an extra
-    # scheme); "descriptive": a paper number reproduced as it is, whose test cannot tell the
-    # reading the paper draws from it apart from another (that reading has its own row). The
-    # report counts and shows each kind apart.
+    # scheme); "descriptive": a paper number reproduced as it is, or a reading of it the paper
+    # never states, whose test cannot decide the paper's sentence. The report counts and shows
+    # each kind apart, and the paper's theory (ids TH-*) apart from its experiments.
     kind: str = "paper"
+    # a sub-row of one paper sentence (a model variant, a training range, a figure panel): the
+    # sentence is counted once (lengen.report.rules.sentence_of); a sub-row that rests on a
+    # DEPARTURE beyond the tier's model (log-length scaling, equal budgets) is shown, not counted
+    departure: bool = False
+
+    @property
+    def theory(self) -> bool:
+        """A row of the paper's theory (Sec. 3-4, App. C-D), counted apart from experiments."""
+        return self.id.startswith("TH-")

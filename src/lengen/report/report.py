@@ -29,19 +29,17 @@ from lengen.config import artifacts
 from lengen.config.config import validate
 from lengen.core import provenance
 from lengen.core.claims import NEAR_PERFECT, Claim, Measured, NotTestable
-from lengen.core.claims import THEORY_DELTA as DELTA
 from lengen.core.stats import diagonal_fit, mean_with_ci
-from lengen.report import effects, reference
+from lengen.report import effects, reference, rules
+from lengen.report.rules import RULES
 
-FAILS = 0.75  # "fails": never above this accuracy
-MUCH_WORSE = 0.3  # accuracy gap that counts as "much worse" / "hurts a lot"
-# the smallest gap in mean accuracy beyond training that counts as an ordering ("larger k
-# generalizes worse", "smaller jump generalizes better", "beats"): over 2 binomial standard
-# errors of one 192-example cell at p = 0.5 (0.036), and below the gaps between the curves the
-# paper's figures call ordered
-ORDERING_GAP = 0.05
-WELL = NEAR_PERFECT - 0.1  # "generalizes well" (VA-1)
-OMEGA_1 = 0.5  # test risk that counts as "bounded away from 0" (Omega(1))
+DELTA = rules.THEORY_DELTA
+# every threshold is the rules registry's (lengen.report.rules: each beside its sentence and reason)
+FAILS = 1 - RULES["SP-2"].threshold  # "fails": never above this accuracy
+MUCH_WORSE = RULES["PS-3"].threshold  # accuracy gap that counts as "much worse" / "hurts a lot"
+ORDERING_GAP = RULES["PS-2"].threshold  # the smallest gap that counts as an ordering
+WELL = RULES["VA-1"].threshold  # "generalizes well" (VA-1)
+OMEGA_1 = RULES["TH-C3"].threshold  # test risk that counts as "bounded away from 0" (Omega(1))
 
 
 @dataclass
@@ -68,6 +66,11 @@ class Tables:
         """not_learned(self, ...): what a task's own claims (lengen.core.claims) call on the
         tables they are handed, without importing the report."""
         return not_learned(self, experiment, variants)
+
+    def levels(self, rows: pd.DataFrame, keys: list[str], name, threshold: float) -> Measured:
+        """effect_measured of cell_levels: a task's own claims' run-level measure (one effect per
+        cell of `keys`, the decisive one against `threshold`), without importing the report."""
+        return effect_measured(cell_levels(rows, keys, name), threshold)
 
 
 def read_tables(cfg: dict, paths: dict[str, str] | None = None) -> Tables:
@@ -130,73 +133,93 @@ def sp_competent(d: pd.DataFrame, cfg: dict) -> list[int]:
     return sorted(int(k) for k in worst[worst >= NEAR_PERFECT].index)
 
 
-def sp_small_k_generalizes(variant: str | None = None):
-    """Measure: worst accuracy over every tested length (up to 2l = 500) for K_train <= 8,
-    k_test <= K_train: "near-perfect ... up to lengths of 500, for all values of k_test <=
-    K_train"."""
+def effect_measured(found: list[effects.Effect], threshold: float, note: str = "") -> Measured:
+    """The decisive effect of a rule "every effect >= threshold" (effects.decisive) as the row's
+    number, with the fewest runs in its arms and what would decide the undecided effects; every
+    effect with its CI and runs as the row's detail."""
+    worst = effects.decisive(found, threshold)
+    detail = "effects (95% CI): " + "; ".join(map(str, found)) + (f"; {note}" if note else "")
+    values = {"estimate": worst.estimate, "ci_low": worst.low, "ci_high": worst.high}
+    return Measured(values, detail, min(worst.runs), effects.needed_text(found, threshold))
 
-    def measure(t: Tables) -> float | None:
+
+def effect_claim(threshold: float, what: str) -> dict:
+    """The rule, holds and judge of a claim judged on effects' run-level CIs against a minimum
+    effect (effects.judge: underpowered below effects.MIN_RUNS runs in an arm)."""
+    return {
+        "rule": f"every CI >= {threshold:g} ({what}); a CI below it: not reproduced; "
+        f"straddling: inconclusive; < {effects.MIN_RUNS} runs in an arm: underpowered",
+        "holds": lambda m: m["ci_low"] >= threshold,
+        "judge": lambda m: effects.judge(m["ci_low"], m["ci_high"], threshold, m.runs),
+    }
+
+
+def cell_levels(d: pd.DataFrame, keys: list[str], name) -> list[effects.Effect]:
+    """One run-level effect per cell of `keys` (e.g. K_train, k_test, length), named by
+    name(cell values)."""
+    return [effects.level(g, name(*cell)) for cell, g in d.groupby(keys)]
+
+
+def sp_small_k_generalizes(variant: str | None = None):
+    """Measure: per K_train <= 8, k_test <= K_train and tested length (up to 2l = 500), the run-
+    mean accuracy with its CI; the decisive cell against NEAR_PERFECT: "near-perfect ... up to
+    lengths of 500, for all values of k_test <= K_train"."""
+
+    def measure(t: Tables) -> Measured | None:
         d = _sp_rows(t, variant)
         if d is None:
             return None
         d = d[(d.k_train <= 8) & (d.k_test <= d.k_train)]
-        return float(d.accuracy.min()) if len(d) else None
+        if not len(d):
+            return None
+        name = lambda k, kt, n: f"K_train {k}, k_test {kt}, 2l = {n}"  # noqa: E731
+        found = cell_levels(d, ["k_train", "k_test", "length"], name)
+        return effect_measured(found, NEAR_PERFECT)
 
     return measure
 
 
 def sp_large_k_fails(variant: str | None = None):
-    """Measure: best accuracy at any length for any k_test > K_train, over models competent in
-    distribution (a model that never learned its own k's fails every k trivially)."""
+    """Measure: per competent K_train, k_test > K_train and tested length, the run-mean error
+    rate (1 - accuracy) with its CI; the decisive cell against 1 - FAILS ("fails at all
+    lengths": accuracy never above FAILS). A model that never learned its own k's fails every k
+    trivially, so only models competent in distribution count."""
 
-    def measure(t: Tables) -> float | NotTestable | None:
+    def measure(t: Tables) -> Measured | NotTestable | None:
         d = _sp_rows(t, variant)
         if d is None or not (d.k_test > d.k_train).any():
             return None
         competent = sp_competent(d, t.cfg)
         if not competent:
-            return NotTestable("no K_train model is >= 0.9 in distribution")
+            return NotTestable(f"no K_train model is >= {NEAR_PERFECT} in distribution")
         d = d[d.k_train.isin(competent) & (d.k_test > d.k_train)]
-        return float(d.accuracy.max()) if len(d) else None
+        if not len(d):
+            return None
+        d = d.assign(accuracy=1 - d.accuracy)
+        name = lambda k, kt, n: f"error at K_train {k}, k_test {kt}, 2l = {n}"  # noqa: E731
+        return effect_measured(cell_levels(d, ["k_train", "k_test", "length"], name), 1 - FAILS)
 
     return measure
 
 
-def effect_measured(found: list[effects.Effect], threshold: float, note: str = "") -> Measured:
-    """The decisive effect of a rule "every effect >= threshold" (effects.decisive) as the row's
-    number, every effect with its CI as the row's detail."""
-    worst = effects.decisive(found, threshold)
-    detail = "effects (95% CI): " + "; ".join(map(str, found)) + (f"; {note}" if note else "")
-    values = {"estimate": worst.estimate, "ci_low": worst.low, "ci_high": worst.high}
-    return Measured(values, detail)
-
-
-def effect_claim(threshold: float, what: str) -> dict:
-    """The rule, holds and judge of a claim judged on effects' CIs against a minimum effect."""
-    return {
-        "rule": f"every CI >= {threshold} ({what}); a CI below it: not reproduced; "
-        "straddling: inconclusive",
-        "holds": lambda m: m["ci_low"] >= threshold,
-        "judge": lambda m: effects.judge(m["ci_low"], m["ci_high"], threshold),
-    }
-
-
 def sp_larger_k_worse(variant: str | None = None):
     """Measure: per K_train in {10, 12} (those competent in distribution), the gap in accuracy
-    beyond the training lengths between the smallest k_test and k_test = K_train, with its CI;
-    Spearman(k_test, accuracy) per K_train as a descriptive note."""
+    beyond the training lengths (within the paper's ratio, rules.beyond) between the smallest
+    k_test and k_test = K_train, with its CI; Spearman(k_test, accuracy) per K_train as a
+    descriptive note."""
 
     def measure(t: Tables) -> Measured | NotTestable | None:
         d = _sp_rows(t, variant)
         if d is None or not d.k_train.isin([10, 12]).any():
             return None
         longest_train = t.cfg["sparse_parity"]["train_max_len"]
+        window = rules.beyond("sparse_parity", longest_train, d.length.unique())
         competent = [k for k in sp_competent(d, t.cfg) if k in (10, 12)]
         if not competent:
-            return NotTestable("neither K_train = 10 nor 12 is >= 0.9 in distribution")
+            return NotTestable(f"neither K_train = 10 nor 12 is >= {NEAR_PERFECT} in distribution")
         found, notes = [], []
         for k_train in competent:
-            sub = d[(d.k_train == k_train) & (d.k_test <= k_train) & (d.length > longest_train)]
+            sub = d[(d.k_train == k_train) & (d.k_test <= k_train) & d.length.isin(window)]
             ks = sorted(sub.k_test.unique())
             if len(ks) < 2:
                 continue
@@ -212,33 +235,34 @@ def sp_larger_k_worse(variant: str | None = None):
     return measure
 
 
-def sp_claims(variants: dict[str, str] | None) -> list[Claim]:
+def sp_claims(variants: dict[str, str] | None, departures: set[str] = frozenset()) -> list[Claim]:
     """SP-1..3 for each sparse-parity model variant (variant -> label); one set, unlabelled,
-    when there is a single variant or none given."""
+    when there is a single variant or none given. A variant in `departures` (a model change
+    beyond the tier's, e.g. log-length scaling) gives sub-rows shown but not counted."""
     items = list((variants or {None: ""}).items())
     out = []
     for variant, label in items:
         tag = f" [{variant}]" if len(items) > 1 else ""
         where = f" ({label})" if len(items) > 1 else ""
+        dep = variant in departures
         out += [
-            Claim(f"SP-1{tag}", "Sec. 5.1, Fig. 1/7",
-                  "K_train <= 8: near-perfect accuracy up to length 500 for k_test <= K_train",
-                  f"worst accuracy at any tested length (to 2l = 500), K_train <= 8, k_test <= "
-                  f"K_train{where}",
-                  sp_small_k_generalizes(variant), f">= {NEAR_PERFECT}",
-                  lambda v: v >= NEAR_PERFECT),
-            Claim(f"SP-2{tag}", "Sec. 5.1, Fig. 1/7",
-                  "k_test > K_train fails at all lengths",
-                  f"best accuracy at any length with k_test > K_train, models >= 0.9 in "
-                  f"distribution{where}",
-                  sp_large_k_fails(variant), f"<= {FAILS}", lambda v: v <= FAILS),
-            Claim(f"SP-3{tag}", "Sec. 5.1, Fig. 1",
-                  "K_train in {10, 12}: larger k generalizes worse",
-                  f"per K_train 10, 12 (those >= 0.9 in distribution): accuracy beyond the "
-                  f"training lengths at the smallest k_test minus at k_test = K_train; the "
-                  f"decisive one shown{where}",
+            Claim(f"SP-1{tag}", RULES["SP-1"].section, RULES["SP-1"].paper,
+                  f"per K_train <= 8, k_test <= K_train and tested length (to the tier's "
+                  f"longest): run-mean accuracy; the decisive cell shown{where}",
+                  sp_small_k_generalizes(variant),
+                  **effect_claim(NEAR_PERFECT, '"near-perfect", in every cell'), departure=dep),
+            Claim(f"SP-2{tag}", RULES["SP-2"].section, RULES["SP-2"].paper,
+                  f"per K_train >= {NEAR_PERFECT} in distribution, k_test > K_train and tested "
+                  f"length: run-mean error rate (1 - accuracy); the decisive cell shown{where}",
+                  sp_large_k_fails(variant),
+                  **effect_claim(1 - FAILS, f'"fails": accuracy <= {FAILS:g} in every cell'),
+                  departure=dep),
+            Claim(f"SP-3{tag}", RULES["SP-3"].section, RULES["SP-3"].paper,
+                  f"per K_train 10, 12 (those >= {NEAR_PERFECT} in distribution): accuracy "
+                  f"beyond the training lengths (to 10x, the paper's ratio) at the smallest "
+                  f"k_test minus at k_test = K_train; the decisive one shown{where}",
                   sp_larger_k_worse(variant),
-                  **effect_claim(ORDERING_GAP, "an ordering, for each K_train")),
+                  **effect_claim(ORDERING_GAP, "an ordering, for each K_train"), departure=dep),
         ]  # fmt: skip
     return out
 
@@ -297,10 +321,12 @@ def not_learned(t: Tables, experiment: str, variants: list[str]) -> list[str]:
 
 
 def beyond_rows(t: Tables, experiment: str, variant: str, value: int) -> pd.DataFrame:
-    """One model group's rows (every run) at the tested lengths beyond training."""
+    """One model group's rows (every run) at the tested lengths beyond training, within the
+    paper's test-to-training ratio applied to the variant's own training range (rules.beyond)."""
     d = t.table(experiment)
+    d = d[(d.variant == variant) & (d[_setting(experiment)] == value)]
     longest = train_range(t, experiment, variant)[1]
-    return d[(d.variant == variant) & (d[_setting(experiment)] == value) & (d.length > longest)]
+    return d[d.length.isin(rules.beyond(experiment, longest, d.length.unique()))]
 
 
 def departure_note(t: Tables, experiment: str) -> str:
@@ -393,12 +419,17 @@ def equal_budgets(
     return compare_beyond(experiment, names[0], names[1:], threshold, note)
 
 
-def ps_in_distribution(t: Tables) -> float | None:
-    """Worst jump's PPC exact match at the tested training lengths (seed mean, worst length)."""
-    inside = in_distribution(t, "parity_scratchpad")
-    if inside is None or "ppc" not in inside.index.get_level_values(0):
+def ps_in_distribution(t: Tables) -> Measured | None:
+    """Per jump and tested training length, PPC's run-mean exact match with its CI; the decisive
+    cell against NEAR_PERFECT."""
+    d = t.parity_scratchpad
+    if d is None or "ppc" not in set(d.variant):
         return None
-    return float(inside["ppc"].min())
+    d = d[(d.variant == "ppc") & d.length.between(*train_range(t, "parity_scratchpad", "ppc"))]
+    if not len(d):
+        return None
+    name = lambda j, n: f"jump {j} at 2l = {n}"  # noqa: E731
+    return effect_measured(cell_levels(d, ["jump", "length"], name), NEAR_PERFECT)
 
 
 def ps_smaller_jump_better(t: Tables) -> Measured | NotTestable | None:
@@ -551,15 +582,19 @@ def coupling_contrast(t: Tables) -> float | None:
     return float((plain - coupled).min())
 
 
-def claims(sp_variants: dict[str, str] | None = None) -> list[Claim]:
-    """Every claim of the paper the pipeline measures (digest "Claims" lines, App. C-D);
-    sp_variants (variant -> label) gives the sparse-parity claims once per model variant."""
+def claims(
+    sp_variants: dict[str, str] | None = None, sp_departures: set[str] = frozenset()
+) -> list[Claim]:
+    """Every claim of the paper the pipeline measures (digest "Claims" lines, App. C-D), each
+    sentence's rule from lengen.report.rules; sp_variants (variant -> label) gives the sparse-
+    parity claims once per model variant, those in sp_departures not counted (sp_claims)."""
     return [
-        *sp_claims(sp_variants),
+        *sp_claims(sp_variants, sp_departures),
         Claim("PS-1", "Sec. 5.2.1, Fig. 2",
               "all jumps near-perfect in distribution",
-              "worst jump's PPC exact match at any tested training length (seed mean)",
-              ps_in_distribution, f">= {NEAR_PERFECT}", lambda v: v >= NEAR_PERFECT),
+              "per jump and tested training length: PPC's run-mean exact match; the decisive "
+              "cell shown",
+              ps_in_distribution, **effect_claim(NEAR_PERFECT, '"near-perfect", in every cell')),
         Claim("PS-2", "Sec. 5.2.1, Fig. 2",
               "smaller jump k generalizes better to longer lengths",
               "per adjacent pair of jumps: PPC's mean exact match beyond training at the smaller "
@@ -575,7 +610,8 @@ def claims(sp_variants: dict[str, str] | None = None) -> list[Claim]:
               "without PPC (absolute PE + shift, or RoPE + PoSE) generalization is much worse",
               "as PS-3, on PPC and both ablations trained with equal budgets on a shorter range "
               "(variants *_equal, a DEPARTURE); every compared model >= 0.9 in distribution",
-              ps_ablations_worse_equal, **effect_claim(MUCH_WORSE, '"much worse"')),
+              ps_ablations_worse_equal, **effect_claim(MUCH_WORSE, '"much worse"'),
+              departure=True),
         Claim("VA-1", "Sec. 5.2.2, Fig. 3a",
               "PPC generalizes well up to ~3x the training length for d in {2, 3, 4, 5}",
               "per depth: PPC's seed-mean exact match at the longest tested length up to 3L; "
@@ -599,7 +635,7 @@ def claims(sp_variants: dict[str, str] | None = None) -> list[Claim]:
         *[Claim(f"{cid} [equal budgets]", section, paper,
                 f"as {cid}, on the models trained with equal budgets on a shorter range "
                 "(variants *_equal, a DEPARTURE); every compared model >= 0.9 in distribution",
-                measure, **effect_claim(threshold, what))
+                measure, **effect_claim(threshold, what), departure=True)
           for cid, section, paper, measure, threshold, what in (
               ("VA-2", "Sec. 5.2.2, Fig. 3b-c",
                "removing position coupling or the scratchpad hurts a lot",
@@ -628,7 +664,7 @@ def claims(sp_variants: dict[str, str] | None = None) -> list[Claim]:
         Claim("TH-4.3", "Theorem 4.3",
               "all assumptions: test risk <= eta_L eta_Lbar L Lbar^2 delta",
               f"worst minimiser's test risk minus the bound (max over Lbar; delta = {DELTA:g})",
-              theory_within_bound(POSITIVE[1]), "<= 0", lambda v: v <= 1e-12),
+              theory_within_bound(POSITIVE[1]), "<= 0", lambda v: v <= 1e-12, kind="check"),
         Claim("TH-4.3 (delta 0)", "Theorem 4.3",
               "all assumptions, delta = 0: the bound is 0, so every minimiser's test risk is 0",
               "worst minimiser's test risk minus the bound (max over Lbar; delta = 0): a check "
@@ -721,10 +757,12 @@ def nl_short_close_to_long(t: Tables) -> Measured | None:
     return paired_bootstrap(short, long, lambda x, y: np.exp(x - y) - 1)
 
 
-def near_diagonal(x: np.ndarray, y: np.ndarray, seed: int = 0) -> Measured:
-    """Slope and spread of the points about y = x with bootstrap 95% CIs
-    (lengen.core.stats.diagonal_fit: the same numbers Figs. 4/6 print)."""
-    return Measured(diagonal_fit(x, y, N_BOOTSTRAP, seed))
+def near_diagonal(x: np.ndarray, y: np.ndarray, seed: int = 0, runs: int = 1) -> Measured:
+    """Slope and spread of the points about y = x with bootstrap 95% CIs over the examples of
+    `runs` models (lengen.core.stats.diagonal_fit: the same numbers Figs. 4/6 print)."""
+    return Measured(diagonal_fit(x, y, N_BOOTSTRAP, seed), runs=runs,
+                    needed=f"one model: >= {effects.MIN_RUNS} models to measure the between-run "
+                    "spread" if runs < effects.MIN_RUNS else "")  # fmt: skip
 
 
 def _influence_fit(scored: str, chosen: str) -> Callable[[Tables], Measured | NotTestable | None]:
@@ -786,7 +824,7 @@ def nl_claims() -> list[Claim]:
         Claim("NL-T1c", "Table 1", "h_short at 128 close to h_long at 128 (14.74 vs 14.49)",
               "h_short / h_long perplexity at 128, minus 1, paired bootstrap 95% CI",
               nl_short_close_to_long, f"CI within +-{CLOSE}",
-              lambda m: -CLOSE <= m["ci_low"] and m["ci_high"] <= CLOSE),
+              lambda m: -CLOSE <= m["ci_low"] and m["ci_high"] <= CLOSE, kind="descriptive"),
         *[Claim(f"NL-{fig}", f"Sec. 5.3, {fig}", "L_short - L_long and L_short - L_short,sparse "
                 "roughly equal (points near the diagonal)",
                 f"fit of the two differences through the origin (symmetric slope; spread = RMS "
@@ -811,16 +849,31 @@ def verdict(claim: Claim, tables: Tables) -> dict:
     else:
         if claim.judge is not None:
             result = claim.judge(value)
+        elif claim.threshold is not None and isinstance(value, Measured):
+            result = effects.judge(value["ci_low"], value["ci_high"], claim.threshold, value.runs)
         else:
             result = "reproduced" if claim.holds(value) else "not reproduced"
+        if (
+            claim.kind in ("paper", "beyond")
+            and isinstance(value, Measured)
+            and value.runs is not None
+            and value.runs < effects.MIN_RUNS
+        ):
+            result = effects.UNDERPOWERED  # fewer runs than a verdict needs
         if claim.kind == "check":  # a check passes or fails; it reproduces nothing
             result = {"reproduced": "passed", "not reproduced": "failed"}.get(result, result)
         shown = str(value) if isinstance(value, Measured) else f"{value:.3f}"
         if isinstance(value, Measured) and value.detail:
             measured_as = f"{measured_as}; {value.detail}"
+        if isinstance(value, Measured) and value.needed and result in UNDECIDED:
+            shown = f"{shown}; {value.needed}"
+    runs = value.runs if isinstance(value, Measured) else None
     return {
         "id": claim.id,
+        "sentence": rules.sentence_of(claim.id),
         "kind": claim.kind,
+        "area": "theory" if claim.theory else "experiment",
+        "counted": not claim.departure,
         "section": claim.section,
         "paper": claim.paper,
         "measured": shown,
@@ -828,7 +881,35 @@ def verdict(claim: Claim, tables: Tables) -> dict:
         "rule": claim.rule,
         "verdict": result,
         **numbers(value),
+        "runs": math.nan if runs is None else runs,
+        "runs_needed": value.needed if isinstance(value, Measured) else "",
     }
+
+
+UNDECIDED = (effects.UNDERPOWERED, "inconclusive")  # verdicts a power estimate is shown for
+# how a sentence's counted sub-rows combine: the first verdict in this order that any sub-row
+# has, except that "reproduced" needs every sub-row reproduced
+PRECEDENCE = ("not reproduced", "failed", "inconclusive", effects.UNDERPOWERED, "not testable",
+              "not run")  # fmt: skip
+
+
+def combined(verdicts: list[str]) -> str:
+    """One sentence's verdict from its counted sub-rows' (PRECEDENCE)."""
+    if all(v == verdicts[0] for v in verdicts):
+        return verdicts[0]
+    return next(v for v in PRECEDENCE if v in verdicts)
+
+
+def sentences(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per paper sentence (rules.sentence_of), from its counted sub-rows: its kind,
+    area and combined verdict (a sentence with only departure sub-rows is not counted)."""
+    counted = rows[rows.counted]
+    return (
+        counted.groupby("sentence", sort=False)
+        .agg(kind=("kind", "first"), area=("area", "first"), verdict=("verdict", list))
+        .assign(verdict=lambda d: d.verdict.map(combined))
+        .reset_index()
+    )
 
 
 SHOWN = ("id", "section", "paper", "measured", "measured as", "rule", "verdict")  # REPORT.md's
@@ -864,15 +945,20 @@ def write_report(
     (artifacts.report_figures of the whole config: the slice has no `figures` sections, so
     without them the list misses the figures only those sections add)."""
     tables = read_tables(cfg, paths)
-    variants = {v: e["label"] for v, e in cfg["sparse_parity"]["variants"].items()}
-    rows = pd.DataFrame([verdict(c, tables) for c in claims(variants)])
+    section = cfg["sparse_parity"]["variants"]
+    variants = {v: e["label"] for v, e in section.items()}
+    departures = {v for v, e in section.items() if e.get("model", {}).get("attn_scale")}
+    rows = pd.DataFrame([verdict(c, tables) for c in claims(variants, departures)])
     ref = reference.read(reference_path)
     label = reference_label or str(
         reference_path or reference.reference_dir(cfg["tier"]) / artifacts.VERDICTS
     )
+    per_sentence = sentences(rows)
 
-    def counted(kind: str) -> str:
-        counts = rows[rows.kind == kind].verdict.value_counts().to_dict()
+    def counted(kind: str, area: str | None = None) -> str:
+        d = per_sentence[per_sentence.kind == kind]
+        d = d if area is None else d[d.area == area]
+        counts = d.verdict.value_counts().to_dict()
         return ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "none"
 
     def table(kind: str) -> str:
@@ -886,15 +972,22 @@ def write_report(
         "",
         provenance.markdown_line(cfg, cfg["seed"]),
         "",
-        f"Claims of the paper: {counted('paper')}. Descriptive rows (a paper number whose "
-        f"test cannot tell its reading apart): {counted('descriptive')}. Checks (cannot fail by "
-        f"construction): {counted('check')}. Beyond the paper: {counted('beyond')}.",
+        "Each paper sentence is counted once (its variants, training ranges and panels are "
+        "sub-rows; a sub-row resting on a DEPARTURE beyond the tier's model is shown, not "
+        f"counted). The paper's experiments: {counted('paper', 'experiment')}. The paper's "
+        f"theory (exact computations on toy cases): {counted('paper', 'theory')}. Descriptive "
+        "rows (a paper number, or a reading the paper never states, whose test cannot decide "
+        f"a sentence): {counted('descriptive')}. Checks (cannot fail by construction): "
+        f"{counted('check')}. Beyond the paper: {counted('beyond')}.",
         "",
-        "Verdicts: *reproduced* / *not reproduced* when the rule's measurement (and, for a "
-        "comparison, its whole 95% bootstrap CI) is on one side of the threshold; *inconclusive* "
-        "when the CI straddles it, so a resample of the same runs could flip it; *not testable* "
-        "when the compared models did not learn the task in distribution (the reason is "
-        "printed); *not run* when the tier has no such results.",
+        f"Verdicts: the run is the unit of evidence. With fewer than {effects.MIN_RUNS} runs in "
+        "a compared arm a row reads *underpowered*, with its estimate and the runs per arm "
+        "that would decide it at the observed between-run spread. Otherwise *reproduced* / *not "
+        "reproduced* when the whole 95% CI (a hierarchical bootstrap: runs, then each run's "
+        "examples) is on one side of the rule's threshold; *inconclusive* when it straddles it; "
+        "*not testable* when the compared models did not learn the task in distribution (the "
+        "reason is printed); *not run* when the tier has no such results. Every rule, window "
+        "and threshold is the registry's (`lengen.report.rules`, docs/rules.md).",
         "",
         "## Claims of the paper",
         "",
