@@ -521,7 +521,9 @@ def va_rope_worse_than_ppc(t: Tables) -> Measured | NotTestable | None:
 ASSUMPTIONS = ("local", "relative", "realizable", "coverage")
 POSITIVE = ("positive", f"positive, delta={DELTA:g}")  # theory_cases' Theorem 4.3 cases
 PLAIN, COUPLED = "coupling: plain", "coupling: PC"
-CONTRAST = 0.1  # the plain class's extra test risk that counts as "fails where PC does not"
+CONTRAST = RULES[
+    "TH-4.4"
+].threshold  # the plain class's extra test risk that counts as "fails where PC does not"
 
 
 def theory_failure(
@@ -688,9 +690,13 @@ NL_PANELS = [  # (panel, model scored, model choosing J): Fig4, Fig6a-c (artifac
     for i, pair in enumerate(fig.panels)
 ]
 N_BOOTSTRAP = 2000  # paired bootstrap resamples over held-out chunks (seeded: deterministic)
-CLOSE = 0.05  # "close": perplexities within 5% of each other (Table 1: 14.74 vs 14.49 is 1.7%)
+CLOSE = RULES[
+    "NL-T1c"
+].threshold  # "close": perplexities within 5% of each other (Table 1: 14.74 vs 14.49 is 1.7%)
 SLOPE = (2 / 3, 3 / 2)  # "near the diagonal": fitted slope within these bounds...
-SPREAD = 0.5  # ...and RMS distance from the diagonal <= this fraction of the RMS difference
+SPREAD = RULES[
+    "NL-Fig4"
+].threshold  # ...and RMS distance from the diagonal <= this fraction of the RMS difference
 
 
 def _chunk_nll(t: Tables, model: str, length: int) -> pd.Series | None:
@@ -727,7 +733,9 @@ def nl_perplexity_gain(model: str) -> Callable[[Tables], Measured | None]:
     return measure
 
 
-BEYOND_L = 0.01  # NL-T1w's minimum effect: 0.01 nats per token, a 1% lower perplexity
+BEYOND_L = RULES[
+    "NL-T1w"
+].threshold  # NL-T1w's minimum effect: 0.01 nats per token, a 1% lower perplexity
 
 
 def nl_uses_beyond_short(t: Tables) -> Measured | None:
@@ -873,7 +881,7 @@ def verdict(claim: Claim, tables: Tables) -> dict:
         "sentence": rules.sentence_of(claim.id),
         "kind": claim.kind,
         "area": "theory" if claim.theory else "experiment",
-        "counted": not claim.departure,
+        "counted": "no: DEPARTURE sub-row" if claim.departure else "yes",
         "section": claim.section,
         "paper": claim.paper,
         "measured": shown,
@@ -903,7 +911,7 @@ def combined(verdicts: list[str]) -> str:
 def sentences(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per paper sentence (rules.sentence_of), from its counted sub-rows: its kind,
     area and combined verdict (a sentence with only departure sub-rows is not counted)."""
-    counted = rows[rows.counted]
+    counted = rows[rows.counted == "yes"]
     return (
         counted.groupby("sentence", sort=False)
         .agg(kind=("kind", "first"), area=("area", "first"), verdict=("verdict", list))
@@ -912,7 +920,16 @@ def sentences(rows: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-SHOWN = ("id", "section", "paper", "measured", "measured as", "rule", "verdict")  # REPORT.md's
+SHOWN = (
+    "id",
+    "section",
+    "paper",
+    "measured",
+    "measured as",
+    "rule",
+    "verdict",
+    "counted",
+)  # REPORT.md's
 
 
 def numbers(value) -> dict[str, float]:
