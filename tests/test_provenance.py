@@ -35,7 +35,8 @@ def test_stamp_keeps_per_row_seeds():
 
 def test_figure_png_carries_provenance(tmp_path):
     table = pd.DataFrame({"variant": "ppc", "jump": 1, "seed": [0, 1, 0, 1],
-                          "length": [10, 10, 20, 20], "accuracy": [1, 1, 0.5, 0.7]})  # fmt: skip
+                          "length": [10, 10, 20, 20], "n": 16,
+                          "accuracy": [1, 1, 0.5, 0.75]})  # fmt: skip
     meta = provenance.png_metadata({"panels": ["ppc"]}, provenance.table_seeds(table))
     out = tmp_path / "fig.png"
     generation_figure(table, ["ppc"], "t", out, {}, (4, 8), meta)

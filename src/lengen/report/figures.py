@@ -18,8 +18,10 @@ import seaborn as sns  # noqa: E402
 from lengen import tasks  # noqa: E402
 from lengen.config import artifacts  # noqa: E402
 from lengen.core import provenance  # noqa: E402
+from lengen.core.claims import NEAR_PERFECT  # noqa: E402
 from lengen.core.positions import scheme_label  # noqa: E402
 from lengen.core.stats import diagonal_fit  # noqa: E402
+from lengen.report import effects  # noqa: E402
 
 DEFAULT_STYLE = {"context": "paper", "height": 3.0, "aspect": 1.15, "dpi": 150}
 
@@ -50,13 +52,20 @@ def sparse_parity_figure(
     labels = labels or {}
     order = [v for v in labels if v in set(table["variant"])] or sorted(table["variant"].unique())
     table["model"] = table["variant"].map(lambda v: labels.get(v, v))
+    table["k_test vs K_train"] = (table["k_test"] > table["k_train"]).map(
+        {False: "k_test <= K_train", True: "k_test > K_train (untrained k)"}
+    )
+    runs = table.groupby(["variant", "k_train"])["seed"].nunique() if "seed" in table else None
     grid = sns.relplot(
         data=table.sort_values("k_train"),
         x="test length 2l",
         y="accuracy",
         hue="k_test",
+        style="k_test vs K_train",
+        style_order=["k_test <= K_train", "k_test > K_train (untrained k)"],
         col="k_train",
         row="model",
+        errorbar=("ci", 95),  # over the runs (one row per run and length): a run-level band
         row_order=[labels.get(v, v) for v in order],
         kind="line",
         marker="o",
@@ -71,7 +80,10 @@ def sparse_parity_figure(
         ax.axhline(0.5, color="grey", lw=0.8, ls=":")
         if train_range:
             ax.axvspan(*train_range, color="grey", alpha=0.15, lw=0)
-    grid.figure.suptitle(title, y=1.04)
+    counts = sorted(set(runs)) if runs is not None and len(runs) else [1]
+    shown = "/".join(map(str, counts))
+    grid.figure.suptitle(f"{title}\nruns per model: {shown}; bands: 95% CI over runs (none "
+                         "with one run); dashed: k_test > K_train", y=1.06)  # fmt: skip
     _save(grid.figure, out, style["dpi"], metadata)
 
 
@@ -86,6 +98,26 @@ def panel_label(variant: str) -> str:
     return VARIANT_LABELS.get(variant) or scheme_label(variant)
 
 
+def run_bands(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per cell of `keys` (+ length): the run-mean accuracy, its run-level 95% CI (the report's
+    hierarchical bootstrap, lengen.report.effects.level) and the number of runs."""
+    rows = []
+    for cell, g in table.groupby([*keys, "length"]):
+        e = effects.level(g, "")
+        rows.append({**dict(zip([*keys, "length"], cell, strict=True)), "accuracy": e.estimate,
+                     "low": e.low, "high": e.high, "runs": e.runs[0]})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def learned(bands: pd.DataFrame, train_range: tuple[int, int] | None) -> bool:
+    """A line's model learned its training range: run-mean >= NEAR_PERFECT at every tested
+    training length (the report's gate; True when no range is given)."""
+    if not train_range:
+        return True
+    inside = bands[bands.length.between(*train_range)]
+    return bool(len(inside) == 0 or inside.accuracy.min() >= NEAR_PERFECT)
+
+
 def generation_figure(
     table: pd.DataFrame,
     panels: list[str],
@@ -95,45 +127,48 @@ def generation_figure(
     train_range: tuple[int, int] | None,
     metadata: dict | None = None,
 ) -> None:
-    """Exact-match accuracy vs test length, a line per jump / depth (mean over training runs with
-    a 95% CI band, as the paper), a panel per variant in `panels` order (Figs. 2, 8, 3a-d)."""
+    """Exact-match accuracy vs test length, a line per jump / depth (the run mean, with a run-
+    level 95% CI band where the line has >= effects.MIN_RUNS runs, as the paper's bands over
+    seeds), a panel per variant in `panels` order (Figs. 2, 8, 3a-d). A line whose models did
+    not learn the training range (run mean < NEAR_PERFECT there) is drawn dashed and faint and
+    named so in the legend: it is not a length-generalization result."""
     style = {**DEFAULT_STYLE, **style}
     sns.set_theme(context=style["context"], style="whitegrid")
     setting = next(  # the task whose per-model setting (jump, depth, ...) the table has
         t.SETTING for t in tasks.generation_tasks().values() if t.SETTING.key in table
     )
     param, x = setting.key, setting.length_axis
-    table = table[table["variant"].isin(panels)].copy()
+    table = table[table["variant"].isin(panels)]
     letters = "abcdefgh" if len(panels) > 1 else ""
-    names = {
-        v: (f"({letters[i]}) " if letters else "") + panel_label(v) for i, v in enumerate(panels)
-    }
-    table["panel"] = table["variant"].map(names)
-    table = table.rename(columns={"length": x})
-    grid = sns.relplot(
-        data=table,
-        x=x,
-        y="accuracy",
-        hue=param,
-        col="panel",
-        col_order=[names[v] for v in panels],
-        kind="line",
-        marker="o",
-        errorbar=("ci", 95),
-        palette="viridis",
-        height=style["height"],
-        aspect=style["aspect"],
-        facet_kws={"sharey": True},
-    )
-    grid.set_titles("{col_name}")
-    grid.set(ylim=(-0.02, 1.02))
-    for ax in grid.axes.flat:
+    values = sorted(table[param].unique())
+    colors = dict(zip(values, sns.color_palette("viridis", len(values)), strict=True))
+    width, height = style["height"] * style["aspect"], style["height"]
+    fig, axes = plt.subplots(1, len(panels), figsize=(width * len(panels), height + 0.9),
+                             sharey=True, squeeze=False)  # fmt: skip
+    for i, (ax, variant) in enumerate(zip(axes[0], panels, strict=True)):
+        bands = run_bands(table[table.variant == variant], [param])
+        for value, b in bands.groupby(param):
+            ok, runs = learned(b, train_range), int(b.runs.min())
+            label = f"{param} {value}, {runs} run{'s' if runs != 1 else ''}"
+            label += "" if ok else ", did not learn its training range"
+            ax.plot(b.length, b.accuracy, marker="o", ms=3, color=colors[value],
+                    ls="-" if ok else "--", alpha=1.0 if ok else 0.45, label=label)  # fmt: skip
+            if runs >= effects.MIN_RUNS:
+                ax.fill_between(b.length, b.low, b.high, color=colors[value], alpha=0.2, lw=0)
         if train_range:
             ax.axvspan(*train_range, color="grey", alpha=0.15, lw=0)
-    runs = table.groupby("variant")["seed"].nunique()
-    counts = ", ".join(f"{v} {runs[v]}" for v in panels if v in runs)
-    grid.figure.suptitle(f"{title}\ntraining runs per line: {counts}", y=1.08)
-    _save(grid.figure, out, style["dpi"], metadata)
+        ax.set_title((f"({letters[i]}) " if letters else "") + panel_label(variant), fontsize=9)
+        ax.set_xlabel(x)
+        ax.set_ylim(-0.02, 1.02)
+        ax.legend(fontsize=6, loc="lower left", frameon=True)
+    axes[0][0].set_ylabel("accuracy")
+    fig.suptitle(title, y=1.0)
+    fig.text(0.5, -0.02, f"Lines: the mean over training runs; bands: run-level 95% CI (runs, "
+             f"then examples, resampled), drawn for lines of >= {effects.MIN_RUNS} runs; dashed: "
+             "the models did not learn the training range, not a result.",
+             ha="center", va="top", fontsize=7, wrap=True)  # fmt: skip
+    fig.tight_layout()
+    _save(fig, out, style["dpi"], metadata)
 
 
 INFLUENCE_PANELS = {  # figure -> (model scored, model choosing J) per panel (Sec. 5.3)
@@ -162,9 +197,14 @@ def influence_figure(
         x, y = t["short_minus_long"], t["short_minus_sparse"]
         sns.scatterplot(x=x, y=y, ax=ax, s=10, alpha=0.6, edgecolor=None)
         lo, hi = min(x.min(), y.min()), max(x.max(), y.max())
-        ax.plot([lo, hi], [lo, hi], color="grey", lw=1, ls="--")
+        ax.plot([lo, hi], [lo, hi], color="grey", lw=1, ls="--", label="y = x (the diagonal)")
         fit = diagonal_fit(x.to_numpy(), y.to_numpy())  # the report's NL-Fig4/6 numbers
-        ax.plot([lo, hi], [lo * fit["slope"], hi * fit["slope"]], color="C1", lw=1)
+        ax.plot([lo, hi], [lo * fit["slope"], hi * fit["slope"]], color="C1", lw=1,
+                label=f"symmetric slope through 0: {fit['slope']:.2f} (the rule's)")  # fmt: skip
+        ls = float((x * y).sum() / (x * x).sum()) if (x * x).sum() > 0 else float("nan")
+        ax.plot([lo, hi], [lo * ls, hi * ls], color="C3", lw=1, ls=":",
+                label=f"least squares through 0: {ls:.2f}")  # fmt: skip
+        ax.legend(fontsize=6, loc="upper left")
         label = f"({letters[i]}) " if letters else ""
         ax.set_title(
             f"{label}{scored} CE loss; J from {chosen}, n = {len(t)}\nslope {fit['slope']:.2f} "
