@@ -120,9 +120,7 @@ def test_generation_evaluate_known_answers(tmp_path, monkeypatch):
         testset = ev.scratchpad_testset(parse_spec(spec), eval_cfg, 3)
         assert all(getattr(b, "scratchpad", True) is task.get("scratchpad", True)
                    for b in testset.values())  # fmt: skip
-        examples = [
-            (b.test_example(task["scheme"]), b.prompt_len) for b in testset.values()
-        ]
+        examples = [(b.test_example(task["scheme"]), b.prompt_len) for b in testset.values()]
         p16 = testset[16].prompt_len
         stopped = task["scheme"] != "ppc"  # an early-stopped run, and one that ran all steps
         saved = {"spec": spec, **({"steps_run": 60, "stop_reason": "did not learn in 60 steps"}

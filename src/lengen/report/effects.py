@@ -190,4 +190,4 @@ def needed_text(effects: list[Effect], threshold: float) -> str:
     most = max(needs)
     if math.isinf(most):
         return "the estimate sits on the threshold: no number of runs decides it"
-    return f"~{most} runs per arm would decide it at the observed between-run spread"
+    return f"~{most:,} runs per arm would decide it at the observed between-run spread"

@@ -920,6 +920,40 @@ def sentences(rows: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def counts(per_sentence: pd.DataFrame, kind: str, area: str | None = None) -> str:
+    """'n verdict, ...' over the sentences of one kind (and area), or 'none'."""
+    d = per_sentence[per_sentence.kind == kind]
+    d = d if area is None else d[d.area == area]
+    found = d.verdict.value_counts().to_dict()
+    return ", ".join(f"{n} {k}" for k, n in sorted(found.items())) or "none"
+
+
+def summary(rows: pd.DataFrame) -> str:
+    """The verdicts in brief, one line per paper sentence (README's table): its verdict and
+    the row it is decided on (the first counted sub-row with that verdict), with its number
+    and the runs that would decide it."""
+    per = sentences(rows)
+    lines = [
+        f"Each paper sentence once: experiments {counts(per, 'paper', 'experiment')}; theory "
+        f"(exact computations on toy cases) {counts(per, 'paper', 'theory')}; descriptive "
+        f"{counts(per, 'descriptive')}; checks {counts(per, 'check')}; beyond the paper "
+        f"{counts(per, 'beyond')}.",
+        "",
+        "| sentence | paper | verdict | decided on | measured |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for s in per.itertuples():
+        sub = rows[(rows.sentence == s.sentence) & (rows.counted == "yes")]
+        same = sub[sub.verdict == s.verdict]
+        first = (same if len(same) else sub).iloc[0]
+        measured = first["measured"]
+        if measured == "-":  # not testable / not run: the reason, shortened
+            measured = first["measured as"].split("not testable: ")[-1][:160]
+        paper = RULES[s.sentence].paper if s.sentence in RULES else first["paper"]
+        lines.append(f"| {s.sentence} | {paper} | {s.verdict} | {first['id']} | {measured} |")
+    return "\n".join(lines)
+
+
 SHOWN = (
     "id",
     "section",
@@ -973,10 +1007,7 @@ def write_report(
     per_sentence = sentences(rows)
 
     def counted(kind: str, area: str | None = None) -> str:
-        d = per_sentence[per_sentence.kind == kind]
-        d = d if area is None else d[d.area == area]
-        counts = d.verdict.value_counts().to_dict()
-        return ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "none"
+        return counts(per_sentence, kind, area)
 
     def table(kind: str) -> str:
         return rows[rows.kind == kind][list(SHOWN)].to_markdown(index=False)
