@@ -483,20 +483,11 @@ def test_report_file(tmp_path):
         [sparse_parity("good").assign(variant=v) for v in c["sparse_parity"]["variants"]]
     )
     sp.to_csv(tmp_path / "sparse_parity_accuracy.csv", index=False)
-    equal = equal_budget_table(0.8, 0.1)  # the *_equal models, on their own range 2l <= 20
-    pd.concat([scratchpad("jump", (1, 2), {"ppc": (1.0, 1.0), "absolute": (0.95, 0.2),
-                                           "rope_pose": (0.92, 0.4)}, slope=0.1),
-               equal[equal.variant.str.endswith("_equal")]]).to_csv(
+    scratchpad("jump", (1, 2), {"ppc": (1.0, 1.0), "absolute": (0.95, 0.2),
+                                "rope_pose": (0.92, 0.4)}, slope=0.1).to_csv(
         tmp_path / "parity_scratchpad_accuracy.csv", index=False)  # fmt: skip
-    va_equal = pd.DataFrame(  # depth 2, trained on l in [6, 18]
-        [{"variant": v, "depth": 2, "seed": seed, "length": n, "n": 192,
-          "accuracy": 1.0 if n <= 18 else beyond}
-         for v, beyond in (("ppc_equal", 0.9), ("no_coupling_equal", 0.1),
-                           ("no_scratchpad_equal", 0.2), ("rope_pose_equal", 0.4))
-         for n in (6, 12, 18, 24, 36, 54) for seed in SEEDS])  # fmt: skip
-    pd.concat([scratchpad("depth", (2, 3), {"ppc": (1.0, 1.0), "no_coupling": (0.95, 0.1),
-                                            "no_scratchpad": (0.91, 0.2),
-                                            "rope_pose": (0.93, 0.4)}), va_equal]).to_csv(
+    scratchpad("depth", (2, 3), {"ppc": (1.0, 1.0), "no_coupling": (0.95, 0.1),
+                                 "no_scratchpad": (0.91, 0.2), "rope_pose": (0.93, 0.4)}).to_csv(
         tmp_path / "variable_assignment_accuracy.csv", index=False)  # fmt: skip
     window_table(0.05).to_csv(tmp_path / "table1_window_nll.csv", index=False)
     theory = [theory_row(c_, n, w, b, **checks) for c_, n, w, b, checks in (
@@ -531,37 +522,26 @@ def test_report_file(tmp_path):
     assert set(rows[rows.kind == "check"].verdict) == {"passed"}
 
 
-def equal_budget_table(ppc_beyond: float, ablation_beyond: float) -> pd.DataFrame:
-    """The paper-range models (ablations never learned: 0.3 in distribution) and the default
-    tier's *_equal models, trained on 2l in [10, 20]: 1.0 there, the given accuracy beyond."""
-    paper = scratchpad("jump", (1, 4), {"ppc": (1.0, 0.9), "absolute": (0.3, 0.0),
-                                        "rope_pose": (0.3, 0.0)}, slope=0.0)  # fmt: skip
-    rows = [{"variant": v, "jump": j, "seed": seed, "length": n, "n": 192,
-             "accuracy": 1.0 if n <= 20 else beyond}
-            for v, beyond in (("ppc_equal", ppc_beyond), ("absolute_equal", ablation_beyond),
-                              ("rope_pose_equal", ablation_beyond))
-            for j in (1, 4) for n in (10, 20, 30, 40, 60) for seed in SEEDS]  # fmt: skip
-    return pd.concat([paper, pd.DataFrame(rows)], ignore_index=True)
-
-
-def test_equal_budget_row_is_judged_on_each_variants_own_range():
-    """PS-3 [equal budgets]: the *_equal models are judged inside and beyond their own range
-    (2l <= 20; their 0.0 at 2l = 30, 40 is beyond it, not a failure to learn); the paper-range
-    row keeps its "not testable"; the row names its DEPARTURE."""
-    t = tables(parity_scratchpad=equal_budget_table(0.7, 0.0))
-    v = verdicts(t)
-    assert v["PS-3"] == "not testable" and v["PS-3 [equal budgets]"] == "reproduced"
-    claim = next(c for c in report.claims() if c.id == "PS-3 [equal budgets]")
-    row = report.verdict(claim, t)
-    assert "DEPARTURE: equal training budgets" in row["measured as"]
-    assert "[10, 20] for 12,000 steps, jumps 1, 4, 1 run(s) each" in row["measured as"]
-    assert verdicts(tables(parity_scratchpad=equal_budget_table(0.7, 0.65)))[
-        "PS-3 [equal budgets]"] == "not reproduced"  # fmt: skip
-    # a gap near the minimum effect (0.3) on 3 lengths x 192 examples: the CI straddles it
-    assert verdicts(tables(parity_scratchpad=equal_budget_table(0.35, 0.05)))[
-        "PS-3 [equal budgets]"] == "inconclusive"  # fmt: skip
-    no_equal = scratchpad("jump", (1, 4), {"ppc": (1.0, 0.9)})
-    assert verdicts(tables(parity_scratchpad=no_equal))["PS-3 [equal budgets]"] == "not run"
+def test_ps3_is_judged_at_the_jumps_both_ran_within_the_papers_window():
+    """The default tier runs Fig. 8's ablations at jump 1 only: PS-3 compares PPC with them
+    there, a PPC jump without ablations neither adds a gap nor blocks the row (even one not
+    learned), and lengths beyond 5x training (the paper's ratio) are not compared."""
+    ps = scratchpad("jump", (1, 2, 3, 4), {"ppc": (1.0, 1.0)}, slope=0.0)
+    ablations = scratchpad("jump", (1,), {"absolute": (1.0, 0.0), "rope_pose": (1.0, 0.0)})
+    ps.loc[(ps.jump == 3) & (ps.length == 20), "accuracy"] = 0.1  # PPC jump 3 never learned
+    d = pd.concat([ps, ablations])
+    m = report.ps_ablations_worse(tables(parity_scratchpad=d))
+    assert "jump 1: ppc minus absolute" in m.detail and "jump 2" not in m.detail
+    assert m["estimate"] == pytest.approx(1.0) and m.runs == 3
+    assert verdicts(tables(parity_scratchpad=d))["PS-3"] == "reproduced"
+    # rows at 2l = 300 (7.5x the longest training length 40) do not count: 1.0 there changes
+    # nothing
+    far = ablations[ablations.length == 150].assign(length=300, accuracy=1.0)
+    m2 = report.ps_ablations_worse(tables(parity_scratchpad=pd.concat([d, far])))
+    assert m2["estimate"] == m["estimate"]
+    # two runs of an ablation: underpowered, whatever the gap
+    two = d[~((d.variant == "absolute") & (d.seed == 2))]
+    assert verdicts(tables(parity_scratchpad=two))["PS-3"] == "underpowered"
 
 
 def window_table(gain: float, noise: float = 0.0, n: int = 128) -> pd.DataFrame:

@@ -233,7 +233,7 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     combined = pd.read_csv(res / "reports" / "sparse_parity_accuracy.csv")
     assert sorted(combined["k_train"].unique()) == [1, 2, 3]
     assert set(combined["variant"]) == {"neox", "loglen"}
-    table = pd.read_csv(res / "sparse_parity" / "loglen" / "K2" / "eval.csv")
+    table = pd.read_csv(res / "sparse_parity" / "loglen" / "K2" / "seed0" / "eval.csv")
     assert set(table.columns) >= {"k_train", "length", "k_test", "accuracy", "n"}
     assert set(table["length"]) == {8, 16, 24}
     assert table["accuracy"].between(0, 1).all()
@@ -254,10 +254,12 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     assert sorted(figures) == ["figure/fig1_sparse_parity", "figure/fig7_sparse_parity",
                                "figure/sparse_parity_schemes"]  # fmt: skip
     fig1 = figures["figure/fig1_sparse_parity"]  # which runs made this figure: its tags say
-    assert fig1.data.tags["model_runs"].split() == ["loglen/K2", "loglen/K3", "neox/K2", "neox/K3"]
+    assert fig1.data.tags["model_runs"].split() == [
+        "loglen/K2/seed0", "loglen/K3/seed0", "neox/K2/seed0", "neox/K3/seed0"]  # fmt: skip
     assert [a.path for a in client.list_artifacts(fig1.info.run_id)] == ["fig1_sparse_parity.png"]
     assert sorted(r.info.run_name for r in runs) == sorted(
-        [f"{v}/K{k}" for v in ("loglen", "neox") for k in (1, 2, 3)] + ["alibi/K2", "nope/K2"]
+        [f"{v}/K{k}/seed0" for v in ("loglen", "neox") for k in (1, 2, 3)]
+        + ["alibi/K2/seed0", "nope/K2/seed0"]
     )  # the paper's variants at every K_train, the extra schemes at theirs
     assert all("acc_len16_k1" in r.data.metrics for r in runs)
     # the extra sparse-parity figure: NoPE and ALiBi beside the variants at K_train = 2

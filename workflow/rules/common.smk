@@ -73,8 +73,13 @@ def out_dir(wildcards, output):
 
 
 def sp_evals(sp_dir, variants, ks):
-    """eval.csv of every sparse-parity model of the given variants and K_train values."""
-    return expand(f"{sp_dir}/{{v}}/K{{K}}/eval.csv", v=variants, K=ks)
+    """eval.csv of every run of every sparse-parity model of the given variants and K_train
+    values (a `schemes` model: one run)."""
+    runs = {v: e["runs"] for v, e in config["sparse_parity"]["variants"].items()}
+    return [
+        f"{sp_dir}/{v}/K{k}/seed{r}/eval.csv" for v in variants for k in ks
+        for r in range(runs.get(v, 1))
+    ]
 
 
 def figure_spec(stem):

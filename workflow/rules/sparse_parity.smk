@@ -23,6 +23,7 @@ SPARSE_PARITY_FIGURES = [artifacts.figure(config, stem) for stem in SP_FIGURES i
 wildcard_constraints:
     variant="[a-z][a-z0-9_]*",
     K=r"\d+",
+    run=r"\d+",
 
 
 rule sparse_parity_testset:
@@ -50,13 +51,15 @@ rule sparse_parity_testset:
 
 
 rule sparse_parity_train:
-    # One model per (variant, K_train); resumes from its ckpt/ after a crash.
+    # One model per (variant, K_train, run); resumes from its ckpt/ after a crash.
     input:
         f"{RESULTS}/mlflow/sparse_parity.ready",
     output:
-        f"{SP_DIR}/{{variant}}/K{{K}}/model.pt",
+        f"{SP_DIR}/{{variant}}/K{{K}}/seed{{run}}/model.pt",
     params:
-        spec=lambda w: to_json(tasks.get("sparse_parity").train_spec(config, int(w.K), w.variant)),
+        spec=lambda w: to_json(
+            tasks.get("sparse_parity").train_spec(config, int(w.K), w.variant, int(w.run))
+        ),
         launcher=launcher(config),
         out=out_dir,
     threads: config["runtime"]["threads_per_job"]
@@ -66,9 +69,9 @@ rule sparse_parity_train:
     conda:
         CONDA_ENV
     benchmark:
-        f"{BENCHMARKS}/sparse_parity/train_{{variant}}_K{{K}}.tsv",
+        f"{BENCHMARKS}/sparse_parity/train_{{variant}}_K{{K}}_seed{{run}}.tsv",
     log:
-        f"{LOGS}/sparse_parity/train_{{variant}}_K{{K}}.log",
+        f"{LOGS}/sparse_parity/train_{{variant}}_K{{K}}_seed{{run}}.log",
     shell:
         "{params.launcher} lengen.train.train --spec {params.spec:q}"
         " --out {params.out:q} > {log:q} 2>&1"
@@ -77,10 +80,10 @@ rule sparse_parity_train:
 rule sparse_parity_eval:
     # Final-token accuracy over the test grid, batched by length.
     input:
-        model=f"{SP_DIR}/{{variant}}/K{{K}}/model.pt",
+        model=f"{SP_DIR}/{{variant}}/K{{K}}/seed{{run}}/model.pt",
         testset=f"{SP_DIR}/testset.npz",
     output:
-        f"{SP_DIR}/{{variant}}/K{{K}}/eval.csv",
+        f"{SP_DIR}/{{variant}}/K{{K}}/seed{{run}}/eval.csv",
     params:
         batch_size=SP["eval"]["batch_size"],
     resources:
@@ -88,9 +91,9 @@ rule sparse_parity_eval:
     conda:
         CONDA_ENV
     benchmark:
-        f"{BENCHMARKS}/sparse_parity/eval_{{variant}}_K{{K}}.tsv",
+        f"{BENCHMARKS}/sparse_parity/eval_{{variant}}_K{{K}}_seed{{run}}.tsv",
     log:
-        f"{LOGS}/sparse_parity/eval_{{variant}}_K{{K}}.log",
+        f"{LOGS}/sparse_parity/eval_{{variant}}_K{{K}}_seed{{run}}.log",
     shell:
         "python -m lengen.analysis.evaluate run --model {input.model:q} --testset {input.testset:q}"
         " --batch-size {params.batch_size} --out {output:q} > {log:q} 2>&1"
@@ -132,7 +135,7 @@ rule sparse_parity_figure:
 rule sparse_parity_table:
     # Every model's accuracy in one tidy table (k_train, length, k_test, n, accuracy, ...).
     input:
-        expand(f"{SP_DIR}/{{v}}/K{{K}}/eval.csv", v=SP_VARIANTS, K=SP["k_train"]),
+        sp_evals(SP_DIR, SP_VARIANTS, SP["k_train"]),
     output:
         SPARSE_PARITY_TABLE,
     resources:
@@ -159,7 +162,7 @@ rule sparse_parity_attention:
     # Diagnostic (lengen.analysis.attention), one per variant: attention mass of the predicting <SEP>
     # token on flagged / unflagged tokens per head vs test length; accuracy by flagged ones.
     input:
-        lambda w: f"{SP_DIR}/{w.variant}/K{SP_ATTENTION['k_train']}/model.pt",
+        lambda w: f"{SP_DIR}/{w.variant}/K{SP_ATTENTION['k_train']}/seed0/model.pt",  # run 0
     output:
         figure=report(
             f"{REPORTS}/sparse_parity_attention_{{variant}}.png",

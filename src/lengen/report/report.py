@@ -129,7 +129,8 @@ def sp_competent(d: pd.DataFrame, cfg: dict) -> list[int]:
         & (d.length >= sp["train_min_len"])
         & (d.length <= sp["train_max_len"])
     ]
-    worst = inside.groupby("k_train").accuracy.min()
+    per_cell = inside.groupby(["k_train", "k_test", "length"]).accuracy.mean()  # run mean
+    worst = per_cell.groupby(level=0).min()
     return sorted(int(k) for k in worst[worst >= NEAR_PERFECT].index)
 
 
@@ -298,9 +299,12 @@ def in_distribution(t: Tables, experiment: str) -> pd.Series | None:
     return per_length.groupby(level=[0, 1]).min()
 
 
-def not_learned(t: Tables, experiment: str, variants: list[str]) -> list[str]:
-    """'variant at jump/depth v (worst x.xx)' for every compared model below NEAR_PERFECT in
-    distribution (empty: the comparison is testable)."""
+def not_learned(
+    t: Tables, experiment: str, variants: list[str], values: list | None = None
+) -> list[str]:
+    """'variant at jump/depth v (worst x.xx)' for every compared model (of the given jumps /
+    depths; default all) below NEAR_PERFECT in distribution (empty: the comparison is
+    testable)."""
     inside = in_distribution(t, experiment)
     param = _setting(experiment)
     d = t.table(experiment)
@@ -316,7 +320,7 @@ def not_learned(t: Tables, experiment: str, variants: list[str]) -> list[str]:
     return [
         f"{variant} {param} {value} ({acc:.2f}{why.get((variant, value), '')})"
         for (variant, value), acc in inside.items()
-        if variant in variants and acc < NEAR_PERFECT
+        if variant in variants and acc < NEAR_PERFECT and (values is None or value in values)
     ]
 
 
@@ -341,82 +345,39 @@ def departure_note(t: Tables, experiment: str) -> str:
     return ""
 
 
-EQUAL = "_equal"  # variant-name suffix of the equal-budget runs (config: variants *_equal)
-
-
-def equal_budget_note(t: Tables, experiment: str, variants: list[str]) -> str:
-    """The DEPARTURE an equal-budget row rests on: its training range, steps, settings, runs."""
-    section = t.cfg[experiment]
-    setting = tasks.get(experiment).SETTING
-    run = [v for v in variants if v in section["variants"]]
-    if not run:
-        return "rests on a DEPARTURE: equal training budgets on a shorter training range"
-    own = [tasks.variant_section(section, v) for v in run]
-    ranges = sorted({tasks.get(experiment).train_lengths(o) for o in own})
-    steps = sorted({{**section["train"], **section["variants"][v].get("train", {})}["steps"]
-                    for v in run})  # fmt: skip
-    runs = sorted({section["variants"][v]["runs"] for v in run})
-    values = sorted({x for o in own for x in o[setting.values]})
-    return (
-        "rests on a DEPARTURE: equal training budgets on a shorter training range (every model "
-        f"trained lengths {' / '.join(f'[{a}, {b}]' for a, b in ranges)} for "
-        f"{' / '.join(f'{n:,}' for n in steps)} steps, {setting.values} "
-        f"{', '.join(map(str, values))}, {' / '.join(map(str, runs))} run(s) each), because the "
-        "ablations do not learn the paper's range in distribution on 2 cores; the paper-range "
-        "row above keeps its reason"
-    )
-
-
 def compare_beyond(
-    experiment: str,
-    better: str,
-    worse: list[str],
-    threshold: float,
-    note: Callable[[Tables], str] | None = None,
+    experiment: str, better: str, worse: list[str], threshold: float
 ) -> Callable[[Tables], Measured | NotTestable | None]:
-    """Measure: per jump / depth and per model in `worse`, the gap (better minus it) in mean
-    exact match beyond the training lengths, with its CI; the decisive one against `threshold`.
-    Testable only when every compared model is >= NEAR_PERFECT in distribution: a model that
-    never learned the task shows nothing about length generalization. `note` names what the row
-    rests on (default: the section model's DEPARTURE, departure_note)."""
+    """Measure: per jump / depth that `better` and a model in `worse` both ran, the gap (better
+    minus it) in mean exact match beyond the training lengths, with its run-level CI; the
+    decisive one against `threshold`. Testable only when every compared model is >=
+    NEAR_PERFECT in distribution: a model that never learned the task shows nothing about
+    length generalization. The row names the section model's DEPARTURE (departure_note)."""
 
     def measure(t: Tables) -> Measured | NotTestable | None:
         d = t.table(experiment)
         if d is None or better not in set(d.variant) or not set(worse) & set(d.variant):
             return None
-        compared = [better, *[w for w in worse if w in set(d.variant)]]
-        weak = not_learned(t, experiment, compared)
+        param = _setting(experiment)
+        others = [w for w in worse if w in set(d.variant)]
+        ran = lambda v: set(d[d.variant == v][param])  # noqa: E731
+        values = sorted(ran(better) & set().union(*(ran(w) for w in others)))
+        weak = not_learned(t, experiment, [better, *others], values)
         if weak:
             return NotTestable("not learned in distribution (< 0.9): " + ", ".join(weak))
-        param = _setting(experiment)
         found = []
-        for value in sorted(d[d.variant == better][param].unique()):
+        for value in values:
             ours = beyond_rows(t, experiment, better, value)
-            for other in compared[1:]:
+            for other in others:
                 theirs = beyond_rows(t, experiment, other, value)
                 if len(theirs):
                     name = f"{param} {value}: {better} minus {other}"
                     found.append(effects.gap(ours, theirs, name))
         if not found:
             return None
-        why = note(t) if note else departure_note(t, experiment)
-        return effect_measured(found, threshold, why)
+        return effect_measured(found, threshold, departure_note(t, experiment))
 
     return measure
-
-
-def equal_budgets(
-    experiment: str, better: str, worse: list[str], threshold: float
-) -> Callable[[Tables], Measured | NotTestable | None]:
-    """compare_beyond on the equal-budget runs (variants `<name>_equal`), noting their DEPARTURE
-    with the section model's."""
-    names = [better + EQUAL, *[w + EQUAL for w in worse]]
-
-    def note(t: Tables) -> str:
-        return "; ".join(x for x in (equal_budget_note(t, experiment, names),
-                                     departure_note(t, experiment)) if x)  # fmt: skip
-
-    return compare_beyond(experiment, names[0], names[1:], threshold, note)
 
 
 def ps_in_distribution(t: Tables) -> Measured | None:
@@ -457,11 +418,6 @@ def ps_ablations_worse(t: Tables) -> Measured | NotTestable | None:
     return compare_beyond("parity_scratchpad", "ppc", ["absolute", "rope_pose"], MUCH_WORSE)(t)
 
 
-def ps_ablations_worse_equal(t: Tables) -> Measured | NotTestable | None:
-    """PS-3 on the equal-budget runs: PPC against both ablations, every model trained alike."""
-    return equal_budgets("parity_scratchpad", "ppc", ["absolute", "rope_pose"], MUCH_WORSE)(t)
-
-
 def va_ppc_3x(t: Tables) -> Measured | None:
     """Per depth, PPC's seed-mean exact match at the longest tested length up to 3L (Sec. 5.2.2:
     "up to ~3x the training length"), with its CI; the decisive depth against WELL."""
@@ -488,25 +444,6 @@ def va_ablations_worse(t: Tables) -> Measured | NotTestable | None:
 def va_scratchpad_helps_rope(t: Tables) -> Measured | NotTestable | None:
     """VA-3: RoPE + PoSE with a scratchpad against without (Fig. 3d vs 3c)."""
     return compare_beyond("variable_assignment", "rope_pose", ["no_scratchpad"], ORDERING_GAP)(t)
-
-
-def va_ablations_worse_equal(t: Tables) -> Measured | NotTestable | None:
-    """VA-2 on the equal-budget runs."""
-    return equal_budgets(
-        "variable_assignment", "ppc", ["no_coupling", "no_scratchpad"], MUCH_WORSE
-    )(t)
-
-
-def va_scratchpad_helps_rope_equal(t: Tables) -> Measured | NotTestable | None:
-    """VA-3 on the equal-budget runs."""
-    return equal_budgets("variable_assignment", "rope_pose", ["no_scratchpad"], ORDERING_GAP)(t)
-
-
-def va_rope_worse_than_ppc_equal(t: Tables) -> Measured | NotTestable | None:
-    """VA-4 on the equal-budget runs."""
-    return equal_budgets("variable_assignment", "ppc", ["rope_pose", "no_scratchpad"], MUCH_WORSE)(
-        t
-    )
 
 
 def va_rope_worse_than_ppc(t: Tables) -> Measured | NotTestable | None:
@@ -608,12 +545,6 @@ def claims(
               "per jump and ablation: PPC's mean exact match beyond training minus the "
               "ablation's; every compared model >= 0.9 in distribution; the decisive gap shown",
               ps_ablations_worse, **effect_claim(MUCH_WORSE, '"much worse"')),
-        Claim("PS-3 [equal budgets]", "App. E.2.2, Fig. 8",
-              "without PPC (absolute PE + shift, or RoPE + PoSE) generalization is much worse",
-              "as PS-3, on PPC and both ablations trained with equal budgets on a shorter range "
-              "(variants *_equal, a DEPARTURE); every compared model >= 0.9 in distribution",
-              ps_ablations_worse_equal, **effect_claim(MUCH_WORSE, '"much worse"'),
-              departure=True),
         Claim("VA-1", "Sec. 5.2.2, Fig. 3a",
               "PPC generalizes well up to ~3x the training length for d in {2, 3, 4, 5}",
               "per depth: PPC's seed-mean exact match at the longest tested length up to 3L; "
@@ -634,20 +565,6 @@ def claims(
               "per depth and RoPE variant: PPC's mean exact match beyond training minus the "
               "variant's; every compared model >= 0.9 in distribution; the decisive gap shown",
               va_rope_worse_than_ppc, **effect_claim(MUCH_WORSE, '"significantly worse"')),
-        *[Claim(f"{cid} [equal budgets]", section, paper,
-                f"as {cid}, on the models trained with equal budgets on a shorter range "
-                "(variants *_equal, a DEPARTURE); every compared model >= 0.9 in distribution",
-                measure, **effect_claim(threshold, what), departure=True)
-          for cid, section, paper, measure, threshold, what in (
-              ("VA-2", "Sec. 5.2.2, Fig. 3b-c",
-               "removing position coupling or the scratchpad hurts a lot",
-               va_ablations_worse_equal, MUCH_WORSE, '"hurts a lot"'),
-              ("VA-3", "Fig. 3 caption", "RoPE + PoSE with a scratchpad beats RoPE + PoSE without",
-               va_scratchpad_helps_rope_equal, ORDERING_GAP, '"beats", for each depth'),
-              ("VA-4", "Sec. 5.2.2, Fig. 3a vs 3c-d",
-               "RoPE with PoSE (with or without scratchpad) performs significantly worse than PPC",
-               va_rope_worse_than_ppc_equal, MUCH_WORSE, '"significantly worse"'),
-          )],
         *[
             Claim(f"TH-C3{c}", "Prop. C.3",
                   f"dropping {name} alone: training risk {train}, test risk Omega(1) at "

@@ -73,7 +73,8 @@ RULES: dict[str, Rule] = {r.sentence: r for r in (
          "an ordering (as SP-3)"),
     Rule("PS-3", "App. E.2.2, Fig. 8",
          "without PPC (absolute PE + shift, or RoPE + PoSE) generalization is much worse",
-         "beyond training, (L, 5L]: PPC minus each ablation, per jump", 0.3, LEARNED_GATE,
+         "beyond training, (L, 5L]: PPC minus each ablation, per jump both ran (the default "
+         "tier: jump 1)", 0.3, LEARNED_GATE,
          RUNS_THEN_EXAMPLES, '"much worse": 0.3, well below the paper\'s Fig. 8 gaps (~1.0)'),
     Rule("VA-1", "Sec. 5.2.2, Fig. 3a",
          "PPC generalizes well up to ~3x the training length for d in {2, 3, 4, 5}",

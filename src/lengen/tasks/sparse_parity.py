@@ -111,10 +111,11 @@ def vocab_size(spec: Spec) -> int:
     return len(SPECIALS) + spec.task.n
 
 
-def train_spec(cfg: dict, k_train: int, variant: str | None = None) -> dict:
-    """The job spec of the model of one variant (default: the first; or one of the `schemes`
-    section's extra models) trained with K_train = k_train (Sec. 5.1); the variant's model keys
-    override the section's model, a scheme's train keys the section's train."""
+def train_spec(cfg: dict, k_train: int, variant: str | None = None, run: int = 0) -> dict:
+    """The job spec of run `run` (seed: the config's + run) of the model of one variant (default:
+    the first; or one of the `schemes` section's extra models, one run each) trained with
+    K_train = k_train (Sec. 5.1); the variant's model keys override the section's model, a
+    scheme's train keys the section's train."""
     sp = cfg["sparse_parity"]
     variant = variant or next(iter(sp["variants"]))
     schemes = sp.get("schemes", {}).get("variants", {})  # the extra figure's NoPE / ALiBi models
@@ -125,7 +126,8 @@ def train_spec(cfg: dict, k_train: int, variant: str | None = None) -> dict:
         "model": {"position": var.get("position", "rope"), **sp["model"], **var.get("model", {})},
         "train": {**sp["train"], **var.get("train", {})},
     }
-    return run_spec(cfg, "sparse_parity", f"{variant}/K{k_train}", cfg["seed"], sections, variant)
+    name = f"{variant}/K{k_train}/seed{run}"
+    return run_spec(cfg, "sparse_parity", name, cfg["seed"] + run, sections, variant)
 
 
 def train_batch(spec: Spec, rng: np.random.Generator, step: int) -> Example:
