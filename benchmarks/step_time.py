@@ -68,7 +68,8 @@ def job_kinds(cfg: dict, lm_tokens: Path) -> list[Kind]:
         sp, task = cfg["sparse_parity"], tasks.get("sparse_parity")
         for variant in sp["variants"]:
             spec = task.train_spec(cfg, max(sp["k_train"]), variant)
-            kinds.append(Kind(f"sparse_parity/{variant}", spec, len(sp["k_train"])))
+            runs = sp["variants"][variant]["runs"]
+            kinds.append(Kind(f"sparse_parity/{variant}", spec, len(sp["k_train"]) * runs))
         schemes = sp.get("schemes") or {}  # the extra figure's NoPE / ALiBi models, one each
         for variant in schemes.get("variants", {}):
             spec = task.train_spec(cfg, schemes["k_train"], variant)

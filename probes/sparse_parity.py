@@ -70,7 +70,11 @@ def read_base(base: str) -> dict:
             f"probe base {base}: not in this checkout's git history ({shown.stderr.strip()}); "
             "a shallow clone needs `git fetch --unshallow`"
         )
-    return yaml.safe_load(shown.stdout)
+    cfg = yaml.safe_load(shown.stdout)
+    # sparse-parity variants gained `runs` later (issue 44); before, each trained one run
+    for variant in cfg.get("sparse_parity", {}).get("variants", {}).values():
+        variant.setdefault("runs", 1)
+    return cfg
 
 
 def load_probe(probes_path: Path, name: str, kind: str, section, overrides) -> tuple[dict, dict]:

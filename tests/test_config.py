@@ -176,21 +176,36 @@ def test_config_check_names_the_file_and_line(tmp_path, capsys):
 
 
 def test_a_variant_trains_its_own_range_and_settings():
-    """variants.<v>.section (the default tier's equal-budget runs): the variant's specs, results
-    paths and training range are its own; the other variants keep the section's."""
+    """variants.<v>.section and .train (the default tier's Fig. 8 ablations: jump 1 only, 24,000
+    steps): the variant's specs, jumps and budget are its own; the other variants keep the
+    section's."""
     from lengen import tasks
 
     cfg = load(ROOT / "config" / "config.yaml")
     section = cfg["parity_scratchpad"]
-    spec = tasks.generation_spec(cfg, "parity_scratchpad", "ppc_equal", 4, 0)
-    assert (spec["task"]["train_min_len"], spec["task"]["train_max_len"]) == (10, 20)
-    assert spec["train"]["steps"] == 12000 and spec["train"]["early_stop"]["min_steps"] == 12000
-    assert (
-        tasks.generation_spec(cfg, "parity_scratchpad", "ppc", 4, 0)["task"]["train_max_len"] == 40
-    )
-    own = tasks.variant_section(section, "absolute_equal")
-    assert own["jumps"] == [1, 4] and tasks.get("parity_scratchpad").train_lengths(own) == (10, 20)
+    spec = tasks.generation_spec(cfg, "parity_scratchpad", "absolute", 1, 0)
+    assert spec["train"]["steps"] == 24000 and spec["train"]["early_stop"]["min_steps"] == 24000
+    assert spec["train"]["early_stop"]["plateau_steps"] == 24000  # no plateau stop
+    ppc = tasks.generation_spec(cfg, "parity_scratchpad", "ppc", 4, 0)
+    assert ppc["train"]["steps"] == 8000 and ppc["task"]["train_max_len"] == 40
+    own = tasks.variant_section(section, "rope_pose")
+    assert own["jumps"] == [1] and tasks.get("parity_scratchpad").train_lengths(own) == (10, 40)
     assert tasks.variant_section(section, "ppc") is section
+    # a variant with its own range: the range is its own, the others keep the section's
+    over = {
+        **section,
+        "variants": {
+            **section["variants"],
+            "ppc_short": {
+                "scheme": "ppc",
+                "runs": 1,
+                "section": {"train_max_len": 20, "jumps": [1, 4]},
+            },
+        },
+    }
+    cfg2 = {**cfg, "parity_scratchpad": over}
+    short = tasks.generation_spec(cfg2, "parity_scratchpad", "ppc_short", 4, 0)
+    assert (short["task"]["train_min_len"], short["task"]["train_max_len"]) == (10, 20)
 
 
 def test_jobs_ask_what_their_tier_needs():

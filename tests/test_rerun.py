@@ -52,7 +52,7 @@ def test_a_diverging_run_stops_failed_without_a_model(tiny_spec, tmp_path):
     out = tmp_path / "run"
     spec = dict(tiny_spec, train={**tiny_spec["train"], "lr": 1e30, "grad_clip": 1e30})
     with pytest.raises(
-        NonFiniteLoss, match=r"neox/K2 .* at step \d+: the run diverged.*lr = 1e\+30"
+        NonFiniteLoss, match=r"neox/K2/seed0 .* at step \d+: the run diverged.*lr = 1e\+30"
     ):
         train(spec, out)
     assert not (out / "model.pt").exists()

@@ -53,9 +53,10 @@ def test_dry_run_of_the_full_dag(tmp_path, tier):
         "generation_table",
     ):
         assert rule in out
-    assert "sparse_parity/neox/K12/model.pt" in out or tier != "paper"
+    assert "sparse_parity/neox/K12/seed0/model.pt" in out or tier != "paper"
     if tier == "config":  # the default tier trains the paper model and the departure beside it
-        assert "sparse_parity/loglen/K12/model.pt" in out
+        assert "sparse_parity/loglen/K12/seed0/model.pt" in out
+        assert "sparse_parity/neox/K12/seed2/model.pt" in out  # 3 runs per K_train
     if tier == "paper":  # Fig. 2: 10 runs per jump; Fig. 3c: 10 runs per depth
         assert "parity_scratchpad/ppc/k4/seed9/model.pt" in out
         assert "variable_assignment/no_scratchpad/d5/seed9/model.pt" in out
@@ -150,8 +151,8 @@ def test_one_figure_target_builds_only_what_it_needs(tmp_path):
         cfg,
     )
     out = proc.stdout + proc.stderr
-    assert "neox/K1/model.pt" in out and "loglen/K1/model.pt" in out
-    assert "K2/model.pt" not in out and "K3/model.pt" not in out
+    assert "neox/K1/seed0/model.pt" in out and "loglen/K1/seed0/model.pt" in out
+    assert "K2/seed0/model.pt" not in out and "K3/seed0/model.pt" not in out
 
 
 def test_one_generation_figure_builds_only_its_variants(tmp_path):
