@@ -1,0 +1,122 @@
+"""Fused runs (lengen.model.fused) against the same runs one by one: seconds per training step
+(forward, backward, per-run clipping, AdamW) of R models of one shape, and tokens per second.
+
+    python benchmarks/fused.py                                   # CPU, one thread, 3 x 128 model
+    python benchmarks/fused.py --device cuda --layers 12 --width 1024 --heads 16 --runs 1 4 8 16 32
+
+Each run trains its own random batch of the tier's shape (batch x length tokens; the work per
+token does not depend on the data). "alone" steps the R models one after another, each with its
+own AdamW, as R separate trainings on one device would; "fused" steps them as one FusedGPTNeoX
+with one AdamW over the stacked weights. Prints, per R, both times and their ratio (alone /
+fused: above 1 the fused group is faster); with --json, writes them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+
+from lengen.model.fused import FusedGPTNeoX
+from lengen.model.model import GPTNeoX, ModelConfig
+
+
+def sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def timed(step, n: int, warmup: int, device: str) -> float:
+    """Median seconds of `step()` over n calls after `warmup`."""
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(n):
+        sync(device)
+        t0 = time.perf_counter()
+        step()
+        sync(device)
+        times.append(time.perf_counter() - t0)
+    return sorted(times)[len(times) // 2]
+
+
+def measure(cfg: ModelConfig, runs: int, batch: int, length: int, device: str, steps: int,
+            warmup: int) -> dict:  # fmt: skip
+    """Seconds per step alone and fused for `runs` models."""
+    models = []
+    for seed in range(runs):
+        torch.manual_seed(seed)
+        models.append(GPTNeoX(cfg).to(device))
+    ids = torch.randint(0, cfg.vocab_size, (runs, batch, length), device=device)
+    pos = torch.arange(length, device=device).expand(runs, batch, length).contiguous()
+    labels = torch.roll(ids, -1, dims=-1)
+    opts = [torch.optim.AdamW(m.parameters(), lr=1e-4) for m in models]
+
+    def alone():
+        for r, (m, o) in enumerate(zip(models, opts, strict=True)):
+            out = m(ids[r], pos[r])
+            out = out[0] if isinstance(out, tuple) else out
+            loss = torch.nn.functional.cross_entropy(out.transpose(1, 2), labels[r])
+            o.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+            o.step()
+
+    fused = FusedGPTNeoX(models).to(device)
+    fopt = torch.optim.AdamW(fused.parameters(), lr=1e-4)
+
+    def together():
+        out = fused(ids, pos)
+        out = out[0] if isinstance(out, tuple) else out
+        losses = torch.nn.functional.cross_entropy(
+            out.flatten(1, 2).transpose(1, 2), labels.flatten(1), reduction="none"
+        ).mean(1)
+        fopt.zero_grad(set_to_none=True)
+        losses.sum().backward()
+        fused.clip_run_grads_(1.0)
+        fopt.step()
+
+    t_alone = timed(alone, steps, warmup, device)
+    t_fused = timed(together, steps, warmup, device)
+    tokens = runs * batch * length
+    return {"runs": runs, "alone_s": t_alone, "fused_s": t_fused, "ratio": t_alone / t_fused,
+            "alone_tok_s": tokens / t_alone, "fused_tok_s": tokens / t_fused}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--layers", type=int, default=3)
+    parser.add_argument("--width", type=int, default=128)
+    parser.add_argument("--heads", type=int, default=2)
+    parser.add_argument("--vocab", type=int, default=64)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--length", type=int, default=25, help="tokens per sequence")
+    parser.add_argument("--runs", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--json", help="write the rows here")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    cfg = ModelConfig(vocab_size=args.vocab, n_layer=args.layers, n_head=args.heads,
+                      d_model=args.width, position="learned", predict_positions=True,
+                      l_max=max(64, args.length))  # fmt: skip  # the PPC model
+    rows = []
+    for runs in args.runs:
+        row = measure(cfg, runs, args.batch, args.length, args.device, args.steps, args.warmup)
+        rows.append(row)
+        print(f"R = {runs:3d}: alone {row['alone_s'] * 1e3:8.1f} ms/step, fused "
+              f"{row['fused_s'] * 1e3:8.1f} ms/step, ratio {row['ratio']:.2f}x "
+              f"({row['fused_tok_s']:.0f} tok/s fused)", flush=True)  # fmt: skip
+    if args.json:
+        meta = {k: v for k, v in vars(args).items() if k != "json"}
+        with open(args.json, "w") as f:
+            json.dump({"setup": meta, "rows": rows}, f, indent=2)
+    return rows
+
+
+if __name__ == "__main__":
+    main()

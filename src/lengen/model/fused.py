@@ -1,0 +1,155 @@
+"""Many training runs of one shape as one computation (issue 45): R GPT-NeoX models whose weights
+are stacked along a leading run dimension, so that every kernel carries all R runs' work and the
+host pays for one step, not R.
+
+Each linear layer is one batched matmul over [R, tokens, in] x [R, in, out]; each embedding one
+lookup in the R tables laid end to end; LayerNorm normalises once and applies each run's scale
+and shift; attention folds the runs into the batch dimension ([R x B, H, T, D]: one fused
+attention kernel for all runs). The position schemes are lengen.model.model's own pieces (RoPE
+tables, ALiBi bias, log-length scaling), applied to the folded batch, so the computation is
+GPTNeoX.forward's, run by run: tests/test_fused.py checks equal outputs and gradients for every
+scheme. `member(r)` gives run r back as a plain GPTNeoX (its model file, its evaluation).
+
+On one CPU thread this is compute-bound and gains nothing (measured 0.78-0.97x before this
+module); it is for a GPU, where a small model's step is bound by the host. Like the model, it
+knows nothing of DeepSpeed, MLflow or Snakemake.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lengen.model.model import GPTNeoX, ModelConfig, log_length_scale
+from lengen.model.positions import alibi_bias
+
+
+def _stack(models: list[GPTNeoX], name: str) -> nn.Parameter:
+    """The named parameter of every model, stacked along a new leading run dimension."""
+    return nn.Parameter(torch.stack([m.get_parameter(name).detach() for m in models]).clone())
+
+
+class FusedGPTNeoX(nn.Module):
+    """R GPT-NeoX models of one ModelConfig, trained as one: parameters are the members' own,
+    stacked (name -> [R, *shape], named as in GPTNeoX with '.' replaced by '__'). forward takes
+    input_ids and position_ids of shape (R, B, T), one batch per run, and returns what each
+    member would: logits (R, B, T, V), and with the PPC head, next-position logits too."""
+
+    def __init__(self, models: list[GPTNeoX]):
+        super().__init__()
+        cfgs = {m.cfg for m in models}
+        if len(cfgs) != 1:
+            raise ValueError(f"a fused group needs one ModelConfig, got {len(cfgs)}")
+        self.cfg: ModelConfig = models[0].cfg
+        self.runs = len(models)
+        self.names = [name for name, _ in models[0].named_parameters()]
+        self.weights = nn.ParameterDict(
+            {n.replace(".", "__"): _stack(models, n) for n in self.names}
+        )
+        template = models[0]  # the position pieces hold no weights (RoPE inv_freq, ALiBi slopes)
+        self.rope = template.rope
+        self.register_buffer("alibi", template.alibi, persistent=False)
+
+    def w(self, name: str) -> torch.Tensor:
+        """The stacked parameter of GPTNeoX's `name` ([R, *shape])."""
+        return self.weights[name.replace(".", "__")]
+
+    def linear(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        """x (R, B, T, in) through each run's nn.Linear `name`: one batched matmul."""
+        R, B, T, _ = x.shape
+        y = torch.bmm(x.reshape(R, B * T, -1), self.w(f"{name}.weight").transpose(1, 2))
+        if f"{name}.bias" in self.names:
+            y = y + self.w(f"{name}.bias")[:, None]
+        return y.view(R, B, T, -1)
+
+    def layer_norm(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        """Each run's LayerNorm `name`: normalise, then its own scale and shift."""
+        y = F.layer_norm(x, x.shape[-1:], eps=self.cfg.layer_norm_eps)
+        return y * self.w(f"{name}.weight")[:, None, None] + self.w(f"{name}.bias")[:, None, None]
+
+    def embedding(self, ids: torch.Tensor, name: str) -> torch.Tensor:
+        """ids (R, B, T) looked up in each run's own table: the R tables end to end, one lookup."""
+        table = self.w(name)  # (R, V, C)
+        R, V, C = table.shape
+        offsets = torch.arange(R, device=ids.device)[:, None, None] * V
+        return F.embedding(ids + offsets, table.reshape(R * V, C))
+
+    def attention(self, x, i: int, cos_sin, bias) -> torch.Tensor:
+        """Layer i's causal self-attention, the runs folded into the batch (Attention.forward)."""
+        cfg, (R, B, T, C) = self.cfg, x.shape
+        H, D = cfg.n_head, cfg.head_dim
+        qkv = self.linear(x, f"layers.{i}.attention.query_key_value")
+        qkv = qkv.reshape(R * B, T, H, 3 * D).transpose(1, 2)
+        q, k, v = qkv.split(D, dim=-1)
+        if self.rope is not None:
+            q, k = self.rope.rotate(q, *cos_sin), self.rope.rotate(k, *cos_sin)
+        if cfg.attn_scale == "log_length":
+            q = q * log_length_scale(0, T, q.device).to(q.dtype)
+        if bias is not None:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias.to(q.dtype))
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y = y.transpose(1, 2).reshape(R, B, T, C)
+        return self.linear(y, f"layers.{i}.attention.dense")
+
+    def forward(self, input_ids: torch.Tensor, position_ids: torch.Tensor):
+        """Logits (R, B, T, V) for input_ids (R, B, T) at position_ids (R, B, T); with the PPC
+        head, also next-position logits (R, B, T, l_max + 1)."""
+        cfg, (R, B, T) = self.cfg, input_ids.shape
+        x = self.embedding(input_ids, "embed_in.weight")
+        flat_ids = position_ids.reshape(R * B, T)
+        cos_sin, bias = None, None
+        if cfg.position == "rope":
+            cos_sin = self.rope.cos_sin(flat_ids)
+        elif cfg.position == "learned":
+            x = x + self.embedding(position_ids, "abs_pos.embed.weight")
+        elif cfg.position == "alibi":
+            keep = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+            bias = alibi_bias(self.alibi, flat_ids, flat_ids).masked_fill(~keep, float("-inf"))
+        for i in range(cfg.n_layer):
+            h = self.layer_norm(x, f"layers.{i}.input_layernorm")
+            attn = self.attention(h, i, cos_sin, bias)
+            h2 = self.layer_norm(x, f"layers.{i}.post_attention_layernorm")
+            mlp = self.linear(
+                F.gelu(self.linear(h2, f"layers.{i}.mlp.dense_h_to_4h")),
+                f"layers.{i}.mlp.dense_4h_to_h",
+            )
+            x = x + attn + mlp
+        x = self.layer_norm(x, "final_layer_norm")
+        logits = self.linear(x, "embed_out")
+        if not cfg.predict_positions:
+            return logits
+        return logits, self.linear(x, "position_out")
+
+    def member(self, r: int) -> GPTNeoX:
+        """Run r as a plain GPTNeoX (a copy of its weights)."""
+        model = GPTNeoX(self.cfg)
+        state = {name: self.w(name)[r].detach().clone() for name in self.names}
+        model.load_state_dict(state, strict=False)  # buffers (RoPE, ALiBi) are the model's own
+        return model
+
+    def set_member(self, r: int, model: GPTNeoX) -> None:
+        """Copy a plain GPTNeoX's weights into run r (a resumed or restored member)."""
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                self.w(name)[r].copy_(p)
+
+    def run_grad_norms(self) -> torch.Tensor:
+        """Each run's gradient L2 norm over all its parameters (R,)."""
+        squares = [
+            p.grad.flatten(1).pow(2).sum(1) for p in self.weights.values() if p.grad is not None
+        ]
+        return torch.stack(squares).sum(0).sqrt()
+
+    def clip_run_grads_(self, max_norm: float) -> torch.Tensor:
+        """Per-run gradient clipping (each run's own norm, as torch's clip_grad_norm_ and
+        DeepSpeed's gradient_clipping do for one model: scale by max_norm / (norm + 1e-6) where
+        that is below 1); returns the norms before clipping."""
+        norms = self.run_grad_norms()
+        if max_norm > 0:
+            scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
+            for p in self.weights.values():
+                if p.grad is not None:
+                    p.grad.mul_(scale.view(-1, *([1] * (p.grad.dim() - 1))))
+        return norms

@@ -1,0 +1,148 @@
+"""Fused runs (lengen.model.fused, issue 45): R models of one shape as one computation give
+each model's own outputs, gradients and training trajectory."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from lengen.model.fused import FusedGPTNeoX
+from lengen.model.model import GPTNeoX, ModelConfig
+
+SCHEMES = {  # every position scheme the trainer runs (lengen.core.positions)
+    "rope (RoPE + PoSE)": dict(position="rope", rotary_pct=0.5),
+    "rope, log-length scaling": dict(position="rope", attn_scale="log_length"),
+    "absolute (+ shift)": dict(position="learned"),
+    "PPC": dict(position="learned", predict_positions=True),
+    "NoPE": dict(position="nope"),
+    "ALiBi": dict(position="alibi"),
+}
+R, B, T, V = 3, 4, 9, 17
+TOL = dict(atol=1e-6, rtol=1e-5)  # batched vs single matmuls: fp32 sums in another order
+
+
+def members(scheme: dict) -> list[GPTNeoX]:
+    """R models of one config, each drawn from its own seed (as runs are)."""
+    cfg = ModelConfig(vocab_size=V, n_layer=2, n_head=2, d_model=16, l_max=40, **scheme)
+    out = []
+    for seed in range(R):
+        torch.manual_seed(seed)
+        out.append(GPTNeoX(cfg))
+    return out
+
+
+def batches(seed: int = 0):
+    """One batch per run: its own tokens and position IDs (R, B, T)."""
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, V, (R, B, T), generator=g)
+    pos = torch.randint(0, 30, (R, B, 1), generator=g) + torch.arange(T)  # shifted IDs, as PoSE
+    return ids, pos
+
+
+def as_tuple(out):
+    return out if isinstance(out, tuple) else (out,)
+
+
+@pytest.mark.parametrize("name", SCHEMES)
+def test_fused_outputs_and_gradients_equal_each_model(name):
+    models = members(SCHEMES[name])
+    fused = FusedGPTNeoX(models)
+    ids, pos = batches()
+    outs = as_tuple(fused(ids, pos))
+    for r, model in enumerate(models):
+        for got, want in zip(outs, as_tuple(model(ids[r], pos[r])), strict=True):
+            torch.testing.assert_close(got[r], want, **TOL)
+    # gradients: the sum of the runs' losses gives each run its own loss's gradient
+    sum(o.square().mean(dim=(1, 2, 3)).sum() for o in outs).backward()
+    for r, model in enumerate(models):
+        sum(o.square().mean() for o in as_tuple(model(ids[r], pos[r]))).backward()
+        for pname, p in model.named_parameters():
+            torch.testing.assert_close(fused.w(pname).grad[r], p.grad, **TOL)
+    # a member is its model again
+    for r, model in enumerate(models):
+        back = fused.member(r)
+        for (n1, a), (n2, b) in zip(back.named_parameters(), model.named_parameters(), strict=True):
+            assert n1 == n2 and torch.equal(a, b)
+
+
+def test_a_group_needs_one_shape():
+    a = members(SCHEMES["NoPE"])[0]
+    b = GPTNeoX(ModelConfig(vocab_size=V, n_layer=1, n_head=2, d_model=16, position="nope"))
+    with pytest.raises(ValueError, match="one ModelConfig"):
+        FusedGPTNeoX([a, b])
+
+
+def test_per_run_clipping_is_each_runs_own():
+    """Each run's gradient is clipped by its own norm (torch's clip_grad_norm_ on that model
+    alone), not by the group's."""
+    models = members(SCHEMES["PPC"])
+    fused = FusedGPTNeoX(models)
+    ids, pos = batches()
+    scale = torch.tensor([1.0, 100.0, 0.01])  # three very different gradient norms
+    outs = as_tuple(fused(ids, pos))
+    sum((o.mean(dim=(1, 2, 3)) * scale).sum() for o in outs).backward()
+    norms = fused.clip_run_grads_(0.5)
+    for r, model in enumerate(models):
+        sum(o.mean() * scale[r] for o in as_tuple(model(ids[r], pos[r]))).backward()
+        want = torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+        torch.testing.assert_close(norms[r], want, **TOL)
+        for pname, p in model.named_parameters():
+            torch.testing.assert_close(fused.w(pname).grad[r], p.grad, **TOL)
+
+
+def test_training_fused_equals_training_each_run_alone():
+    """AdamW steps with per-run clipping on the fused group follow each run trained alone (its
+    own batches, its own clipping) to the stated tolerance, and a run that stops early stops
+    changing while the others go on."""
+    models = members(SCHEMES["ALiBi"])
+    alone = [GPTNeoX(m.cfg) for m in models]
+    for a, m in zip(alone, models, strict=True):
+        a.load_state_dict(m.state_dict())
+    fused = FusedGPTNeoX(models)
+    opt = torch.optim.AdamW(fused.parameters(), lr=3e-3, weight_decay=0.1)
+    opts = [torch.optim.AdamW(a.parameters(), lr=3e-3, weight_decay=0.1) for a in alone]
+    stop_at = {1: 3}  # run 1 stops after step 3
+    active = torch.ones(R, dtype=torch.bool)
+    for step in range(6):
+        ids, pos = batches(step)
+        labels = torch.roll(ids, -1, dims=-1)
+        logits = fused(ids, pos)
+        losses = torch.nn.functional.cross_entropy(
+            logits.flatten(1, 2).transpose(1, 2), labels.flatten(1), reduction="none"
+        ).mean(1)
+        opt.zero_grad()
+        (losses * active).sum().backward()
+        fused.clip_run_grads_(1.0)
+        frozen = {n: p.detach()[~active].clone() for n, p in fused.weights.items()}
+        opt.step()
+        with torch.no_grad():  # a stopped run does not change (AdamW's decay and momentum too)
+            for n, p in fused.weights.items():
+                p[~active] = frozen[n]
+        for r, (a, o) in enumerate(zip(alone, opts, strict=True)):
+            if not active[r]:
+                continue
+            loss = torch.nn.functional.cross_entropy(a(ids[r], pos[r]).transpose(1, 2), labels[r])
+            torch.testing.assert_close(losses[r], loss, **TOL)
+            o.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(a.parameters(), 1.0)
+            o.step()
+        for r, s in stop_at.items():
+            if step + 1 == s:
+                active[r] = False
+    for r, a in enumerate(alone):
+        for pname, p in a.named_parameters():
+            torch.testing.assert_close(fused.w(pname)[r], p, atol=1e-5, rtol=1e-4)
+
+
+def test_the_fused_benchmark_runs_and_reports_its_ratio(tmp_path):
+    from .conftest import ROOT
+    from .helpers import load_script
+
+    bench = load_script(ROOT / "benchmarks" / "fused.py")
+    out = tmp_path / "fused.json"
+    rows = bench.main(["--layers", "1", "--width", "16", "--heads", "2", "--batch", "2",
+                       "--length", "5", "--runs", "1", "2", "--steps", "1", "--warmup", "0",
+                       "--json", str(out)])  # fmt: skip
+    assert [r["runs"] for r in rows] == [1, 2] and all(r["ratio"] > 0 for r in rows)
+    assert out.exists()
