@@ -2,13 +2,17 @@
 (forward, backward, per-run clipping, AdamW) of R models of one shape, and tokens per second.
 
     python benchmarks/fused.py                                   # CPU, one thread, 3 x 128 model
-    python benchmarks/fused.py --device cuda --layers 12 --width 1024 --heads 16 --runs 1 4 8 16 32
+    python benchmarks/fused.py --device cuda --layers 12 --width 1024 --heads 16 --batch 64 \
+        --runs 1 4 8 16 32 --bf16 [--compile]       # the paper's synthetic model (issue 45)
 
 Each run trains its own random batch of the tier's shape (batch x length tokens; the work per
 token does not depend on the data). "alone" steps the R models one after another, each with its
 own AdamW, as R separate trainings on one device would; "fused" steps them as one FusedGPTNeoX
 with one AdamW over the stacked weights. Prints, per R, both times and their ratio (alone /
-fused: above 1 the fused group is faster); with --json, writes them.
+fused: above 1 the fused group is faster), and the fused group's MFU: its model FLOPs per second
+(GPTNeoX.flops_per_token: 6N + attention) over the matmul ceiling measured in the same run
+(throughput.matmul_ceiling: bf16 on CUDA, fp32 on CPU); with --json, writes them. --bf16 runs
+both under bf16 autocast (the GPU tiers' precision); --compile torch.compiles both steps.
 """
 
 from __future__ import annotations
@@ -18,14 +22,10 @@ import json
 import time
 
 import torch
+from throughput import matmul_ceiling, sync  # this folder's (python benchmarks/fused.py)
 
 from lengen.model.fused import FusedGPTNeoX
 from lengen.model.model import GPTNeoX, ModelConfig
-
-
-def sync(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
 
 
 def timed(step, n: int, warmup: int, device: str) -> float:
@@ -43,7 +43,7 @@ def timed(step, n: int, warmup: int, device: str) -> float:
 
 
 def measure(cfg: ModelConfig, runs: int, batch: int, length: int, device: str, steps: int,
-            warmup: int) -> dict:  # fmt: skip
+            warmup: int, bf16: bool = False, compile_: bool = False) -> dict:  # fmt: skip
     """Seconds per step alone and fused for `runs` models."""
     models = []
     for seed in range(runs):
@@ -78,11 +78,20 @@ def measure(cfg: ModelConfig, runs: int, batch: int, length: int, device: str, s
         fused.clip_run_grads_(1.0)
         fopt.step()
 
-    t_alone = timed(alone, steps, warmup, device)
-    t_fused = timed(together, steps, warmup, device)
+    def run(step):
+        def go():
+            with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=bf16):
+                step()
+
+        return torch.compile(go) if compile_ else go
+
+    t_alone = timed(run(alone), steps, warmup, device)
+    t_fused = timed(run(together), steps, warmup, device)
     tokens = runs * batch * length
+    flops = models[0].flops_per_token(length) * tokens
     return {"runs": runs, "alone_s": t_alone, "fused_s": t_fused, "ratio": t_alone / t_fused,
-            "alone_tok_s": tokens / t_alone, "fused_tok_s": tokens / t_fused}  # fmt: skip
+            "alone_tok_s": tokens / t_alone, "fused_tok_s": tokens / t_fused,
+            "fused_tflops": flops / t_fused / 1e12}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -98,23 +107,29 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--bf16", action="store_true", help="bf16 autocast (the GPU tiers')")
+    parser.add_argument("--compile", action="store_true", help="torch.compile both steps")
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     cfg = ModelConfig(vocab_size=args.vocab, n_layer=args.layers, n_head=args.heads,
                       d_model=args.width, position="learned", predict_positions=True,
                       l_max=max(64, args.length))  # fmt: skip  # the PPC model
+    ceiling = matmul_ceiling(args.device) / 1e3  # TFLOP/s
     rows = []
     for runs in args.runs:
-        row = measure(cfg, runs, args.batch, args.length, args.device, args.steps, args.warmup)
+        row = measure(cfg, runs, args.batch, args.length, args.device, args.steps, args.warmup,
+                      args.bf16, args.compile)  # fmt: skip
+        row["fused_mfu"] = row["fused_tflops"] / ceiling
         rows.append(row)
         print(f"R = {runs:3d}: alone {row['alone_s'] * 1e3:8.1f} ms/step, fused "
               f"{row['fused_s'] * 1e3:8.1f} ms/step, ratio {row['ratio']:.2f}x "
-              f"({row['fused_tok_s']:.0f} tok/s fused)", flush=True)  # fmt: skip
+              f"({row['fused_tok_s']:.0f} tok/s, MFU {row['fused_mfu']:.1%} fused)",
+              flush=True)  # fmt: skip
     if args.json:
         meta = {k: v for k, v in vars(args).items() if k != "json"}
         with open(args.json, "w") as f:
-            json.dump({"setup": meta, "rows": rows}, f, indent=2)
+            json.dump({"setup": meta, "ceiling_tflops": ceiling, "rows": rows}, f, indent=2)
     return rows
 
 

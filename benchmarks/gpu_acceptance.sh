@@ -7,7 +7,7 @@
 #
 # Each step has a time limit (a stuck step does not eat the others'); TRAIN_LIMIT (seconds)
 # bounds each training job. Steps: pytest_cuda throughput_paper step_time_paper step_time_gpu
-# loo_paper decode_paper prefetch loss_memory (the checks) and train.
+# loo_paper decode_paper prefetch fused loss_memory (the checks) and train.
 # checks (~10 min on one H100): the tests with a GPU path on CUDA; the paper's 12 x 1024 synthetic
 #   model's training throughput and MFU (eager and torch.compile / CUDA graphs); seconds per step
 #   of every training-job kind of the paper and gpu tiers through the trainer's own step, the
@@ -52,7 +52,7 @@ want() {  # want STEP: asked for by PART (all, its group, or a comma list naming
   [[ $PART == all || ,$PART, == *",$1,"* ]] && return 0
   case $1 in
     pytest_cuda | throughput_paper | step_time_paper | step_time_gpu | loo_paper | decode_paper | \
-      prefetch | loss_memory)
+      prefetch | fused | loss_memory)
       [[ $PART == checks ]] ;;
     train) [[ $PART == train ]] ;;
     *) return 1 ;;
@@ -76,6 +76,11 @@ for fetch in off on; do  # the same kinds, batches made in the step or ahead in 
     --config config/paper.yaml --device cuda --steps 20 --warmup 3 --prefetch "$fetch" \
     --only sparse_parity/neox parity_scratchpad/ppc/k2 variable_assignment/ppc/d3 \
     --json "$OUT/prefetch_$fetch.json"
+done
+for mode in eager compile; do  # fused groups of the paper's 12 x 1024 model (issue 45, item 6)
+  want fused && step "fused_$mode" 300 python benchmarks/fused.py --device cuda --layers 12 \
+    --width 1024 --heads 16 --batch 64 --length 25 --runs 1 4 8 16 32 --bf16 \
+    $([[ $mode == compile ]] && echo --compile) --json "$OUT/fused_$mode.json"
 done
 want loss_memory && step loss_memory 180 python benchmarks/loss_memory.py --device cuda \
   --dtype bf16 --tokens 16384 --d-model 2048 --chunks 4096 1024 --json "$OUT/loss_memory.json"
