@@ -1,0 +1,215 @@
+"""A group of training runs of one shape trained as one fused model (issue 45;
+lengen.model.fused): one DeepSpeed engine, one optimizer step per step for every run, each run
+with its own seed-drawn weights and data stream, its own gradient clipping, its own early or
+plateau stop (a stopped run stops changing), and its own model.pt, so that every later stage
+(evaluation, tables, figures, the report) sees the files the runs trained one by one would have
+written. tests/test_group.py checks that a group gives each run's weights and stopping point as
+train.train does alone.
+
+    python -m lengen.train.group --spec A.json B.json ... --out DIR_A DIR_B ...
+
+The group checkpoints itself (DIR_A/group_ckpt: every run's weights and AdamW moments, the step,
+which runs stopped and why) and resumes from there. Not yet here (issue 45): one MLflow run per
+member (the group logs nothing to MLflow) and the workflow's group jobs (`runtime.fuse_runs`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import shutil
+import sys
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from lengen import tasks
+from lengen.core.batch import step_rng
+from lengen.core.specs import Spec, read_spec
+from lengen.model.fused import FusedGPTNeoX
+from lengen.model.modelfile import write_model_file
+from lengen.tasks import parse_spec
+from lengen.train import runtime
+from lengen.train.loss import training_loss
+from lengen.train.train import EarlyStop, _prune, _resume_tag, build_model, lr_lambda
+
+SHARED = ("experiment", "task", "model", "train", "runtime")  # what one group's runs share
+
+
+def check_group(specs: list[Spec]) -> None:
+    """A group's runs differ only in their seed and names: one task, model, schedule and
+    runtime (the shapes and the optimizer they share); else ValueError naming the key."""
+    first = specs[0].source
+    for spec in specs[1:]:
+        for key in SHARED:
+            if spec.source.get(key) != first.get(key):
+                raise ValueError(
+                    f"runs {specs[0].run_name} and {spec.run_name} differ in `{key}`: a fused "
+                    "group's runs share everything but their seed"
+                )
+    if len({s.seed for s in specs}) != len(specs):
+        raise ValueError("a fused group's runs need distinct seeds")
+
+
+def group_batch(task, specs: list[Spec], step: int, buckets: tuple[int, ...], id_limit):
+    """Each run's batch of this step (its own seed's stream, as train.Batches draws it with one
+    process), padded at the end to the longest (and to the bucket edge above it): padding is
+    never scored and the model is causal, so each run's loss is its batch's alone. (R, B, T)."""
+    examples = [task.train_batch(s, step_rng(s.seed, step, 0), step) for s in specs]
+    longest = max(e.tokens.shape[1] for e in examples)
+    edge = next((b for b in sorted(buckets) if b >= longest), longest)
+    inputs = [e.padded((edge,)).model_inputs("cpu", id_limit) for e in examples]
+    return {k: torch.stack([x[k] for x in inputs]) for k in inputs[0]}
+
+
+def run_losses(output, inputs: dict, chunk: int) -> torch.Tensor:
+    """Each run's training loss on its own scored tokens (R,)."""
+    outs = output if isinstance(output, tuple) else (output,)
+    runs = outs[0].shape[0]
+    return torch.stack([
+        training_loss(tuple(o[r] for o in outs) if len(outs) > 1 else outs[0][r],
+                      {k: v[r] for k, v in inputs.items()}, chunk)
+        for r in range(runs)
+    ])  # fmt: skip
+
+
+class Group:
+    """The fused runs' state: which are still training, why each stopped."""
+
+    def __init__(self, specs: list[Spec], outs: list[Path]):
+        self.specs, self.outs = specs, outs
+        self.active = torch.ones(len(specs), dtype=torch.bool)
+        self.stopped: dict[int, tuple[int, str]] = {}  # run -> (steps run, reason)
+
+    def stop(self, r: int, done: int, reason: str) -> None:
+        self.active[r] = False
+        self.stopped[r] = (done, reason)
+
+    def state(self) -> dict:
+        return {
+            "active": self.active.tolist(),
+            "stopped": {str(r): v for r, v in self.stopped.items()},
+        }
+
+    def load(self, state: dict) -> None:
+        self.active = torch.tensor(state["active"], dtype=torch.bool)
+        self.stopped = {int(r): tuple(v) for r, v in state["stopped"].items()}
+
+
+def write_member(fused: FusedGPTNeoX, group: Group, r: int, steps_run: int, reason: str) -> Path:
+    """Run r's model.pt (and spec.json) in its own folder, as train.train writes them."""
+    out, spec = group.outs[r], group.specs[r]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "spec.json").write_text(json.dumps(spec.source, indent=2, sort_keys=True))
+    path = out / "model.pt"
+    write_model_file(fused.member(r), spec, path, steps_run, reason)
+    return path
+
+
+def make_engine(specs: list[Spec]):
+    """The fused model of the runs' seed-drawn weights in one DeepSpeed engine, with AdamW and
+    the lr schedule as train.make_engine builds them; clipping is per run
+    (FusedGPTNeoX.clip_run_grads_), so the engine's own (a global norm) is off."""
+    first = specs[0]
+    cfg = first.train
+    fused = FusedGPTNeoX([build_model(s) for s in specs])
+    optimizer = torch.optim.AdamW(
+        fused.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=cfg.betas,
+        fused=True if first.runtime.device == "cuda" else None,
+    )  # fmt: skip
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg))
+    no_clip = dataclasses.replace(first, train=dataclasses.replace(cfg, grad_clip=0.0))
+    engine = runtime.deepspeed_engine(no_clip, fused, optimizer, scheduler)
+    if engine.gradient_accumulation_steps() != 1:
+        raise ValueError("a fused group trains one micro-batch per step (train.micro_batch_size)")
+    return fused, engine
+
+
+def fused_step(engine, fused: FusedGPTNeoX, group: Group, inputs: dict, spec: Spec) -> None:
+    """One optimizer step of every run still training: each run's loss on its own batch, its own
+    clipping; a stopped run's weights are put back after the step (it stops changing)."""
+    inputs = {k: v.to(engine.device) for k, v in inputs.items()}
+    out = engine(inputs["input_ids"], inputs["position_ids"])
+    losses = run_losses(out, inputs, spec.runtime.loss_chunk_tokens)
+    engine.backward((losses * group.active.to(losses.device)).sum())
+    fused.clip_run_grads_(spec.train.grad_clip)
+    frozen = ~group.active
+    kept = {n: p.detach()[frozen].clone() for n, p in fused.weights.items()} if frozen.any() else {}
+    engine.step()
+    with torch.no_grad():
+        for n, p in fused.weights.items() if kept else ():
+            p[frozen] = kept[n]
+    for r, x in enumerate(losses.tolist()):
+        if group.active[r] and not math.isfinite(x):
+            raise FloatingPointError(
+                f"{group.specs[r].run_name}: training loss {x}: the run diverged"
+            )
+
+
+def check_stops(stoppers, fused: FusedGPTNeoX, group: Group, done: int, device) -> None:
+    """Each training run's early or plateau stop at a check step (train.EarlyStop, on the run's
+    own held-out draw); a run that stops writes its model.pt now."""
+    for r in map(int, group.active.nonzero().flatten()):
+        reason = stoppers[r].update(stoppers[r].accuracy(fused.member(r).to(device)), done)
+        if reason and done < group.specs[r].train.steps:
+            group.stop(r, done, reason)
+            write_member(fused, group, r, done, reason)
+
+
+def train_group(specs: list[Spec | dict], outs: list[Path], stop_after: int | None = None):
+    """Train the runs as one fused group; write each run's model.pt. stop_after simulates a crash
+    after that many steps (tests). Returns the model paths."""
+    specs, outs = [parse_spec(s) for s in specs], [Path(o) for o in outs]
+    if len(specs) != len(outs):
+        raise ValueError(f"{len(specs)} specs but {len(outs)} output folders")
+    check_group(specs)
+    first, cfg = specs[0], specs[0].train
+    runtime.setup(first.runtime)
+    fused, engine = make_engine(specs)
+    task, group, ckpt_dir = tasks.get(first.experiment), Group(specs, outs), outs[0] / "group_ckpt"
+    stoppers = [EarlyStop(s, task, engine.device) for s in specs] if cfg.early_stop else None
+    start, tag = 0, _resume_tag(ckpt_dir, lambda msg: print(msg, file=sys.stderr, flush=True))
+    if tag is not None:
+        _, client = engine.load_checkpoint(str(ckpt_dir), tag=tag)
+        start = client["step"]
+        group.load(client["group"])
+        for stopper, streak in zip(stoppers or [], client["streaks"], strict=True):
+            stopper.streak = streak
+    steps = tqdm(range(start, cfg.steps), initial=start, total=cfg.steps, mininterval=5,
+                 desc=f"group of {len(specs)}", disable=not first.runtime.progress)  # fmt: skip
+    for step in steps:
+        done = step + 1
+        batch = group_batch(task, specs, step, cfg.length_buckets, fused.cfg.id_limit)
+        fused_step(engine, fused, group, batch, first)
+        if stoppers is not None and stoppers[0].due(done):
+            check_stops(stoppers, fused, group, done, engine.device)
+        if not group.active.any():
+            break
+        if done % cfg.checkpoint_every == 0 and done < cfg.steps:
+            client = {"step": done, "group": group.state(),
+                      "streaks": [s.streak for s in stoppers or []]}  # fmt: skip
+            engine.save_checkpoint(str(ckpt_dir), tag=f"step_{done}", client_state=client)
+            _prune(ckpt_dir)  # the newest two, as train.train keeps
+        if stop_after is not None and done >= stop_after:
+            return [o / "model.pt" for o in outs]
+    for r in map(int, group.active.nonzero().flatten()):
+        write_member(fused, group, r, cfg.steps, "steps")
+    shutil.rmtree(ckpt_dir, ignore_errors=True)
+    return [o / "model.pt" for o in outs]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI: python -m lengen.train.group --spec A.json ... --out DIR_A ..."""
+    parser = argparse.ArgumentParser(prog="python -m lengen.train.group",
+                                     description=__doc__.splitlines()[0])  # fmt: skip
+    parser.add_argument("--spec", nargs="+", required=True, help="each run's spec JSON")
+    parser.add_argument("--out", nargs="+", required=True, type=Path, help="each run's folder")
+    args = parser.parse_args(argv)
+    train_group([parse_spec(read_spec(s)) for s in args.spec], args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""A fused group of runs (lengen.train.group) gives each run what train.train gives it alone:
+its weights, its stopping step and reason, its model.pt; a crash resumes to the same end."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from lengen import tasks
+from lengen.tasks import parse_spec
+from lengen.train.group import check_group, train_group
+from lengen.train.train import train
+from tests.test_train import _copy_task
+
+# batched vs single matmuls sum in another order: every weight within 2e-6, except the
+# attention's key bias, whose true gradient is 0 (softmax ignores a shift shared by all of a
+# query's logits): its gradient is rounding noise, which AdamW's m / sqrt(v) turns into steps of
+# up to lr whichever way the noise points (measured: up to 8e-4 after 60 steps at lr 1e-2)
+TOL = dict(atol=2e-6, rtol=1e-5)
+KEY_BIAS_TOL = dict(atol=2e-3, rtol=0)
+
+
+def assert_same_weights(got: dict, want: dict) -> None:
+    for name in want:
+        tol = KEY_BIAS_TOL if name.endswith("query_key_value.bias") else TOL
+        torch.testing.assert_close(got[name], want[name], **tol, msg=name)
+
+
+def run_specs(tiny_spec, seeds=(0, 1, 2), **train_keys) -> list[dict]:
+    """The copy task's spec at each seed (a group's runs differ in their seed only)."""
+    out = []
+    for seed in seeds:
+        spec = copy.deepcopy(tiny_spec)
+        spec["experiment"], spec["seed"], spec["run_name"] = "copy", seed, f"copy/seed{seed}"
+        spec["train"].update(steps=60, batch_size=16, lr=1e-2, warmup_steps=5, log_every=10,
+                             checkpoint_every=20, **train_keys)  # fmt: skip
+        spec["model"].update(d_model=32, n_head=2)
+        out.append(spec)
+    return out
+
+
+def weights(path):
+    return torch.load(path, weights_only=True)
+
+
+@pytest.fixture
+def copy_task(monkeypatch):
+    monkeypatch.setitem(tasks.REGISTRY, "copy", _copy_task())
+
+
+def test_a_group_trains_each_run_as_it_trains_alone(tiny_spec, tmp_path, copy_task):
+    """Three seeds with an early stop: the group stops each run where it stops alone (a stopped
+    run stops changing while the others go on) and writes the same weights, to TOL."""
+    specs = run_specs(tiny_spec, early_stop={"every": 10, "target_accuracy": 0.99, "patience": 2})
+    alone = [weights(train(s, tmp_path / f"alone{r}")) for r, s in enumerate(specs)]
+    fused = [weights(p) for p in train_group(specs, [tmp_path / f"group{r}" for r in range(3)])]
+    assert len({a["steps_run"] for a in alone}) > 1  # the runs stop at different steps
+    for a, f in zip(alone, fused, strict=True):
+        assert (f["steps_run"], f["stop_reason"]) == (a["steps_run"], a["stop_reason"])
+        assert f["spec"] == a["spec"] and f["model_config"] == a["model_config"]
+        assert_same_weights(f["state_dict"], a["state_dict"])
+
+
+def test_a_crashed_group_resumes_to_the_same_end(tiny_spec, tmp_path, copy_task):
+    specs = run_specs(tiny_spec)
+    outs = [tmp_path / f"straight{r}" for r in range(3)]
+    straight = [weights(p) for p in train_group(specs, outs)]
+    crashed = [tmp_path / f"crashed{r}" for r in range(3)]
+    train_group(specs, crashed, stop_after=30)  # the last checkpoint is step 20
+    assert not (crashed[0] / "model.pt").exists() and (crashed[0] / "group_ckpt").exists()
+    resumed = [weights(p) for p in train_group(specs, crashed)]
+    for a, b in zip(straight, resumed, strict=True):
+        for name in a["state_dict"]:
+            torch.testing.assert_close(b["state_dict"][name], a["state_dict"][name], atol=0, rtol=0)
+    assert not (crashed[0] / "group_ckpt").exists()  # removed once every model.pt is written
+
+
+def test_a_group_shares_everything_but_the_seed(tiny_spec, copy_task):
+    a, b = run_specs(tiny_spec, seeds=(0, 1))
+    b["model"]["d_model"] = 64
+    with pytest.raises(ValueError, match="differ in `model`"):
+        check_group([parse_spec(a), parse_spec(b)])
+    a, b = run_specs(tiny_spec, seeds=(0, 0))
+    with pytest.raises(ValueError, match="distinct seeds"):
+        check_group([parse_spec(a), parse_spec(b)])
