@@ -57,6 +57,17 @@ def test_a_group_trains_each_run_as_it_trains_alone(tiny_spec, tmp_path, copy_ta
     alone = [weights(train(s, tmp_path / f"alone{r}")) for r, s in enumerate(specs)]
     fused = [weights(p) for p in train_group(specs, [tmp_path / f"group{r}" for r in range(3)])]
     assert len({a["steps_run"] for a in alone}) > 1  # the runs stop at different steps
+    # each member has its own finished MLflow run, named as alone, with its loss curve and stop
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=specs[0]["tracking"]["uri"])
+    for r, spec in enumerate(specs):
+        run = client.get_run((tmp_path / f"group{r}" / "mlflow_run_id").read_text().strip())
+        assert run.info.status == "FINISHED" and run.info.run_name == spec["run_name"]
+        assert run.data.metrics["stopped_at"] == alone[r]["steps_run"]
+        assert run.data.tags["early_stop"] == alone[r]["stop_reason"]
+        assert "train_loss" in run.data.metrics and "heldout_exact_match" in run.data.metrics
+        assert run.data.params["train.lr"] == str(spec["train"]["lr"])
     for a, f in zip(alone, fused, strict=True):
         assert (f["steps_run"], f["stop_reason"]) == (a["steps_run"], a["stop_reason"])
         assert f["spec"] == a["spec"] and f["model_config"] == a["model_config"]
@@ -70,11 +81,17 @@ def test_a_crashed_group_resumes_to_the_same_end(tiny_spec, tmp_path, copy_task)
     crashed = [tmp_path / f"crashed{r}" for r in range(3)]
     train_group(specs, crashed, stop_after=30)  # the last checkpoint is step 20
     assert not (crashed[0] / "model.pt").exists() and (crashed[0] / "group_ckpt").exists()
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=specs[0]["tracking"]["uri"])
+    run_id = (crashed[1] / "mlflow_run_id").read_text().strip()
+    assert client.get_run(run_id).info.status == "KILLED"  # never left RUNNING
     resumed = [weights(p) for p in train_group(specs, crashed)]
     for a, b in zip(straight, resumed, strict=True):
         for name in a["state_dict"]:
             torch.testing.assert_close(b["state_dict"][name], a["state_dict"][name], atol=0, rtol=0)
     assert not (crashed[0] / "group_ckpt").exists()  # removed once every model.pt is written
+    assert client.get_run(run_id).info.status == "FINISHED"  # the same run, resumed
 
 
 def test_a_group_shares_everything_but_the_seed(tiny_spec, copy_task):

@@ -9,8 +9,8 @@ train.train does alone.
     python -m lengen.train.group --spec A.json B.json ... --out DIR_A DIR_B ...
 
 The group checkpoints itself (DIR_A/group_ckpt: every run's weights and AdamW moments, the step,
-which runs stopped and why) and resumes from there. Not yet here (issue 45): one MLflow run per
-member (the group logs nothing to MLflow) and the workflow's group jobs (`runtime.fuse_runs`).
+which runs stopped and why) and resumes from there. Each member keeps its own MLflow run (its
+folder's mlflow_run_id, as train.train writes it), which its evaluation then resumes.
 """
 
 from __future__ import annotations
@@ -21,12 +21,14 @@ import json
 import math
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import torch
 from tqdm import tqdm
 
 from lengen import tasks
+from lengen.core import provenance, tracking
 from lengen.core.batch import step_rng
 from lengen.core.specs import Spec, read_spec
 from lengen.model.fused import FusedGPTNeoX
@@ -99,13 +101,55 @@ class Group:
         self.stopped = {int(r): tuple(v) for r, v in state["stopped"].items()}
 
 
+class Runs:
+    """Each member's own MLflow run, as train.train keeps one per model: opened (or resumed,
+    from its folder's mlflow_run_id) with the spec's params and provenance at the start, the
+    member's training loss every log_every steps, its stop, model path and hash at its end; a
+    group that fails or is killed closes every unfinished member's run so."""
+
+    def __init__(self, group: Group, fused: FusedGPTNeoX, resumed: bool):
+        from mlflow.tracking import MlflowClient
+
+        self.ids = []
+        for spec, out in zip(group.specs, group.outs, strict=True):
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "spec.json").write_text(json.dumps(spec.source, indent=2, sort_keys=True))
+            trk = spec.tracking
+            run = tracking.start_run(trk.uri, trk.experiment, spec.run_name, out / "mlflow_run_id")
+            if not resumed:
+                tracking.log_params_once(spec.source, fused.member(0))
+                tracking.set_tags(provenance.record(spec.source, spec.seed))
+            self.ids.append(run.info.run_id)
+            tracking.end_run()
+        self.client = MlflowClient(tracking_uri=group.specs[0].tracking.uri)
+        for run_id in self.ids:
+            self.client.update_run(run_id, status="RUNNING")
+
+    def log(self, r: int, metrics: dict[str, float], step: int) -> None:
+        from mlflow.entities import Metric
+
+        stamp = int(time.time() * 1000)
+        found = [Metric(k, float(v), stamp, step) for k, v in metrics.items()]
+        self.client.log_batch(self.ids[r], metrics=found)
+
+    def finish(self, r: int, path: Path, steps_run: int, reason: str) -> None:
+        self.log(r, {"stopped_at": steps_run}, steps_run)
+        for k, v in {"early_stop": reason, "model_path": str(path.resolve()),
+                     "model_sha256": provenance.file_sha256(path)}.items():  # fmt: skip
+            self.client.set_tag(self.ids[r], k, v)
+        self.client.set_terminated(self.ids[r], "FINISHED")
+
+    def fail(self, err: BaseException, done: set[int]) -> None:
+        status = "KILLED" if isinstance(err, KeyboardInterrupt | SystemExit) else "FAILED"
+        for r, run_id in enumerate(self.ids):
+            if r not in done:
+                self.client.set_terminated(run_id, status)
+
+
 def write_member(fused: FusedGPTNeoX, group: Group, r: int, steps_run: int, reason: str) -> Path:
-    """Run r's model.pt (and spec.json) in its own folder, as train.train writes them."""
-    out, spec = group.outs[r], group.specs[r]
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "spec.json").write_text(json.dumps(spec.source, indent=2, sort_keys=True))
-    path = out / "model.pt"
-    write_model_file(fused.member(r), spec, path, steps_run, reason)
+    """Run r's model.pt in its own folder, as train.train writes it."""
+    path = group.outs[r] / "model.pt"
+    write_model_file(fused.member(r), group.specs[r], path, steps_run, reason)
     return path
 
 
@@ -128,7 +172,7 @@ def make_engine(specs: list[Spec]):
     return fused, engine
 
 
-def fused_step(engine, fused: FusedGPTNeoX, group: Group, inputs: dict, spec: Spec) -> None:
+def fused_step(engine, fused: FusedGPTNeoX, group: Group, inputs: dict, spec: Spec) -> list:
     """One optimizer step of every run still training: each run's loss on its own batch, its own
     clipping; a stopped run's weights are put back after the step (it stops changing)."""
     inputs = {k: v.to(engine.device) for k, v in inputs.items()}
@@ -142,21 +186,25 @@ def fused_step(engine, fused: FusedGPTNeoX, group: Group, inputs: dict, spec: Sp
     with torch.no_grad():
         for n, p in fused.weights.items() if kept else ():
             p[frozen] = kept[n]
-    for r, x in enumerate(losses.tolist()):
+    values = losses.tolist()  # one host sync per step (the CPU's and a first GPU version's)
+    for r, x in enumerate(values):
         if group.active[r] and not math.isfinite(x):
             raise FloatingPointError(
                 f"{group.specs[r].run_name}: training loss {x}: the run diverged"
             )
+    return values
 
 
-def check_stops(stoppers, fused: FusedGPTNeoX, group: Group, done: int, device) -> None:
+def check_stops(stoppers, fused: FusedGPTNeoX, group: Group, runs: Runs, done: int, device):
     """Each training run's early or plateau stop at a check step (train.EarlyStop, on the run's
-    own held-out draw); a run that stops writes its model.pt now."""
+    own held-out draw); a run that stops writes its model.pt and closes its MLflow run now."""
     for r in map(int, group.active.nonzero().flatten()):
-        reason = stoppers[r].update(stoppers[r].accuracy(fused.member(r).to(device)), done)
+        acc = stoppers[r].accuracy(fused.member(r).to(device))
+        runs.log(r, {"heldout_exact_match": acc}, done)
+        reason = stoppers[r].update(acc, done)
         if reason and done < group.specs[r].train.steps:
             group.stop(r, done, reason)
-            write_member(fused, group, r, done, reason)
+            runs.finish(r, write_member(fused, group, r, done, reason), done, reason)
 
 
 def train_group(specs: list[Spec | dict], outs: list[Path], stop_after: int | None = None):
@@ -166,11 +214,12 @@ def train_group(specs: list[Spec | dict], outs: list[Path], stop_after: int | No
     if len(specs) != len(outs):
         raise ValueError(f"{len(specs)} specs but {len(outs)} output folders")
     check_group(specs)
-    first, cfg = specs[0], specs[0].train
-    runtime.setup(first.runtime)
+    runtime.setup(specs[0].runtime)
     fused, engine = make_engine(specs)
-    task, group, ckpt_dir = tasks.get(first.experiment), Group(specs, outs), outs[0] / "group_ckpt"
-    stoppers = [EarlyStop(s, task, engine.device) for s in specs] if cfg.early_stop else None
+    group, ckpt_dir = Group(specs, outs), outs[0] / "group_ckpt"
+    task = tasks.get(specs[0].experiment)
+    early = specs[0].train.early_stop
+    stoppers = [EarlyStop(s, task, engine.device) for s in specs] if early else None
     start, tag = 0, _resume_tag(ckpt_dir, lambda msg: print(msg, file=sys.stderr, flush=True))
     if tag is not None:
         _, client = engine.load_checkpoint(str(ckpt_dir), tag=tag)
@@ -178,14 +227,32 @@ def train_group(specs: list[Spec | dict], outs: list[Path], stop_after: int | No
         group.load(client["group"])
         for stopper, streak in zip(stoppers or [], client["streaks"], strict=True):
             stopper.streak = streak
+    runs = Runs(group, fused, resumed=start > 0)
+    try:
+        return _loop(engine, fused, group, runs, stoppers, task, start, stop_after)
+    except BaseException as err:
+        runs.fail(err, set(group.stopped))
+        raise
+
+
+def _loop(engine, fused, group: Group, runs: Runs, stoppers, task, start: int, stop_after):
+    """train_group's steps, logging, stops, checkpoints and the final models."""
+    specs, outs, ckpt_dir = group.specs, group.outs, group.outs[0] / "group_ckpt"
+    first, cfg = specs[0], specs[0].train
     steps = tqdm(range(start, cfg.steps), initial=start, total=cfg.steps, mininterval=5,
                  desc=f"group of {len(specs)}", disable=not first.runtime.progress)  # fmt: skip
+    window: list[list[float]] = []
     for step in steps:
         done = step + 1
         batch = group_batch(task, specs, step, cfg.length_buckets, fused.cfg.id_limit)
-        fused_step(engine, fused, group, batch, first)
+        window.append(fused_step(engine, fused, group, batch, first))
+        if done % cfg.log_every == 0 or done == cfg.steps:
+            for r in map(int, group.active.nonzero().flatten()):
+                mean = sum(w[r] for w in window) / len(window)
+                runs.log(r, {"train_loss": mean, "lr": engine.get_lr()[0]}, done)
+            window = []
         if stoppers is not None and stoppers[0].due(done):
-            check_stops(stoppers, fused, group, done, engine.device)
+            check_stops(stoppers, fused, group, runs, done, engine.device)
         if not group.active.any():
             break
         if done % cfg.checkpoint_every == 0 and done < cfg.steps:
@@ -194,9 +261,10 @@ def train_group(specs: list[Spec | dict], outs: list[Path], stop_after: int | No
             engine.save_checkpoint(str(ckpt_dir), tag=f"step_{done}", client_state=client)
             _prune(ckpt_dir)  # the newest two, as train.train keeps
         if stop_after is not None and done >= stop_after:
+            runs.fail(KeyboardInterrupt(), set(group.stopped))  # as a killed job leaves them
             return [o / "model.pt" for o in outs]
     for r in map(int, group.active.nonzero().flatten()):
-        write_member(fused, group, r, cfg.steps, "steps")
+        runs.finish(r, write_member(fused, group, r, cfg.steps, "steps"), cfg.steps, "steps")
     shutil.rmtree(ckpt_dir, ignore_errors=True)
     return [o / "model.pt" for o in outs]
 
