@@ -381,3 +381,38 @@ def test_every_rule_has_conda_env_log_and_benchmark():
             name = rule.split(":")[0]
             for directive in ("conda:\n        CONDA_ENV", "benchmark:", "log:"):
                 assert directive in rule, f"{smk.name}: {name} lacks {directive.split(':')[0]}"
+
+
+def test_fused_groups_are_planned_and_run_as_one_job_each(tmp_path):
+    """runtime.fuse_runs (issue 45): the runs of one variant at one jump / depth train as one
+    job per group of fuse_runs (lengen.train.group); each run still gets its own model.pt,
+    MLflow run and evaluation, and its evaluation waits for its group."""
+    import yaml
+
+    cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
+    cfg["runtime"]["fuse_runs"] = 2
+    path = tmp_path / "fused.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    planned = job_stats(snakemake(tmp_path, "-n", "--cores", "2", "--configfile", str(path)))
+    # 15 runs: PPC parity 2 jumps x 2 seeds (2 groups of 2), 11 settings of one run each
+    assert planned["generation_train_group"] == 13 and "generation_train" not in planned
+    assert planned["generation_eval"] == 15
+    target = "results/smoke/parity_scratchpad/ppc/k1/seed1/eval.csv"
+    proc = snakemake(tmp_path, target, "--cores", "2", "--configfile", str(path))
+    assert "generation_train_group" in proc.stdout + proc.stderr
+    run = tmp_path / "results" / "smoke" / "parity_scratchpad" / "ppc" / "k1"
+    for seed in (0, 1):  # the group wrote both runs' files, as two train jobs would
+        assert {"model.pt", "spec.json", "mlflow_run_id"} <= {
+            p.name for p in (run / f"seed{seed}").iterdir()
+        }
+    table = pd.read_csv(run / "seed1" / "eval.csv")
+    ref = pd.read_csv(ROOT / "reference" / "smoke" / "parity_scratchpad_accuracy.csv")
+    ref = ref[(ref.variant == "ppc") & (ref.jump == 1) & (ref.seed == 1)]
+    assert list(table.length) == list(ref.length) and list(table.run) == list(ref.run)
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'results' / 'smoke' / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("lengen-smoke/parity_scratchpad")
+    runs = {r.info.run_name: r for r in client.search_runs([exp.experiment_id])}
+    assert runs["ppc/j1/seed0"].info.status == runs["ppc/j1/seed1"].info.status == "FINISHED"
+    assert "acc_len16" in runs["ppc/j1/seed1"].data.metrics  # its evaluation resumed its run

@@ -104,3 +104,29 @@ def generation_evals(exp, variants=None):
         for value in section[setting.values]
         for run in range(section["variants"][variant]["runs"])
     ]
+
+
+FUSE_RUNS = config["runtime"].get("fuse_runs", 1)  # runs trained as one job (lengen.train.group)
+
+
+def generation_run(w, run=None):
+    """The folder of one run (its `run` wildcard, or `run`) of a generation-task setting."""
+    run = w.run if run is None else run
+    return os.path.join(RESULTS, w.experiment, w.variant, w.setting, f"seed{run}")
+
+
+def fused_group(w):
+    """The runs of a fused group job (its `group` wildcard): seeds group x FUSE_RUNS on, as many
+    as the variant has, FUSE_RUNS at most."""
+    runs = config[w.experiment]["variants"][w.variant]["runs"]
+    first = int(w.group) * FUSE_RUNS
+    return list(range(first, min(first + FUSE_RUNS, runs)))
+
+
+def trained(w):
+    """What a generation run's evaluation waits for: its model.pt, or its fused group's job."""
+    if FUSE_RUNS == 1:
+        return os.path.join(generation_run(w), "model.pt")
+    group = int(w.run) // FUSE_RUNS
+    return os.path.join(RESULTS, w.experiment, w.variant, w.setting, f"fused{group}.done")
+

@@ -44,10 +44,42 @@ rule generation_train:
         " --out {params.out:q} > {log:q} 2>&1"
 
 
+rule generation_train_group:
+    # FUSE_RUNS runs of one variant at one jump / depth trained as one fused model (one job, one
+    # GPU): each run's model.pt, spec.json and MLflow run in its own seed folder, as alone.
+    input:
+        f"{RESULTS}/mlflow/{{experiment}}.ready",
+    output:
+        touch(f"{RESULTS}/{{experiment}}/{{variant}}/{{setting}}/fused{{group}}.done"),
+    wildcard_constraints:
+        experiment=GENERATION_WILDCARDS["experiment"],
+        setting=GENERATION_WILDCARDS["setting"],
+        group=r"\d+",
+    params:
+        specs=lambda w: to_json([
+            tasks.generation_spec(config, w.experiment, w.variant, int(w.setting[1:]), run)
+            for run in fused_group(w)
+        ]),
+        outs=lambda w: " ".join(shlex.quote(generation_run(w, run)) for run in fused_group(w)),
+    threads: config["runtime"]["threads_per_job"]
+    resources:
+        **job_resources("train"),
+        gpu=config["runtime"]["gpus_per_job"],  # read by the SLURM plugin (--gpus)
+    conda:
+        CONDA_ENV
+    benchmark:
+        f"{BENCHMARKS}/{{experiment}}/train_{{variant}}_{{setting}}_fused{{group}}.tsv",
+    log:
+        f"{LOGS}/{{experiment}}/train_{{variant}}_{{setting}}_fused{{group}}.log",
+    shell:
+        "python -m lengen.train.group --specs {params.specs:q} --out {params.outs}"
+        " > {log:q} 2>&1"
+
+
 rule generation_eval:
     # Greedy generation from the prompt over the test lengths; exact-match accuracy per length.
     input:
-        f"{RESULTS}/{{experiment}}/{{variant}}/{{setting}}/seed{{run}}/model.pt",
+        trained,
     output:
         f"{RESULTS}/{{experiment}}/{{variant}}/{{setting}}/seed{{run}}/eval.csv",
     wildcard_constraints:
@@ -55,6 +87,7 @@ rule generation_eval:
     params:
         eval=lambda w: to_json(tasks.variant_section(config[w.experiment], w.variant)["eval"]),
         seed=config["seed"],
+        model=lambda w: os.path.join(generation_run(w), "model.pt"),
     resources:
         **job_resources("eval"),
     conda:
@@ -64,7 +97,7 @@ rule generation_eval:
     log:
         f"{LOGS}/{{experiment}}/eval_{{variant}}_{{setting}}_seed{{run}}.log",
     shell:
-        "python -m lengen.analysis.evaluate generate --model {input:q} --eval {params.eval:q}"
+        "python -m lengen.analysis.evaluate generate --model {params.model:q} --eval {params.eval:q}"
         " --seed {params.seed} --out {output:q} > {log:q} 2>&1"
 
 

@@ -223,7 +223,8 @@ class Spec:
 def runtime(cfg: dict, ds_config: str | None = None) -> dict:
     """The runtime section of a spec, with the DeepSpeed config JSON (`ds_config`: this
     experiment's, else the runtime's) read in, so that editing the file reruns the trainings."""
-    out = {k: v for k, v in cfg["runtime"].items() if k != "ds_config"}
+    # ds_config is read in below; fuse_runs groups jobs (the plan's), it changes no job's spec
+    out = {k: v for k, v in cfg["runtime"].items() if k not in ("ds_config", "fuse_runs")}
     path = ds_config or cfg["runtime"].get("ds_config")
     if path:
         out["ds_config"] = read_ds_config(path)

@@ -7,6 +7,7 @@ written. tests/test_group.py checks that a group gives each run's weights and st
 train.train does alone.
 
     python -m lengen.train.group --spec A.json B.json ... --out DIR_A DIR_B ...
+    python -m lengen.train.group --specs '[{...}, {...}]' --out DIR_A DIR_B   (the workflow's)
 
 The group checkpoints itself (DIR_A/group_ckpt: every run's weights and AdamW moments, the step,
 which runs stopped and why) and resumes from there. Each member keeps its own MLflow run (its
@@ -273,10 +274,14 @@ def main(argv: list[str] | None = None) -> None:
     """CLI: python -m lengen.train.group --spec A.json ... --out DIR_A ..."""
     parser = argparse.ArgumentParser(prog="python -m lengen.train.group",
                                      description=__doc__.splitlines()[0])  # fmt: skip
-    parser.add_argument("--spec", nargs="+", required=True, help="each run's spec JSON")
+    parser.add_argument("--spec", nargs="+", help="each run's spec (JSON file or string)")
+    parser.add_argument("--specs", help="every run's spec in one JSON list (the workflow's)")
     parser.add_argument("--out", nargs="+", required=True, type=Path, help="each run's folder")
     args = parser.parse_args(argv)
-    train_group([parse_spec(read_spec(s)) for s in args.spec], args.out)
+    if bool(args.spec) == bool(args.specs):
+        parser.error("give either --spec (one per run) or --specs (a JSON list)")
+    specs = json.loads(args.specs) if args.specs else [read_spec(s) for s in args.spec]
+    train_group([parse_spec(s) for s in specs], args.out)
 
 
 if __name__ == "__main__":
