@@ -9,6 +9,8 @@ import pytest
 
 from lengen.report import reference
 
+from .conftest import ROOT
+
 
 def verdicts(*rows) -> pd.DataFrame:
     """A verdicts table from (id, verdict, value, ci_low, ci_high) rows."""
@@ -77,24 +79,50 @@ def test_no_reference_says_so():
     assert "No committed reference" in text and "`r/x`" in text
 
 
-def test_refresh_copies_a_clean_run_and_refuses_uncommitted_code(tmp_path):
-    reports, dest = tmp_path / "results" / "reports", tmp_path / "reference" / "smoke"
-    reports.mkdir(parents=True)
-    with pytest.raises(SystemExit, match="run the tier to the end"):
-        reference.refresh(reports, dest)
-    (reports / "REPORT.md").write_text("# report\n")
-    (reports / "table.csv").write_text("a\n1\n")
+def test_refresh_accepts_only_a_complete_run_of_this_tier_and_heads_science(
+    tmp_path, smoke_config, monkeypatch
+):
+    """The refresh drills (issue 47): another tier, another config, an incomplete run, a commit
+    whose science differs from HEAD's, uncommitted code and a run that would shrink the
+    reference are each refused with the reason; a good run replaces the folder whole."""
+    import shutil
+
+    committed = ROOT / "reference" / "smoke"
+    reports, dest = tmp_path / "reports", tmp_path / "reference" / "smoke"
+    shutil.copytree(committed, reports)  # a complete smoke run, as committed
     (reports / "report.html").write_text("<html/>")  # Snakemake's HTML report stays behind
-    verdicts(("A", "reproduced", 1.0, NAN, NAN)).assign(git_commit="abc-dirty").to_csv(
-        reports / "verdicts.csv", index=False
-    )
+    monkeypatch.setattr(reference, "science_changes", lambda commit, project: [])
+    refresh = lambda **kw: reference.refresh(reports, dest, smoke_config, ROOT, **kw)  # noqa: E731
+    text = (reports / "REPORT.md").read_text()
+    (reports / "REPORT.md").write_text(text.replace("Tier `smoke`.", "Tier `default`."))
+    with pytest.raises(SystemExit, match="not a run of tier 'smoke'"):
+        refresh()
+    (reports / "REPORT.md").write_text(text)
+    other = {**smoke_config, "seed": 1}
+    with pytest.raises(SystemExit, match="made from another config"):
+        reference.refresh(reports, dest, other, ROOT)
+    monkeypatch.setattr(reference, "science_changes", lambda c, p: ["src/lengen/tasks/x.py"])
+    with pytest.raises(SystemExit, match="science differs from HEAD's in src/lengen/tasks/x.py"):
+        refresh()
+    monkeypatch.setattr(reference, "science_changes", lambda commit, project: [])
+    (reports / "fig1_sparse_parity.png").unlink()
+    with pytest.raises(SystemExit, match="incomplete run, missing fig1_sparse_parity.png"):
+        refresh()
+    shutil.copy2(committed / "fig1_sparse_parity.png", reports)
+    good = pd.read_csv(reports / "verdicts.csv")
+    good.assign(git_commit="abc-dirty").to_csv(reports / "verdicts.csv", index=False)
     with pytest.raises(SystemExit, match="uncommitted code"):
-        reference.refresh(reports, dest)
+        refresh()
+    good.to_csv(reports / "verdicts.csv", index=False)
     dest.mkdir(parents=True)
     (dest / "stale.csv").write_text("old")
-    files = reference.refresh(reports, dest, allow_dirty=True)
-    assert sorted(f.name for f in files) == ["REPORT.md", "table.csv", "verdicts.csv"]
-    assert sorted(p.name for p in dest.iterdir()) == ["REPORT.md", "table.csv", "verdicts.csv"]
+    with pytest.raises(SystemExit, match="refusing to shrink the reference"):
+        refresh()
+    assert (dest / "stale.csv").read_text() == "old"  # nothing touched by a refusal
+    files = refresh(allow_removal=True)
+    assert sorted(f.name for f in files) == sorted(p.name for p in committed.iterdir())
+    assert sorted(p.name for p in dest.iterdir()) == sorted(p.name for p in committed.iterdir())
+    assert not list(dest.parent.glob("smoke.*"))  # no half-built or old folder left
 
 
 def test_effect_judgement_three_ways_and_the_decisive_effect():
@@ -112,3 +140,8 @@ def test_effect_judgement_three_ways_and_the_decisive_effect():
     assert e.estimate == 0.75 and e.low < 0.75 < e.high
     g = effects.gap(rows, rows, "same")
     assert g.estimate == 0 and g.low < 0 < g.high
+
+
+def test_science_changes_reads_git():
+    assert reference.science_changes("HEAD", ROOT) == []
+    assert reference.science_changes("0" * 40, ROOT) is None  # not in the history
