@@ -118,6 +118,16 @@ def test_paper_tier_has_tables_3_and_4_exactly():
             lambda c: c["parity_scratchpad"]["variants"]["ppc"].update(section={"n_vars": 3}),
             "parity_scratchpad.variants.ppc.section.n_vars",
         ),
+        # micro-batches that do not divide the batch (issue 47: failed in the first job before)
+        (
+            lambda c: c["sparse_parity"]["train"].update(batch_size=8, micro_batch_size=3),
+            "sparse_parity.train.micro_batch_size",
+        ),
+        (lambda c: c["runtime"].update(fuse_runs=0), "runtime.fuse_runs"),
+        (
+            lambda c: c["sparse_parity"]["variants"]["neox"].pop("runs"),
+            "sparse_parity.variants.neox.runs",
+        ),
     ],
 )
 def test_bad_config_is_rejected_naming_the_key(smoke_config, mutate, key):
@@ -247,3 +257,13 @@ def test_cluster_check_names_what_will_not_run(tmp_path, monkeypatch):
     assert "workflow/profiles/slurm-squeue" in found[-1]
     with pytest.raises(SystemExit):
         cluster.main(["--configfile", str(ROOT / "config" / "paper.yaml")])
+
+
+def test_a_binary_config_file_is_named(tmp_path):
+    """A config that is not UTF-8 text (a PNG given as --configfile) is one error naming it."""
+    from lengen.config.config import read_yaml
+
+    png = tmp_path / "fig.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    with pytest.raises(ConfigError, match=f"{png}: not a UTF-8 text file"):
+        read_yaml(png)

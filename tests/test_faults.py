@@ -119,3 +119,29 @@ def test_an_all_digit_config_hash_stays_text_and_tables_combine(tmp_path):
     assert read_eval_table(paths[0])["config_hash"].iloc[0] == "01234567"
     out = combine(paths, tmp_path / "all.csv")
     assert sorted(out["config_hash"].unique()) == ["01234567", "abcdef01"]
+
+
+def test_a_cut_state_file_is_an_error_naming_it_and_nothing_is_deleted(tiny_spec, tmp_path):
+    """Issue 47's drills: a 0-byte or cut spec.json beside checkpoints (a full disk left one)
+    stops the rerun naming the file, keeping the checkpoints (it once deleted them and trained
+    from step 0); a 0-byte mlflow_run_id stops it too (it once opened a new run in `Default`)."""
+    from lengen.core.files import UnreadableState, write_text_atomic
+
+    spec = dict(tiny_spec, train={**tiny_spec["train"], "steps": 6, "checkpoint_every": 2})
+    out = tmp_path / "run"
+    train(spec, out, stop_after=4)  # a crash after step 4: checkpoints at 2 and 4
+    tags = sorted(p.name for p in (out / "ckpt").glob("step_*"))
+    assert tags == ["step_2", "step_4"]
+    for cut in ("", '{"experiment": "sparse_par'):
+        (out / "spec.json").write_text(cut)
+        with pytest.raises(UnreadableState, match=f"{out / 'spec.json'}: "):
+            train(spec, out)
+        assert sorted(p.name for p in (out / "ckpt").glob("step_*")) == tags  # kept
+    (out / "spec.json").unlink()  # what the message says to do: then it resumes
+    run_id = (out / "mlflow_run_id").read_text()
+    (out / "mlflow_run_id").write_text("")
+    with pytest.raises(UnreadableState, match="mlflow_run_id: empty"):
+        train(spec, out)
+    write_text_atomic(out / "mlflow_run_id", run_id)
+    assert (train(spec, out)).exists()
+    assert not list(out.glob(".mlflow_run_id.*")) and not list(out.glob(".spec.json.*"))

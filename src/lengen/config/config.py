@@ -52,8 +52,12 @@ def read_yaml(path: str | Path):
     """A YAML file's data, with duplicate keys an error naming the file, line and key, and a
     syntax error naming the file and line."""
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             return yaml.load(f, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except UnicodeDecodeError as err:
+        raise ConfigError(
+            f"{path}: not a UTF-8 text file (byte {err.start}: {err.reason}); a config is YAML"
+        ) from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
@@ -81,11 +85,15 @@ def _walk(obj, prefix: str = ""):
 
 
 def _general_checks(cfg: dict) -> list[tuple[str, str]]:
-    """Constraints that hold wherever their keys appear: warm-up within the steps, eval lengths
-    in increasing order, the run's outputs apart from its results and from the committed
-    reference."""
+    """Constraints that hold wherever their keys appear: micro-batches that divide the batch,
+    warm-up within the steps, eval lengths in increasing order, the run's outputs apart from its
+    results and from the committed reference."""
     errors = []
     for path, d in _walk(cfg):
+        batch, micro = d.get("batch_size"), d.get("micro_batch_size")
+        if isinstance(batch, int) and isinstance(micro, int) and batch % micro:
+            errors.append((f"{path}.micro_batch_size",
+                           f"{micro} does not divide {path}.batch_size ({batch})"))  # fmt: skip
         if isinstance(d.get("steps"), int) and isinstance(d.get("warmup_steps"), int):
             if d["warmup_steps"] > d["steps"]:
                 errors.append((f"{path}.warmup_steps", f"must be <= steps ({d['steps']})"))

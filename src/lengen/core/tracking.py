@@ -20,6 +20,8 @@ import mlflow  # noqa: E402
 from filelock import FileLock  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
 
+from lengen.core.files import read_state, write_text_atomic  # noqa: E402
+
 
 def artifact_root(uri: str) -> str | None:
     """Where a store's artifacts go: beside a SQLite store (`<results_dir>/mlartifacts`, so each
@@ -104,11 +106,11 @@ def start_run(uri: str, experiment: str, run_name: str, run_id_file: Path) -> ml
             "(snakemake results/.../mlflow.ready) or lengen.core.tracking.prepare_store first"
         )
     if run_id_file.exists():  # a rerun after a crash or a kill: the same run goes on
-        run_id = run_id_file.read_text().strip()
+        run_id = read_state(run_id_file, "this model's MLflow run id")
         print(f"MLflow: resuming run {run_id} ({run_name})", file=sys.stderr, flush=True)
         return mlflow.start_run(run_id=run_id)
     run = mlflow.start_run(experiment_id=exp.experiment_id, run_name=run_name)
-    run_id_file.write_text(run.info.run_id)
+    write_text_atomic(run_id_file, run.info.run_id)
     print(f"MLflow: new run {run.info.run_id} ({run_name})", file=sys.stderr, flush=True)
     return run
 
@@ -116,7 +118,7 @@ def start_run(uri: str, experiment: str, run_name: str, run_id_file: Path) -> ml
 def resume_run(uri: str, run_id_file: Path) -> mlflow.ActiveRun:
     """Reopen the run recorded by training, to add evaluation metrics and artifacts."""
     mlflow.set_tracking_uri(uri)
-    return mlflow.start_run(run_id=run_id_file.read_text().strip())
+    return mlflow.start_run(run_id=read_state(run_id_file, "this model's MLflow run id"))
 
 
 def log_params_once(spec: Mapping, model) -> None:

@@ -31,6 +31,7 @@ from tqdm import tqdm
 from lengen import tasks
 from lengen.core import provenance, tracking
 from lengen.core.batch import step_rng
+from lengen.core.files import write_text_atomic
 from lengen.core.specs import Spec, read_spec
 from lengen.model.fused import FusedGPTNeoX
 from lengen.model.modelfile import write_model_file
@@ -114,7 +115,7 @@ class Runs:
         self.ids = []
         for spec, out in zip(group.specs, group.outs, strict=True):
             out.mkdir(parents=True, exist_ok=True)
-            (out / "spec.json").write_text(json.dumps(spec.source, indent=2, sort_keys=True))
+            write_text_atomic(out / "spec.json", json.dumps(spec.source, indent=2, sort_keys=True))
             trk = spec.tracking
             run = tracking.start_run(trk.uri, trk.experiment, spec.run_name, out / "mlflow_run_id")
             if not resumed:

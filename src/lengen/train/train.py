@@ -25,6 +25,7 @@ from tqdm import tqdm
 from lengen import tasks
 from lengen.core import provenance, tracking
 from lengen.core.batch import IGNORE, VALID_STREAM, step_rng
+from lengen.core.files import UnreadableState, read_state, write_text_atomic
 from lengen.core.specs import Spec, SpecError, TrainSpec, read_spec
 from lengen.model.model import GPTNeoX, ModelConfig
 from lengen.model.modelfile import write_model_file
@@ -222,9 +223,14 @@ def forget_other_spec(out: Path, spec: Spec, log) -> None:
     if not old.exists():
         return
     try:
-        same = json.loads(old.read_text()) == json.loads(json.dumps(spec.source))
-    except (OSError, json.JSONDecodeError):
-        same = False
+        same = json.loads(read_state(old, "the spec this folder trained")) == json.loads(
+            json.dumps(spec.source)
+        )
+    except json.JSONDecodeError as err:  # cut, not another spec: never a reason to delete
+        raise UnreadableState(
+            f"{old}: not readable JSON ({err}); it was cut by a kill or a full disk. Delete it "
+            "to resume from this folder's checkpoints (ckpt/), which are kept"
+        ) from None
     if same:
         return
     log(f"{old}: another spec trained here before; starting a new run (its MLflow run is kept)")
@@ -447,7 +453,7 @@ def _loop(spec: Spec, out: Path, engine, stopper, batches: Batches, bar, stop_af
 
 def _open_run(spec: Spec, out: Path, model: GPTNeoX, resumed: bool) -> None:
     """Write the spec's JSON beside the run and start (or resume) its MLflow run."""
-    (out / "spec.json").write_text(json.dumps(spec.source, indent=2, sort_keys=True))
+    write_text_atomic(out / "spec.json", json.dumps(spec.source, indent=2, sort_keys=True))
     trk = spec.tracking
     tracking.start_run(trk.uri, trk.experiment, spec.run_name, out / "mlflow_run_id")
     if not resumed:
