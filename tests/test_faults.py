@@ -145,3 +145,21 @@ def test_a_cut_state_file_is_an_error_naming_it_and_nothing_is_deleted(tiny_spec
     write_text_atomic(out / "mlflow_run_id", run_id)
     assert (train(spec, out)).exists()
     assert not list(out.glob(".mlflow_run_id.*")) and not list(out.glob(".spec.json.*"))
+
+
+def test_a_figure_from_a_cut_eval_table_fails_naming_it(tmp_path):
+    """Issue 47: the figure rule read eval.csv with a bare read_csv and drew Fig. 1 from a file
+    cut mid-line; it now reads it as the table rule does, and stops naming the file."""
+    from lengen.analysis.evaluate import TableError
+    from lengen.report import figures
+
+    good = pd.DataFrame({"experiment": "sparse_parity", "variant": "neox", "k_train": 2,
+                         "seed": 0, "length": [8, 16], "k_test": 1, "n": 4,
+                         "accuracy": [1.0, 0.5]})  # fmt: skip
+    path = tmp_path / "eval.csv"
+    good.to_csv(path, index=False)
+    text = path.read_text()
+    path.write_text(text[: text.rindex(",") + 1])  # cut mid-line: the last accuracy is gone
+    with pytest.raises(TableError, match=f"{path}: "):
+        figures.main(["sparse_parity", "--tables", str(path), "--out", str(tmp_path / "f.png")])
+    assert not (tmp_path / "f.png").exists()

@@ -16,6 +16,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from lengen import tasks  # noqa: E402
+from lengen.analysis.evaluate import read_eval_table  # noqa: E402
 from lengen.config import artifacts  # noqa: E402
 from lengen.core import provenance  # noqa: E402
 from lengen.core.claims import NEAR_PERFECT  # noqa: E402
@@ -272,7 +273,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.figure == "fig5":
         mask_illustration(args.out, metadata=provenance.png_metadata({"figure": "fig5"}, ""))
         return
-    tables = [pd.read_csv(p, dtype=provenance.DTYPES) for p in args.tables]
+    if args.figure in INFLUENCE_PANELS:  # the leave-one-out table (natural_language_influence)
+        tables = [pd.read_csv(p, dtype=provenance.DTYPES) for p in args.tables]
+    else:  # per-model eval tables, checked as the table rule checks them (a cut file is named)
+        tables = [read_eval_table(p) for p in args.tables]
     table = pd.concat(tables, ignore_index=True)
     setup = {k: v for k, v in vars(args).items() if k not in ("tables", "out")}
     setup["inputs"] = sorted(table["config_hash"].unique()) if "config_hash" in table else []
