@@ -81,10 +81,22 @@ def sparse_parity_figure(
         ax.axhline(0.5, color="grey", lw=0.8, ls=":")
         if train_range:
             ax.axvspan(*train_range, color="grey", alpha=0.15, lw=0)
+    for (model, k_train), ax in grid.axes_dict.items():  # a model that never learned: faint
+        cell = table[(table.model == model) & (table.k_train == k_train)]
+        inside = cell[cell.k_test <= cell.k_train]
+        if train_range:
+            inside = inside[inside["test length 2l"].between(*train_range)]
+        means = inside.groupby(["k_test", "test length 2l"]).accuracy.mean()
+        if len(means) and means.min() < NEAR_PERFECT:
+            for line in ax.get_lines()[:-1]:
+                line.set_alpha(0.3)
+            ax.set_title(f"{ax.get_title()}\n(did not learn its training range: "
+                         f"{means.min():.2f})", fontsize=8, color="dimgrey")  # fmt: skip
     counts = sorted(set(runs)) if runs is not None and len(runs) else [1]
     shown = "/".join(map(str, counts))
     grid.figure.suptitle(f"{title}\nruns per model: {shown}; bands: 95% CI over runs (none "
-                         "with one run); dashed: k_test > K_train", y=1.06)  # fmt: skip
+                         "with one run); dashed: k_test > K_train", y=1.08)  # fmt: skip
+    grid.figure.subplots_adjust(hspace=0.45)  # three-line panel titles clear the row above
     _save(grid.figure, out, style["dpi"], metadata)
 
 
