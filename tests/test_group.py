@@ -100,5 +100,21 @@ def test_a_group_shares_everything_but_the_seed(tiny_spec, copy_task):
     with pytest.raises(ValueError, match="differ in `model`"):
         check_group([parse_spec(a), parse_spec(b)])
     a, b = run_specs(tiny_spec, seeds=(0, 0))
-    with pytest.raises(ValueError, match="distinct seeds"):
+    with pytest.raises(ValueError, match="distinct names"):
         check_group([parse_spec(a), parse_spec(b)])
+
+
+def test_a_group_across_jumps_trains_each_as_alone(smoke_config, tmp_path):
+    """Jumps of one PPC parity variant differ in data, not shape: one group trains jumps 1 and 2
+    (their batches of different lengths padded, unscored) as train.train trains each."""
+    from lengen.core import tracking
+
+    cfg = dict(smoke_config, results_dir=str(tmp_path / "results"))
+    specs = [tasks.generation_spec(cfg, "parity_scratchpad", "ppc", jump, 0) for jump in (1, 2)]
+    tracking.prepare_store(specs[0]["tracking"]["uri"], [specs[0]["tracking"]["experiment"]])
+    check_group([parse_spec(s) for s in specs])
+    alone = [weights(train(s, tmp_path / f"alone{j}")) for j, s in enumerate(specs)]
+    fused = [weights(p) for p in train_group(specs, [tmp_path / f"g{j}" for j in range(2)])]
+    for a, f in zip(alone, fused, strict=True):
+        assert f["spec"] == a["spec"]
+        assert_same_weights(f["state_dict"], a["state_dict"])

@@ -384,9 +384,9 @@ def test_every_rule_has_conda_env_log_and_benchmark():
 
 
 def test_fused_groups_are_planned_and_run_as_one_job_each(tmp_path):
-    """runtime.fuse_runs (issue 45): the runs of one variant at one jump / depth train as one
-    job per group of fuse_runs (lengen.train.group); each run still gets its own model.pt,
-    MLflow run and evaluation, and its evaluation waits for its group."""
+    """runtime.fuse_runs (issue 45): the runs of one variant (its jumps / depths and seeds share
+    every shape) train as one job per group of fuse_runs (lengen.train.group); each run still
+    gets its own model.pt, MLflow run and evaluation, and its evaluation waits for its group."""
     import yaml
 
     cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
@@ -394,8 +394,16 @@ def test_fused_groups_are_planned_and_run_as_one_job_each(tmp_path):
     path = tmp_path / "fused.yaml"
     path.write_text(yaml.safe_dump(cfg))
     planned = job_stats(snakemake(tmp_path, "-n", "--cores", "2", "--configfile", str(path)))
-    # 15 runs: PPC parity 2 jumps x 2 seeds (2 groups of 2), 11 settings of one run each
-    assert planned["generation_train_group"] == 13 and "generation_train" not in planned
+    # each variant's (jump / depth, run) members in groups of 2 (they share every shape)
+    from lengen import tasks
+
+    groups = 0
+    for exp, task in tasks.generation_tasks().items():
+        for variant, var in cfg[exp]["variants"].items():
+            values = tasks.variant_section(cfg[exp], variant)[task.SETTING.values]
+            groups += -(-len(values) * var["runs"] // 2)
+    assert planned["generation_train_group"] == groups and "generation_train" not in planned
+    assert groups < 15  # fewer jobs than runs
     assert planned["generation_eval"] == 15
     target = "results/smoke/parity_scratchpad/ppc/k1/seed1/eval.csv"
     proc = snakemake(tmp_path, target, "--cores", "2", "--configfile", str(path))

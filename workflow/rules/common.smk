@@ -109,24 +109,35 @@ def generation_evals(exp, variants=None):
 FUSE_RUNS = config["runtime"].get("fuse_runs", 1)  # runs trained as one job (lengen.train.group)
 
 
-def generation_run(w, run=None):
-    """The folder of one run (its `run` wildcard, or `run`) of a generation-task setting."""
+def generation_run(w, run=None, value=None):
+    """The folder of one run of a generation-task variant: its wildcards' setting and run, or
+    the given jump / depth `value` and `run`."""
     run = w.run if run is None else run
-    return os.path.join(RESULTS, w.experiment, w.variant, w.setting, f"seed{run}")
+    prefix = GENERATION_TASKS[w.experiment].SETTING.prefix
+    setting = w.setting if value is None else f"{prefix}{value}"
+    return os.path.join(RESULTS, w.experiment, w.variant, setting, f"seed{run}")
+
+
+def fused_members(experiment, variant):
+    """Every (jump / depth, run) of a generation-task variant, in the order fused groups take
+    them: its settings' runs one after another (they share every shape: lengen.train.group)."""
+    section = tasks.variant_section(config[experiment], variant)
+    values = section[GENERATION_TASKS[experiment].SETTING.values]
+    runs = config[experiment]["variants"][variant]["runs"]
+    return [(value, run) for value in values for run in range(runs)]
 
 
 def fused_group(w):
-    """The runs of a fused group job (its `group` wildcard): seeds group x FUSE_RUNS on, as many
-    as the variant has, FUSE_RUNS at most."""
-    runs = config[w.experiment]["variants"][w.variant]["runs"]
-    first = int(w.group) * FUSE_RUNS
-    return list(range(first, min(first + FUSE_RUNS, runs)))
+    """The (jump / depth, run) members of a fused group job (its `group` wildcard): FUSE_RUNS
+    consecutive members of the variant, the last group what is left."""
+    members = fused_members(w.experiment, w.variant)
+    return members[int(w.group) * FUSE_RUNS : (int(w.group) + 1) * FUSE_RUNS]
 
 
 def trained(w):
     """What a generation run's evaluation waits for: its model.pt, or its fused group's job."""
     if FUSE_RUNS == 1:
         return os.path.join(generation_run(w), "model.pt")
-    group = int(w.run) // FUSE_RUNS
-    return os.path.join(RESULTS, w.experiment, w.variant, w.setting, f"fused{group}.done")
-
+    value = int(w.setting.removeprefix(GENERATION_TASKS[w.experiment].SETTING.prefix))
+    group = fused_members(w.experiment, w.variant).index((value, int(w.run))) // FUSE_RUNS
+    return os.path.join(RESULTS, w.experiment, w.variant, f"fused{group}.done")

@@ -45,22 +45,24 @@ rule generation_train:
 
 
 rule generation_train_group:
-    # FUSE_RUNS runs of one variant at one jump / depth trained as one fused model (one job, one
-    # GPU): each run's model.pt, spec.json and MLflow run in its own seed folder, as alone.
+    # Up to FUSE_RUNS runs of one variant (its jumps / depths and seeds share every shape) trained
+    # as one fused model (one job, one GPU): each run's model.pt, spec.json and MLflow run in its
+    # own folder, as alone.
     input:
         f"{RESULTS}/mlflow/{{experiment}}.ready",
     output:
-        touch(f"{RESULTS}/{{experiment}}/{{variant}}/{{setting}}/fused{{group}}.done"),
+        touch(f"{RESULTS}/{{experiment}}/{{variant}}/fused{{group}}.done"),
     wildcard_constraints:
         experiment=GENERATION_WILDCARDS["experiment"],
-        setting=GENERATION_WILDCARDS["setting"],
         group=r"\d+",
     params:
         specs=lambda w: to_json([
-            tasks.generation_spec(config, w.experiment, w.variant, int(w.setting[1:]), run)
-            for run in fused_group(w)
+            tasks.generation_spec(config, w.experiment, w.variant, value, run)
+            for value, run in fused_group(w)
         ]),
-        outs=lambda w: " ".join(shlex.quote(generation_run(w, run)) for run in fused_group(w)),
+        outs=lambda w: " ".join(
+            shlex.quote(generation_run(w, run, value)) for value, run in fused_group(w)
+        ),
     threads: config["runtime"]["threads_per_job"]
     resources:
         **job_resources("train"),
@@ -68,9 +70,9 @@ rule generation_train_group:
     conda:
         CONDA_ENV
     benchmark:
-        f"{BENCHMARKS}/{{experiment}}/train_{{variant}}_{{setting}}_fused{{group}}.tsv",
+        f"{BENCHMARKS}/{{experiment}}/train_{{variant}}_fused{{group}}.tsv",
     log:
-        f"{LOGS}/{{experiment}}/train_{{variant}}_{{setting}}_fused{{group}}.log",
+        f"{LOGS}/{{experiment}}/train_{{variant}}_fused{{group}}.log",
     shell:
         "python -m lengen.train.group --specs {params.specs:q} --out {params.outs}"
         " > {log:q} 2>&1"

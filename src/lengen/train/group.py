@@ -40,22 +40,23 @@ from lengen.train import runtime
 from lengen.train.loss import training_loss
 from lengen.train.train import EarlyStop, _prune, _resume_tag, build_model, lr_lambda
 
-SHARED = ("experiment", "task", "model", "train", "runtime")  # what one group's runs share
+SHARED = ("experiment", "model", "train", "runtime")  # what one group's runs share
 
 
 def check_group(specs: list[Spec]) -> None:
-    """A group's runs differ only in their seed and names: one task, model, schedule and
-    runtime (the shapes and the optimizer they share); else ValueError naming the key."""
+    """A group's runs share one experiment, model, schedule and runtime (the shapes and the
+    optimizer); their seeds and task settings (a jump, a depth: data, not shape) may differ,
+    their names may not. Else ValueError naming the key."""
     first = specs[0].source
     for spec in specs[1:]:
         for key in SHARED:
             if spec.source.get(key) != first.get(key):
                 raise ValueError(
                     f"runs {specs[0].run_name} and {spec.run_name} differ in `{key}`: a fused "
-                    "group's runs share everything but their seed"
+                    "group's runs share everything but their seed and task settings"
                 )
-    if len({s.seed for s in specs}) != len(specs):
-        raise ValueError("a fused group's runs need distinct seeds")
+    if len({s.run_name for s in specs}) != len(specs):
+        raise ValueError("a fused group's runs need distinct names (one folder each)")
 
 
 def group_batch(task, specs: list[Spec], step: int, buckets: tuple[int, ...], id_limit):
