@@ -270,3 +270,41 @@ def test_ds_config_json_is_merged_over_the_computed_config(tmp_path):
     cfg["natural_language"]["ds_config"] = str(bad)
     with pytest.raises(ConfigError, match=r"natural_language.ds_config: .*not valid JSON"):
         validate(cfg)
+
+
+def test_the_ds_config_json_cannot_override_what_the_config_sets(tmp_path):
+    """One source per setting (issue 46): the paper tier's language models run the ZeRO stage
+    its YAML states (natural_language.zero_stage: 2; it said runtime.zero_stage 0 while the JSON
+    ran stage 2), and a JSON that sets the stage, bf16 or clipping to another value than the
+    config is an error naming both, at validation and when the engine config is built."""
+    import json
+
+    from lengen.config.config import ConfigError, load, validate
+    from lengen.train.runtime import deepspeed_config
+
+    from .conftest import ROOT
+
+    cfg = load(ROOT / "config" / "paper.yaml")
+    assert cfg["natural_language"]["zero_stage"] == 2 and cfg["runtime"]["zero_stage"] == 0
+    spec = natural_language.train_spec(cfg, "long")
+    assert spec["runtime"]["zero_stage"] == 2  # what runs is what the YAML says
+    assert sparse_parity.train_spec(cfg, 8)["runtime"]["zero_stage"] == 0
+    for key, value, named in (
+        ("zero_optimization", {"stage": 3}, "natural_language.zero_stage"),
+        ("bf16", {"enabled": False}, "runtime.precision"),
+        ("gradient_clipping", 0.5, "train.grad_clip"),
+    ):
+        clash = tmp_path / f"{key}.json"
+        clash.write_text(json.dumps({key: value}))
+        bad = {**cfg, "natural_language": {**cfg["natural_language"], "ds_config": str(clash)}}
+        with pytest.raises(
+            ConfigError, match=rf"natural_language.ds_config: ds_config sets .*{named}"
+        ):
+            validate(bad)
+        spec["runtime"]["ds_config"] = {key: value}
+        with pytest.raises(ValueError, match=rf"ds_config sets .*{named}"):
+            deepspeed_config(parse_spec(spec), world=8)
+    spec["runtime"]["ds_config"] = {"zero_optimization": {"stage": 2}, "gradient_clipping": 1.0}
+    assert (
+        deepspeed_config(parse_spec(spec), world=8)["zero_optimization"]["stage"] == 2
+    )  # equal: fine

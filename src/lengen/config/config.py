@@ -12,7 +12,7 @@ import yaml
 from lengen import tasks
 from lengen.config import artifacts
 from lengen.core.positions import get_scheme, scheme_names
-from lengen.core.specs import read_ds_config
+from lengen.core.specs import ds_config_clashes, read_ds_config
 from lengen.tasks import natural_language
 
 
@@ -145,9 +145,19 @@ def _cross_checks(cfg: dict) -> list[tuple[str, str]]:
                        cfg.get("natural_language", {}).get("ds_config"))):  # fmt: skip
         if path:
             try:
-                read_ds_config(path)
+                user = read_ds_config(path)
             except (OSError, ValueError) as err:
                 errors.append((key, str(err)))
+                continue
+            section = cfg.get("natural_language", {}) if key.startswith("natural") else {}
+            stage = section.get("zero_stage", rt["zero_stage"])
+            clips = {t["grad_clip"] for _, t in _walk(cfg) if "grad_clip" in t and "steps" in t}
+            if key.startswith("natural"):
+                clips = {section[w]["train"]["grad_clip"] for w in ("short", "long")
+                         if "grad_clip" in section.get(w, {}).get("train", {})}  # fmt: skip
+            for clip in sorted(clips) or [None]:
+                errors += [(key, m) for m in ds_config_clashes(user, clip, rt["precision"], stage)
+                           if clip is not None or "gradient_clipping" not in m]  # fmt: skip
     return errors
 
 

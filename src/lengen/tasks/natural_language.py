@@ -68,6 +68,8 @@ def train_spec(cfg: dict, which: str) -> dict:
     )
     if nl.get("loss_chunk_tokens"):  # absent when 0, so the CPU tiers' specs stay as they were
         spec["runtime"]["loss_chunk_tokens"] = nl["loss_chunk_tokens"]
+    if "zero_stage" in nl:  # the language models' own (App. F's 1.3B models: ZeRO 2)
+        spec["runtime"]["zero_stage"] = nl["zero_stage"]
     return spec
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from lengen.core.specs import merge_dicts
+from lengen.core.specs import ds_config_clashes, merge_dicts
 
 if TYPE_CHECKING:
     from lengen.core.specs import RuntimeSpec, Spec
@@ -63,6 +63,8 @@ def deepspeed_config(spec: Spec, world: int) -> dict:
                 f"ds_config sets {key} = {user[key]}, but the train section gives {computed[key]} "
                 f"(batch_size {train.batch_size}, {world} processes): set it in the config"
             )
+    for message in ds_config_clashes(user, train.grad_clip, runtime.precision, runtime.zero_stage):
+        raise ValueError(message)
     return merge_dicts(computed, user)
 
 
