@@ -10,6 +10,7 @@ import shlex
 
 from lengen import tasks
 from lengen.config import artifacts
+from lengen.config.code import code_hash
 from lengen.config.cluster import too_large
 from lengen.config.config import read_yaml, validate
 from lengen.core.specs import experiment_name, tracking_uri

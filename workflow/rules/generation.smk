@@ -24,6 +24,7 @@ rule generation_train:
     wildcard_constraints:
         **GENERATION_WILDCARDS,
     params:
+        code=code_hash("lengen.train.train"),  # reruns when the code it runs changes
         spec=lambda w: to_json(
             tasks.generation_spec(config, w.experiment, w.variant, int(w.setting[1:]), int(w.run))
         ),
@@ -56,6 +57,7 @@ rule generation_train_group:
         experiment=GENERATION_WILDCARDS["experiment"],
         group=r"\d+",
     params:
+        code=code_hash("lengen.train.group"),  # reruns when the code it runs changes
         specs=lambda w: to_json([
             tasks.generation_spec(config, w.experiment, w.variant, value, run)
             for value, run in fused_group(w)
@@ -87,6 +89,7 @@ rule generation_eval:
     wildcard_constraints:
         **GENERATION_WILDCARDS,
     params:
+        code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
         eval=lambda w: to_json(tasks.variant_section(config[w.experiment], w.variant)["eval"]),
         seed=config["seed"],
         model=lambda w: os.path.join(generation_run(w), "model.pt"),
@@ -114,6 +117,7 @@ rule generation_figure:
     wildcard_constraints:
         stem="|".join(GENERATION_FIGURES),
     params:
+        code=code_hash("lengen.report.figures"),  # reruns when the code it runs changes
         panels=lambda w: " ".join(panels(w.stem)),
         title=lambda w: figure_spec(w.stem).get("title", GENERATION_FIGURES[w.stem].title)
         + f" ({config['tier']} tier)",
@@ -146,6 +150,8 @@ rule generation_table:
         f"{REPORTS}/{{experiment}}_accuracy.csv",
     wildcard_constraints:
         experiment=GENERATION_WILDCARDS["experiment"],
+    params:
+        code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
     resources:
         **job_resources("small"),
     conda:

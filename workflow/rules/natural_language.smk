@@ -19,6 +19,7 @@ rule natural_language_corpus:
     output:
         f"{NL_DIR}/corpus/sources.json",
     params:
+        code=code_hash("lengen.data.corpus"),  # reruns when the code it runs changes
         corpus=lambda w: to_json(NL["corpus"]),
         seed=config["seed"],
         out=out_dir,
@@ -42,6 +43,7 @@ rule natural_language_tokens:
     output:
         NL_TOKENS,
     params:
+        code=code_hash("lengen.data.tokens"),  # reruns when the code it runs changes
         tokenizer=lambda w: to_json(NL["tokenizer"]),
         source=lambda w: NL["corpus"]["source"],
         max_tokens=lambda w: to_json(NL["max_tokens"]),
@@ -72,6 +74,7 @@ rule natural_language_train:
     wildcard_constraints:
         which="short|long",
     params:
+        code=code_hash("lengen.train.train"),  # reruns when the code it runs changes
         spec=lambda w: to_json(tasks.get("natural_language").train_spec(config, w.which)),
         launcher=launcher(config, NL_GPUS),
         out=out_dir,
@@ -102,6 +105,7 @@ rule natural_language_perplexity:
         md=NL_TABLE.replace(".csv", ".md"),
         chunks=NL_CHUNKS,
     params:
+        code=code_hash("lengen.analysis.perplexity"),  # reruns when the code it runs changes
         eval=lambda w: to_json(NL["eval"]),
     resources:
         **job_resources("natural_language_eval"),
@@ -127,6 +131,7 @@ rule natural_language_window:
     output:
         NL_WINDOW,
     params:
+        code=code_hash("lengen.analysis.perplexity"),  # reruns when the code it runs changes
         eval=lambda w: to_json(NL["eval"]),
         window=lambda w: NL["short_context"],
     resources:
@@ -153,6 +158,7 @@ rule natural_language_influence:
     output:
         NL_INFLUENCE,
     params:
+        code=code_hash("lengen.analysis.influence"),  # reruns when the code it runs changes
         # test sequences follow the perplexity chunks in the held-out split
         influence=lambda w: to_json({**NL["influence"], "short_len": NL["short_context"],
             "long_len": NL["long_context"],
@@ -184,6 +190,7 @@ rule natural_language_figure:
     wildcard_constraints:
         fig="fig4|fig6",
     params:
+        code=code_hash("lengen.report.figures"),  # reruns when the code it runs changes
         title=lambda w: artifacts.FIGURES[f"{w.fig}_influence"].title.format(
             k=NL["influence"]["k"], tier=config["tier"]
         ),
@@ -207,6 +214,8 @@ rule natural_language_mask_figure:
     output:
         report(f"{REPORTS}/fig5_masks.png", caption="../report/fig_masks.rst",
                category="Natural language"),
+    params:
+        code=code_hash("lengen.report.figures"),  # reruns when the code it runs changes
     resources:
         **job_resources("small"),
     conda:

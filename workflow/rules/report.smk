@@ -28,6 +28,7 @@ rule report:
         report=report(REPORT, caption="../report/report.rst", category="Claims"),
         verdicts=f"{REPORTS}/{artifacts.VERDICTS}",
     params:
+        code=code_hash("lengen.report.report"),  # reruns when the code it runs changes
         cfg=to_json(artifacts.report_config(config)),
         tables=[f"{name}={path}" for name, path in artifacts.report_tables(config).items()],
         reference=f"--reference {shlex.quote(REFERENCE_VERDICTS)}" if REFERENCE_INPUT else "",

@@ -31,6 +31,7 @@ rule sparse_parity_testset:
     output:
         f"{SP_DIR}/testset.npz",
     params:
+        code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
         # Only what the draw depends on: changing eval.batch_size keeps the test set.
         eval=lambda w: to_json(
             {key: SP["eval"][key] for key in ("lengths", "k_test", "n_examples")}
@@ -57,6 +58,7 @@ rule sparse_parity_train:
     output:
         f"{SP_DIR}/{{variant}}/K{{K}}/seed{{run}}/model.pt",
     params:
+        code=code_hash("lengen.train.train"),  # reruns when the code it runs changes
         spec=lambda w: to_json(
             tasks.get("sparse_parity").train_spec(config, int(w.K), w.variant, int(w.run))
         ),
@@ -85,6 +87,7 @@ rule sparse_parity_eval:
     output:
         f"{SP_DIR}/{{variant}}/K{{K}}/seed{{run}}/eval.csv",
     params:
+        code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
         batch_size=SP["eval"]["batch_size"],
     resources:
         **job_resources("eval"),
@@ -113,6 +116,7 @@ rule sparse_parity_figure:
     wildcard_constraints:
         stem="|".join(SP_FIGURES),
     params:
+        code=code_hash("lengen.report.figures"),  # reruns when the code it runs changes
         title=lambda w: SP_FIGURES[w.stem][2],
         style=to_json(SP["figures"].get("style", {})),
         train_range=f"{SP['train_min_len']} {SP['train_max_len']}",
@@ -138,6 +142,8 @@ rule sparse_parity_table:
         sp_evals(SP_DIR, SP_VARIANTS, SP["k_train"]),
     output:
         SPARSE_PARITY_TABLE,
+    params:
+        code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
     resources:
         **job_resources("small"),
     conda:
@@ -171,6 +177,7 @@ rule sparse_parity_attention:
         ),
         table=f"{REPORTS}/sparse_parity_attention_{{variant}}.csv",
     params:
+        code=code_hash("lengen.analysis.attention"),  # reruns when the code it runs changes
         lengths=lambda w: " ".join(map(str, SP_ATTENTION["lengths"])),
         k=lambda w: " ".join(map(str, SP_ATTENTION["k_test"])),
         n=lambda w: SP_ATTENTION["n_examples"],
@@ -207,6 +214,8 @@ rule sparse_parity_schemes_table:
         lambda w: sp_evals(SP_DIR, *SP_FIGURES["sparse_parity_schemes"][:2]),
     output:
         artifacts.table(config, "sparse_parity_schemes"),
+    params:
+        code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
     resources:
         **job_resources("small"),
     conda:

@@ -17,6 +17,7 @@ rule theory:
             f"{REPORTS}/theory_figure.png", caption="../report/fig_theory.rst", category="Theory"
         ),
     params:
+        code=code_hash("lengen.analysis.theory_cases"),  # reruns when the code it runs changes
         L=THEORY["L"] if THEORY else 0,
         lengths=" ".join(map(str, THEORY["test_lengths"])) if THEORY else "",
     resources:

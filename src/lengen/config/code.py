@@ -1,0 +1,82 @@
+"""A hash of the code a job runs, for the workflow's rules (issue 47: a change to a task module
+reran nothing, since Snakemake's code trigger sees a rule's own code, not the modules it runs).
+
+A rule runs `python -m lengen.<entry>`; `code_hash(entry)` hashes every lengen module that entry
+imports, transitively (found by reading the sources' `import` statements, function-local ones
+included, without importing anything: planning a run imports no torch), each as its syntax tree
+with docstrings dropped. A comment, a docstring or a blank line changes no hash; a changed
+statement in any module the job runs changes its rule's params, and Snakemake reruns the job
+(docs/recovery.md).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from functools import cache
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1]  # src/lengen
+
+
+def module_file(name: str, root: Path = PACKAGE) -> Path | None:
+    """The source file of lengen module `name` (a package's __init__.py) under `root` (the
+    package's folder), None if there is none (a name imported from a module, e.g.
+    lengen.core.batch.IGNORE)."""
+    parts = name.split(".")[1:]
+    base = root.joinpath(*parts)
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def imported(path: Path, root: Path = PACKAGE) -> set[str]:
+    """The lengen modules a source file imports (anywhere in it), and its package's __init__."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("lengen")}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lengen"):
+            for alias in node.names:  # `from lengen.x import y`: y a module, or a name in x
+                sub = f"{node.module}.{alias.name}"
+                found.add(sub if module_file(sub, root) else node.module)
+    return {m for m in found if module_file(m, root)}
+
+
+@cache
+def closure(entry: str, root: Path = PACKAGE) -> tuple[Path, ...]:
+    """Every lengen source file `python -m <entry>` runs: the entry, what it imports,
+    transitively, and each module's enclosing packages."""
+    todo, seen = [entry], set()
+    while todo:
+        name = todo.pop()
+        parts = name.split(".")
+        for i in range(2, len(parts) + 1):  # lengen.a.b also runs lengen.a's __init__
+            parent = ".".join(parts[:i])
+            path = module_file(parent, root)
+            if path is not None and path not in seen:
+                seen.add(path)
+                todo += sorted(imported(path, root))
+    return tuple(sorted(seen))
+
+
+def normalized(path: Path) -> str:
+    """A source file's syntax tree without docstrings: what runs, not how it is written."""
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):  # fmt: skip
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree, annotate_fields=False)
+
+
+def code_hash(entry: str, root: Path = PACKAGE) -> str:
+    """Short hash of the code `python -m <entry>` runs (closure, normalized)."""
+    digest = hashlib.sha256()
+    for path in closure(entry, root):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(normalized(path).encode())
+    return digest.hexdigest()[:12]

@@ -1,0 +1,46 @@
+"""The code a rule runs, hashed (lengen.config.code): a real change to any module a job runs
+changes its rule's params (Snakemake reruns it); a comment or a docstring does not; a module the
+job never imports does not (issue 47: a changed task module reran nothing)."""
+
+from __future__ import annotations
+
+import shutil
+
+from lengen.config.code import closure, code_hash
+
+from .conftest import ROOT
+
+
+def test_the_hash_follows_what_a_job_runs_and_ignores_how_it_is_written(tmp_path):
+    root = tmp_path / "lengen"
+    shutil.copytree(ROOT / "src" / "lengen", root)
+    train = lambda: code_hash("lengen.train.train", root)  # noqa: E731
+    report = lambda: code_hash("lengen.report.report", root)  # noqa: E731
+    files = {p.relative_to(root).as_posix() for p in closure("lengen.train.train", root)}
+    assert {"tasks/sparse_parity.py", "model/model.py", "train/train.py"} <= files
+    assert "report/report.py" not in files  # training never runs the report
+    before_train, before_report = train(), report()
+    task = root / "tasks" / "sparse_parity.py"
+    text = task.read_text()
+    task.write_text(text.replace('"""', '"""Reworded. ', 1) + "\n# a comment\n")
+    assert train() == before_train  # docstrings and comments: the same code
+    task.write_text(
+        text.replace("def train_batch(", "def _unused():\n    return 1\n\n\ndef train_batch(", 1)
+    )
+    assert train() != before_train  # a real change in a module training runs (imported)
+    assert report() != before_report  # the report reads task modules too
+    task.write_text(text)
+    (root / "report" / "report.py").write_text(
+        (root / "report" / "report.py").read_text() + "\nX = 1\n"
+    )
+    assert train() == before_train and report() != before_report
+
+
+def test_every_rule_that_runs_lengen_code_carries_its_hash():
+    import re
+
+    for smk in (ROOT / "workflow" / "rules").glob("*.smk"):
+        for rule in re.split(r"\n(?=rule )", smk.read_text())[1:]:
+            entry = re.search(r"(?:python -m|launcher\}) (lengen\.[a-z_.]+)", rule)
+            if entry and not entry.group(1).startswith("lengen.train.tracking"):
+                assert f'code=code_hash("{entry.group(1)}")' in rule, f"{smk.name}: {rule[:40]}"
