@@ -267,3 +267,10 @@ def test_a_binary_config_file_is_named(tmp_path):
     png.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
     with pytest.raises(ConfigError, match=f"{png}: not a UTF-8 text file"):
         read_yaml(png)
+
+
+def test_config_readme_lists_every_key_of_the_schema():
+    """config/README.md holds `python -m lengen.config.keys`'s table as the schema is now."""
+    from lengen.config.keys import markdown
+
+    assert markdown() in (ROOT / "config" / "README.md").read_text()

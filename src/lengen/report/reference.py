@@ -128,7 +128,15 @@ def section(run: pd.DataFrame, ref: pd.DataFrame | None, label: str) -> list[str
     ]
 
 
-SCIENCE_PATHS = ("src", "workflow", "Snakefile", "config", "envs", "pyproject.toml")  # a run's code
+SCIENCE_PATHS = (
+    "src",
+    "workflow",
+    "Snakefile",
+    "config/*.yaml",
+    "config/*.json",
+    "envs",
+    "pyproject.toml",
+)
 
 
 def expected_files(whole: dict) -> set[str]:
