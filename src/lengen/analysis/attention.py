@@ -15,13 +15,13 @@ that reading directly: accuracy per number m of flagged ones.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
+from lengen.core.cli import command_parser
 from lengen.tasks import parse_spec
 from lengen.tasks import sparse_parity as sp
 
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> None:
     from lengen.core import provenance
     from lengen.model.modelfile import model_from_saved, read_model_file
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_parser(__spec__, __doc__)
     parser.add_argument("--model", type=Path, required=True)
     parser.add_argument("--lengths", type=int, nargs="+", default=[20, 50, 100, 150, 200, 300, 500])
     parser.add_argument("--k", type=int, nargs="+", default=[4, 8])

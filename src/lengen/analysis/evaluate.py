@@ -11,7 +11,6 @@ Two kinds of scoring, chosen by the task module (lengen.tasks):
 
 from __future__ import annotations
 
-import argparse
 import json
 from functools import partial
 from pathlib import Path
@@ -23,6 +22,7 @@ from tqdm import tqdm
 from lengen import tasks
 from lengen.analysis.decode import exact_match, greedy_decode
 from lengen.core import provenance, tracking
+from lengen.core.cli import command_parser
 from lengen.core.device import eval_device
 from lengen.core.positions import get_scheme
 from lengen.core.specs import Spec
@@ -182,7 +182,7 @@ def combine(tables: list[Path], out: Path) -> pd.DataFrame:
 def main(argv: list[str] | None = None) -> None:
     """CLI: `testset` writes a task's stored test set; `run` scores a model on it; `generate`
     scores a generation-scored (scratchpad) model; `combine` joins tables."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_parser(__spec__, __doc__)
     sub = parser.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("testset")
     t.add_argument("--experiment", required=True, help="a task with a stored test set")

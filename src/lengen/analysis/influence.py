@@ -18,7 +18,6 @@ per-row attention mask; only the last position goes through the output head.
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -28,6 +27,7 @@ import torch
 from tqdm import tqdm
 
 from lengen.core import contexts, provenance
+from lengen.core.cli import command_parser
 from lengen.core.device import eval_device
 from lengen.data.tokens import consecutive_chunks, load_tokens
 from lengen.model.modelfile import model_from_saved, read_model_file
@@ -146,7 +146,7 @@ def analyse(
 # pragma: no mutate block  (CLI wiring: tested through the workflow in subprocesses)
 def main(argv: list[str] | None = None) -> None:
     """CLI: the leave-one-out table for both models, every (scored, chosen-by) pair."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_parser(__spec__, __doc__)
     parser.add_argument("--short", type=Path, required=True, help="h_short model.pt")
     parser.add_argument("--long", type=Path, required=True, help="h_long model.pt")
     parser.add_argument("--tokens", type=Path, required=True, help="validation.bin")

@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from lengen.core import provenance
+from lengen.core.cli import command_parser
 from lengen.core.device import eval_device
 from lengen.core.positions import true_position_ids
 from lengen.data.tokens import consecutive_chunks, load_tokens
@@ -160,7 +161,7 @@ def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["window"]:
         return main_window(argv[1:])
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_parser(__spec__, __doc__)
     parser.add_argument("--short", type=Path, required=True, help="h_short model.pt")
     parser.add_argument("--long", type=Path, required=True, help="h_long model.pt")
     parser.add_argument("--tokens", type=Path, required=True, help="validation.bin")

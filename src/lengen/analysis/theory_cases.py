@@ -16,7 +16,6 @@ minimiser) and the figure.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import math
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from lengen.analysis.theory import (
 )
 from lengen.core import provenance
 from lengen.core.claims import THEORY_DELTA
+from lengen.core.cli import command_parser
 
 V = (1, 2)
 L_LOCAL = 2
@@ -502,7 +502,7 @@ def figure(table: pd.DataFrame, out: Path, metadata: dict | None = None) -> None
 
 def main(argv: list[str] | None = None) -> None:
     """CLI: write the theory table (CSV and markdown) and figure."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_parser(__spec__, __doc__)
     parser.add_argument("--L", type=int, default=8, help="maximum training length")
     parser.add_argument("--test-lengths", type=int, nargs="+", help="default: 2L, 3L, 4L")
     parser.add_argument("--out-table", type=Path, required=True)

@@ -7,13 +7,13 @@ workflow/profiles/slurm-squeue)? Prints what to change and exits 1 when somethin
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from lengen.config.config import load
+from lengen.core.cli import command_parser
 
 NO_ACCOUNTING = "accounting storage is disabled"
 
@@ -74,13 +74,13 @@ def problems(cfg: dict, sizes: list[tuple[int, int]], sacct: str) -> list[str]:
 # pragma: no mutate block  (CLI wiring)
 def main(argv: list[str] | None = None) -> None:
     """CLI: check a tier against the cluster this runs on."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_parser(__spec__, __doc__)
     parser.add_argument("--configfile", type=Path, required=True)
     parser.add_argument("--partition", default=None, help="the partition the profile names")
     args = parser.parse_args(argv)
+    cfg = load(args.configfile)  # the config's own errors first, wherever this runs
     if shutil.which("sinfo") is None:
         raise SystemExit("no SLURM here (sinfo not found): run this on the submit host")
-    cfg = load(args.configfile)
     sizes = node_sizes(args.partition)
     found = problems(cfg, sizes, run("sacct", "--noheader", "-X", "--starttime", "now"))
     for line in found:

@@ -11,7 +11,6 @@ Every source is read by `read_documents`, so the rest of the pipeline cannot tel
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import gzip
 import hashlib
@@ -24,6 +23,8 @@ import tempfile
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
+
+from lengen.core.cli import command_parser
 
 SPLITS = ("train", "validation")
 FORMATS = ("html", "text", "fortune")
@@ -235,7 +236,7 @@ def link_c4_dir(c4_dir: Path, out: Path) -> dict:
 def main(argv: list[str] | None = None) -> None:
     """CLI: python -m lengen.data.corpus --corpus JSON --seed S --out DIR (writes
     DIR/sources.json)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_parser(__spec__, __doc__)
     parser.add_argument("--corpus", required=True, help="JSON of natural_language.corpus")
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--out", type=Path, required=True)

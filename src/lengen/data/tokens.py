@@ -15,7 +15,6 @@ Either way the tokenizer is saved in HF format beside the tokens. Each split is 
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import subprocess
@@ -27,6 +26,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from lengen.core.cli import command_parser
 from lengen.data import corpus
 
 MISTRAL_WHEEL = "mistral-common==1.13.1"
@@ -156,7 +156,7 @@ def consecutive_chunks(tokens: np.ndarray, size: int, n: int, offset: int = 0) -
 
 def main(argv: list[str] | None = None) -> None:
     """CLI: tokenizer + train.bin + validation.bin + meta.json under --out."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_parser(__spec__, __doc__)
     parser.add_argument("--tokenizer", required=True, help="JSON of natural_language.tokenizer")
     parser.add_argument("--source", required=True, help="corpus source (debian|c4_dir|c4_hub)")
     parser.add_argument("--corpus-dir", type=Path, required=True)

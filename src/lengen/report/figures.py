@@ -4,7 +4,6 @@ scatters (Figs. 4, 6) and mask illustration (Fig. 5) of Sec. 5.3."""
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from lengen.analysis.evaluate import read_eval_table  # noqa: E402
 from lengen.config import artifacts  # noqa: E402
 from lengen.core import provenance  # noqa: E402
 from lengen.core.claims import NEAR_PERFECT  # noqa: E402
+from lengen.core.cli import command_parser
 from lengen.core.positions import scheme_label  # noqa: E402
 from lengen.core.stats import diagonal_fit  # noqa: E402
 from lengen.report import effects  # noqa: E402
@@ -267,7 +267,7 @@ def mask_illustration(
 def main(argv: list[str] | None = None) -> None:
     """CLI: python -m lengen.report.figures {sparse_parity|generation|fig4|fig6|fig5}
     --tables A.csv ... --out fig.png."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_parser(__spec__, __doc__)
     parser.add_argument("figure", choices=["sparse_parity", "generation", "fig4", "fig6", "fig5"])
     parser.add_argument("--panels", nargs="+", help="generation: variant per panel")
     parser.add_argument("--tables", nargs="+", type=Path, default=[])

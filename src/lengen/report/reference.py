@@ -21,7 +21,6 @@ and the paper's statement.
 
 from __future__ import annotations
 
-import argparse
 import math
 import shutil
 import sys
@@ -31,6 +30,7 @@ import pandas as pd
 
 from lengen.config.artifacts import REPORT, VERDICTS
 from lengen.core import provenance
+from lengen.core.cli import command_parser
 
 
 def reference_dir(tier: str, project: Path | str = ".") -> Path:
@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from lengen.config.config import validate
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_parser(__spec__, __doc__)
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("refresh", help="copy a finished run's reports to reference/<tier>/")
     p.add_argument("--configfile", type=Path, required=True, help="the tier's config YAML")

@@ -13,7 +13,6 @@ thresholds, each written next to its claim.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -29,6 +28,7 @@ from lengen.config import artifacts
 from lengen.config.config import validate
 from lengen.core import provenance
 from lengen.core.claims import NEAR_PERFECT, Claim, Measured, NotTestable
+from lengen.core.cli import command_parser
 from lengen.core.stats import diagonal_fit, mean_with_ci
 from lengen.report import effects, reference, rules
 from lengen.report.rules import RULES
@@ -1004,7 +1004,7 @@ def main(argv: list[str] | None = None) -> None:
     """CLI: python -m lengen.report.report --config CONFIG.yaml|JSON --out reports/REPORT.md."""
     import yaml
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_parser(__spec__, __doc__)
     parser.add_argument(
         "--config",
         required=True,

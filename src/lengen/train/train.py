@@ -9,7 +9,6 @@ sections of one run; see lengen.core.specs for how the Snakefile builds it and f
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import shutil
@@ -25,6 +24,7 @@ from tqdm import tqdm
 from lengen import tasks
 from lengen.core import provenance, tracking
 from lengen.core.batch import IGNORE, VALID_STREAM, step_rng
+from lengen.core.cli import command_parser
 from lengen.core.files import UnreadableState, read_state, write_text_atomic
 from lengen.core.specs import Spec, SpecError, TrainSpec, read_spec
 from lengen.model.model import GPTNeoX, ModelConfig
@@ -468,7 +468,7 @@ def _save_final(engine, spec: Spec, path: Path, steps_run: int, stop_reason: str
 
 def main(argv: list[str] | None = None) -> None:
     """CLI: python -m lengen.train.train --spec SPEC.json --out DIR."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_parser(__spec__, __doc__)
     parser.add_argument("--spec", required=True, help="JSON file or JSON string of the run spec")
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument(
