@@ -149,15 +149,13 @@ def _cross_checks(cfg: dict) -> list[tuple[str, str]]:
             except (OSError, ValueError) as err:
                 errors.append((key, str(err)))
                 continue
-            section = cfg.get("natural_language", {}) if key.startswith("natural") else {}
-            stage = section.get("zero_stage", rt["zero_stage"])
-            clips = {t["grad_clip"] for _, t in _walk(cfg) if "grad_clip" in t and "steps" in t}
-            if key.startswith("natural"):
-                clips = {section[w]["train"]["grad_clip"] for w in ("short", "long")
-                         if "grad_clip" in section.get(w, {}).get("train", {})}  # fmt: skip
-            for clip in sorted(clips) or [None]:
-                errors += [(key, m) for m in ds_config_clashes(user, clip, rt["precision"], stage)
-                           if clip is not None or "gradient_clipping" not in m]  # fmt: skip
+            # the train sections the JSON applies to: the language models', or every one
+            scope = cfg["natural_language"] if key.startswith("natural") else cfg
+            stage = scope.get("zero_stage", rt["zero_stage"])
+            clips = {t["grad_clip"] for _, t in _walk(scope) if "grad_clip" in t and "steps" in t}
+            found = ds_config_clashes(user, bf16=rt["precision"] == "bf16", zero_stage=stage)
+            found += [m for clip in sorted(clips) for m in ds_config_clashes(user, grad_clip=clip)]
+            errors += [(key, m) for m in found]
     return errors
 
 

@@ -5,9 +5,8 @@ tests/test_config.py fails when config/README.md and the schema differ.
 
 from __future__ import annotations
 
-import argparse
-
 from lengen.config.config import schema
+from lengen.core.cli import command_parser
 
 MAP = "<name>"  # a key of a name -> entry mapping (variants, figures, jobs)
 
@@ -67,9 +66,7 @@ def markdown() -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """CLI: print the table of every config key."""
-    argparse.ArgumentParser(
-        prog="python -m lengen.config.keys", description=__doc__.splitlines()[0]
-    ).parse_args(argv)
+    command_parser(__spec__, __doc__).parse_args(argv)
     print(markdown())
 
 

@@ -71,12 +71,9 @@ class Claim:
     measure: Callable[[object], float | Measured | NotTestable | None]
     rule: str  # the rule, in words
     holds: Callable[[float | Measured], bool]
-    # a verdict with more than two outcomes (e.g. reproduced / inconclusive / not reproduced from
-    # an effect's CI): when given, it decides instead of `holds`
-    judge: Callable[[float | Measured], str] | None = None
-    # a run-level rule "the whole CI >= threshold" without a judge of its own (a task's claims):
-    # the report judges it as every comparison (reproduced / inconclusive / not reproduced /
-    # underpowered, lengen.report.effects.judge)
+    # a rule "the whole CI >= threshold" on a run-level measurement: when given, the report
+    # judges it instead of `holds` (reproduced / inconclusive / not reproduced / underpowered,
+    # lengen.report.effects.judge)
     threshold: float | None = None
     # "paper": a claim of the paper; "check": cannot fail by construction (a sanity check, not a
     # reproduction); "beyond": a claim beyond the paper (another paper's prediction, an extra

@@ -294,14 +294,18 @@ def read_ds_config(path: str | Path) -> dict:
     return data
 
 
-def ds_config_clashes(user: dict, grad_clip: float, precision: str, zero_stage: int) -> list[str]:
+def ds_config_clashes(
+    user: dict,
+    grad_clip: float | None = None,
+    bf16: bool | None = None,
+    zero_stage: int | None = None,
+) -> list[str]:
     """Where a DeepSpeed config JSON sets what the spec computes (one source per setting: the
-    config's train.grad_clip, runtime.precision, runtime.zero_stage) to another value; equal
-    values pass. Each message names both keys."""
+    config's train.grad_clip, runtime.precision, runtime.zero_stage) to another value than the
+    given one (None: not compared); equal values pass. Each message names both keys."""
     found = {
         "gradient_clipping": (user.get("gradient_clipping"), grad_clip, "train.grad_clip"),
-        "bf16.enabled": ((user.get("bf16") or {}).get("enabled"), precision == "bf16",
-                         "runtime.precision"),
+        "bf16.enabled": ((user.get("bf16") or {}).get("enabled"), bf16, "runtime.precision"),
         "zero_optimization.stage": ((user.get("zero_optimization") or {}).get("stage"),
                                     zero_stage, "runtime.zero_stage (natural_language.zero_stage "
                                     "for the language models)"),
@@ -309,5 +313,5 @@ def ds_config_clashes(user: dict, grad_clip: float, precision: str, zero_stage: 
     return [
         f"ds_config sets {key} = {got}, but {where} gives {want}: set it there, not in the JSON"
         for key, (got, want, where) in found.items()
-        if got is not None and got != want
+        if got is not None and want is not None and got != want
     ]

@@ -16,7 +16,7 @@ has nothing to resample, so such an effect is *underpowered*: its estimate is sh
 verdict.
 
 `runs_needed` states how many runs per arm would decide an undecided effect at the observed
-between-run spread (docs/results.md, "How many runs a verdict needs").
+between-run spread (docs/rules.md, "How many runs a verdict needs").
 """
 
 from __future__ import annotations
@@ -33,15 +33,6 @@ SEED = 0
 MIN_RUNS = 3  # runs per compared arm below which a comparison reads "underpowered"
 ALPHA, POWER = 0.05, 0.8  # runs_needed: a two-sided 95% CI clearing the threshold, 80% power
 UNDERPOWERED = "underpowered"
-
-
-def outcomes(rows: pd.DataFrame) -> np.ndarray:
-    """Per-example 0/1 outcomes of a table's rows: round(accuracy x n) ones and the rest zeros
-    per row, pooled over the rows."""
-    right = np.rint(rows.accuracy.to_numpy() * rows.n.to_numpy()).astype(int)
-    total = rows.n.to_numpy().astype(int)
-    cells = [np.repeat([1.0, 0.0], [r, t - r]) for r, t in zip(right, total, strict=True)]
-    return np.concatenate(cells)
 
 
 def runs_of(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -91,23 +82,27 @@ class Effect:
         return f"{self.name} {self.estimate:+.3f} [{self.low:+.3f}, {self.high:+.3f}] ({runs} runs)"
 
 
+def _arm(rows: pd.DataFrame, rng: np.random.Generator):
+    """One compared group: its run-mean accuracy, its bootstrap means, its runs and their
+    between-run standard deviation."""
+    right, n = runs_of(rows)
+    return float((right / n).mean()), _boot(right, n, rng), len(n), _sd(right, n)
+
+
 def gap(better: pd.DataFrame, worse: pd.DataFrame, name: str) -> Effect:
     """Run-mean accuracy of `better` minus `worse`, with its hierarchical bootstrap CI."""
     rng = np.random.default_rng(SEED)
-    a, b = runs_of(better), runs_of(worse)
-    boot = _boot(*a, rng) - _boot(*b, rng)
-    low, high = np.percentile(boot, [2.5, 97.5])
-    estimate = float((a[0] / a[1]).mean() - (b[0] / b[1]).mean())
-    return Effect(name, estimate, float(low), float(high), (len(a[1]), len(b[1])),
-                  (_sd(*a), _sd(*b)))  # fmt: skip
+    (mean_a, boot_a, runs_a, sd_a), (mean_b, boot_b, runs_b, sd_b) = (
+        _arm(better, rng), _arm(worse, rng))  # fmt: skip
+    low, high = np.percentile(boot_a - boot_b, [2.5, 97.5])
+    return Effect(name, mean_a - mean_b, float(low), float(high), (runs_a, runs_b), (sd_a, sd_b))
 
 
 def level(rows: pd.DataFrame, name: str) -> Effect:
     """Run-mean accuracy of the rows, with its hierarchical bootstrap CI."""
-    right, n = runs_of(rows)
-    low, high = np.percentile(_boot(right, n, np.random.default_rng(SEED)), [2.5, 97.5])
-    return Effect(name, float((right / n).mean()), float(low), float(high), (len(n),),
-                  (_sd(right, n),))  # fmt: skip
+    mean, boot, runs, sd = _arm(rows, np.random.default_rng(SEED))
+    low, high = np.percentile(boot, [2.5, 97.5])
+    return Effect(name, mean, float(low), float(high), (runs,), (sd,))
 
 
 def _ci(samples: tuple[np.ndarray, ...], statistic, paired: bool = False) -> tuple[float, float]:

@@ -28,12 +28,12 @@ from lengen.config import artifacts
 from lengen.config.config import validate
 from lengen.core import provenance
 from lengen.core.claims import NEAR_PERFECT, Claim, Measured, NotTestable
+from lengen.core.claims import THEORY_DELTA as DELTA
 from lengen.core.cli import command_parser
 from lengen.core.stats import diagonal_fit, mean_with_ci
 from lengen.report import effects, reference, rules
 from lengen.report.rules import RULES
 
-DELTA = rules.THEORY_DELTA
 # every threshold is the rules registry's (lengen.report.rules: each beside its sentence and reason)
 FAILS = 1 - RULES["SP-2"].threshold  # "fails": never above this accuracy
 MUCH_WORSE = RULES["PS-3"].threshold  # accuracy gap that counts as "much worse" / "hurts a lot"
@@ -151,7 +151,7 @@ def effect_claim(threshold: float, what: str) -> dict:
         "rule": f"every CI >= {threshold:g} ({what}); a CI below it: not reproduced; "
         f"straddling: inconclusive; < {effects.MIN_RUNS} runs in an arm: underpowered",
         "holds": lambda m: m["ci_low"] >= threshold,
-        "judge": lambda m: effects.judge(m["ci_low"], m["ci_high"], threshold, m.runs),
+        "threshold": threshold,
     }
 
 
@@ -458,9 +458,8 @@ def va_rope_worse_than_ppc(t: Tables) -> Measured | NotTestable | None:
 ASSUMPTIONS = ("local", "relative", "realizable", "coverage")
 POSITIVE = ("positive", f"positive, delta={DELTA:g}")  # theory_cases' Theorem 4.3 cases
 PLAIN, COUPLED = "coupling: plain", "coupling: PC"
-CONTRAST = RULES[
-    "TH-4.4"
-].threshold  # the plain class's extra test risk that counts as "fails where PC does not"
+# the plain class's extra test risk that counts as "fails where PC does not"
+CONTRAST = RULES["TH-4.4"].threshold
 
 
 def theory_failure(
@@ -607,13 +606,11 @@ NL_PANELS = [  # (panel, model scored, model choosing J): Fig4, Fig6a-c (artifac
     for i, pair in enumerate(fig.panels)
 ]
 N_BOOTSTRAP = 2000  # paired bootstrap resamples over held-out chunks (seeded: deterministic)
-CLOSE = RULES[
-    "NL-T1c"
-].threshold  # "close": perplexities within 5% of each other (Table 1: 14.74 vs 14.49 is 1.7%)
+# "close": perplexities within 5% of each other (Table 1: 14.74 vs 14.49 is 1.7%)
+CLOSE = RULES["NL-T1c"].threshold
 SLOPE = (2 / 3, 3 / 2)  # "near the diagonal": fitted slope within these bounds...
-SPREAD = RULES[
-    "NL-Fig4"
-].threshold  # ...and RMS distance from the diagonal <= this fraction of the RMS difference
+# ...and RMS distance from the diagonal <= this fraction of the RMS difference
+SPREAD = RULES["NL-Fig4"].threshold
 
 
 def _chunk_nll(t: Tables, model: str, length: int) -> pd.Series | None:
@@ -650,9 +647,8 @@ def nl_perplexity_gain(model: str) -> Callable[[Tables], Measured | None]:
     return measure
 
 
-BEYOND_L = RULES[
-    "NL-T1w"
-].threshold  # NL-T1w's minimum effect: 0.01 nats per token, a 1% lower perplexity
+# NL-T1w's minimum effect: 0.01 nats per token, a 1% lower perplexity
+BEYOND_L = RULES["NL-T1w"].threshold
 
 
 def nl_uses_beyond_short(t: Tables) -> Measured | None:
@@ -772,19 +768,14 @@ def verdict(claim: Claim, tables: Tables) -> dict:
     elif value is None or (isinstance(value, float) and math.isnan(value)):
         result, shown = "not run", "-"
     else:
-        if claim.judge is not None:
-            result = claim.judge(value)
-        elif claim.threshold is not None and isinstance(value, Measured):
-            result = effects.judge(value["ci_low"], value["ci_high"], claim.threshold, value.runs)
+        # a claim of runs (paper or beyond) needs effects.MIN_RUNS runs per arm for a verdict
+        of_runs = getattr(value, "runs", None) if claim.kind in ("paper", "beyond") else None
+        if claim.threshold is not None and isinstance(value, Measured):
+            result = effects.judge(value["ci_low"], value["ci_high"], claim.threshold, of_runs)
+        elif of_runs is not None and of_runs < effects.MIN_RUNS:
+            result = effects.UNDERPOWERED
         else:
             result = "reproduced" if claim.holds(value) else "not reproduced"
-        if (
-            claim.kind in ("paper", "beyond")
-            and isinstance(value, Measured)
-            and value.runs is not None
-            and value.runs < effects.MIN_RUNS
-        ):
-            result = effects.UNDERPOWERED  # fewer runs than a verdict needs
         if claim.kind == "check":  # a check passes or fails; it reproduces nothing
             result = {"reproduced": "passed", "not reproduced": "failed"}.get(result, result)
         shown = str(value) if isinstance(value, Measured) else f"{value:.3f}"

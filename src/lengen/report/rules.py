@@ -10,11 +10,10 @@ variant's) longest training length L: "beyond training" is the tested lengths in
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 
 from lengen.core.claims import NEAR_PERFECT  # "near-perfect" accuracy (a task's claims use it)
-from lengen.core.claims import THEORY_DELTA as THEORY_DELTA  # Theorem 4.3, delta > 0
+from lengen.core.cli import command_parser
 
 # interval methods (lengen.report.effects)
 RUNS_THEN_EXAMPLES = (
@@ -143,11 +142,6 @@ def sentence_of(claim_id: str) -> str:
     return max(keys, key=len) if keys else claim_id
 
 
-def threshold(sentence: str) -> float:
-    """A sentence's threshold (the registry's)."""
-    return RULES[sentence].threshold
-
-
 def beyond(experiment: str, longest_train: int, lengths) -> list[int]:
     """The tested lengths beyond training within the paper's ratio: (L, PAPER_RATIO x L]."""
     top = PAPER_RATIO[experiment] * longest_train + 1e-9
@@ -167,10 +161,7 @@ def markdown() -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """CLI: print the registry's markdown table."""
-    parser = argparse.ArgumentParser(
-        prog="python -m lengen.report.rules", description=__doc__.splitlines()[0]
-    )
-    parser.parse_args(argv)
+    command_parser(__spec__, __doc__).parse_args(argv)
     print(markdown())
 
 

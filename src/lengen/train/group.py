@@ -63,10 +63,9 @@ def group_batch(task, specs: list[Spec], step: int, buckets: tuple[int, ...], id
     """Each run's batch of this step (its own seed's stream, as train.Batches draws it with one
     process), padded at the end to the longest (and to the bucket edge above it): padding is
     never scored and the model is causal, so each run's loss is its batch's alone. (R, B, T)."""
-    examples = [task.train_batch(s, step_rng(s.seed, step, 0), step) for s in specs]
+    examples = [task.train_batch(s, step_rng(s.seed, step, 0), step).padded(buckets) for s in specs]
     longest = max(e.tokens.shape[1] for e in examples)
-    edge = next((b for b in sorted(buckets) if b >= longest), longest)
-    inputs = [e.padded((edge,)).model_inputs("cpu", id_limit) for e in examples]
+    inputs = [e.padded((longest,)).model_inputs("cpu", id_limit) for e in examples]
     return {k: torch.stack([x[k] for x in inputs]) for k in inputs[0]}
 
 
@@ -114,13 +113,14 @@ class Runs:
         from mlflow.tracking import MlflowClient
 
         self.ids = []
+        model = fused.member(0)  # the parameter count every member's params log
         for spec, out in zip(group.specs, group.outs, strict=True):
             out.mkdir(parents=True, exist_ok=True)
             write_text_atomic(out / "spec.json", json.dumps(spec.source, indent=2, sort_keys=True))
             trk = spec.tracking
             run = tracking.start_run(trk.uri, trk.experiment, spec.run_name, out / "mlflow_run_id")
             if not resumed:
-                tracking.log_params_once(spec.source, fused.member(0))
+                tracking.log_params_once(spec.source, model)
                 tracking.set_tags(provenance.record(spec.source, spec.seed))
             self.ids.append(run.info.run_id)
             tracking.end_run()

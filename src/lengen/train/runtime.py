@@ -63,7 +63,8 @@ def deepspeed_config(spec: Spec, world: int) -> dict:
                 f"ds_config sets {key} = {user[key]}, but the train section gives {computed[key]} "
                 f"(batch_size {train.batch_size}, {world} processes): set it in the config"
             )
-    for message in ds_config_clashes(user, train.grad_clip, runtime.precision, runtime.zero_stage):
+    bf16 = runtime.precision == "bf16"
+    for message in ds_config_clashes(user, train.grad_clip, bf16, runtime.zero_stage):
         raise ValueError(message)
     return merge_dicts(computed, user)
 
