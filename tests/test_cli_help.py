@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 MODULES = [
-    "lengen.config.cluster", "lengen.report.reference", "lengen.report.report",
+    "lengen.config.cluster", "lengen.report.refresh", "lengen.report.report",
     "lengen.report.figures", "lengen.train.train", "lengen.data.tokens", "lengen.data.corpus",
     "lengen.analysis.evaluate", "lengen.analysis.attention", "lengen.analysis.theory_cases",
     "lengen.analysis.influence", "lengen.analysis.perplexity",

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from lengen.report import reference
+from lengen.report import refresh as refreshing
 
 from .conftest import ROOT
 
@@ -91,8 +92,8 @@ def test_refresh_accepts_only_a_complete_run_of_this_tier_and_heads_science(
     reports, dest = tmp_path / "reports", tmp_path / "reference" / "smoke"
     shutil.copytree(committed, reports)  # a complete smoke run, as committed
     (reports / "report.html").write_text("<html/>")  # Snakemake's HTML report stays behind
-    monkeypatch.setattr(reference, "science_changes", lambda commit, project: [])
-    refresh = lambda **kw: reference.refresh(reports, dest, smoke_config, ROOT, **kw)  # noqa: E731
+    monkeypatch.setattr(refreshing, "science_changes", lambda commit, project: [])
+    refresh = lambda **kw: refreshing.refresh(reports, dest, smoke_config, ROOT, **kw)  # noqa: E731
     text = (reports / "REPORT.md").read_text()
     (reports / "REPORT.md").write_text(text.replace("Tier `smoke`.", "Tier `default`."))
     with pytest.raises(SystemExit, match="not a run of tier 'smoke'"):
@@ -100,11 +101,11 @@ def test_refresh_accepts_only_a_complete_run_of_this_tier_and_heads_science(
     (reports / "REPORT.md").write_text(text)
     other = {**smoke_config, "seed": 1}
     with pytest.raises(SystemExit, match="made from another config"):
-        reference.refresh(reports, dest, other, ROOT)
-    monkeypatch.setattr(reference, "science_changes", lambda c, p: ["src/lengen/tasks/x.py"])
+        refreshing.refresh(reports, dest, other, ROOT)
+    monkeypatch.setattr(refreshing, "science_changes", lambda c, p: ["src/lengen/tasks/x.py"])
     with pytest.raises(SystemExit, match="science differs from HEAD's in src/lengen/tasks/x.py"):
         refresh()
-    monkeypatch.setattr(reference, "science_changes", lambda commit, project: [])
+    monkeypatch.setattr(refreshing, "science_changes", lambda commit, project: [])
     (reports / "fig1_sparse_parity.png").unlink()
     with pytest.raises(SystemExit, match="incomplete run, missing fig1_sparse_parity.png"):
         refresh()
@@ -143,5 +144,62 @@ def test_effect_judgement_three_ways_and_the_decisive_effect():
 
 
 def test_science_changes_reads_git():
-    assert reference.science_changes("HEAD", ROOT) == []
-    assert reference.science_changes("0" * 40, ROOT) is None  # not in the history
+    assert refreshing.science_changes("HEAD", ROOT) == []
+    assert refreshing.science_changes("0" * 40, ROOT) is None  # not in the history
+
+
+def test_science_is_what_the_jobs_run_not_how_it_is_written(tmp_path):
+    """A docstring, a comment, a schema description, a test or another tier's file changes no
+    science; a statement in a module a job runs (or one it imports), a schema default, a rule
+    or a DeepSpeed JSON does, each named by its path."""
+    import subprocess
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    files = {
+        "Snakefile": "from lengen import plan\ninclude: 'workflow/a.smk'\n",
+        "workflow/a.smk": "rule a:\n    shell: 'python -m lengen.job'\n",
+        "src/lengen/__init__.py": "",
+        "src/lengen/plan.py": "X = 1\n",
+        "src/lengen/job.py": '"""A job."""\nfrom lengen import helper\n\nY = helper.Z\n',
+        "src/lengen/helper.py": "Z = 2  # a comment\n",
+        "src/lengen/unused.py": "W = 3\n",
+        "src/lengen/config/schema.yaml": "lr: {type: number, default: 1, description: rate}\n",
+        "config/other.yaml": "tier: other\n",
+        "config/ds.json": "{}\n",
+        "tests/test_x.py": "",
+    }
+
+    def commit(changes: dict) -> str:
+        for name, text in changes.items():
+            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / name).write_text(text)
+        git("add", "-A")
+        git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x")
+        out = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "HEAD"],
+                             capture_output=True, text=True, check=True)  # fmt: skip
+        return out.stdout.strip()
+
+    git("init", "-q")
+    base = commit(files)
+    commit({
+        "src/lengen/job.py": '"""Reads Z."""\nfrom lengen import helper\n\nY = helper.Z\n',
+        "src/lengen/helper.py": "Z = 2  # another comment\n",
+        "src/lengen/unused.py": "W = 4\n",
+        "src/lengen/config/schema.yaml": "lr: {type: number, default: 1, description: the rate}\n",
+        "config/other.yaml": "tier: another\n",
+        "tests/test_x.py": "assert True\n",
+    })  # fmt: skip
+    assert refreshing.science_changes(base, tmp_path) == []
+    commit({
+        "src/lengen/helper.py": "Z = 3\n",
+        "src/lengen/plan.py": "X = 2\n",
+        "src/lengen/config/schema.yaml": "lr: {type: number, default: 2, description: the rate}\n",
+        "workflow/a.smk": "rule a:\n    shell: 'python -m lengen.job --fast'\n",
+        "config/ds.json": '{"a": 1}\n',
+    })  # fmt: skip
+    assert refreshing.science_changes(base, tmp_path) == [
+        "config/ds.json", "src/lengen/config/schema.yaml", "src/lengen/helper.py",
+        "src/lengen/plan.py", "workflow/a.smk",
+    ]  # fmt: skip

@@ -344,7 +344,7 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
 
 def assert_same_as_the_smoke_reference(res: Path) -> None:
     """The same config and seed give the same tables as the committed smoke reference
-    (reference/smoke/, refreshed by `python -m lengen.report.reference refresh`), provenance
+    (reference/smoke/, refreshed by `python -m lengen.report.refresh`), provenance
     aside, and REPORT.md says so: every verdict and number the same as the reference's."""
     from lengen.core import provenance
 

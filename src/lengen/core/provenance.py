@@ -65,8 +65,8 @@ def git_commit() -> str:
 
     try:
         head = git("rev-parse", "HEAD")
-        # the committed results under reference/ are rewritten by `lengen.report.reference
-        # refresh`, not by a code change
+        # the committed results under reference/ are rewritten by `python -m
+        # lengen.report.refresh`, not by a code change
         dirty = git(
             "status", "--porcelain", "--untracked-files=no", "--", ":/", ":(top,exclude)reference"
         )

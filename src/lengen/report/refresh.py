@@ -1,0 +1,222 @@
+"""Copy a finished from-scratch run of a tier into its committed reference, reference/<tier>/:
+
+    python -m lengen.report.refresh --configfile config/config.yaml [--project <checkout>]
+
+The refresh refuses a run of another tier or config (its config hash), an incomplete run (every
+table the report reads, every figure it lists, REPORT.md and verdicts.csv), a run made from
+uncommitted code (`--allow-dirty` to override, for a smoke check) or from a commit whose science
+differs from HEAD's, and a run that would drop files of the current reference
+(`--allow-removal`); it builds the new folder beside the old one and swaps it in whole.
+
+The science of a commit is what decides a run's files, and nothing else:
+- the code every job runs and the code that plans the jobs: each lengen module the workflow
+  imports or runs with `python -m`, with what they import (lengen.config.code's closure), as
+  syntax trees without docstrings, so a comment or a docstring changes no science;
+- the schema without its descriptions (its defaults and types are science);
+- the workflow, the Snakefile, the environments, pyproject.toml and the DeepSpeed JSON files,
+  line for line;
+- the tier's own config, through its config hash (the other tiers' files are not this run's).
+A long reference run (~10 h on 2 cores, in sittings from one pinned worktree) therefore survives
+commits that change tests, docs, docstrings, other tiers or this module; no job imports it.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from io import BytesIO
+from pathlib import Path
+
+from lengen.config.artifacts import REPORT, VERDICTS
+from lengen.core.cli import command_parser
+from lengen.report.reference import read, reference_dir
+
+LINE_FOR_LINE = ("workflow", "Snakefile", "envs", "pyproject.toml", "config/*.json")
+SCHEMA = "src/lengen/config/schema.yaml"
+_RUNS = re.compile(r"python -m (lengen[\w.]*)")
+_IMPORTS = re.compile(r"^\s*(?:from (lengen[\w.]*) import ([\w, ]+)|import (lengen[\w.]*))", re.M)
+
+
+def entries(tree: Path) -> set[str]:
+    """The lengen modules the workflow of a source tree runs (`python -m`) or imports to plan."""
+    files = [tree / "Snakefile", *sorted((tree / "workflow").rglob("*.smk"))]
+    found = set()
+    for f in (f for f in files if f.is_file()):
+        text = f.read_text()
+        found |= set(_RUNS.findall(text))
+        # `from lengen import tasks` plans with lengen.tasks
+        for module, names, plain in _IMPORTS.findall(text):
+            found |= {plain} if plain else {f"{module}.{n.strip()}" for n in names.split(",")}
+    return found
+
+
+def _git(project: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(project), *args], capture_output=True)
+
+
+def _tree(project: Path, commit: str, into: Path) -> bool:
+    """Extract the commit's src, workflow and Snakefile into `into`; False if git cannot."""
+    done = _git(project, "archive", "--format=tar", commit, "src", "workflow", "Snakefile")
+    if done.returncode != 0:
+        return False
+    with tarfile.open(fileobj=BytesIO(done.stdout)) as tar:
+        tar.extractall(into, filter="data")
+    return True
+
+
+def _schema(path: Path) -> object:
+    """schema.yaml without its descriptions (None when absent)."""
+    import yaml
+
+    def strip(node):
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k != "description"}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    return strip(yaml.safe_load(path.read_text())) if path.is_file() else None
+
+
+def _code(tree: Path, names: set[str]) -> dict[str, str]:
+    """Each source file (its project path) the entries run, as its docstring-free syntax tree."""
+    from lengen.config.code import closure, normalized
+
+    root = tree / "src" / "lengen"
+    files = {f for name in sorted(names) for f in closure(name, root)}
+    return {str(f.relative_to(tree)): normalized(f) for f in files}
+
+
+def science_changes(commit: str, project: Path) -> list[str] | None:
+    """What differs in science (this module's docstring) between `commit` and the checkout's
+    HEAD, as project paths; None when git cannot tell (not a checkout, an unknown commit)."""
+    diff = _git(project, "diff", "--name-only", commit, "HEAD", "--", *LINE_FOR_LINE)
+    if diff.returncode != 0:
+        return None
+    changed = set(diff.stdout.decode().split())
+    with tempfile.TemporaryDirectory() as tmp:
+        then, now = Path(tmp, "then"), Path(tmp, "now")
+        if not (_tree(project, commit, then) and _tree(project, "HEAD", now)):
+            return None
+        if _schema(then / SCHEMA) != _schema(now / SCHEMA):
+            changed.add(SCHEMA)
+        names = entries(then) | entries(now)
+        old, new = _code(then, names), _code(now, names)
+        changed |= {f for f in old.keys() | new.keys() if old.get(f) != new.get(f)}
+    return sorted(changed)
+
+
+def expected_files(whole: dict) -> set[str]:
+    """Every file a finished run of the config leaves in its reports directory that the
+    reference keeps: REPORT.md, verdicts.csv, the tables the report reads, the figures it
+    lists."""
+    from lengen.config import artifacts
+
+    tables = artifacts.report_tables(artifacts.report_config(whole)).values()
+    return (
+        {REPORT, VERDICTS} | {Path(t).name for t in tables} | set(artifacts.report_figures(whole))
+    )
+
+
+def check_run(reports: Path, whole: dict, project: Path, allow_dirty: bool) -> list[Path]:
+    """The files to copy, once the run in `reports` is shown to be a complete run of this
+    config (its tier, its config hash) made by code whose science is HEAD's; else SystemExit
+    saying what is wrong."""
+    from lengen.config import artifacts
+    from lengen.core import provenance
+
+    verdicts = read(reports / VERDICTS)
+    if verdicts is None or not (reports / REPORT).exists():
+        raise SystemExit(f"{reports}: no {REPORT} and {VERDICTS}; run the tier to the end first")
+    tier = whole["tier"]
+    if f"Tier `{tier}`." not in (reports / REPORT).read_text():
+        raise SystemExit(f"{reports / REPORT}: not a run of tier {tier!r}; refusing to refresh")
+    want = provenance.config_hash(artifacts.report_config(whole))
+    hashes = sorted(set(verdicts["config_hash"].astype(str)))
+    if hashes != [want]:
+        raise SystemExit(
+            f"{reports / VERDICTS}: config hash {', '.join(hashes)}, but this tier's config "
+            f"gives {want}: the run was made from another config; rerun it"
+        )
+    commits = sorted(set(verdicts["git_commit"].astype(str)))
+    dirty = [c for c in commits if c.endswith("-dirty")]
+    if dirty and not allow_dirty:
+        raise SystemExit(
+            f"{reports / VERDICTS}: made from uncommitted code ({dirty[0]}); commit, rerun from "
+            "scratch, then refresh (or pass --allow-dirty)"
+        )
+    for commit in (c for c in commits if not c.endswith("-dirty")):
+        changed = science_changes(commit, project)
+        if changed is None:
+            raise SystemExit(f"{reports / VERDICTS}: commit {commit} is not in {project}'s history")
+        if changed:
+            raise SystemExit(
+                f"{reports / VERDICTS}: made at {commit[:12]}, whose science differs from HEAD's "
+                f"in {', '.join(changed[:5])}{' ...' if len(changed) > 5 else ''}: rerun at HEAD"
+            )
+    missing = sorted(n for n in expected_files(whole) if not (reports / n).is_file())
+    if missing:
+        raise SystemExit(f"{reports}: incomplete run, missing {', '.join(missing)}")
+    kept = {".csv", ".md", ".png"}
+    return sorted(p for p in reports.iterdir() if p.is_file() and p.suffix in kept)
+
+
+def refresh(
+    reports: Path, dest: Path, whole: dict, project: Path = Path("."), allow_dirty: bool = False,
+    allow_removal: bool = False,
+) -> list[Path]:  # fmt: skip
+    """Replace a tier's reference directory with a finished run's reports, once check_run has
+    accepted the run and, unless allow_removal, no file of the current reference would be lost;
+    the new folder is built beside the old and swapped in whole."""
+    files = check_run(reports, whole, project, allow_dirty)
+    lost = (
+        sorted({p.name for p in dest.glob("*")} - {f.name for f in files}) if dest.exists() else []
+    )
+    if lost and not allow_removal:
+        raise SystemExit(
+            f"{dest}: the run has no {', '.join(lost[:5])}{' ...' if len(lost) > 5 else ''}; "
+            "refusing to shrink the reference (pass --allow-removal if they are gone on purpose)"
+        )
+    new, old = dest.with_name(dest.name + ".new"), dest.with_name(dest.name + ".old")
+    for stale in (new, old):
+        shutil.rmtree(stale, ignore_errors=True)
+    new.mkdir(parents=True)
+    for f in files:
+        shutil.copy2(f, new / f.name)
+    if dest.exists():
+        dest.rename(old)
+    new.rename(dest)
+    shutil.rmtree(old, ignore_errors=True)
+    return [dest / f.name for f in files]
+
+
+# pragma: no mutate block  (CLI wiring)
+def main(argv: list[str] | None = None) -> None:
+    """CLI: refresh a tier's committed reference from a finished run of that tier."""
+    import yaml
+
+    from lengen.config.config import validate
+
+    parser = command_parser(__spec__, __doc__)
+    parser.add_argument("--configfile", type=Path, required=True, help="the tier's config YAML")
+    parser.add_argument("--allow-dirty", action="store_true", help="accept uncommitted code")
+    parser.add_argument(
+        "--allow-removal", action="store_true",
+        help="accept a run without some of the current reference's files",
+    )  # fmt: skip
+    parser.add_argument("--project", type=Path, default=Path("."),
+                        help="the checkout (default: .)")  # fmt: skip
+    args = parser.parse_args(argv)
+    cfg = validate(yaml.safe_load(args.configfile.read_text()))
+    dest = reference_dir(cfg["tier"], args.project)
+    files = refresh(Path(cfg["reports_dir"]), dest, cfg, args.project, args.allow_dirty,
+                    args.allow_removal)  # fmt: skip
+    print(f"{dest}: {len(files)} files from {cfg['reports_dir']}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
