@@ -1,5 +1,5 @@
-"""A hash of the code a job runs, for the workflow's rules (issue 47: a change to a task module
-reran nothing, since Snakemake's code trigger sees a rule's own code, not the modules it runs).
+"""A hash of the code a job runs, for the workflow's rules: Snakemake's own code trigger sees a
+rule's shell line, not the modules it runs, so a changed task module would rerun nothing.
 
 A rule runs `python -m lengen.<entry>`; `code_hash(entry)` hashes every lengen module that entry
 imports, transitively (found by reading the sources' `import` statements, function-local ones

@@ -1,6 +1,7 @@
-"""Every config key, from the schema: config/README.md's table (issue 46: snakemake-workflows'
-config/README.md describes every key). `python -m lengen.config.keys` prints it;
-tests/test_config.py fails when config/README.md and the schema differ.
+"""Every config key, from the schema: config/README.md's table (as snakemake-workflows'
+config/README.md, it describes every key). `python -m lengen.config.keys` prints it;
+tests/test_config.py fails when config/README.md and the schema differ or a key has no
+description.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Small state files written whole or not at all: a kill or a full disk mid-write leaves the old
-file (or none), never a cut one (issue 47: a 0-byte spec.json once deleted two checkpoints)."""
+file (or none), never a cut one (a 0-byte spec.json would otherwise stop a resume)."""
 
 from __future__ import annotations
 

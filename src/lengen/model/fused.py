@@ -1,4 +1,4 @@
-"""Many training runs of one shape as one computation (issue 45): R GPT-NeoX models whose weights
+"""Many training runs of one shape as one computation: R GPT-NeoX models whose weights
 are stacked along a leading run dimension, so that every kernel carries all R runs' work and the
 host pays for one step, not R.
 
@@ -10,8 +10,8 @@ tables, ALiBi bias, log-length scaling), applied to the folded batch, so the com
 GPTNeoX.forward's, run by run: tests/test_fused.py checks equal outputs and gradients for every
 scheme. `member(r)` gives run r back as a plain GPTNeoX (its model file, its evaluation).
 
-On one CPU thread this is compute-bound and gains nothing (measured 0.78-0.97x before this
-module); it is for a GPU, where a small model's step is bound by the host. Like the model, it
+On one CPU thread this is compute-bound and gains nothing (benchmarks/fused.py: 0.87-1.05x one
+run at a time); it is for a GPU, where a small model's step is bound by the host. Like the model, it
 knows nothing of DeepSpeed, MLflow or Snakemake.
 """
 

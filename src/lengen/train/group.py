@@ -1,5 +1,5 @@
-"""A group of training runs of one shape trained as one fused model (issue 45;
-lengen.model.fused): one DeepSpeed engine, one optimizer step per step for every run, each run
+"""A group of training runs of one shape trained as one fused model
+(lengen.model.fused): one DeepSpeed engine, one optimizer step per step for every run, each run
 with its own seed-drawn weights and data stream, its own gradient clipping, its own early or
 plateau stop (a stopped run stops changing), and its own model.pt, so that every later stage
 (evaluation, tables, figures, the report) sees the files the runs trained one by one would have
