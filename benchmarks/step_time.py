@@ -37,7 +37,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from throughput import matmul_ceiling, sync  # this folder's (python benchmarks/step_time.py)
+from schedule import node_hours  # this folder's (python benchmarks/step_time.py)
+from throughput import matmul_ceiling, sync
 
 from lengen import tasks
 from lengen.config.config import load
@@ -171,26 +172,12 @@ def measure(
 
 
 def wall_time(kinds: list[Kind], measured: dict[str, Measured], node_gpus: int) -> dict:
-    """Hours of training for the tier: one device, jobs one after another; and one node of
-    node_gpus devices (single-device jobs longest first onto the least busy device; a job of
-    g devices takes the g least busy, its one-device time divided by g)."""
+    """Hours of training for the tier on one device and on one node (schedule.node_hours)."""
     jobs = []  # (hours on one device, devices asked for)
     for kind in kinds:
         hours = measured[kind.name].s_per_step * kind.spec["train"]["steps"] / 3600
         jobs += [(hours, kind.gpus)] * kind.jobs
-    one = sum(h for h, _ in jobs)
-    busy = [0.0] * node_gpus
-    for hours, gpus in sorted(jobs, reverse=True):
-        if gpus > 1:  # a multi-device job on the g least busy: it starts when all are free
-            g = min(gpus, node_gpus)
-            free = sorted(range(node_gpus), key=busy.__getitem__)[:g]
-            start = max(busy[i] for i in free)
-            for i in free:
-                busy[i] = start + hours / g
-        else:
-            i = min(range(node_gpus), key=busy.__getitem__)
-            busy[i] += hours
-    return {"jobs": len(jobs), "one_device_h": one, "node_h": max(busy), "node_gpus": node_gpus}
+    return node_hours(jobs, node_gpus)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -27,3 +27,64 @@ def test_readme_verdicts_are_the_reference_judged_by_todays_rules():
     )
     # the block is replaceable in place, and the replacement is idempotent
     assert tool.replaced(readme, shown) == readme
+
+
+def _times():
+    spec = importlib.util.spec_from_file_location("times", ROOT / "tools" / "times.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_time_the_docs_state_is_the_measured_one():
+    """issue 48: each time README and docs state is benchmarks/measured/times.yaml's, in a span
+    tools/times.py writes; docs/pipeline.md's table gives each its date, machine and method."""
+    assert _times().problems() == [], "stale times: python tools/times.py --write"
+
+
+def test_a_time_that_drifts_from_its_measurement_is_named(tmp_path):
+    import shutil
+
+    tool = _times()
+    shutil.copytree(ROOT / "docs", tmp_path / "docs")
+    shutil.copytree(ROOT / "benchmarks" / "measured", tmp_path / "benchmarks" / "measured")
+    readme = (ROOT / "README.md").read_text()
+    (tmp_path / "README.md").write_text(readme)
+    assert tool.problems(tmp_path) == []
+    wrong = readme.replace("<!-- time:smoke_tier -->", "<!-- time:smoke_tier -->5", 1)
+    (tmp_path / "README.md").write_text(wrong + "\n<!-- time:nothing -->1 h<!-- /time -->\n")
+    found = tool.problems(tmp_path)
+    assert any(p.startswith("README.md: smoke_tier reads '5") for p in found), found
+    assert any(p.startswith("README.md: <!-- time:nothing --> names no key") for p in found)
+    tool.write(tmp_path)
+    left = (tmp_path / "README.md").read_text()
+    assert left.count("time:nothing -->1 h") == 1  # an unknown key is left for a human
+    assert [p for p in tool.problems(tmp_path) if "nothing" not in p] == []
+
+
+def test_the_estimates_are_the_benchmarks_own():
+    """An estimate without a step-time override is exactly what benchmarks/step_time.py wrote
+    into its JSON (one scheduler, benchmarks/schedule.py, for both)."""
+    import json
+
+    tool = _times()
+    for key, entry in tool.load().items():
+        if "estimate" in entry and "step_times" not in entry:
+            bench = json.loads((ROOT / entry["estimate"]).read_text())
+            same = bench["estimate"]["node_gpus"] == entry["node_gpus"]
+            if same or entry["field"] == "one_device_h":
+                assert abs(tool.hours(entry) - bench["estimate"][entry["field"]]) < 1e-9, key
+
+
+def test_the_readme_test_count_is_the_suites(request):
+    """README's number of tests is what a whole `pytest` run collects (checked in a whole run)."""
+    import re
+
+    config = request.config
+    whole = config.args in ([], ["tests"], [str(ROOT / "tests")])
+    if not whole or config.option.keyword or config.option.markexpr:
+        import pytest
+
+        pytest.skip("only a whole run of the suite knows its count")
+    stated = re.search(r"via `\.ci/run`; (\d+) tests", (ROOT / "README.md").read_text())
+    assert stated and int(stated[1]) == request.session.testscollected

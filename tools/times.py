@@ -1,0 +1,126 @@
+"""The times README.md and docs/ state, from committed data: benchmarks/measured/times.yaml (a
+measurement in seconds, or an estimate computed from a committed benchmarks/step_time.py JSON),
+written into every `<!-- time:KEY -->...<!-- /time -->` span and into docs/pipeline.md's table of
+times (date, machine, how each was measured).
+
+    python tools/times.py           # print the table
+    python tools/times.py --write   # rewrite the spans and the table
+
+tests/test_docs.py fails when a span or the table differs from what this writes, when a key has
+no span and when a span names no key."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from schedule import node_hours  # noqa: E402  (benchmarks/, no torch)
+
+TIMES = "benchmarks/measured/times.yaml"
+SPAN = re.compile(r"<!-- time:(\w+) -->(.*?)<!-- /time -->", re.S)
+BEGIN, END = "<!-- times: begin (tools/times.py) -->", "<!-- times: end -->"
+TABLE_DOC = "docs/pipeline.md"
+
+
+def load(root: Path = ROOT) -> dict[str, dict]:
+    """The registry: key -> entry."""
+    return yaml.safe_load((root / TIMES).read_text())
+
+
+def hours(entry: dict, root: Path = ROOT) -> float:
+    """An estimate's hours: every job kind of the benchmark JSON, its measured step time (or the
+    `step_times` file's, for the kinds it matches) x its configured steps, scheduled on
+    `node_gpus` devices; `field` picks one_device_h or node_h."""
+    bench = json.loads((root / entry["estimate"]).read_text())
+    step = {k["kind"]: k["s_per_step"] for k in bench["kinds"]}
+    if "step_times" in entry:
+        other = json.loads((root / entry["step_times"]["file"]).read_text())
+        match = re.compile(entry["step_times"]["kinds"])
+        step |= {k["kind"]: k["s_per_step"] for k in other["kinds"] if match.search(k["kind"])}
+    jobs = []
+    for kind, job in bench["jobs"].items():
+        jobs += [(step[kind] * job["steps"] / 3600, job["gpus"])] * job["jobs"]
+    return node_hours(jobs, entry["node_gpus"])[entry["field"]]
+
+
+def text(entry: dict, root: Path = ROOT) -> str:
+    """How the docs write an entry: `~2 min`, `14 min 54 s`, `9.7 h`, `432 h`."""
+    if "seconds" not in entry:
+        h = hours(entry, root)
+        return f"{h:.0f} h" if h >= 100 else f"{h:.1f} h"
+    s = int(entry["seconds"])
+    if entry.get("approx"):
+        return f"~{round(s / 60)} min"
+    m, s = divmod(s, 60)
+    return f"{m} min {s} s" if m else f"{s} s"
+
+
+def texts(root: Path = ROOT) -> dict[str, str]:
+    return {key: text(entry, root) for key, entry in load(root).items()}
+
+
+def table(root: Path = ROOT) -> str:
+    """docs/pipeline.md's table: every time, its date, machine and how it was measured."""
+    lines = [BEGIN, "| time | value | date | machine | how |", "| --- | --- | --- | --- | --- |"]
+    for key, entry in load(root).items():
+        how = entry["how"] if "seconds" in entry else f"{entry['how']} (`{entry['estimate']}`)"
+        lines.append(f"| `{key}` | {text(entry, root)} | {entry['date']} | {entry['machine']} | "
+                     f"{how} |")  # fmt: skip
+    return "\n".join([*lines, END])
+
+
+def documents(root: Path = ROOT) -> list[Path]:
+    return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+
+
+def rewritten(doc: str, values: dict[str, str]) -> str:
+    """A document with every span's value (an unknown key left as it is, for `problems`)."""
+    return SPAN.sub(lambda m: f"<!-- time:{m[1]} -->{values.get(m[1], m[2])}<!-- /time -->", doc)
+
+
+def problems(root: Path = ROOT) -> list[str]:
+    """What differs: a span's value, an unknown key, a key with no span, the table."""
+    values, used, out = texts(root), set(), []
+    for path in documents(root):
+        doc = path.read_text()
+        for key, shown in SPAN.findall(doc):
+            used.add(key)
+            if key not in values:
+                out.append(f"{path.name}: <!-- time:{key} --> names no key of {TIMES}")
+            elif shown != values[key]:
+                out.append(f"{path.name}: {key} reads {shown!r}, {TIMES} gives {values[key]!r}")
+    out += [f"{TIMES}: {key} appears in no document" for key in values if key not in used]
+    doc = (root / TABLE_DOC).read_text()
+    if BEGIN not in doc or table(root) not in doc:
+        out.append(f"{TABLE_DOC}: the table of times differs from `python tools/times.py`")
+    return out
+
+
+def write(root: Path = ROOT) -> None:
+    values = texts(root)
+    for path in documents(root):
+        doc = rewritten(path.read_text(), values)
+        if path == root / TABLE_DOC and BEGIN in doc:
+            head, rest = doc.split(BEGIN, 1)
+            doc = head + table(root) + rest.split(END, 1)[1]
+        path.write_text(doc)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--write", action="store_true", help="rewrite the spans and the table")
+    if parser.parse_args().write:
+        write()
+    else:
+        print(table())
+
+
+if __name__ == "__main__":
+    main()
