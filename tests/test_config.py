@@ -282,3 +282,31 @@ def test_every_config_key_has_a_description():
     from lengen.config.keys import rows
 
     assert [path for path, _, _, text in rows() if not text] == []
+
+
+def test_the_schema_and_the_spec_dataclasses_name_the_same_keys():
+    """One truth per setting (issue 46): the keys a config may set under train, train.early_stop,
+    model and runtime are the fields of the dataclasses the jobs build from them, less the ones
+    a task or another section fills in (named here)."""
+    from dataclasses import fields
+
+    from lengen.config.config import schema
+    from lengen.core.specs import EarlyStopSpec, RuntimeSpec, TrainSpec
+    from lengen.model.model import ModelConfig
+
+    whole = schema()
+    defs = whole["$defs"]
+
+    def names(cls) -> set[str]:
+        return {f.name for f in fields(cls)}
+
+    train = defs["train_keys"]["properties"]
+    assert set(train) == names(TrainSpec)
+    assert set(train["early_stop"]["properties"]) == names(EarlyStopSpec)
+    from_task = {"vocab_size", "position", "l_max", "predict_positions"}  # the task's, the scheme's
+    fixed = {"layer_norm_eps"}  # GPT-NeoX's 1e-5, no key
+    assert set(defs["model_keys"]["properties"]) == names(ModelConfig) - from_task - fixed
+    runtime = set(whole["properties"]["runtime"]["properties"])
+    plan_only = {"fuse_runs"}  # groups jobs, changes no job's spec
+    from_nl = {"loss_chunk_tokens"}  # natural_language.loss_chunk_tokens
+    assert runtime - plan_only == names(RuntimeSpec) - from_nl

@@ -169,6 +169,8 @@ def test_science_is_what_the_jobs_run_not_how_it_is_written(tmp_path):
         "config/other.yaml": "tier: other\n",
         "config/ds.json": "{}\n",
         "tests/test_x.py": "",
+        "pyproject.toml": '[project]\ndependencies = ["torch==2.13.0"]\n'
+        '[project.optional-dependencies]\ndev = ["ruff==1"]\n[tool.ruff]\nline-length = 100\n',
     }
 
     def commit(changes: dict) -> str:
@@ -190,6 +192,9 @@ def test_science_is_what_the_jobs_run_not_how_it_is_written(tmp_path):
         "src/lengen/config/schema.yaml": "lr: {type: number, default: 1, description: the rate}\n",
         "config/other.yaml": "tier: another\n",
         "tests/test_x.py": "assert True\n",
+        "pyproject.toml": '[project]\ndependencies = ["torch==2.13.0"]\n'
+        '[project.optional-dependencies]\ndev = ["ruff==2", "snakefmt==1"]\n'
+        "[tool.ruff]\nline-length = 99\n",
     })  # fmt: skip
     assert refreshing.science_changes(base, tmp_path) == []
     commit({
@@ -198,8 +203,9 @@ def test_science_is_what_the_jobs_run_not_how_it_is_written(tmp_path):
         "src/lengen/config/schema.yaml": "lr: {type: number, default: 2, description: the rate}\n",
         "workflow/a.smk": "rule a:\n    shell: 'python -m lengen.job --fast'\n",
         "config/ds.json": '{"a": 1}\n',
+        "pyproject.toml": '[project]\ndependencies = ["torch==2.14.0"]\n',
     })  # fmt: skip
     assert refreshing.science_changes(base, tmp_path) == [
-        "config/ds.json", "src/lengen/config/schema.yaml", "src/lengen/helper.py",
+        "config/ds.json", "pyproject.toml", "src/lengen/config/schema.yaml", "src/lengen/helper.py",
         "src/lengen/plan.py", "workflow/a.smk",
     ]  # fmt: skip

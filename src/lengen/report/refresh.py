@@ -13,8 +13,9 @@ The science of a commit is what decides a run's files, and nothing else:
   imports or runs with `python -m`, with what they import (lengen.config.code's closure), as
   syntax trees without docstrings, so a comment or a docstring changes no science;
 - the schema without its descriptions (its defaults and types are science);
-- the workflow, the Snakefile, the environments, pyproject.toml and the DeepSpeed JSON files,
-  line for line;
+- the workflow, the Snakefile, the environments and the DeepSpeed JSON files, line for line;
+- pyproject.toml's package: its dependencies, Python, scripts, package data and build (not the
+  dev and mutation extras or the linters' and pytest's settings);
 - the tier's own config, through its config hash (the other tiers' files are not this run's).
 A long reference run (~10 h on 2 cores, in sittings from one pinned worktree) therefore survives
 commits that change tests, docs, docstrings, other tiers or this module; no job imports it.
@@ -35,7 +36,9 @@ from lengen.config.artifacts import REPORT, VERDICTS
 from lengen.core.cli import command_parser
 from lengen.report.reference import read, reference_dir
 
-LINE_FOR_LINE = ("workflow", "Snakefile", "envs", "pyproject.toml", "config/*.json")
+LINE_FOR_LINE = ("workflow", "Snakefile", "envs", "config/*.json")
+PYPROJECT = "pyproject.toml"
+NOT_SCIENCE_EXTRAS = ("dev", "mutation")  # tools for us, not for a run
 SCHEMA = "src/lengen/config/schema.yaml"
 _RUNS = re.compile(r"python -m (lengen[\w.]*)")
 _IMPORTS = re.compile(r"^\s*(?:from (lengen[\w.]*) import ([\w, ]+)|import (lengen[\w.]*))", re.M)
@@ -60,7 +63,8 @@ def _git(project: Path, *args: str) -> subprocess.CompletedProcess:
 
 def _tree(project: Path, commit: str, into: Path) -> bool:
     """Extract the commit's src, workflow and Snakefile into `into`; False if git cannot."""
-    done = _git(project, "archive", "--format=tar", commit, "src", "workflow", "Snakefile")
+    paths = ("src", "workflow", "Snakefile", PYPROJECT)
+    done = _git(project, "archive", "--format=tar", commit, *paths)
     if done.returncode != 0:
         return False
     with tarfile.open(fileobj=BytesIO(done.stdout)) as tar:
@@ -80,6 +84,21 @@ def _schema(path: Path) -> object:
         return node
 
     return strip(yaml.safe_load(path.read_text())) if path.is_file() else None
+
+
+def _package(path: Path) -> object:
+    """pyproject.toml less what no run uses: the dev tools' extras, the [tool] settings other
+    than setuptools' (None when absent)."""
+    import tomllib
+
+    if not path.is_file():
+        return None
+    toml = tomllib.loads(path.read_text())
+    extras = toml.get("project", {}).get("optional-dependencies", {})
+    for name in NOT_SCIENCE_EXTRAS:
+        extras.pop(name, None)
+    toml["tool"] = {k: v for k, v in toml.get("tool", {}).items() if k == "setuptools"}
+    return toml
 
 
 def _code(tree: Path, names: set[str]) -> dict[str, str]:
@@ -104,6 +123,8 @@ def science_changes(commit: str, project: Path) -> list[str] | None:
             return None
         if _schema(then / SCHEMA) != _schema(now / SCHEMA):
             changed.add(SCHEMA)
+        if _package(then / PYPROJECT) != _package(now / PYPROJECT):
+            changed.add(PYPROJECT)
         names = entries(then) | entries(now)
         old, new = _code(then, names), _code(now, names)
         changed |= {f for f in old.keys() | new.keys() if old.get(f) != new.get(f)}
