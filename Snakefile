@@ -20,6 +20,7 @@ include: "workflow/rules/report.smk"
 
 
 rule all:
+    default_target: True
     input:
         SPARSE_PARITY_FIGURES,
         SPARSE_PARITY_TABLE,
@@ -29,4 +30,3 @@ rule all:
         THEORY_OUTPUTS,
         NL_OUTPUTS,
         REPORT,
-    default_target: True

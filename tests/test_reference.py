@@ -149,9 +149,9 @@ def test_science_changes_reads_git():
 
 
 def test_science_is_what_the_jobs_run_not_how_it_is_written(tmp_path):
-    """A docstring, a comment, a schema description, a test or another tier's file changes no
-    science; a statement in a module a job runs (or one it imports), a schema default, a rule
-    or a DeepSpeed JSON does, each named by its path."""
+    """A docstring, a comment, a schema description, a test, another tier's file, a dev tool or
+    a rule file's layout changes no science; a statement in a module a job runs (or one it
+    imports), a schema default, a rule, a dependency or a DeepSpeed JSON does, each named."""
     import subprocess
 
     def git(*args):
@@ -196,6 +196,9 @@ def test_science_is_what_the_jobs_run_not_how_it_is_written(tmp_path):
         '[project.optional-dependencies]\ndev = ["ruff==2", "snakefmt==1"]\n'
         "[tool.ruff]\nline-length = 99\n",
     })  # fmt: skip
+    assert refreshing.science_changes(base, tmp_path) == []
+    reformatted = "rule a:\n    shell:\n        'python -m lengen.job'\n"
+    commit({"workflow/a.smk": reformatted})  # snakefmt's layout, the same rule
     assert refreshing.science_changes(base, tmp_path) == []
     commit({
         "src/lengen/helper.py": "Z = 3\n",

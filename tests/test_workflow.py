@@ -424,3 +424,13 @@ def test_fused_groups_are_planned_and_run_as_one_job_each(tmp_path):
     runs = {r.info.run_name: r for r in client.search_runs([exp.experiment_id])}
     assert runs["ppc/j1/seed0"].info.status == runs["ppc/j1/seed1"].info.status == "FINISHED"
     assert "acc_len16" in runs["ppc/j1/seed1"].data.metrics  # its evaluation resumed its run
+
+
+def test_the_rule_files_are_snakefmt_clean():
+    """The Snakefile and every .smk are as snakefmt writes them (pyproject.toml [tool.snakefmt]:
+    line length 100): `snakefmt workflow Snakefile` fixes a failure."""
+    done = subprocess.run(
+        [sys.executable, "-m", "snakefmt", "--check", "workflow", "Snakefile"],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -32,6 +32,7 @@ onstart:
         if oversized:
             raise ValueError("the tier's jobs do not fit a node:\n  " + "\n  ".join(oversized))
 
+
 GENERATION_TASKS = tasks.generation_tasks()  # each task's SETTING: path prefix, config list
 RESULTS = config["results_dir"]
 REPORTS = config["reports_dir"]
@@ -78,7 +79,9 @@ def sp_evals(sp_dir, variants, ks):
     values (a `schemes` model: one run)."""
     runs = {v: e["runs"] for v, e in config["sparse_parity"]["variants"].items()}
     return [
-        f"{sp_dir}/{v}/K{k}/seed{r}/eval.csv" for v in variants for k in ks
+        f"{sp_dir}/{v}/K{k}/seed{r}/eval.csv"
+        for v in variants
+        for k in ks
         for r in range(runs.get(v, 1))
     ]
 

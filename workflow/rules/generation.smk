@@ -21,8 +21,18 @@ rule generation_train:
         f"{RESULTS}/mlflow/{{experiment}}.ready",
     output:
         f"{RESULTS}/{{experiment}}/{{variant}}/{{setting}}/seed{{run}}/model.pt",
+    log:
+        f"{LOGS}/{{experiment}}/train_{{variant}}_{{setting}}_seed{{run}}.log",
+    benchmark:
+        f"{BENCHMARKS}/{{experiment}}/train_{{variant}}_{{setting}}_seed{{run}}.tsv"
     wildcard_constraints:
         **GENERATION_WILDCARDS,
+    conda:
+        CONDA_ENV
+    threads: config["runtime"]["threads_per_job"]
+    resources:
+        **job_resources("train"),
+        gpu=config["runtime"]["gpus_per_job"],  # read by the SLURM plugin (--gpus)
     params:
         code=code_hash("lengen.train.train"),  # reruns when the code it runs changes
         spec=lambda w: to_json(
@@ -30,16 +40,6 @@ rule generation_train:
         ),
         launcher=launcher(config),
         out=out_dir,
-    threads: config["runtime"]["threads_per_job"]
-    resources:
-        **job_resources("train"),
-        gpu=config["runtime"]["gpus_per_job"],  # read by the SLURM plugin (--gpus)
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/{{experiment}}/train_{{variant}}_{{setting}}_seed{{run}}.tsv",
-    log:
-        f"{LOGS}/{{experiment}}/train_{{variant}}_{{setting}}_seed{{run}}.log",
     shell:
         "{params.launcher} lengen.train.train --spec {params.spec:q}"
         " --out {params.out:q} > {log:q} 2>&1"
@@ -53,28 +53,30 @@ rule generation_train_group:
         f"{RESULTS}/mlflow/{{experiment}}.ready",
     output:
         touch(f"{RESULTS}/{{experiment}}/{{variant}}/fused{{group}}.done"),
+    log:
+        f"{LOGS}/{{experiment}}/train_{{variant}}_fused{{group}}.log",
+    benchmark:
+        f"{BENCHMARKS}/{{experiment}}/train_{{variant}}_fused{{group}}.tsv"
     wildcard_constraints:
         experiment=GENERATION_WILDCARDS["experiment"],
         group=r"\d+",
-    params:
-        code=code_hash("lengen.train.group"),  # reruns when the code it runs changes
-        specs=lambda w: to_json([
-            tasks.generation_spec(config, w.experiment, w.variant, value, run)
-            for value, run in fused_group(w)
-        ]),
-        outs=lambda w: " ".join(
-            shlex.quote(generation_run(w, run, value)) for value, run in fused_group(w)
-        ),
+    conda:
+        CONDA_ENV
     threads: config["runtime"]["threads_per_job"]
     resources:
         **job_resources("train"),
         gpu=config["runtime"]["gpus_per_job"],  # read by the SLURM plugin (--gpus)
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/{{experiment}}/train_{{variant}}_fused{{group}}.tsv",
-    log:
-        f"{LOGS}/{{experiment}}/train_{{variant}}_fused{{group}}.log",
+    params:
+        code=code_hash("lengen.train.group"),  # reruns when the code it runs changes
+        specs=lambda w: to_json(
+            [
+                tasks.generation_spec(config, w.experiment, w.variant, value, run)
+                for value, run in fused_group(w)
+            ]
+        ),
+        outs=lambda w: " ".join(
+            shlex.quote(generation_run(w, run, value)) for value, run in fused_group(w)
+        ),
     shell:
         "python -m lengen.train.group --specs {params.specs:q} --out {params.outs}"
         " > {log:q} 2>&1"
@@ -86,21 +88,21 @@ rule generation_eval:
         trained,
     output:
         f"{RESULTS}/{{experiment}}/{{variant}}/{{setting}}/seed{{run}}/eval.csv",
+    log:
+        f"{LOGS}/{{experiment}}/eval_{{variant}}_{{setting}}_seed{{run}}.log",
+    benchmark:
+        f"{BENCHMARKS}/{{experiment}}/eval_{{variant}}_{{setting}}_seed{{run}}.tsv"
     wildcard_constraints:
         **GENERATION_WILDCARDS,
+    conda:
+        CONDA_ENV
+    resources:
+        **job_resources("eval"),
     params:
         code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
         eval=lambda w: to_json(tasks.variant_section(config[w.experiment], w.variant)["eval"]),
         seed=config["seed"],
         model=lambda w: os.path.join(generation_run(w), "model.pt"),
-    resources:
-        **job_resources("eval"),
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/{{experiment}}/eval_{{variant}}_{{setting}}_seed{{run}}.tsv",
-    log:
-        f"{LOGS}/{{experiment}}/eval_{{variant}}_{{setting}}_seed{{run}}.log",
     shell:
         "python -m lengen.analysis.evaluate generate --model {params.model:q} --eval {params.eval:q}"
         " --seed {params.seed} --out {output:q} > {log:q} 2>&1"
@@ -112,30 +114,36 @@ rule generation_figure:
         lambda w: generation_evals(GENERATION_FIGURES[w.stem].section, panels(w.stem)),
     output:
         report(
-            f"{REPORTS}/{{stem}}.png", caption="../report/fig_generation.rst", category="Generation tasks"
+            f"{REPORTS}/{{stem}}.png",
+            caption="../report/fig_generation.rst",
+            category="Generation tasks",
         ),
+    log:
+        f"{LOGS}/{{stem}}.log",
+    benchmark:
+        f"{BENCHMARKS}/{{stem}}.tsv"
     wildcard_constraints:
         stem="|".join(GENERATION_FIGURES),
+    conda:
+        CONDA_ENV
+    resources:
+        **job_resources("small"),
     params:
         code=code_hash("lengen.report.figures"),  # reruns when the code it runs changes
         panels=lambda w: " ".join(panels(w.stem)),
         title=lambda w: figure_spec(w.stem).get("title", GENERATION_FIGURES[w.stem].title)
         + f" ({config['tier']} tier)",
-        style=lambda w: to_json(config[GENERATION_FIGURES[w.stem].section]["figures"].get("style", {})),
+        style=lambda w: to_json(
+            config[GENERATION_FIGURES[w.stem].section]["figures"].get("style", {})
+        ),
         train_range=lambda w: "{} {}".format(  # the first panel's variant's training range
             *GENERATION_TASKS[GENERATION_FIGURES[w.stem].section].train_lengths(
-                tasks.variant_section(config[GENERATION_FIGURES[w.stem].section], panels(w.stem)[0])
+                tasks.variant_section(
+                    config[GENERATION_FIGURES[w.stem].section], panels(w.stem)[0]
+                )
             )
         ),
         tracking=lambda w: figure_tracking(GENERATION_FIGURES[w.stem].section),
-    resources:
-        **job_resources("small"),
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/{{stem}}.tsv",
-    log:
-        f"{LOGS}/{{stem}}.log",
     shell:
         "python -m lengen.report.figures generation --tables {input:q} --panels {params.panels}"
         " --title {params.title:q} --style {params.style:q} --train-range {params.train_range}"
@@ -148,17 +156,17 @@ rule generation_table:
         lambda w: generation_evals(w.experiment),
     output:
         f"{REPORTS}/{{experiment}}_accuracy.csv",
-    wildcard_constraints:
-        experiment=GENERATION_WILDCARDS["experiment"],
-    params:
-        code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
-    resources:
-        **job_resources("small"),
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/{{experiment}}/table.tsv",
     log:
         f"{LOGS}/{{experiment}}/table.log",
+    benchmark:
+        f"{BENCHMARKS}/{{experiment}}/table.tsv"
+    wildcard_constraints:
+        experiment=GENERATION_WILDCARDS["experiment"],
+    conda:
+        CONDA_ENV
+    resources:
+        **job_resources("small"),
+    params:
+        code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
     shell:
         "python -m lengen.analysis.evaluate combine --tables {input:q} --out {output:q} > {log:q} 2>&1"

@@ -5,16 +5,16 @@ rule mlflow_store:
     # Creates the store's schema once, before any job writes to it (platform notes: races).
     output:
         f"{RESULTS}/mlflow.ready",
-    params:
-        uri=tracking_uri(config),
-    resources:
-        **job_resources("small"),
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/mlflow_store.tsv",
     log:
         f"{LOGS}/mlflow_store.log",
+    benchmark:
+        f"{BENCHMARKS}/mlflow_store.tsv"
+    conda:
+        CONDA_ENV
+    resources:
+        **job_resources("small"),
+    params:
+        uri=tracking_uri(config),
     shell:
         "python -m lengen.train.tracking --uri {params.uri:q} --done {output:q} > {log:q} 2>&1"
 
@@ -26,17 +26,17 @@ rule mlflow_setup:
         f"{RESULTS}/mlflow.ready",
     output:
         f"{RESULTS}/mlflow/{{experiment}}.ready",
+    log:
+        f"{LOGS}/mlflow_setup_{{experiment}}.log",
+    benchmark:
+        f"{BENCHMARKS}/mlflow_setup_{{experiment}}.tsv"
+    conda:
+        CONDA_ENV
+    resources:
+        **job_resources("small"),
     params:
         uri=tracking_uri(config),
         name=lambda w: experiment_name(config["tracking"]["experiment_prefix"], w.experiment),
-    resources:
-        **job_resources("small"),
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/mlflow_setup_{{experiment}}.tsv",
-    log:
-        f"{LOGS}/mlflow_setup_{{experiment}}.log",
     shell:
         "python -m lengen.train.tracking --uri {params.uri:q} --experiments {params.name:q}"
         " --done {output:q} > {log:q} 2>&1"

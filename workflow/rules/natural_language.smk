@@ -8,8 +8,16 @@ NL_TABLE = artifacts.table(config, "perplexity")
 NL_CHUNKS = artifacts.table(config, "perplexity_chunks")  # the report's paired bootstrap
 NL_WINDOW = artifacts.table(config, "perplexity_window")  # NL-T1w: full context vs a window
 NL_INFLUENCE = artifacts.table(config, "influence")
-NL_FIGURES = [artifacts.figure(config, stem) for stem, f in artifacts.FIGURES.items() if f.section == "natural_language"]
-NL_OUTPUTS = [NL_TABLE, NL_TABLE.replace(".csv", ".md"), NL_CHUNKS, NL_WINDOW, NL_INFLUENCE, *NL_FIGURES] if NL else []
+NL_FIGURES = [
+    artifacts.figure(config, stem)
+    for stem, f in artifacts.FIGURES.items()
+    if f.section == "natural_language"
+]
+NL_OUTPUTS = (
+    [NL_TABLE, NL_TABLE.replace(".csv", ".md"), NL_CHUNKS, NL_WINDOW, NL_INFLUENCE, *NL_FIGURES]
+    if NL
+    else []
+)
 # App. F's models span several GPUs: natural_language.gpus_per_job overrides the runtime's
 NL_GPUS = NL.get("gpus_per_job", config["runtime"]["gpus_per_job"]) if NL else 0
 
@@ -18,19 +26,19 @@ rule natural_language_corpus:
     # C4-format shards (Debian text offline, or a link to real C4), with sources.json
     output:
         f"{NL_DIR}/corpus/sources.json",
+    log:
+        f"{LOGS}/natural_language/corpus.log",
+    benchmark:
+        f"{BENCHMARKS}/natural_language/corpus.tsv"
+    conda:
+        CONDA_ENV
+    resources:
+        **job_resources("natural_language_data"),
     params:
         code=code_hash("lengen.data.corpus"),  # reruns when the code it runs changes
         corpus=lambda w: to_json(NL["corpus"]),
         seed=config["seed"],
         out=out_dir,
-    resources:
-        **job_resources("natural_language_data"),
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/natural_language/corpus.tsv",
-    log:
-        f"{LOGS}/natural_language/corpus.log",
     shell:
         "python -m lengen.data.corpus --corpus {params.corpus:q} --seed {params.seed}"
         " --out {params.out:q} > {log:q} 2>&1"
@@ -42,6 +50,15 @@ rule natural_language_tokens:
         f"{NL_DIR}/corpus/sources.json",
     output:
         NL_TOKENS,
+    log:
+        f"{LOGS}/natural_language/tokens.log",
+    benchmark:
+        f"{BENCHMARKS}/natural_language/tokens.tsv"
+    conda:
+        CONDA_ENV
+    threads: 2
+    resources:
+        **job_resources("natural_language_data"),
     params:
         code=code_hash("lengen.data.tokens"),  # reruns when the code it runs changes
         tokenizer=lambda w: to_json(NL["tokenizer"]),
@@ -49,15 +66,6 @@ rule natural_language_tokens:
         max_tokens=lambda w: to_json(NL["max_tokens"]),
         corpus=lambda w, input: os.path.dirname(input[0]),
         out=out_dir,
-    threads: 2
-    resources:
-        **job_resources("natural_language_data"),
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/natural_language/tokens.tsv",
-    log:
-        f"{LOGS}/natural_language/tokens.log",
     shell:
         "python -m lengen.data.tokens --tokenizer {params.tokenizer:q} --source {params.source}"
         " --corpus-dir {params.corpus:q} --max-tokens {params.max_tokens:q}"
@@ -71,24 +79,24 @@ rule natural_language_train:
         f"{RESULTS}/mlflow/natural_language.ready",
     output:
         f"{NL_DIR}/h_{{which}}/model.pt",
+    log:
+        f"{LOGS}/natural_language/train_{{which}}.log",
+    benchmark:
+        f"{BENCHMARKS}/natural_language/train_{{which}}.tsv"
     wildcard_constraints:
         which="short|long",
-    params:
-        code=code_hash("lengen.train.train"),  # reruns when the code it runs changes
-        spec=lambda w: to_json(tasks.get("natural_language").train_spec(config, w.which)),
-        launcher=launcher(config, NL_GPUS),
-        out=out_dir,
+    conda:
+        CONDA_ENV
     threads: config["runtime"]["threads_per_job"]
     resources:
         **job_resources("natural_language_train"),
         gpu=NL_GPUS,  # one node, DeepSpeed across its GPUs
         nodes=1,
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/natural_language/train_{{which}}.tsv",
-    log:
-        f"{LOGS}/natural_language/train_{{which}}.log",
+    params:
+        code=code_hash("lengen.train.train"),  # reruns when the code it runs changes
+        spec=lambda w: to_json(tasks.get("natural_language").train_spec(config, w.which)),
+        launcher=launcher(config, NL_GPUS),
+        out=out_dir,
     shell:
         "{params.launcher} lengen.train.train --spec {params.spec:q} --out {params.out:q}"
         " > {log:q} 2>&1"
@@ -104,18 +112,18 @@ rule natural_language_perplexity:
         csv=NL_TABLE,
         md=NL_TABLE.replace(".csv", ".md"),
         chunks=NL_CHUNKS,
-    params:
-        code=code_hash("lengen.analysis.perplexity"),  # reruns when the code it runs changes
-        eval=lambda w: to_json(NL["eval"]),
+    log:
+        f"{LOGS}/natural_language/perplexity.log",
+    benchmark:
+        f"{BENCHMARKS}/natural_language/perplexity.tsv"
+    conda:
+        CONDA_ENV
     resources:
         **job_resources("natural_language_eval"),
         gpu=min(1, config["runtime"]["gpus_per_job"]),  # one GPU where the tier has them
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/natural_language/perplexity.tsv",
-    log:
-        f"{LOGS}/natural_language/perplexity.log",
+    params:
+        code=code_hash("lengen.analysis.perplexity"),  # reruns when the code it runs changes
+        eval=lambda w: to_json(NL["eval"]),
     shell:
         "python -m lengen.analysis.perplexity --short {input.short:q} --long {input.long:q}"
         " --tokens {input.tokens:q} --eval {params.eval:q} --out {output.csv:q}"
@@ -130,19 +138,19 @@ rule natural_language_window:
         tokens=f"{NL_DIR}/tokens/validation.bin",
     output:
         NL_WINDOW,
+    log:
+        f"{LOGS}/natural_language/window.log",
+    benchmark:
+        f"{BENCHMARKS}/natural_language/window.tsv"
+    conda:
+        CONDA_ENV
+    resources:
+        **job_resources("natural_language_eval"),
+        gpu=min(1, config["runtime"]["gpus_per_job"]),  # one GPU where the tier has them
     params:
         code=code_hash("lengen.analysis.perplexity"),  # reruns when the code it runs changes
         eval=lambda w: to_json(NL["eval"]),
         window=lambda w: NL["short_context"],
-    resources:
-        **job_resources("natural_language_eval"),
-        gpu=min(1, config["runtime"]["gpus_per_job"]),  # one GPU where the tier has them
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/natural_language/window.tsv",
-    log:
-        f"{LOGS}/natural_language/window.log",
     shell:
         "python -m lengen.analysis.perplexity window --model {input.model:q} --name h_short"
         " --tokens {input.tokens:q} --eval {params.eval:q} --window {params.window}"
@@ -157,21 +165,26 @@ rule natural_language_influence:
         tokens=f"{NL_DIR}/tokens/validation.bin",
     output:
         NL_INFLUENCE,
-    params:
-        code=code_hash("lengen.analysis.influence"),  # reruns when the code it runs changes
-        # test sequences follow the perplexity chunks in the held-out split
-        influence=lambda w: to_json({**NL["influence"], "short_len": NL["short_context"],
-            "long_len": NL["long_context"],
-            "offset": NL["eval"]["n_chunks"] * (NL["long_context"] + 1)}),
+    log:
+        f"{LOGS}/natural_language/influence.log",
+    benchmark:
+        f"{BENCHMARKS}/natural_language/influence.tsv"
+    conda:
+        CONDA_ENV
     resources:
         **job_resources("natural_language_eval"),
         gpu=min(1, config["runtime"]["gpus_per_job"]),  # one GPU where the tier has them
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/natural_language/influence.tsv",
-    log:
-        f"{LOGS}/natural_language/influence.log",
+    params:
+        code=code_hash("lengen.analysis.influence"),  # reruns when the code it runs changes
+        # test sequences follow the perplexity chunks in the held-out split
+        influence=lambda w: to_json(
+            {
+                **NL["influence"],
+                "short_len": NL["short_context"],
+                "long_len": NL["long_context"],
+                "offset": NL["eval"]["n_chunks"] * (NL["long_context"] + 1),
+            }
+        ),
     shell:
         "python -m lengen.analysis.influence --short {input.short:q} --long {input.long:q}"
         " --tokens {input.tokens:q} --influence {params.influence:q} --out {output:q} > {log:q} 2>&1"
@@ -187,8 +200,16 @@ rule natural_language_figure:
             caption="../report/fig_influence.rst",
             category="Natural language",
         ),
+    log:
+        f"{LOGS}/natural_language/{{fig}}.log",
+    benchmark:
+        f"{BENCHMARKS}/natural_language/{{fig}}.tsv"
     wildcard_constraints:
         fig="fig4|fig6",
+    conda:
+        CONDA_ENV
+    resources:
+        **job_resources("small"),
     params:
         code=code_hash("lengen.report.figures"),  # reruns when the code it runs changes
         title=lambda w: artifacts.FIGURES[f"{w.fig}_influence"].title.format(
@@ -196,14 +217,6 @@ rule natural_language_figure:
         ),
         style=lambda w: to_json(NL.get("figures", {}).get("style", {})),
         tracking=figure_tracking("natural_language") if NL else "",
-    resources:
-        **job_resources("small"),
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/natural_language/{{fig}}.tsv",
-    log:
-        f"{LOGS}/natural_language/{{fig}}.log",
     shell:
         "python -m lengen.report.figures {wildcards.fig} --tables {input:q} --title {params.title:q}"
         " --style {params.style:q} {params.tracking} --out {output:q} > {log:q} 2>&1"
@@ -212,17 +225,20 @@ rule natural_language_figure:
 rule natural_language_mask_figure:
     # Fig. 5: the three masks, drawn from the same code that builds them
     output:
-        report(f"{REPORTS}/fig5_masks.png", caption="../report/fig_masks.rst",
-               category="Natural language"),
-    params:
-        code=code_hash("lengen.report.figures"),  # reruns when the code it runs changes
-    resources:
-        **job_resources("small"),
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/natural_language/fig5.tsv",
+        report(
+            f"{REPORTS}/fig5_masks.png",
+            caption="../report/fig_masks.rst",
+            category="Natural language",
+        ),
     log:
         f"{LOGS}/natural_language/fig5.log",
+    benchmark:
+        f"{BENCHMARKS}/natural_language/fig5.tsv"
+    conda:
+        CONDA_ENV
+    resources:
+        **job_resources("small"),
+    params:
+        code=code_hash("lengen.report.figures"),  # reruns when the code it runs changes
     shell:
         "python -m lengen.report.figures fig5 --out {output:q} > {log:q} 2>&1"

@@ -27,6 +27,14 @@ rule report:
     output:
         report=report(REPORT, caption="../report/report.rst", category="Claims"),
         verdicts=f"{REPORTS}/{artifacts.VERDICTS}",
+    log:
+        f"{LOGS}/report.log",
+    benchmark:
+        f"{BENCHMARKS}/report.tsv"
+    conda:
+        CONDA_ENV
+    resources:
+        **job_resources("small"),
     params:
         code=code_hash("lengen.report.report"),  # reruns when the code it runs changes
         cfg=to_json(artifacts.report_config(config)),
@@ -34,14 +42,6 @@ rule report:
         reference=f"--reference {shlex.quote(REFERENCE_VERDICTS)}" if REFERENCE_INPUT else "",
         label=REFERENCE_LABEL,
         figures=artifacts.report_figures(config),  # the list alone: restyling reruns nothing
-    resources:
-        **job_resources("small"),
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/report.tsv",
-    log:
-        f"{LOGS}/report.log",
     shell:
         "python -m lengen.report.report --config {params.cfg:q} --table {params.tables:q}"
         " {params.reference} --reference-label {params.label:q} --figures {params.figures:q}"

@@ -4,20 +4,28 @@ SP_DIR = f"{RESULTS}/sparse_parity"
 SPARSE_PARITY_TABLE = artifacts.table(config, "sparse_parity")
 SP_VARIANTS = list(SP["variants"])  # each variant trains every K_train (a figure row each)
 SP_SCHEMES = SP.get("schemes")  # extra figure (not in the paper): NoPE / ALiBi at one K_train
-SP_LABELS = {v: e["label"] for v, e in {**SP["variants"], **(SP_SCHEMES or {}).get("variants", {})}.items()}
+SP_LABELS = {
+    v: e["label"] for v, e in {**SP["variants"], **(SP_SCHEMES or {}).get("variants", {})}.items()
+}
 SP_FIGURES = {  # figure stem -> (model variants, K_train values, title), from artifacts.FIGURES
     stem: (
         [*SP_VARIANTS, *SP_SCHEMES["variants"]] if fig.key == "schemes" else SP_VARIANTS,
         [SP_SCHEMES["k_train"]] if fig.key == "schemes" else SP["figures"][fig.key],
         fig.title.format(
             tier=config["tier"],
-            k_train=(SP_SCHEMES or {}).get("k_train") if fig.key == "schemes" else SP["figures"][fig.key],
+            k_train=(
+                (SP_SCHEMES or {}).get("k_train")
+                if fig.key == "schemes"
+                else SP["figures"][fig.key]
+            ),
         ),
     )
     for stem, fig in artifacts.figures_of(config, "sparse_parity_figure").items()
 }
 # Fig. 1, Fig. 7 and any figure the config adds (the schemes figure comes with its table, below)
-SPARSE_PARITY_FIGURES = [artifacts.figure(config, stem) for stem in SP_FIGURES if stem != "sparse_parity_schemes"]
+SPARSE_PARITY_FIGURES = [
+    artifacts.figure(config, stem) for stem in SP_FIGURES if stem != "sparse_parity_schemes"
+]
 
 
 wildcard_constraints:
@@ -30,6 +38,14 @@ rule sparse_parity_testset:
     # Fixed test draws per (2l, k_test), written once so every model sees the same examples.
     output:
         f"{SP_DIR}/testset.npz",
+    log:
+        f"{LOGS}/sparse_parity/testset.log",
+    benchmark:
+        f"{BENCHMARKS}/sparse_parity/testset.tsv"
+    conda:
+        CONDA_ENV
+    resources:
+        **job_resources("small"),
     params:
         code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
         # Only what the draw depends on: changing eval.batch_size keeps the test set.
@@ -38,14 +54,6 @@ rule sparse_parity_testset:
         ),
         n=SP["n"],
         seed=config["seed"],
-    resources:
-        **job_resources("small"),
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/sparse_parity/testset.tsv",
-    log:
-        f"{LOGS}/sparse_parity/testset.log",
     shell:
         "python -m lengen.analysis.evaluate testset --experiment sparse_parity --eval {params.eval:q}"
         " --n {params.n} --seed {params.seed} --out {output:q} > {log:q} 2>&1"
@@ -57,6 +65,16 @@ rule sparse_parity_train:
         f"{RESULTS}/mlflow/sparse_parity.ready",
     output:
         f"{SP_DIR}/{{variant}}/K{{K}}/seed{{run}}/model.pt",
+    log:
+        f"{LOGS}/sparse_parity/train_{{variant}}_K{{K}}_seed{{run}}.log",
+    benchmark:
+        f"{BENCHMARKS}/sparse_parity/train_{{variant}}_K{{K}}_seed{{run}}.tsv"
+    conda:
+        CONDA_ENV
+    threads: config["runtime"]["threads_per_job"]
+    resources:
+        **job_resources("train"),
+        gpu=config["runtime"]["gpus_per_job"],  # read by the SLURM plugin (--gpus)
     params:
         code=code_hash("lengen.train.train"),  # reruns when the code it runs changes
         spec=lambda w: to_json(
@@ -64,16 +82,6 @@ rule sparse_parity_train:
         ),
         launcher=launcher(config),
         out=out_dir,
-    threads: config["runtime"]["threads_per_job"]
-    resources:
-        **job_resources("train"),
-        gpu=config["runtime"]["gpus_per_job"],  # read by the SLURM plugin (--gpus)
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/sparse_parity/train_{{variant}}_K{{K}}_seed{{run}}.tsv",
-    log:
-        f"{LOGS}/sparse_parity/train_{{variant}}_K{{K}}_seed{{run}}.log",
     shell:
         "{params.launcher} lengen.train.train --spec {params.spec:q}"
         " --out {params.out:q} > {log:q} 2>&1"
@@ -86,17 +94,17 @@ rule sparse_parity_eval:
         testset=f"{SP_DIR}/testset.npz",
     output:
         f"{SP_DIR}/{{variant}}/K{{K}}/seed{{run}}/eval.csv",
+    log:
+        f"{LOGS}/sparse_parity/eval_{{variant}}_K{{K}}_seed{{run}}.log",
+    benchmark:
+        f"{BENCHMARKS}/sparse_parity/eval_{{variant}}_K{{K}}_seed{{run}}.tsv"
+    conda:
+        CONDA_ENV
+    resources:
+        **job_resources("eval"),
     params:
         code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
         batch_size=SP["eval"]["batch_size"],
-    resources:
-        **job_resources("eval"),
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/sparse_parity/eval_{{variant}}_K{{K}}_seed{{run}}.tsv",
-    log:
-        f"{LOGS}/sparse_parity/eval_{{variant}}_K{{K}}_seed{{run}}.log",
     shell:
         "python -m lengen.analysis.evaluate run --model {input.model:q} --testset {input.testset:q}"
         " --batch-size {params.batch_size} --out {output:q} > {log:q} 2>&1"
@@ -113,8 +121,16 @@ rule sparse_parity_figure:
             caption="../report/fig_sparse_parity.rst",
             category="Sparse parity",
         ),
+    log:
+        f"{LOGS}/sparse_parity/{{stem}}.log",
+    benchmark:
+        f"{BENCHMARKS}/sparse_parity/{{stem}}.tsv"
     wildcard_constraints:
         stem="|".join(SP_FIGURES),
+    conda:
+        CONDA_ENV
+    resources:
+        **job_resources("small"),
     params:
         code=code_hash("lengen.report.figures"),  # reruns when the code it runs changes
         title=lambda w: SP_FIGURES[w.stem][2],
@@ -122,14 +138,6 @@ rule sparse_parity_figure:
         train_range=f"{SP['train_min_len']} {SP['train_max_len']}",
         labels=lambda w: to_json([[v, SP_LABELS[v]] for v in SP_FIGURES[w.stem][0]]),  # config order
         tracking=figure_tracking("sparse_parity"),
-    resources:
-        **job_resources("small"),
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/sparse_parity/{{stem}}.tsv",
-    log:
-        f"{LOGS}/sparse_parity/{{stem}}.log",
     shell:
         "python -m lengen.report.figures sparse_parity --tables {input:q} --title {params.title:q}"
         " --style {params.style:q} --train-range {params.train_range} --labels {params.labels:q}"
@@ -142,16 +150,16 @@ rule sparse_parity_table:
         sp_evals(SP_DIR, SP_VARIANTS, SP["k_train"]),
     output:
         SPARSE_PARITY_TABLE,
-    params:
-        code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
-    resources:
-        **job_resources("small"),
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/sparse_parity/table.tsv",
     log:
         f"{LOGS}/sparse_parity/table.log",
+    benchmark:
+        f"{BENCHMARKS}/sparse_parity/table.tsv"
+    conda:
+        CONDA_ENV
+    resources:
+        **job_resources("small"),
+    params:
+        code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
     shell:
         "python -m lengen.analysis.evaluate combine --tables {input:q} --out {output:q} > {log:q} 2>&1"
 
@@ -176,6 +184,14 @@ rule sparse_parity_attention:
             category="Sparse parity",
         ),
         table=f"{REPORTS}/sparse_parity_attention_{{variant}}.csv",
+    log:
+        f"{LOGS}/sparse_parity/attention_{{variant}}.log",
+    benchmark:
+        f"{BENCHMARKS}/sparse_parity/attention_{{variant}}.tsv"
+    conda:
+        CONDA_ENV
+    resources:
+        **job_resources("eval"),
     params:
         code=code_hash("lengen.analysis.attention"),  # reruns when the code it runs changes
         lengths=lambda w: " ".join(map(str, SP_ATTENTION["lengths"])),
@@ -186,14 +202,6 @@ rule sparse_parity_attention:
             f"Where <SEP> attends: sparse parity, K_train = {SP_ATTENTION['k_train']}, "
             f"{SP['variants'][w.variant]['label']} ({config['tier']} tier)"
         ),
-    resources:
-        **job_resources("eval"),
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/sparse_parity/attention_{{variant}}.tsv",
-    log:
-        f"{LOGS}/sparse_parity/attention_{{variant}}.log",
     shell:
         "python -m lengen.analysis.attention --model {input:q} --lengths {params.lengths} --k {params.k}"
         " --n-examples {params.n} --seed {params.seed} --title {params.title:q}"
@@ -202,7 +210,10 @@ rule sparse_parity_attention:
 
 # Extra figure's table (not in the paper): NoPE and ALiBi beside the variants at its K_train.
 SPARSE_PARITY_SCHEMES = (
-    [artifacts.figure(config, "sparse_parity_schemes"), artifacts.table(config, "sparse_parity_schemes")]
+    [
+        artifacts.figure(config, "sparse_parity_schemes"),
+        artifacts.table(config, "sparse_parity_schemes"),
+    ]
     if SP_SCHEMES
     else []
 )
@@ -214,15 +225,15 @@ rule sparse_parity_schemes_table:
         lambda w: sp_evals(SP_DIR, *SP_FIGURES["sparse_parity_schemes"][:2]),
     output:
         artifacts.table(config, "sparse_parity_schemes"),
-    params:
-        code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
-    resources:
-        **job_resources("small"),
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/sparse_parity/schemes_table.tsv",
     log:
         f"{LOGS}/sparse_parity/schemes_table.log",
+    benchmark:
+        f"{BENCHMARKS}/sparse_parity/schemes_table.tsv"
+    conda:
+        CONDA_ENV
+    resources:
+        **job_resources("small"),
+    params:
+        code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
     shell:
         "python -m lengen.analysis.evaluate combine --tables {input:q} --out {output:q} > {log:q} 2>&1"

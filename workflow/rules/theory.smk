@@ -16,18 +16,18 @@ rule theory:
         figure=report(
             f"{REPORTS}/theory_figure.png", caption="../report/fig_theory.rst", category="Theory"
         ),
+    log:
+        f"{LOGS}/theory.log",
+    benchmark:
+        f"{BENCHMARKS}/theory.tsv"
+    conda:
+        CONDA_ENV
+    resources:
+        **job_resources("small"),
     params:
         code=code_hash("lengen.analysis.theory_cases"),  # reruns when the code it runs changes
         L=THEORY["L"] if THEORY else 0,
         lengths=" ".join(map(str, THEORY["test_lengths"])) if THEORY else "",
-    resources:
-        **job_resources("small"),
-    conda:
-        CONDA_ENV
-    benchmark:
-        f"{BENCHMARKS}/theory.tsv",
-    log:
-        f"{LOGS}/theory.log",
     shell:
         "python -m lengen.analysis.theory_cases --L {params.L} --test-lengths {params.lengths}"
         " --out-table {output.table:q} --out-figure {output.figure:q} > {log:q} 2>&1"

@@ -13,7 +13,9 @@ The science of a commit is what decides a run's files, and nothing else:
   imports or runs with `python -m`, with what they import (lengen.config.code's closure), as
   syntax trees without docstrings, so a comment or a docstring changes no science;
 - the schema without its descriptions (its defaults and types are science);
-- the workflow, the Snakefile, the environments and the DeepSpeed JSON files, line for line;
+- the rule files and the Snakefile as snakefmt writes them (a reformatting is no change; without
+  snakefmt installed, line for line), the rest of workflow/, the environments and the DeepSpeed
+  JSON files line for line;
 - pyproject.toml's package: its dependencies, Python, scripts, package data and build (not the
   dev and mutation extras or the linters' and pytest's settings);
 - the tier's own config, through its config hash (the other tiers' files are not this run's).
@@ -86,6 +88,24 @@ def _schema(path: Path) -> object:
     return strip(yaml.safe_load(path.read_text())) if path.is_file() else None
 
 
+def _rules(name: str) -> bool:
+    """A Snakemake file: the Snakefile or a .smk."""
+    return name == "Snakefile" or name.endswith(".smk")
+
+
+def _formatted(tree: Path) -> dict[str, str]:
+    """Each Snakemake file of a source tree (its project path) as snakefmt writes it; as it is
+    where snakefmt is not installed or cannot parse it."""
+    files = [tree / "Snakefile", *sorted((tree / "workflow").rglob("*.smk"))]
+    out = {}
+    for f in (f for f in files if f.is_file()):
+        text = f.read_text()
+        done = subprocess.run([sys.executable, "-m", "snakefmt", "-"], input=text,
+                              capture_output=True, text=True)  # fmt: skip
+        out[str(f.relative_to(tree))] = done.stdout if done.returncode == 0 else text
+    return out
+
+
 def _package(path: Path) -> object:
     """pyproject.toml less what no run uses: the dev tools' extras, the [tool] settings other
     than setuptools' (None when absent)."""
@@ -116,7 +136,7 @@ def science_changes(commit: str, project: Path) -> list[str] | None:
     diff = _git(project, "diff", "--name-only", commit, "HEAD", "--", *LINE_FOR_LINE)
     if diff.returncode != 0:
         return None
-    changed = set(diff.stdout.decode().split())
+    changed = {f for f in diff.stdout.decode().split() if not _rules(f)}
     with tempfile.TemporaryDirectory() as tmp:
         then, now = Path(tmp, "then"), Path(tmp, "now")
         if not (_tree(project, commit, then) and _tree(project, "HEAD", now)):
@@ -125,6 +145,8 @@ def science_changes(commit: str, project: Path) -> list[str] | None:
             changed.add(SCHEMA)
         if _package(then / PYPROJECT) != _package(now / PYPROJECT):
             changed.add(PYPROJECT)
+        old, new = _formatted(then), _formatted(now)
+        changed |= {f for f in old.keys() | new.keys() if old.get(f) != new.get(f)}
         names = entries(then) | entries(now)
         old, new = _code(then, names), _code(now, names)
         changed |= {f for f in old.keys() | new.keys() if old.get(f) != new.get(f)}
