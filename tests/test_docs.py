@@ -88,3 +88,23 @@ def test_the_readme_test_count_is_the_suites(request):
         pytest.skip("only a whole run of the suite knows its count")
     stated = re.search(r"via `\.ci/run`; (\d+) tests", (ROOT / "README.md").read_text())
     assert stated and int(stated[1]) == request.session.testscollected
+
+
+def test_the_results_doc_tables_are_the_references():
+    """docs/results.md's tables and verdict rows are reference/default/'s
+    (tools/results_tables.py): a new reference rewrites them, no typed table goes stale."""
+    spec = importlib.util.spec_from_file_location(
+        "results_tables", ROOT / "tools" / "results_tables.py"
+    )
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert tool.problems() == [], "stale tables: python tools/results_tables.py --write"
+    import pandas as pd
+
+    table = pd.DataFrame({
+        "variant": ["a", "a", "a", "a"], "jump": [1, 1, 1, 1], "run": ["r0", "r1", "r0", "r1"],
+        "length": [10, 10, 20, 20], "accuracy": [1.0, 0.5, 0.25, 0.25],
+        "steps_run": [100, 200, 100, 200],
+    })  # fmt: skip
+    row = "| a | 1 | 2 | 100-200 | 0.75 (0.50-1.00) | 0.25 (0.25-0.25) |"  # mean (min-max) of runs
+    assert tool.accuracy(table).splitlines()[2] == row

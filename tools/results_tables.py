@@ -1,0 +1,137 @@
+"""docs/results.md's tables, from the committed default reference (reference/default/): for each
+tidy accuracy table the report reads, the mean accuracy over runs at every tested length, with
+the lowest and highest run where there are several; Table 1's perplexities; and the reference's
+verdict rows of each experiment, as verdicts.csv has them.
+
+    python tools/results_tables.py           # print every block
+    python tools/results_tables.py --write   # replace the blocks in docs/results.md
+
+A block sits between `<!-- results:NAME begin (tools/results_tables.py) -->` and
+`<!-- results:NAME end -->`; tests/test_docs.py fails when docs/results.md's blocks differ from
+what this prints, or when a table of the reference has no block. The prose around the blocks
+names no number of its own."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = "docs/results.md"
+REFERENCE = "reference/default"
+# columns that are not a model's setting: what was measured, and each row's provenance
+MEASURES = {"accuracy", "n", "length", "seed", "run", "steps_run", "stop_reason", "experiment",
+            "scheme", "scratchpad", "config_hash", "git_commit", "versions"}  # fmt: skip
+ACCURACY_TABLES = ("sparse_parity_accuracy", "parity_scratchpad_accuracy",
+                   "variable_assignment_accuracy", "majority_accuracy")  # fmt: skip
+BLOCK = re.compile(r"<!-- results:(\w+) begin \(tools/results_tables.py\) -->.*?"
+                   r"<!-- results:\1 end -->", re.S)  # fmt: skip
+
+
+def _cell(values: pd.Series) -> str:
+    """Mean over runs; with several runs, their range; - where the length has none."""
+    if values.empty:
+        return "-"
+    if len(values) == 1:
+        return f"{values.iloc[0]:.2f}"
+    return f"{values.mean():.2f} ({values.min():.2f}-{values.max():.2f})"
+
+
+def accuracy(table: pd.DataFrame) -> str:
+    """One row per model setting (variant, K_train / jump / depth / training length, k_test):
+    its runs, the steps they trained (where the table has them), and the accuracy at every
+    tested length (mean over runs, range)."""
+    settings = [c for c in table.columns if c not in MEASURES]
+    lengths = sorted(table["length"].unique())
+    rows = []
+    for key, group in table.groupby(settings, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        runs = [str(group["run"].nunique())]
+        if "steps_run" in group:  # the steps each run trained (early and plateau stops)
+            steps = sorted(set(group["steps_run"].astype(int)))
+            runs.append(f"{steps[0]:,}" if len(steps) == 1 else f"{steps[0]:,}-{steps[-1]:,}")
+        cells = [_cell(group[group["length"] == n]["accuracy"]) for n in lengths]
+        rows.append([*map(str, key), *runs, *cells])
+    counts = ["runs", "steps"] if "steps_run" in table else ["runs"]
+    head = [*settings, *counts, *map(str, lengths)]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def perplexity(table: pd.DataFrame) -> str:
+    keep = ["model", "train_context", "pose", "eval_length", "perplexity", "paper_perplexity"]
+    out = table[keep].copy()
+    out["perplexity"] = out["perplexity"].map("{:.2f}".format)
+    return out.to_markdown(index=False)
+
+
+def verdicts(table: pd.DataFrame, prefix: str) -> str:
+    rows = table[table["id"].str.startswith(prefix)]
+    return rows[["id", "paper", "measured", "rule", "verdict"]].to_markdown(index=False)
+
+
+def provenance(table: pd.DataFrame) -> str:
+    commits = sorted({str(c)[:12] for c in table["git_commit"] if str(c) not in ("", "nan")})
+    return f"Commit{'s' if len(commits) > 1 else ''} {', '.join(f'`{c}`' for c in commits)}."
+
+
+def blocks(root: Path = ROOT) -> dict[str, str]:
+    """Every block, by name: each accuracy table, Table 1, each experiment's verdicts."""
+    ref = root / REFERENCE
+    out = {}
+    for name in ACCURACY_TABLES:
+        path = ref / f"{name}.csv"
+        if path.is_file():
+            table = pd.read_csv(path, keep_default_na=False)
+            out[name] = f"{accuracy(table)}\n\n{provenance(table)}"
+    path = ref / "table1_perplexity.csv"
+    if path.is_file():
+        table = pd.read_csv(path, keep_default_na=False)
+        out["table1_perplexity"] = f"{perplexity(table)}\n\n{provenance(table)}"
+    table = pd.read_csv(ref / "verdicts.csv", keep_default_na=False, dtype=str)
+    for prefix in ("SP", "PS", "VA", "MJ", "NL"):
+        out[f"verdicts_{prefix.lower()}"] = verdicts(table, f"{prefix}-")
+    return out
+
+
+def wrapped(name: str, body: str) -> str:
+    return (f"<!-- results:{name} begin (tools/results_tables.py) -->\n{body}\n"
+            f"<!-- results:{name} end -->")  # fmt: skip
+
+
+def problems(root: Path = ROOT) -> list[str]:
+    """Blocks of docs/results.md that differ from the reference, and tables with no block."""
+    doc = (root / DOC).read_text()
+    found = {m[1]: m[0] for m in BLOCK.finditer(doc)}
+    out = []
+    for name, body in blocks(root).items():
+        if name not in found:
+            out.append(f"{DOC}: no block results:{name}")
+        elif found[name] != wrapped(name, body):
+            out.append(f"{DOC}: block results:{name} differs from {REFERENCE}")
+    return out
+
+
+def write(root: Path = ROOT) -> None:
+    """Replace every block docs/results.md has (a new table's block is placed by hand)."""
+    path = root / DOC
+    new = blocks(root)
+    path.write_text(BLOCK.sub(lambda m: wrapped(m[1], new[m[1]]) if m[1] in new else m[0],
+                              path.read_text()))  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--write", action="store_true", help=f"replace the blocks in {DOC}")
+    if parser.parse_args().write:
+        write()
+    else:
+        for name, body in blocks().items():
+            print(wrapped(name, body), end="\n\n")
+
+
+if __name__ == "__main__":
+    main()
