@@ -5,9 +5,12 @@
 #
 #   bash benchmarks/gpu_acceptance.sh OUT_DIR [checks|train|all|STEP,STEP,...]
 #
+# With 15 minutes of device time (one lent session), run `fused,fused_grid` (~10 min): the fused
+# step times first, then Fig. 2's PPC grid as one fused group, scored.
+#
 # Each step has a time limit (a stuck step does not eat the others'); TRAIN_LIMIT (seconds)
 # bounds each training job. Steps: pytest_cuda throughput_paper step_time_paper step_time_gpu
-# loo_paper decode_paper prefetch fused loss_memory (the checks) and train.
+# loo_paper decode_paper prefetch fused loss_memory (the checks), train and fused_grid.
 # checks (~10 min on one H100): the tests with a GPU path on CUDA; the paper's 12 x 1024 synthetic
 #   model's training throughput and MFU (eager and torch.compile / CUDA graphs); seconds per step
 #   of every training-job kind of the paper and gpu tiers through the trainer's own step, the
@@ -18,6 +21,9 @@
 # train: the gpu tier's sparse-parity model at K_train = 8 and its PPC parity model at jump 2,
 #   trained and scored by the probe runners (entries GPU_* in probes/*.yaml: set their steps from
 #   the step-time measurement first), rows appended to the probe tables, copied to OUT_DIR.
+# fused_grid: Fig. 2's PPC grid (jumps 1-4 x 4 runs) of the gpu tier's model trained as one fused
+#   group and each member scored (probe GPU_PS_ppc_fused: set its steps from fused_eager's step
+#   time first), 16 rows appended to probes/scratchpad_probes.csv, copied to OUT_DIR.
 set -uo pipefail
 OUT=${1:?usage: gpu_acceptance.sh OUT_DIR [checks|train|all|STEP,...]}
 PART=${2:-all}
@@ -54,7 +60,7 @@ want() {  # want STEP: asked for by PART (all, its group, or a comma list naming
     pytest_cuda | throughput_paper | step_time_paper | step_time_gpu | loo_paper | decode_paper | \
       prefetch | fused | loss_memory)
       [[ $PART == checks ]] ;;
-    train) [[ $PART == train ]] ;;
+    train | fused_grid) [[ $PART == "$1" ]] ;;
     *) return 1 ;;
   esac
 }
@@ -93,5 +99,9 @@ if want train; then  # the two models side by side on the one GPU (each is launc
   wait $sp || status=1
   wait $ppc || status=1
   cp probes/sparse_parity_probes.csv probes/scratchpad_probes.csv "$OUT/"
+fi
+if want fused_grid; then
+  step fused_grid "${TRAIN_LIMIT:-600}" python probes/scratchpad.py run GPU_PS_ppc_fused
+  cp probes/scratchpad_probes.csv "$OUT/"
 fi
 exit $status

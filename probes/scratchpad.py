@@ -9,6 +9,10 @@ scratchpad token and, for PPC, every predicted position ID) on a fixed probe gri
 `probes/scratchpad_probes.csv` (committed), failures included.
 
     python probes/scratchpad.py run NAME [NAME ...]   # train + score, append rows
+
+A probe with `values` (jumps / depths) and `runs` instead of one `value` is a fused group
+(lengen.train.group): its len(values) x runs models train as one, each scored and appended as
+its own row, `NAME/<value>/seed<run>` (the GPU's first paper-scale grid: GPU_PS_ppc_fused).
     python probes/scratchpad.py list                 # names, and which have a row
     python probes/scratchpad.py figure               # accuracy vs length per probe
 
@@ -31,6 +35,7 @@ from lengen import tasks
 from lengen.analysis.evaluate import generation_accuracy, scratchpad_testset
 from lengen.core import provenance, tracking
 from lengen.tasks import parse_spec
+from lengen.train.group import train_group
 from lengen.train.train import train
 
 PROBES = ROOT / "probes" / "scratchpad.yaml"
@@ -76,11 +81,62 @@ def verdict(row: dict, experiment: str, train_max: int) -> str:
     return f">= 0.9 up to {reach} ({reach / train_max:.1f}x the longest training length)"
 
 
-def run(name: str, rescore: bool = False) -> dict:
+def _row(name: str, entry: dict, cfg: dict, spec: dict, path: Path, wall: float) -> dict:
+    """A trained probe model's row: its steps, stop, wall time, parameters, scores, verdict."""
+    experiment = spec["experiment"]
+    saved, model = scored_model(path)
+    row = {
+        "probe": name,
+        "experiment": experiment,
+        "variant": spec["variant"],
+        "value": spec["task"]["jump" if experiment == "parity_scratchpad" else "depth"],
+        "note": entry.get("note", ""),
+        "overrides": json.dumps(entry.get("overrides", {}), sort_keys=True),
+        "steps_run": saved.get("steps_run", spec["train"]["steps"]),
+        "stop_reason": saved.get("stop_reason", "steps"),
+        "train_wall_s": round(wall, 1),
+        "params": model.num_params(),
+        **score(model, spec),
+    }
+    row["verdict"] = verdict(row, experiment, cfg[experiment]["train_max_len"])
+    row.update(provenance.record(spec, spec["seed"]))
+    return row
+
+
+def run_group(name: str, cfg: dict, entry: dict, table: Path = TABLE) -> list[dict]:
+    """Train a fused group probe (every value x run as one model, lengen.train.group) and score
+    each member; one row each, `NAME/<value>/seed<run>`, the group's wall time on every row."""
+    experiment, variant = entry["experiment"], entry["variant"]
+    members = [(v, r) for v in entry["values"] for r in range(entry["runs"])]
+    specs, outs, names = [], [], []
+    for value, run_ in members:
+        spec = tasks.generation_spec(cfg, experiment, variant, value, run_)
+        spec["run_name"] = f"probe/{name}/{value}/seed{run_}"
+        specs.append(spec)
+        outs.append(Path(cfg["results_dir"]) / f"{value}" / f"seed{run_}")
+        names.append(f"{name}/{value}/seed{run_}")
+    tracking.prepare_store(specs[0]["tracking"]["uri"], [specs[0]["tracking"]["experiment"]])
+    t0 = time.perf_counter()
+    train_group([parse_spec(s) for s in specs], outs)
+    wall = time.perf_counter() - t0
+    rows = []
+    for member, spec, out in zip(names, specs, outs, strict=True):
+        row = _row(member, entry, cfg, spec, out / "model.pt", wall)
+        append_row(table, row)
+        print(json.dumps({k: row[k] for k in ("probe", "steps_run", "train_wall_s", "verdict")}))
+        rows.append(row)
+    return rows
+
+
+def run(name: str, rescore: bool = False) -> dict | list[dict]:
     """Train and score one probe (or score its trained model again, keeping the recorded wall
-    time); write its row to the probe table."""
+    time); write its row to the probe table. A fused group probe: run_group."""
     torch.set_num_threads(1)
     cfg, entry = probe_config(name)
+    if "values" in entry:
+        if rescore:
+            raise SystemExit(f"{name}: a fused group probe is scored where it trains; run it")
+        return run_group(name, cfg, entry)
     experiment, variant, value = entry["experiment"], entry["variant"], entry["value"]
     spec = tasks.generation_spec(cfg, experiment, variant, value, entry.get("run", 0))
     spec["run_name"] = f"probe/{name}"
@@ -92,23 +148,7 @@ def run(name: str, rescore: bool = False) -> dict:
         t0 = time.perf_counter()
         train(spec, out)
         wall = time.perf_counter() - t0
-    path = out / "model.pt"
-    saved, model = scored_model(path)
-    row = {
-        "probe": name,
-        "experiment": experiment,
-        "variant": variant,
-        "value": value,
-        "note": entry.get("note", ""),
-        "overrides": json.dumps(entry.get("overrides", {}), sort_keys=True),
-        "steps_run": saved.get("steps_run", spec["train"]["steps"]),
-        "stop_reason": saved.get("stop_reason", "steps"),
-        "train_wall_s": round(wall, 1),
-        "params": model.num_params(),
-        **score(model, spec),
-    }
-    row["verdict"] = verdict(row, experiment, cfg[experiment]["train_max_len"])
-    row.update(provenance.record(spec, spec["seed"]))
+    row = _row(name, entry, cfg, spec, out / "model.pt", wall)
     append_row(TABLE, row)
     print(json.dumps({k: row[k] for k in ("probe", "steps_run", "train_wall_s", "verdict")}))
     return row

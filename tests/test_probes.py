@@ -181,3 +181,30 @@ def test_trajectory_rows_belong_to_tracking_probes_at_their_steps(language):
         every = defined[row["probe"]]["track_every"]
         assert row["step"] % every == 0, row
         assert abs(1 - row["ppl_128"] / row["ppl_64"] - row["rel_drop"]) < 1e-9
+
+
+def test_a_fused_group_probe_trains_as_one_and_scores_each_member(tmp_path, monkeypatch):
+    """A probe with `values` and `runs` (GPU_PS_ppc_fused: Fig. 2's PPC grid on a GPU) trains its
+    members as one fused group and appends one scored row per member, NAME/<value>/seed<run>."""
+    import yaml
+
+    from lengen.config.config import validate
+
+    scratchpad = load_script(ROOT / "probes" / "scratchpad.py", "probes_ps")
+    cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
+    cfg["results_dir"] = str(tmp_path / "results")
+    cfg = validate(cfg)
+    entry = {"experiment": "parity_scratchpad", "variant": "ppc", "values": [1, 2], "runs": 2}
+    monkeypatch.setattr(scratchpad, "LENGTHS", {"parity_scratchpad": (8, 16)})
+    monkeypatch.setattr(scratchpad, "N_EXAMPLES", 4)
+    table = tmp_path / "probes.csv"
+    rows = scratchpad.run_group("G", cfg, entry, table)
+    names = ["G/1/seed0", "G/1/seed1", "G/2/seed0", "G/2/seed1"]
+    assert [r["probe"] for r in rows] == names
+    assert [r["value"] for r in rows] == [1, 1, 2, 2] and {r["steps_run"] for r in rows} == {4}
+    assert list(pd.read_csv(table)["probe"]) == names
+    assert all((tmp_path / "results" / n.split("/", 1)[1] / "model.pt").is_file() for n in names)
+    gpu_cfg, gpu_entry = scratchpad.probe_config("GPU_PS_ppc_fused")
+    section = gpu_cfg["parity_scratchpad"]
+    assert set(gpu_entry["values"]) <= set(section["jumps"]) and gpu_entry["runs"] >= 4
+    assert (section["model"]["n_layer"], section["model"]["d_model"]) == (12, 1024)
