@@ -69,7 +69,7 @@ def test_a_new_generation_task_is_three_files_and_its_tier_section(tmp_path):
     touched = _add_toy_task(root)
     assert len(touched) == 3
     env = {**os.environ, "PYTHONPATH": str(root / "src")}
-    fig = f"results/smoke/reports/fig_{NAME}.png"
+    fig = f"reports/smoke/fig_{NAME}.png"
     cmd = [sys.executable, "-m", "snakemake", fig, "-n", "--cores", "2", "--configfile",
            "config/smoke.yaml"]  # fmt: skip
     proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
@@ -102,7 +102,7 @@ def test_a_new_figure_of_an_existing_kind_is_config_only(tmp_path):
     assert {"fig_ppc_alone.png", "fig_one_k.png"} <= set(listed)
     for stem, rule in (("fig_ppc_alone", "generation_figure"),
                        ("fig_one_k", "sparse_parity_figure")):  # fmt: skip
-        cmd = [sys.executable, "-m", "snakemake", f"results/smoke/reports/{stem}.png", "-n",
+        cmd = [sys.executable, "-m", "snakemake", f"reports/smoke/{stem}.png", "-n",
                "--cores", "2", "--configfile", str(path)]  # fmt: skip
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

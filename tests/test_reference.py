@@ -212,3 +212,17 @@ def test_science_is_what_the_jobs_run_not_how_it_is_written(tmp_path):
         "config/ds.json", "pyproject.toml", "src/lengen/config/schema.yaml", "src/lengen/helper.py",
         "src/lengen/plan.py", "workflow/a.smk",
     ]  # fmt: skip
+
+
+def test_the_comparison_says_what_differs_before_it_says_same():
+    """Config hash and commit of the run and of the reference come first, and which differ: a
+    verdict the same under another config is the same words, not a repeat (issue 48)."""
+    run = verdicts(("A", "reproduced", 0.95, NAN, NAN)).assign(config_hash="h1", git_commit="c1")
+    text = "\n".join(reference.section(run, run, "r"))
+    assert "config hash `h1`, commit `c1`. The reference: config hash `h1`" in text
+    assert "Same config and code" in text
+    other_code = "\n".join(reference.section(run, run.assign(git_commit="c2"), "r"))
+    assert "They differ in the commit" in other_code
+    other = "\n".join(reference.section(run, run.assign(config_hash="h2"), "r"))
+    assert "They differ in config hash" in other and "the same words, not a repeat" in other
+    assert other.index("They differ") < other.index("verdicts are the same")

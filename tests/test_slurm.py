@@ -106,7 +106,7 @@ def test_the_smoke_tier_on_slurm_equals_the_local_run_in_grouped_jobs(cluster, t
     submitted = re.findall(r"submitted with SLURM jobid (\d+)", out)
     print(f"\nSLURM ({mode}): {sum(plan.values())} steps in {len(submitted)} jobs, {wall:.0f} s")
     assert len(submitted) == expected, out[-4000:]
-    assert_same_as_the_smoke_reference(tmp_path / "results" / "smoke")
+    assert_same_as_the_smoke_reference(tmp_path / "reports" / "smoke")
     # the cluster saw those jobs, each finished, each one group or one rule
     if mode == "none":  # the fixture's MinJobAge keeps finished jobs in squeue for an hour
         cmd = ["squeue", "-t", "all", "-h", "-o", "%i %T %k"]

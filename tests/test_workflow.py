@@ -143,7 +143,7 @@ def test_one_figure_target_builds_only_what_it_needs(tmp_path):
     cfg = str(ROOT / "config" / "smoke.yaml")
     proc = snakemake(
         tmp_path,
-        "results/smoke/reports/fig7_sparse_parity.png",
+        "reports/smoke/fig7_sparse_parity.png",
         "-n",
         "--cores",
         "2",
@@ -159,7 +159,7 @@ def test_one_generation_figure_builds_only_its_variants(tmp_path):
     cfg = str(ROOT / "config" / "smoke.yaml")
     proc = snakemake(
         tmp_path,
-        "results/smoke/reports/fig8_parity_scratchpad_ablations.png",
+        "reports/smoke/fig8_parity_scratchpad_ablations.png",
         "-n",
         "--cores",
         "2",
@@ -227,11 +227,11 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     cfg = str(ROOT / "config" / "smoke.yaml")
     # the CPU kernels the reference was made with (lengen.core.floats): equal to the last bit
     snakemake(tmp_path, "--cores", "2", "--configfile", cfg, env={**os.environ, **portable()})
-    res = tmp_path / "results" / "smoke"
+    res, rep = tmp_path / "results" / "smoke", tmp_path / "reports" / "smoke"
     for fig in ("fig1", "fig7"):
-        png = res / "reports" / f"{fig}_sparse_parity.png"
+        png = rep / f"{fig}_sparse_parity.png"
         assert png.stat().st_size > 10_000
-    combined = pd.read_csv(res / "reports" / "sparse_parity_accuracy.csv")
+    combined = pd.read_csv(rep / "sparse_parity_accuracy.csv")
     assert sorted(combined["k_train"].unique()) == [1, 2, 3]
     assert set(combined["variant"]) == {"neox", "loglen"}
     table = pd.read_csv(res / "sparse_parity" / "loglen" / "K2" / "seed0" / "eval.csv")
@@ -239,8 +239,8 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     assert set(table["length"]) == {8, 16, 24}
     assert table["accuracy"].between(0, 1).all()
     # the attention diagnostic: masses over the key categories sum to 1 per (length, k, head)
-    assert (res / "reports" / "sparse_parity_attention_neox.png").stat().st_size > 10_000
-    att = pd.read_csv(res / "reports" / "sparse_parity_attention_loglen.csv")
+    assert (rep / "sparse_parity_attention_neox.png").stat().st_size > 10_000
+    att = pd.read_csv(rep / "sparse_parity_attention_loglen.csv")
     mass = att[att["table"] == "attention_mass"]
     totals = mass.groupby(["length", "k_test", "layer", "head"])["mass"].sum()
     assert set(mass["length"]) == {8, 24} and ((totals - 1).abs() < 1e-4).all()
@@ -264,20 +264,20 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     )  # the paper's variants at every K_train, the extra schemes at theirs
     assert all("acc_len16_k1" in r.data.metrics for r in runs)
     # the extra sparse-parity figure: NoPE and ALiBi beside the variants at K_train = 2
-    schemes = pd.read_csv(res / "reports" / "sparse_parity_schemes.csv")
+    schemes = pd.read_csv(rep / "sparse_parity_schemes.csv")
     assert set(schemes["variant"]) == {"neox", "loglen", "nope", "alibi"}
     assert set(schemes["k_train"]) == {2}
-    assert (res / "reports" / "sparse_parity_schemes.png").stat().st_size > 10_000
+    assert (rep / "sparse_parity_schemes.png").stat().st_size > 10_000
     # majority (the plug-in task): its figure and table, one row per scheme and length
-    major = pd.read_csv(res / "reports" / "majority_accuracy.csv")
+    major = pd.read_csv(rep / "majority_accuracy.csv")
     assert set(major["variant"]) == {"absolute", "nope", "alibi"} and set(major["length"]) == {
         3, 7, 11}  # fmt: skip
-    assert (res / "reports" / "fig_majority.png").stat().st_size > 10_000
+    assert (rep / "fig_majority.png").stat().st_size > 10_000
     # the scratchpad branch (Figs. 2, 8, 3): figures, tables, one MLflow run per training run
     for fig in ("fig2_parity_scratchpad", "fig8_parity_scratchpad_ablations",
                 "fig3_variable_assignment"):  # fmt: skip
-        assert (res / "reports" / f"{fig}.png").stat().st_size > 10_000
-    parity = pd.read_csv(res / "reports" / "parity_scratchpad_accuracy.csv")
+        assert (rep / f"{fig}.png").stat().st_size > 10_000
+    parity = pd.read_csv(rep / "parity_scratchpad_accuracy.csv")
     assert sorted(parity.groupby("variant")["seed"].nunique().items()) == [
         ("absolute", 1),
         ("ppc", 2),
@@ -288,7 +288,7 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     stopped = parity[parity.variant == "absolute"]
     assert (stopped.steps_run == 2).all() and stopped.stop_reason.str.startswith("did not").all()
     assert (parity[parity.variant == "ppc"].stop_reason == "steps").all()
-    assign = pd.read_csv(res / "reports" / "variable_assignment_accuracy.csv")
+    assign = pd.read_csv(rep / "variable_assignment_accuracy.csv")
     assert set(assign["variant"]) == {"ppc", "no_coupling", "no_scratchpad", "rope_pose"}
     exp = client.get_experiment_by_name("lengen-smoke/parity_scratchpad")
     runs = client.search_runs([exp.experiment_id])
@@ -298,32 +298,35 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     fig2 = figures["figure/fig2_parity_scratchpad"].data.tags["model_runs"].split()
     assert fig2 == ["ppc/j1/seed0", "ppc/j1/seed1", "ppc/j2/seed0", "ppc/j2/seed1"]
     # the natural-language branch (Table 1, Figs. 4-6): offline corpus, tokens, two models
-    ppl = pd.read_csv(res / "reports" / "table1_perplexity.csv")
+    ppl = pd.read_csv(rep / "table1_perplexity.csv")
     assert sorted(zip(ppl.model, ppl.eval_length, strict=True)) == [
         ("h_long", 64), ("h_long", 128), ("h_short", 64), ("h_short", 128)]  # fmt: skip
     assert (ppl.perplexity > 1).all() and (ppl.n_tokens == 4 * 128).all()
-    loo = pd.read_csv(res / "reports" / "influence_loo.csv")
+    loo = pd.read_csv(rep / "influence_loo.csv")
     assert len(loo) == 3 * 4 and (loo.J.str.split().str.len() == 5).all()
     for fig in ("fig4_influence", "fig5_masks", "fig6_influence"):
-        assert (res / "reports" / f"{fig}.png").stat().st_size > 10_000
+        assert (rep / f"{fig}.png").stat().st_size > 10_000
     exp = client.get_experiment_by_name("lengen-smoke/natural_language")
     runs = client.search_runs([exp.experiment_id])
     assert sorted(r.info.run_name for r in runs) == [
         "figure/fig4_influence", "figure/fig6_influence", "h_long", "h_short"]  # fmt: skip
     # the claims report: one row per claim, verdicts from the rules
-    text = (res / "reports" / "REPORT.md").read_text()
+    text = (rep / "REPORT.md").read_text()
     assert "| SP-1" in text and "| TH-C3a" in text and "config hash" in text
+    # a plumbing tier says what it is and counts nothing (issue 48)
+    assert text.startswith("# Tier `smoke`: a plumbing check, not a test of the paper")
+    assert "Nothing is counted" in text and "| yes " not in text and "reproduced." not in text
     # every result file records its provenance
     from lengen.core import provenance
 
     assert "git commit" in text and "torch=" in text
     # ...and the run ends with Snakemake's HTML report of every figure
-    assert (res / "reports" / "report.html").stat().st_size > 100_000
-    for csv in (res / "reports").glob("*.csv"):
+    assert (rep / "report.html").stat().st_size > 100_000
+    for csv in (rep).glob("*.csv"):
         assert set(provenance.COLUMNS) <= set(pd.read_csv(csv).columns), csv
-    for png in (res / "reports").glob("*.png"):
+    for png in (rep).glob("*.png"):
         assert set(provenance.read_png(png)) == set(provenance.COLUMNS), png
-    assert_same_as_the_smoke_reference(res)
+    assert_same_as_the_smoke_reference(rep)
     # a complete run leaves nothing to do
     proc = snakemake(tmp_path, "-n", "--cores", "2", "--configfile", cfg)
     assert "Nothing to be done" in proc.stdout + proc.stderr
@@ -342,7 +345,7 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
         assert rule not in stats, stats  # the report takes no figure and no figure section
 
 
-def assert_same_as_the_smoke_reference(res: Path) -> None:
+def assert_same_as_the_smoke_reference(rep: Path) -> None:
     """The same config and seed give the same tables as the committed smoke reference
     (reference/smoke/, refreshed by `python -m lengen.report.refresh`), provenance
     aside, and REPORT.md says so: every verdict and number the same as the reference's."""
@@ -350,13 +353,14 @@ def assert_same_as_the_smoke_reference(res: Path) -> None:
 
     committed = ROOT / "reference" / "smoke"
     assert sorted(p.name for p in committed.glob("*.csv")) == sorted(
-        p.name for p in (res / "reports").glob("*.csv")
+        p.name for p in (rep).glob("*.csv")
     )
     for path in committed.glob("*.csv"):
         golden = pd.read_csv(path).drop(columns=list(provenance.COLUMNS), errors="ignore")
-        table = pd.read_csv(res / "reports" / path.name)[golden.columns]
+        table = pd.read_csv(rep / path.name)[golden.columns]
         pd.testing.assert_frame_equal(table, golden, check_exact=True, obj=path.name)
-    text = (res / "reports" / "REPORT.md").read_text()
+    text = (rep / "REPORT.md").read_text()
+    assert "They differ in config hash" not in text  # the same config as the reference's
     n = len(pd.read_csv(committed / "verdicts.csv"))
     assert f"**{n} of {n} verdicts are the same as the reference's**." in text
     same = re.search(r"(\d+) of (\d+) measured numbers are identical", text)

@@ -1,6 +1,6 @@
 """The committed reference results of each tier, and a run compared with them.
 
-A run writes only under its own `reports_dir` (inside `results_dir`, never committed), so a fresh
+A run writes only under its own `results_dir` and `reports_dir` (never committed), so a fresh
 clone's `snakemake --cores all` trains, evaluates and reports everything. The results we publish
 live in `reference/<tier>/` of the project, which no rule writes: they are copied there from a
 finished from-scratch run by an explicit command, `python -m lengen.report.refresh` (its checks
@@ -86,8 +86,37 @@ def compare(run: pd.DataFrame, ref: pd.DataFrame | None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+PROVENANCE = (("config_hash", "config hash"), ("git_commit", "commit"))
+
+
+def _values(table: pd.DataFrame, column: str) -> str:
+    found = sorted({str(v) for v in table[column]}) if column in table else []
+    return ", ".join(f"`{v}`" for v in found) or "unknown"
+
+
+def provenance_line(run: pd.DataFrame, ref: pd.DataFrame) -> str:
+    """What the two were made from, and which of config hash and commit differ: said before any
+    verdict is called the same (a different config makes "same" a coincidence of words)."""
+    mine = {c: _values(run, c) for c, _ in PROVENANCE}
+    theirs = {c: _values(ref, c) for c, _ in PROVENANCE}
+    differ = [name for c, name in PROVENANCE if mine[c] != theirs[c]]
+    made = (
+        f"This run: config hash {mine['config_hash']}, commit {mine['git_commit']}. The "
+        f"reference: config hash {theirs['config_hash']}, commit {theirs['git_commit']}. "
+    )
+    if not differ:
+        return made + "Same config and code: a verdict or number that differs is the machine's."
+    if "config hash" in differ:
+        return made + (
+            f"They differ in {' and '.join(differ)}: the reference was made from another "
+            'config, so "same" below means the same words, not a repeat of the run.'
+        )
+    return made + "They differ in the commit: the same config run by other code."
+
+
 def section(run: pd.DataFrame, ref: pd.DataFrame | None, label: str) -> list[str]:
-    """REPORT.md's comparison section (markdown lines); `label` names the reference's place."""
+    """REPORT.md's comparison section (markdown lines); `label` names the reference's place;
+    the provenance of both first (provenance_line), then the verdicts side by side."""
     lines = ["## This run beside the reference and the paper", ""]
     if ref is None:
         return lines + [
@@ -98,9 +127,8 @@ def section(run: pd.DataFrame, ref: pd.DataFrame | None, label: str) -> list[str
     table = compare(run, ref)
     same = int((table.verdict == "same").sum())
     differ = table[table.verdict != "same"]
-    commits = sorted(set(ref["git_commit"])) if "git_commit" in ref else []
     head = (
-        f"Reference: `{label}` (git commit {', '.join(f'`{c}`' for c in commits) or 'unknown'}). "
+        f"Reference: `{label}`. {provenance_line(run, ref)} "
         f"**{same} of {len(table)} verdicts are the same as the reference's**"
     )
     head += "." if differ.empty else ("; not the same: " + ", ".join(

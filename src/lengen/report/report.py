@@ -862,6 +862,8 @@ def summary(rows: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+PLUMBING = "no: plumbing tier"  # the counted column of a tier that cannot test the paper
+
 SHOWN = (
     "id",
     "section",
@@ -908,6 +910,9 @@ def write_report(
     variants = {v: e["label"] for v, e in section.items()}
     departures = {v for v, e in section.items() if e.get("model", {}).get("attn_scale")}
     rows = pd.DataFrame([verdict(c, tables) for c in claims(variants, departures)])
+    tests_paper = cfg.get("tests_the_paper", True)
+    if not tests_paper:  # a plumbing tier: every row shown, none counted
+        rows["counted"] = PLUMBING
     ref = reference.read(reference_path)
     label = reference_label or str(
         reference_path or reference.reference_dir(cfg["tier"]) / artifacts.VERDICTS
@@ -920,21 +925,36 @@ def write_report(
     def table(kind: str) -> str:
         return rows[rows.kind == kind][list(SHOWN)].to_markdown(index=False)
 
+    if tests_paper:
+        title = "# Does the paper hold? Claims and verdicts"
+        tally = (
+            "Each paper sentence is counted once (its variants, training ranges and panels are "
+            "sub-rows; a sub-row resting on a DEPARTURE beyond the tier's model is shown, not "
+            f"counted). The paper's experiments: {counted('paper', 'experiment')}. The paper's "
+            f"theory (exact computations on toy cases): {counted('paper', 'theory')}. "
+            "Descriptive rows (a paper number, or a reading the paper never states, whose test "
+            f"cannot decide a sentence): {counted('descriptive')}. Checks (cannot fail by "
+            f"construction): {counted('check')}. Beyond the paper: {counted('beyond')}."
+        )
+    else:
+        title = f"# Tier `{cfg['tier']}`: a plumbing check, not a test of the paper"
+        tally = (
+            f"This tier cannot test the paper (`tests_the_paper: false`): its models and "
+            "lengths are too small to learn the tasks; it shows that every job of the pipeline "
+            f"runs and writes what the report reads. Nothing is counted: its {len(rows)} rows "
+            "are the rules applied to toy numbers, and a verdict word below says what the rule "
+            "makes of them, not what the paper claims. The tiers that test the paper: default, "
+            "gpu, paper (README, Tiers)."
+        )
     lines = [
-        "# Does the paper hold? Claims and verdicts",
+        title,
         "",
         f"Tier `{cfg['tier']}`. Every number below is computed by `lengen.report.report` from the "
         f"tidy tables in `{cfg['reports_dir']}/`; every verdict by the rule in its row.",
         "",
         provenance.markdown_line(cfg, cfg["seed"]),
         "",
-        "Each paper sentence is counted once (its variants, training ranges and panels are "
-        "sub-rows; a sub-row resting on a DEPARTURE beyond the tier's model is shown, not "
-        f"counted). The paper's experiments: {counted('paper', 'experiment')}. The paper's "
-        f"theory (exact computations on toy cases): {counted('paper', 'theory')}. Descriptive "
-        "rows (a paper number, or a reading the paper never states, whose test cannot decide "
-        f"a sentence): {counted('descriptive')}. Checks (cannot fail by construction): "
-        f"{counted('check')}. Beyond the paper: {counted('beyond')}.",
+        tally,
         "",
         f"Verdicts: the run is the unit of evidence. With fewer than {effects.MIN_RUNS} runs in "
         "a compared arm a row reads *underpowered*, with its estimate and the runs per arm "
@@ -961,7 +981,7 @@ def write_report(
         "",
         table("beyond"),
         "",
-        *reference.section(rows, ref, label),
+        *reference.section(provenance.stamp(rows, cfg, cfg["seed"]), ref, label),
         "Figures: "
         + ", ".join(f"`{name}`" for name in figures or artifacts.report_figures(cfg))
         + ".",
