@@ -117,3 +117,31 @@ def test_a_new_figure_of_an_existing_kind_is_config_only(tmp_path):
     assert "sparse_parity.figures.fig_bad_k: K_train [99] not in k_train" in str(err.value)
     twice = "variable_assignment.figures.fig_ppc_alone: fig_ppc_alone.png is another file"
     assert twice in str(err.value)
+
+
+def test_a_new_claim_is_a_registry_entry_and_a_row(tmp_path, monkeypatch):
+    """docs/extending.md, "A claim": two places, its rule in lengen.report.rules.RULES and its
+    row in lengen.report.report.claims; the report then judges it by the registry's threshold
+    and counts its sentence once, and the registry test flags a row without a rule."""
+    from lengen.config import artifacts
+    from lengen.config.config import validate
+    from lengen.core.claims import Claim
+    from lengen.report import report, rules
+
+    rule = rules.Rule("XX-1", "Sec. 9", "a toy sentence", "every length", 0.9, "none",
+                      rules.RUNS_THEN_EXAMPLES, "a test")  # fmt: skip
+    row = Claim("XX-1", "Sec. 9", "a toy sentence", "a constant", lambda tables: 0.95,
+                "value >= 0.9", lambda v: v >= rule.threshold)  # fmt: skip
+    claims = report.claims
+    monkeypatch.setattr(report, "claims", lambda *a, **k: [*claims(*a, **k), row])
+    used = {rules.sentence_of(c.id) for c in report.claims({"neox": "paper"}, set())}
+    assert used - set(rules.RULES) == {"XX-1"}  # a row without its rule: the registry test fails
+    monkeypatch.setitem(rules.RULES, "XX-1", rule)  # the second place
+    whole = validate(yaml.safe_load((ROOT / "config" / "config.yaml").read_text()))
+    cfg = artifacts.report_config(whole)
+    ref = ROOT / "reference" / "default"
+    paths = {k: str(ref / Path(v).name) for k, v in artifacts.report_tables(cfg).items()}
+    rows = report.write_report(cfg, tmp_path / "REPORT.md", paths, None, None, [])
+    mine = rows[rows.id == "XX-1"].iloc[0]
+    assert (mine.verdict, mine.counted, mine.sentence) == ("reproduced", "yes", "XX-1")
+    assert "| XX-1 " in (tmp_path / "REPORT.md").read_text()
