@@ -4,6 +4,7 @@ committed reference's tables (tools/readme_verdicts.py)."""
 from __future__ import annotations
 
 import importlib.util
+import os
 
 from .conftest import ROOT
 
@@ -108,3 +109,25 @@ def test_the_results_doc_tables_are_the_references():
     })  # fmt: skip
     row = "| a | 1 | 2 | 100-200 | 0.75 (0.50-1.00) | 0.25 (0.25-0.25) |"  # mean (min-max) of runs
     assert tool.accuracy(table).splitlines()[2] == row
+
+
+def test_the_reference_run_sums_its_sittings(tmp_path):
+    """tools/reference_run.sh --time: the from-scratch time of a reference run made in sittings
+    is the sum of their wall times; a sitting stopped without its end line (a kill, a session's
+    end) ends at the last time Snakemake logged."""
+    import subprocess
+
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=7", "HEAD"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    (tmp_path / f"default-{head}.log").write_text(
+        "=== start 2026-11-26T01:00:00Z\n[Thu Nov 26 01:10:00 2026]\n"
+        "=== end rc=0 2026-11-26T02:30:00Z\n"
+        "=== start 2026-11-27T01:00:00Z\n[Fri Nov 27 01:05:00 2026]\n3 of 9 steps (33%) done\n"
+        "[Fri Nov 27 01:45:00 2026]\n"
+    )
+    done = subprocess.run(["bash", str(ROOT / "tools" / "reference_run.sh"), "--time", head],
+                          capture_output=True, text=True, env={**os.environ,
+                          "RUNS_DIR": str(tmp_path)})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "1.50 h (ended)" in done.stdout and "0.75 h (interrupted)" in done.stdout
+    assert "2 sittings, 2.25 h; jobs done: 3/9" in done.stdout
