@@ -160,7 +160,9 @@ def test_science_is_what_the_jobs_run_not_how_it_is_written(tmp_path):
     files = {
         "Snakefile": "from lengen import plan\ninclude: 'workflow/a.smk'\n",
         "workflow/a.smk": "rule a:\n    shell: 'python -m lengen.job'\n",
+        "workflow/b.smk": "rule b:\n    params: code=code_hash(\"lengen.coded\")\n",
         "src/lengen/__init__.py": "",
+        "src/lengen/coded.py": "V = 1\n",
         "src/lengen/plan.py": "X = 1\n",
         "src/lengen/job.py": '"""A job."""\nfrom lengen import helper\n\nY = helper.Z\n',
         "src/lengen/helper.py": "Z = 2  # a comment\n",
@@ -203,14 +205,16 @@ def test_science_is_what_the_jobs_run_not_how_it_is_written(tmp_path):
     commit({
         "src/lengen/helper.py": "Z = 3\n",
         "src/lengen/plan.py": "X = 2\n",
+        "src/lengen/coded.py": "V = 2\n",
         "src/lengen/config/schema.yaml": "lr: {type: number, default: 2, description: the rate}\n",
         "workflow/a.smk": "rule a:\n    shell: 'python -m lengen.job --fast'\n",
         "config/ds.json": '{"a": 1}\n',
         "pyproject.toml": '[project]\ndependencies = ["torch==2.14.0"]\n',
     })  # fmt: skip
     assert refreshing.science_changes(base, tmp_path) == [
-        "config/ds.json", "pyproject.toml", "src/lengen/config/schema.yaml", "src/lengen/helper.py",
-        "src/lengen/plan.py", "workflow/a.smk",
+        "config/ds.json", "pyproject.toml", "src/lengen/coded.py",
+        "src/lengen/config/schema.yaml", "src/lengen/helper.py", "src/lengen/plan.py",
+        "workflow/a.smk",
     ]  # fmt: skip
 
 

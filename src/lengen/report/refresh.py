@@ -10,8 +10,10 @@ differs from HEAD's, and a run that would drop files of the current reference
 
 The science of a commit is what decides a run's files, and nothing else:
 - the code every job runs and the code that plans the jobs: each lengen module the workflow
-  imports or runs with `python -m`, with what they import (lengen.config.code's closure), as
-  syntax trees without docstrings, so a comment or a docstring changes no science;
+  imports or runs with `python -m` (or names in a rule's code hash), and lengen.core.floats (run
+  before every reference run: it pins the CPU kernels), with what they import
+  (lengen.config.code's closure), as syntax trees without docstrings, so a comment or a
+  docstring changes no science;
 - the schema without its descriptions (its defaults and types are science);
 - the rule files and the Snakefile as snakefmt writes them (a reformatting is no change; without
   snakefmt installed, line for line), the rest of workflow/, the environments and the DeepSpeed
@@ -42,17 +44,20 @@ LINE_FOR_LINE = ("workflow", "Snakefile", "envs", "config/*.json")
 PYPROJECT = "pyproject.toml"
 NOT_SCIENCE_EXTRAS = ("dev", "mutation")  # tools for us, not for a run
 SCHEMA = "src/lengen/config/schema.yaml"
-_RUNS = re.compile(r"python -m (lengen[\w.]*)")
+_RUNS = re.compile(r"python -m (lengen[\w.]*)|code_hash\(\"(lengen[\w.]*)\"\)")
+# run before every reference run (its exports pin the CPU kernels: the numbers depend on it)
+OUTSIDE_THE_WORKFLOW = ("lengen.core.floats",)
 _IMPORTS = re.compile(r"^\s*(?:from (lengen[\w.]*) import ([\w, ]+)|import (lengen[\w.]*))", re.M)
 
 
 def entries(tree: Path) -> set[str]:
-    """The lengen modules the workflow of a source tree runs (`python -m`) or imports to plan."""
+    """The lengen modules the workflow of a source tree runs (`python -m`, or a rule's code
+    hash names) or imports to plan, and those run before it (OUTSIDE_THE_WORKFLOW)."""
     files = [tree / "Snakefile", *sorted((tree / "workflow").rglob("*.smk"))]
-    found = set()
+    found = set(OUTSIDE_THE_WORKFLOW)
     for f in (f for f in files if f.is_file()):
         text = f.read_text()
-        found |= set(_RUNS.findall(text))
+        found |= {a or b for a, b in _RUNS.findall(text)}
         # `from lengen import tasks` plans with lengen.tasks
         for module, names, plain in _IMPORTS.findall(text):
             found |= {plain} if plain else {f"{module}.{n.strip()}" for n in names.split(",")}
