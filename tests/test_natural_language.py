@@ -457,3 +457,51 @@ def test_window_table_tells_a_model_that_reads_far_tokens_from_one_that_does_not
     # the full-context column is the Table 1 NLL of the same targets at eval length Lbar
     nll = perplexity.window_nll(model, chunks, 4)[:, SHORT:].mean(axis=1)
     assert np.allclose(per["full"], nll, atol=1e-6)
+
+
+def test_lengen_influence_refuses_bad_inputs_in_one_line(tmp_path, capsys):
+    """issue 47's CLI drills: a Latin-1 text, a cut config.json, a cut model.safetensors, token
+    ids beyond the vocabulary and a --long-len beyond the model's positions are each one
+    argparse error naming the file or argument, never a traceback."""
+    import shutil
+
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from lengen import cli
+
+    config = LlamaConfig(vocab_size=50, hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2,
+                         max_position_embeddings=64)  # fmt: skip
+    good = tmp_path / "llama"
+    LlamaForCausalLM(config).save_pretrained(good)
+    tokens = tmp_path / "t.bin"
+    np.random.default_rng(0).integers(0, 50, 200).astype(np.uint16).tofile(tokens)
+
+    def refused(*args: str) -> str:
+        with pytest.raises(SystemExit):
+            cli.main(["influence", *args, "--long-len", "24", "--short-len", "12", "--k", "3",
+                      "--n-examples", "2", "--out", str(tmp_path / "o.csv")])  # fmt: skip
+        return capsys.readouterr().err
+
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes("café crème ".encode("latin-1") * 20)
+    assert f"--text {latin}: not UTF-8 text" in refused("--model", str(good), "--text", str(latin))
+    cut = tmp_path / "cut"
+    shutil.copytree(good, cut)
+    (cut / "config.json").write_text((good / "config.json").read_text()[:40])
+    assert f"{cut / 'config.json'}: not readable JSON" in refused("--model", str(cut), "--tokens",
+                                                                  str(tokens))  # fmt: skip
+    shutil.rmtree(cut)
+    shutil.copytree(good, cut)
+    weights = next(cut.glob("*.safetensors"))
+    weights.write_bytes(weights.read_bytes()[:20])
+    err = refused("--model", str(cut), "--tokens", str(tokens))
+    assert f"{weights}: not a readable safetensors file" in err
+    big = tmp_path / "big.bin"
+    np.full(200, 60, dtype=np.uint16).tofile(big)
+    err = refused("--model", str(good), "--tokens", str(big))
+    assert f"--tokens {big}: token id 60 is beyond llama's vocabulary of 50" in err
+    with pytest.raises(SystemExit):
+        cli.main(["influence", "--model", str(good), "--tokens", str(tokens), "--long-len",
+                  "100", "--short-len", "12", "--out", str(tmp_path / "o.csv")])  # fmt: skip
+    assert "--long-len 100 is beyond llama's 64 positions" in capsys.readouterr().err

@@ -20,31 +20,86 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=nonnegative_int, default=0)
 
 
+def _unreadable(path: Path) -> str | None:
+    """Why a local model directory's files cannot be read (its config.json not JSON, a weights
+    file cut), naming the file; None when they can."""
+    try:
+        json.loads((path / "config.json").read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        return f"{path / 'config.json'}: not readable JSON ({err})"
+    from safetensors import safe_open
+
+    for weights in sorted(path.glob("*.safetensors")):
+        try:
+            with safe_open(str(weights), "pt") as f:
+                f.keys()
+        except Exception as err:  # safetensors raises its own error type for a cut header
+            return f"{weights}: not a readable safetensors file ({err})"
+    return None
+
+
+def _load_model(args: argparse.Namespace, item: str):
+    """(name, HFCausalLM) of one --model [NAME=]DIR; a parser error naming the file that
+    cannot be read, or the directory that holds no causal LM."""
+    from lengen.analysis.influence import HFCausalLM
+
+    name, _, path = item.rpartition("=")
+    if (Path(path) / "config.json").is_file() and (why := _unreadable(Path(path))):
+        args.parser.error(f"--model {why}")
+    try:
+        model = HFCausalLM.from_pretrained(path)
+    except ValueError as err:
+        args.parser.error(f"--model {err}")
+    except (OSError, RuntimeError) as err:
+        args.parser.error(f"--model {path}: its weights cannot be read ({err})")
+    return name or Path(path).name, model
+
+
+def _text(args: argparse.Namespace) -> str:
+    """--text's contents; a parser error when missing, empty or not UTF-8."""
+    try:
+        text = args.text.read_text(encoding="utf-8") if args.text.is_file() else ""
+    except UnicodeDecodeError as err:
+        args.parser.error(f"--text {args.text}: not UTF-8 text ({err}); convert it first, e.g. "
+                          f"iconv -f latin1 -t utf-8")  # fmt: skip
+    if not text.strip():
+        args.parser.error(f"--text {args.text}: missing or empty; give a file of text")
+    return text
+
+
+def _check_fits(args: argparse.Namespace, models: dict, tokens: np.ndarray) -> None:
+    """Refuse token ids beyond a model's vocabulary and a --long-len beyond its positions."""
+    source = f"--tokens {args.tokens}" if args.tokens else f"--text {args.text}"
+    for name, model in models.items():
+        config = model.hf.config
+        if tokens.size and int(tokens.max()) >= config.vocab_size:
+            args.parser.error(f"{source}: token id {int(tokens.max())} is beyond {name}'s "
+                              f"vocabulary of {config.vocab_size}")  # fmt: skip
+        positions = getattr(config, "max_position_embeddings", None)
+        if positions and args.long_len > positions:
+            args.parser.error(f"--long-len {args.long_len} is beyond {name}'s "
+                              f"{positions} positions (max_position_embeddings)")  # fmt: skip
+
+
 def _influence(args: argparse.Namespace) -> None:
     """Eq. (6) leave-one-out on local Hugging Face causal LMs, written as the pipeline's table."""
     import torch
 
-    from lengen.analysis.influence import HFCausalLM, analyse
+    from lengen.analysis.influence import analyse
     from lengen.data.tokens import consecutive_chunks, load_tokens
 
     if args.short_len >= args.long_len - args.k:
         args.parser.error(f"--short-len must leave more than k = {args.k} far tokens")
-    models = {}
-    for item in args.model:
-        name, _, path = item.rpartition("=")
-        try:
-            models[name or Path(path).name] = HFCausalLM.from_pretrained(path)
-        except ValueError as err:
-            args.parser.error(f"--model {err}")
+    models = dict(_load_model(args, item) for item in args.model)
     if args.tokens:
         tokens = load_tokens(args.tokens)
     else:
         from transformers import AutoTokenizer
 
-        if not args.text.is_file() or not args.text.read_text().strip():
-            args.parser.error(f"--text {args.text}: missing or empty; give a file of text")
+        text = _text(args)
         tok = AutoTokenizer.from_pretrained(next(iter(args.model)).rpartition("=")[2])
-        tokens = np.asarray(tok(args.text.read_text())["input_ids"])
+        tokens = np.asarray(tok(text)["input_ids"])
+    _check_fits(args, models, tokens)
     try:
         examples = consecutive_chunks(tokens, args.long_len, args.n_examples)
     except ValueError as err:
