@@ -205,3 +205,21 @@ def test_extra_schemes_nope_and_alibi_read_true_ids_and_are_checked(smoke_config
     typo["sparse_parity"]["schemes"]["variants"]["alibi"]["train"] = {"stpes": 1}
     with pytest.raises(ConfigError, match=r"sparse_parity\.schemes\.variants\.alibi\.train\.stpes"):
         validate(typo)
+
+
+def test_sample_streams_in_chunks_and_keeps_its_first_draws(capsys, monkeypatch):
+    """`lengen sample` prints as it draws, CHUNK examples at a time (constant memory for any
+    --n, issue 47): up to CHUNK, the seed's draw as always; beyond, the first CHUNK are the
+    seed's draw of CHUNK examples and the rest the seed's next streams, each line whole."""
+    from lengen import cli
+
+    argv = ["sample", "sparse_parity", "--length", "8", "--k", "2", "--seed", "3"]
+    cli.main([*argv, "--n", "2"])
+    first = capsys.readouterr().out.splitlines()
+    monkeypatch.setattr(cli, "CHUNK", 2)
+    cli.main([*argv, "--n", "5"])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 5 and lines[:2] == first and len(set(lines)) == 5
+    assert all(json.loads(line)["length"] == 8 for line in lines)
+    gen = cli._stream(cli.argparse.Namespace(n=10**9, seed=0, fn=lambda a: [a.n] * a.n))
+    assert [next(gen) for _ in range(3)] == [2, 2, 2]  # drawn lazily: 10^9 is never built

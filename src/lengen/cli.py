@@ -13,10 +13,24 @@ import numpy as np
 from lengen import tasks
 from lengen.tasks.base import nonnegative_int, positive_int
 
+CHUNK = 4096  # examples drawn, then printed, at a time: memory stays the same for any --n
+
+
+def _stream(args: argparse.Namespace):
+    """The sampler's records, CHUNK examples at a time: up to CHUNK examples, the seed's one
+    draw, as always; beyond, the seed's draw of CHUNK, then each next CHUNK from the seed's next
+    stream ([seed, i])."""
+    n, seed = args.n, args.seed
+    for i, start in enumerate(range(0, n, CHUNK)):
+        args.n, args.seed = min(CHUNK, n - start), seed if i == 0 else [seed, i]
+        yield from args.fn(args)
+
 
 def _common(p: argparse.ArgumentParser) -> None:
     """Options every sampler takes."""
-    p.add_argument("--n", type=positive_int, default=1, help="number of examples")
+    p.add_argument("--n", type=positive_int, default=1,
+                   help=f"number of examples, printed {CHUNK:,} at a time (beyond the first "
+                   f"{CHUNK:,}, drawn from the seed's next streams)")  # fmt: skip
     p.add_argument("--seed", type=nonnegative_int, default=0)
 
 
@@ -147,11 +161,10 @@ def main(argv: list[str] | None = None) -> None:
         args.fn(args)
         return
     try:
-        records = args.fn(args)
+        for record in _stream(args):
+            sys.stdout.write(json.dumps(record) + "\n")
     except ValueError as err:  # a relation between arguments: argparse's usage + message, exit 2
         args.parser.error(str(err))
-    for record in records:
-        sys.stdout.write(json.dumps(record) + "\n")
 
 
 if __name__ == "__main__":
