@@ -30,6 +30,12 @@ def pytest_addoption(parser):
         help="device of the tests marked `device` (their GPU paths: --device cuda -m device)",
     )
     parser.addoption(
+        "--slow",
+        action="store_true",
+        help="also run the tests marked `slow` (minutes each: the whole smoke DAG against its "
+        "reference, kill -9 resumes, fresh-clone plans; CI's second step: pytest --slow -m slow)",
+    )
+    parser.addoption(
         "--slurm",
         action="store_true",
         help="run the tests marked `slurm`: the smoke tier on a one-node SLURM cluster that "
@@ -40,6 +46,7 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line("markers", "device: has a GPU path; runs on --device (default cpu)")
     config.addinivalue_line("markers", "slurm: on a real one-node SLURM cluster (opt-in: --slurm)")
+    config.addinivalue_line("markers", "slow: minutes-long end-to-end check (opt-in: --slow)")
     device = config.getoption("--device")
     if device == "cuda":
         import torch
@@ -50,6 +57,12 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    if not config.getoption("--slow"):  # the default run stays short; CI runs these after it
+        slow = [item for item in items if "slow" in item.keywords]
+        config.slow_deselected = len(slow)  # README states both counts (tests/test_docs.py)
+        if slow:
+            config.hook.pytest_deselected(items=slow)
+            items[:] = [item for item in items if "slow" not in item.keywords]
     for item in items:  # `-m device` selects exactly the tests that take the device fixture
         if "device" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.device)

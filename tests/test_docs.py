@@ -78,17 +78,22 @@ def test_the_estimates_are_the_benchmarks_own():
 
 
 def test_the_readme_test_count_is_the_suites(request):
-    """README's number of tests is what a whole `pytest` run collects (checked in a whole run)."""
+    """README's numbers of tests are what a whole default run collects and the slow ones it
+    leaves to CI's second step (checked in a whole default run)."""
     import re
 
     config = request.config
     whole = config.args in ([], ["tests"], [str(ROOT / "tests")])
-    if not whole or config.option.keyword or config.option.markexpr:
+    if not whole or config.option.keyword or config.option.markexpr or config.getoption("--slow"):
         import pytest
 
-        pytest.skip("only a whole run of the suite knows its count")
-    stated = re.search(r"via `\.ci/run`; (\d+) tests", (ROOT / "README.md").read_text())
-    assert stated and int(stated[1]) == request.session.testscollected
+        pytest.skip("only a whole default run of the suite knows its counts")
+    pattern = (r"via `\.ci/run`: `pytest -q`, (\d+) tests.*?"
+               r"`pytest -q --slow -m slow`, the (\d+) slow")  # fmt: skip
+    stated = re.search(pattern, (ROOT / "README.md").read_text(), re.S)
+    assert stated, "README's test counts sentence is missing"
+    assert int(stated[1]) == request.session.testscollected
+    assert int(stated[2]) == config.slow_deselected
 
 
 def test_the_results_doc_tables_are_the_references():

@@ -86,6 +86,7 @@ def test_a_new_generation_task_is_three_files_and_its_tier_section(tmp_path):
     assert row["length"] == 5 and len(row["tokens"]) == 8
 
 
+@pytest.mark.slow
 def test_a_new_figure_of_an_existing_kind_is_config_only(tmp_path):
     """A `figures` key of a generation task (panels, title) or of sparse parity (a K_train list)
     that the registry does not know is a figure of its own: validated, listed in REPORT.md's

@@ -72,6 +72,7 @@ def test_truncated_model_file_is_named_with_the_fix(tiny_spec, tmp_path):
         load_model(tmp_path / "nope.pt")
 
 
+@pytest.mark.slow
 def test_kill_9_during_training_resumes_to_identical_weights(tiny_spec, tmp_path):
     """The drill: SIGKILL a training process once it has checkpointed, run it again: it resumes
     (from the newest readable checkpoint), its MLflow run ends FINISHED, and the weights equal an

@@ -171,6 +171,7 @@ def _prepare(args) -> str:
     return "ok"
 
 
+@pytest.mark.slow
 def test_concurrent_first_uses_of_a_store_leave_it_whole(tmp_path):
     """Four processes create the same fresh SQLite store at once (as jobs run with --nolock
     would): every one succeeds and the store then works (without the lock, migrations raced:

@@ -102,6 +102,7 @@ def test_lr_schedule_linear_warmup_then_decay():
     assert abs(g(100) - 0.1) < 1e-9 and abs(g(0) - 1.0) < 1e-9
 
 
+@pytest.mark.slow
 def test_two_processes_share_the_batch(tiny_spec, tmp_path):
     """Data parallel on CPU (gloo): torchrun with 2 processes trains and writes one model, with the
     weights of one process that accumulates the same two micro-batches (streams 0 and 1)."""

@@ -88,6 +88,7 @@ def test_a_configfile_is_the_whole_config(tmp_path):
     assert "'seed' is a required property" in out and "l_max" in out
 
 
+@pytest.mark.slow
 def test_slurm_profile_dry_runs_the_paper_dag(tmp_path):
     proc = snakemake(
         tmp_path,
@@ -178,6 +179,7 @@ def job_stats(proc: subprocess.CompletedProcess) -> dict[str, int]:
     return {rule: int(n) for rule, n in re.findall(r"^(\w+)\s+(\d+)$", block, re.M)}
 
 
+@pytest.mark.slow
 def test_a_fresh_clone_plans_every_job(tmp_path):
     """Committed files never satisfy the DAG: in a checkout of the tracked files, the default
     tier (`snakemake --cores all`, no --configfile) and the smoke tier plan exactly the jobs an
@@ -223,6 +225,7 @@ def test_snakemake_lint_is_clean(tier):
     assert proc.returncode == 0 and "Congratulations" in out, out[-4000:]
 
 
+@pytest.mark.slow
 def test_smoke_run_of_the_whole_dag(tmp_path):
     cfg = str(ROOT / "config" / "smoke.yaml")
     # the CPU kernels the reference was made with (lengen.core.floats): equal to the last bit
@@ -387,6 +390,7 @@ def test_every_rule_has_conda_env_log_and_benchmark():
                 assert directive in rule, f"{smk.name}: {name} lacks {directive.split(':')[0]}"
 
 
+@pytest.mark.slow
 def test_fused_groups_are_planned_and_run_as_one_job_each(tmp_path):
     """runtime.fuse_runs (issue 45): the runs of one variant (its jumps / depths and seeds share
     every shape) train as one job per group of fuse_runs (lengen.train.group); each run still
