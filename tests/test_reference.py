@@ -160,7 +160,7 @@ def test_science_is_what_the_jobs_run_not_how_it_is_written(tmp_path):
     files = {
         "Snakefile": "from lengen import plan\ninclude: 'workflow/a.smk'\n",
         "workflow/a.smk": "rule a:\n    shell: 'python -m lengen.job'\n",
-        "workflow/b.smk": "rule b:\n    params: code=code_hash(\"lengen.coded\")\n",
+        "workflow/b.smk": 'rule b:\n    params: code=code_hash("lengen.coded")\n',
         "src/lengen/__init__.py": "",
         "src/lengen/coded.py": "V = 1\n",
         "src/lengen/plan.py": "X = 1\n",
