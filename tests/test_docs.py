@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
+from pathlib import Path
 
 from .conftest import ROOT
 
@@ -132,7 +134,8 @@ def test_the_reference_run_sums_its_sittings(tmp_path):
     )
     done = subprocess.run(["bash", str(ROOT / "tools" / "reference_run.sh"), "--time", head],
                           capture_output=True, text=True, env={**os.environ,
-                          "RUNS_DIR": str(tmp_path)})  # fmt: skip
+                          "RUNS_DIR": str(tmp_path), "PATH": f"{Path(sys.executable).parent}:"
+                          f"{os.environ['PATH']}"})  # this python (yaml) first  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "1.50 h (ended)" in done.stdout and "0.75 h (interrupted)" in done.stdout
     assert "2 sittings, 2.25 h; jobs done: 3/9" in done.stdout
