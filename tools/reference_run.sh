@@ -7,17 +7,20 @@
 #
 #   bash tools/reference_run.sh COMMIT [CONFIG]        # run (or go on with) the reference run
 #   bash tools/reference_run.sh --time COMMIT [CONFIG] # its sittings and their total wall time
+#   bash tools/reference_run.sh --refresh COMMIT [CONFIG]  # once it has ended: reference/<tier>/
 #
-# CONFIG defaults to config/config.yaml (the default tier). When it ends, refresh from the
-# worktree: (cd .runs/ref-<commit> && PYTHONPATH=$PWD/src python -m lengen.report.refresh
-#   --configfile CONFIG --project ../..)
+# CONFIG defaults to config/config.yaml (the default tier). --refresh copies the finished run into
+# reference/<tier>/ through lengen.report.refresh (which refuses a run whose science differs from
+# HEAD's), then, for the default tier, rewrites docs/results.md's tables and README's verdicts
+# from it (tools/results_tables.py, tools/readme_verdicts.py) and prints the sittings' time, for
+# benchmarks/measured/times.yaml.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-if [[ ${1:-} == --time ]]; then
-  shift
-  TIME=1
-fi
+case ${1:-} in
+  --time) shift; TIME=1 ;;
+  --refresh) shift; REFRESH=1 ;;
+esac
 COMMIT=$(git rev-parse --short=7 "${1:?usage: reference_run.sh [--time] COMMIT [CONFIG]}^{commit}")
 CONFIG=${2:-config/config.yaml}
 TIER=$(python -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))['tier'])" "$CONFIG")
@@ -49,6 +52,16 @@ done = re.findall(r"(\d+) of (\d+) steps \(\d+%\) done", text)
 print(f"{len(sittings)} sittings, {total / 3600:.2f} h; jobs done: {'/'.join(done[-1]) if done else '0'}")
 PY
   exit 0
+fi
+if [[ -n ${REFRESH:-} ]]; then
+  [[ -d $WT ]] || { echo "$WT: no such run; start it with: bash $0 $COMMIT $CONFIG" >&2; exit 1; }
+  (cd "$WT" && PYTHONPATH=$WT/src python -m lengen.report.refresh --configfile "$CONFIG" \
+    --project "$ROOT")
+  if [[ $TIER == default ]]; then
+    python tools/results_tables.py --write
+    python tools/readme_verdicts.py --write
+  fi
+  exec bash "$0" --time "$COMMIT" "$CONFIG"
 fi
 mkdir -p "$RUNS"
 [[ -d $WT ]] || git worktree add -q "$WT" "$COMMIT"
