@@ -50,12 +50,17 @@ OUTSIDE_THE_WORKFLOW = ("lengen.core.floats",)
 _IMPORTS = re.compile(r"^\s*(?:from (lengen[\w.]*) import ([\w, ]+)|import (lengen[\w.]*))", re.M)
 
 
+def _rule_files(tree: Path) -> list[Path]:
+    """The Snakemake files of a source tree: its Snakefile and every .smk under workflow/."""
+    files = [tree / "Snakefile", *sorted((tree / "workflow").rglob("*.smk"))]
+    return [f for f in files if f.is_file()]
+
+
 def entries(tree: Path) -> set[str]:
     """The lengen modules the workflow of a source tree runs (`python -m`, or a rule's code
     hash names) or imports to plan, and those run before it (OUTSIDE_THE_WORKFLOW)."""
-    files = [tree / "Snakefile", *sorted((tree / "workflow").rglob("*.smk"))]
     found = set(OUTSIDE_THE_WORKFLOW)
-    for f in (f for f in files if f.is_file()):
+    for f in _rule_files(tree):
         text = f.read_text()
         found |= {a or b for a, b in _RUNS.findall(text)}
         # `from lengen import tasks` plans with lengen.tasks
@@ -98,17 +103,15 @@ def _rules(name: str) -> bool:
     return name == "Snakefile" or name.endswith(".smk")
 
 
-def _formatted(tree: Path) -> dict[str, str]:
-    """Each Snakemake file of a source tree (its project path) as snakefmt writes it; as it is
-    where snakefmt is not installed or cannot parse it."""
-    files = [tree / "Snakefile", *sorted((tree / "workflow").rglob("*.smk"))]
-    out = {}
-    for f in (f for f in files if f.is_file()):
-        text = f.read_text()
-        done = subprocess.run([sys.executable, "-m", "snakefmt", "-"], input=text,
-                              capture_output=True, text=True)  # fmt: skip
-        out[str(f.relative_to(tree))] = done.stdout if done.returncode == 0 else text
-    return out
+def _formatted(tree: Path, settings: Path) -> dict[str, str]:
+    """Each Snakemake file of an extracted source tree (its project path) as snakefmt writes
+    it with the checkout's settings (`settings`, its pyproject.toml: the same for every tree,
+    whatever the tree's own says), formatted in place by one snakefmt call; as it is where
+    snakefmt is not installed or cannot parse it (snakefmt leaves such a file untouched)."""
+    files = _rule_files(tree)
+    command = [sys.executable, "-m", "snakefmt", "--config", str(settings), *map(str, files)]
+    subprocess.run(command, capture_output=True)
+    return {str(f.relative_to(tree)): f.read_text() for f in files}
 
 
 def _package(path: Path) -> object:
@@ -150,7 +153,8 @@ def science_changes(commit: str, project: Path) -> list[str] | None:
             changed.add(SCHEMA)
         if _package(then / PYPROJECT) != _package(now / PYPROJECT):
             changed.add(PYPROJECT)
-        old, new = _formatted(then), _formatted(now)
+        settings = Path(project) / PYPROJECT
+        old, new = _formatted(then, settings), _formatted(now, settings)
         changed |= {f for f in old.keys() | new.keys() if old.get(f) != new.get(f)}
         names = entries(then) | entries(now)
         old, new = _code(then, names), _code(now, names)
