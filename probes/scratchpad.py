@@ -81,15 +81,17 @@ def verdict(row: dict, experiment: str, train_max: int) -> str:
     return f">= 0.9 up to {reach} ({reach / train_max:.1f}x the longest training length)"
 
 
-def _row(name: str, entry: dict, cfg: dict, spec: dict, path: Path, wall: float) -> dict:
-    """A trained probe model's row: its steps, stop, wall time, parameters, scores, verdict."""
+def _row(name: str, entry: dict, cfg: dict, spec: dict, value: int, path: Path,
+         wall: float) -> dict:  # fmt: skip
+    """A trained probe model's row (`value`: its jump or depth): its steps, stop, wall time,
+    parameters, scores, verdict."""
     experiment = spec["experiment"]
     saved, model = scored_model(path)
     row = {
         "probe": name,
         "experiment": experiment,
         "variant": spec["variant"],
-        "value": spec["task"]["jump" if experiment == "parity_scratchpad" else "depth"],
+        "value": value,
         "note": entry.get("note", ""),
         "overrides": json.dumps(entry.get("overrides", {}), sort_keys=True),
         "steps_run": saved.get("steps_run", spec["train"]["steps"]),
@@ -120,8 +122,8 @@ def run_group(name: str, cfg: dict, entry: dict, table: Path = TABLE) -> list[di
     train_group([parse_spec(s) for s in specs], outs)
     wall = time.perf_counter() - t0
     rows = []
-    for member, spec, out in zip(names, specs, outs, strict=True):
-        row = _row(member, entry, cfg, spec, out / "model.pt", wall)
+    for member, spec, (value, _), out in zip(names, specs, members, outs, strict=True):
+        row = _row(member, entry, cfg, spec, value, out / "model.pt", wall)
         append_row(table, row)
         print(json.dumps({k: row[k] for k in ("probe", "steps_run", "train_wall_s", "verdict")}))
         rows.append(row)
@@ -148,7 +150,7 @@ def run(name: str, rescore: bool = False) -> dict | list[dict]:
         t0 = time.perf_counter()
         train(spec, out)
         wall = time.perf_counter() - t0
-    row = _row(name, entry, cfg, spec, out / "model.pt", wall)
+    row = _row(name, entry, cfg, spec, value, out / "model.pt", wall)
     append_row(TABLE, row)
     print(json.dumps({k: row[k] for k in ("probe", "steps_run", "train_wall_s", "verdict")}))
     return row

@@ -1,23 +1,19 @@
-"""What a user reads is the data's: README's verdict block is what the report's rules make of the
-committed reference's tables (tools/readme_verdicts.py)."""
+"""What a user reads is the data's: README's verdict block (tools/readme_verdicts.py), every time
+the docs state (tools/times.py), docs/results.md's tables (tools/results_tables.py), the theory
+table, the test counts and a reference run's time (tools/reference_run.sh --time)."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from pathlib import Path
 
 from .conftest import ROOT
+from .helpers import load_script
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location(
-        "readme_verdicts", ROOT / "tools" / "readme_verdicts.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "tools" / "readme_verdicts.py")
 
 
 def test_readme_verdicts_are_the_reference_judged_by_todays_rules():
@@ -33,10 +29,7 @@ def test_readme_verdicts_are_the_reference_judged_by_todays_rules():
 
 
 def _times():
-    spec = importlib.util.spec_from_file_location("times", ROOT / "tools" / "times.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "tools" / "times.py")
 
 
 def test_every_time_the_docs_state_is_the_measured_one():
@@ -101,11 +94,7 @@ def test_the_readme_test_count_is_the_suites(request):
 def test_the_results_doc_tables_are_the_references():
     """docs/results.md's tables and verdict rows are reference/default/'s
     (tools/results_tables.py): a new reference rewrites them, no typed table goes stale."""
-    spec = importlib.util.spec_from_file_location(
-        "results_tables", ROOT / "tools" / "results_tables.py"
-    )
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    tool = load_script(ROOT / "tools" / "results_tables.py")
     assert tool.problems() == [], "stale tables: python tools/results_tables.py --write"
     import pandas as pd
 
