@@ -20,10 +20,9 @@ def _stream(args: argparse.Namespace):
     """The sampler's records, CHUNK examples at a time: up to CHUNK examples, the seed's one
     draw, as always; beyond, the seed's draw of CHUNK, then each next CHUNK from the seed's next
     stream ([seed, i])."""
-    n, seed = args.n, args.seed
-    for i, start in enumerate(range(0, n, CHUNK)):
-        args.n, args.seed = min(CHUNK, n - start), seed if i == 0 else [seed, i]
-        yield from args.fn(args)
+    for i, start in enumerate(range(0, args.n, CHUNK)):
+        chunk = {"n": min(CHUNK, args.n - start), "seed": args.seed if i == 0 else [args.seed, i]}
+        yield from args.fn(argparse.Namespace(**{**vars(args), **chunk}))
 
 
 def _common(p: argparse.ArgumentParser) -> None:
