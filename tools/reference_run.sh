@@ -63,11 +63,19 @@ if [[ -n ${REFRESH:-} ]]; then
   fi
   exec bash "$0" --time "$COMMIT" "$CONFIG"
 fi
+# the project's environment: the active one, else the checkout's .venv (a sitting started from a
+# fresh shell found no snakemake and ended at once, rc 127)
+if ! command -v snakemake >/dev/null && [[ -f $ROOT/.venv/bin/activate ]]; then
+  source "$ROOT/.venv/bin/activate"
+fi
+command -v snakemake >/dev/null || {
+  echo "no snakemake on PATH: activate the project's environment (README, Install)" >&2; exit 1; }
 mkdir -p "$RUNS"
 [[ -d $WT ]] || git worktree add -q "$WT" "$COMMIT"
 cd "$WT"
 export PYTHONPATH=$WT/src
-eval "$(python -m lengen.core.floats)"
+FLOATS=$(python -m lengen.core.floats)  # fails the sitting if the kernels cannot be pinned
+eval "$FLOATS"
 snakemake --unlock --cores 2 --configfile "$CONFIG" >/dev/null 2>&1 || true
 echo "=== start $(date -u +%FT%TZ)" >>"$LOG"
 rc=0
