@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 
 import torch
-from step_time import job_kinds, write_lm_tokens  # this folder's
+from schedule import job_kinds  # this folder's
+from step_time import write_lm_tokens
 
 from lengen import tasks
 from lengen.config.config import load

@@ -37,62 +37,16 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from schedule import node_hours  # this folder's (python benchmarks/step_time.py)
+from schedule import Kind, job_kinds, node_hours  # this folder's (python benchmarks/...)
 from throughput import matmul_ceiling, sync
 
 from lengen import tasks
 from lengen.config.config import load
-from lengen.tasks import natural_language, parse_spec
+from lengen.tasks import parse_spec
 from lengen.train import runtime
 from lengen.train.train import Batches, build_model, make_engine, train_step
 
 LM_VOCAB = 32_000  # Llama-2's tokenizer (paper tier) and mistral v1's (gpu tier) alike
-
-
-@dataclass
-class Kind:
-    """One kind of training job: a representative spec and how many jobs of it the tier has."""
-
-    name: str
-    spec: dict
-    jobs: int
-    gpus: int = 1  # devices per job (the language models: natural_language.gpus_per_job)
-
-
-def job_kinds(cfg: dict, lm_tokens: Path) -> list[Kind]:
-    """The tier's training jobs grouped into kinds of equal step cost, each with a representative
-    spec: sparse parity per variant (K_train changes no shape), the scratchpad tasks per
-    (variant, setting), each language model. The language models read `lm_tokens` (random
-    tokens of the tokenizer's size: the step's cost does not depend on the text)."""
-    kinds = []
-    if "sparse_parity" in cfg:
-        sp, task = cfg["sparse_parity"], tasks.get("sparse_parity")
-        for variant in sp["variants"]:
-            spec = task.train_spec(cfg, max(sp["k_train"]), variant)
-            runs = sp["variants"][variant]["runs"]
-            kinds.append(Kind(f"sparse_parity/{variant}", spec, len(sp["k_train"]) * runs))
-        schemes = sp.get("schemes") or {}  # the extra figure's NoPE / ALiBi models, one each
-        for variant in schemes.get("variants", {}):
-            spec = task.train_spec(cfg, schemes["k_train"], variant)
-            kinds.append(Kind(f"sparse_parity/{variant}", spec, 1))
-    for exp, task in tasks.generation_tasks().items():
-        if exp not in cfg:
-            continue
-        setting = task.SETTING
-        for variant, var in cfg[exp]["variants"].items():
-            section = tasks.variant_section(cfg[exp], variant)  # its own jumps / depths
-            for value in section[setting.values]:
-                spec = tasks.generation_spec(cfg, exp, variant, value, 0)
-                name = f"{exp}/{variant}/{setting.prefix}{value}"
-                kinds.append(Kind(name, spec, var["runs"]))
-    if "natural_language" in cfg:
-        nl = cfg["natural_language"]
-        for which in ("short", "long"):
-            spec = natural_language.train_spec(cfg, which)
-            spec["task"]["train_tokens"] = str(lm_tokens)
-            gpus = nl.get("gpus_per_job", 1) if cfg["runtime"]["device"] == "cuda" else 1
-            kinds.append(Kind(f"natural_language/h_{which}", spec, 1, max(1, gpus)))
-    return kinds
 
 
 def write_lm_tokens(folder: Path, vocab: int, n: int = 2_000_000, seed: int = 0) -> Path:

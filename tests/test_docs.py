@@ -44,6 +44,7 @@ def test_a_time_that_drifts_from_its_measurement_is_named(tmp_path):
     tool = _times()
     shutil.copytree(ROOT / "docs", tmp_path / "docs")
     shutil.copytree(ROOT / "benchmarks" / "measured", tmp_path / "benchmarks" / "measured")
+    shutil.copytree(ROOT / "config", tmp_path / "config")  # the gpu tier's runs and steps
     readme = (ROOT / "README.md").read_text()
     (tmp_path / "README.md").write_text(readme)
     assert tool.problems(tmp_path) == []
@@ -70,6 +71,32 @@ def test_the_estimates_are_the_benchmarks_own():
             same = bench["estimate"]["node_gpus"] == entry["node_gpus"]
             if same or entry["field"] == "one_device_h":
                 assert abs(tool.hours(entry) - bench["estimate"][entry["field"]]) < 1e-9, key
+
+
+def test_the_gpu_tier_time_follows_its_config(tmp_path):
+    """The gpu tier's stated time counts the runs and steps config/gpu.yaml says now (the paper's
+    grid: 145 synthetic runs at 50,000 steps, 2 language models), each at its measured step: ten
+    more PPC parity runs add exactly 4 jumps x 10 runs x their measured steps."""
+    import json
+    import shutil
+
+    import yaml
+
+    tool = _times()
+    entry = tool.load()["gpu_tier_one"]
+    bench = json.loads((ROOT / entry["estimate"]).read_text())
+    jobs = tool.tier_jobs(entry, bench)
+    assert sum(j["jobs"] for j in jobs.values()) == 147
+    assert {j["steps"] for k, j in jobs.items() if not k.startswith("natural")} == {50_000}
+    shutil.copytree(ROOT / "benchmarks" / "measured", tmp_path / "benchmarks" / "measured")
+    shutil.copytree(ROOT / "config", tmp_path / "config")
+    gpu = yaml.safe_load((tmp_path / "config" / "gpu.yaml").read_text())
+    gpu["parity_scratchpad"]["variants"]["ppc"]["runs"] = 20
+    (tmp_path / "config" / "gpu.yaml").write_text(yaml.safe_dump(gpu))
+    paper = json.loads((ROOT / entry["step_times"]["file"]).read_text())
+    step = {k["kind"]: k["s_per_step"] for k in paper["kinds"]}
+    added = sum(step[f"parity_scratchpad/ppc/k{j}"] for j in (1, 2, 3, 4)) * 10 * 50_000 / 3600
+    assert abs(tool.hours(entry, tmp_path) - tool.hours(entry) - added) < 1e-9
 
 
 def test_the_readme_test_count_is_the_suites(request):

@@ -61,14 +61,19 @@ def test_dry_run_of_the_full_dag(tmp_path, tier):
         assert "parity_scratchpad/ppc/k4/seed9/model.pt" in out
         assert "variable_assignment/no_scratchpad/d5/seed9/model.pt" in out
     # the step-time benchmark's wall-time estimate counts the jobs this DAG has
-    counts = dict(re.findall(r"^(\w+_train)\s+(\d+)$", proc.stdout, re.M))
-    bench = load_script(ROOT / "benchmarks" / "step_time.py")
-    kinds = bench.job_kinds(load(ROOT / "config" / f"{tier}.yaml"), tmp_path / "train.bin")
+    # (and a fused tier's group jobs: its scratchpad runs fuse_runs to a job)
+    counts = dict(re.findall(r"^(\w+_train(?:_group)?)\s+(\d+)$", proc.stdout, re.M))
+    schedule = load_script(ROOT / "benchmarks" / "schedule.py")
+    cfg = load(ROOT / "config" / f"{tier}.yaml")
     rule = {"sparse_parity": "sparse_parity_train", "natural_language": "natural_language_train"}
     by_rule = {}
-    for k in kinds:
+    for k in schedule.job_kinds(cfg, tmp_path / "train.bin"):
         name = rule.get(k.name.split("/")[0], "generation_train")
         by_rule[name] = by_rule.get(name, 0) + k.jobs
+    if groups := schedule.fused_group_jobs(cfg):
+        assert tier == "gpu"  # the one fused tier: 145 paper-grid runs, 140 of them in 20 jobs
+        assert (by_rule.pop("generation_train"), groups) == (140, 20)
+        by_rule["generation_train_group"] = groups
     assert by_rule == {name: int(n) for name, n in counts.items()}
 
 

@@ -45,9 +45,27 @@ def hours(entry: dict, root: Path = ROOT) -> float:
         match = re.compile(entry["step_times"]["kinds"])
         step |= {k["kind"]: k["s_per_step"] for k in other["kinds"] if match.search(k["kind"])}
     jobs = []
-    for kind, job in bench["jobs"].items():
+    for kind, job in tier_jobs(entry, bench, root).items():
+        if kind not in step:
+            raise KeyError(f"{TIMES}: {kind} has no measured step time in {entry['estimate']}")
         jobs += [(step[kind] * job["steps"] / 3600, job["gpus"])] * job["jobs"]
     return node_hours(jobs, entry["node_gpus"])[entry["field"]]
+
+
+def tier_jobs(entry: dict, bench: dict, root: Path = ROOT) -> dict[str, dict]:
+    """Kind -> {jobs, steps, gpus}: the tier config's own runs when the entry names a `config`
+    (the measurement then times each kind's step, the config says how many and how long), else
+    the jobs the benchmark JSON recorded at measurement time. Runs count one by one: a fused
+    group's step is not measured (its time would come from benchmarks/fused.py on the GPU)."""
+    if "config" not in entry:
+        return bench["jobs"]
+    from schedule import job_kinds
+
+    from lengen.config.config import load as load_config
+
+    kinds = job_kinds(load_config(root / entry["config"]))
+    return {k.name: {"jobs": k.jobs, "steps": k.spec["train"]["steps"], "gpus": k.gpus}
+            for k in kinds}  # fmt: skip
 
 
 def text(entry: dict, root: Path = ROOT) -> str:
