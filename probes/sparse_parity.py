@@ -21,7 +21,9 @@ from __future__ import annotations
 import argparse
 import fcntl
 import json
+import shlex
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -59,18 +61,22 @@ def append_row(table_path: Path, row: dict, key: tuple[str, ...] = ("probe",)) -
 
 def read_base(base: str) -> dict:
     """A probe's base config: `PATH` (as it is now) or `PATH@COMMIT` (as it was at that commit,
-    so that a probe reruns on the defaults it was run with after the default tier moves on)."""
+    so that a probe reruns on the defaults it was run with after the default tier moves on); a
+    tier that extends another is merged with its base as of the same commit."""
     path, _, commit = base.partition("@")
     if not commit:
-        return yaml.safe_load((ROOT / path).read_text())
-    shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:{path}"],
-                           capture_output=True, text=True)  # fmt: skip
-    if shown.returncode:
-        raise SystemExit(
-            f"probe base {base}: not in this checkout's git history ({shown.stderr.strip()}); "
-            "a shallow clone needs `git fetch --unshallow`"
-        )
-    cfg = yaml.safe_load(shown.stdout)
+        return config_mod.read_tier(ROOT / path)  # a tier that extends another, merged
+    with tempfile.TemporaryDirectory() as tmp:
+        shown = subprocess.run(
+            f"git -C {shlex.quote(str(ROOT))} archive {shlex.quote(commit)} config "
+            f"| tar -x -C {shlex.quote(tmp)}", shell=True, capture_output=True, text=True,
+        )  # fmt: skip
+        if shown.returncode or not (Path(tmp) / path).is_file():
+            raise SystemExit(
+                f"probe base {base}: not in this checkout's git history ({shown.stderr.strip()}); "
+                "a shallow clone needs `git fetch --unshallow`"
+            )
+        cfg = config_mod.read_tier(Path(tmp) / path)
     # sparse-parity variants gained `runs` later (issue 44); before, each trained one run
     for variant in cfg.get("sparse_parity", {}).get("variants", {}).values():
         variant.setdefault("runs", 1)

@@ -310,3 +310,51 @@ def test_the_schema_and_the_spec_dataclasses_name_the_same_keys():
     plan_only = {"fuse_runs"}  # groups jobs, changes no job's spec
     from_nl = {"loss_chunk_tokens"}  # natural_language.loss_chunk_tokens
     assert runtime - plan_only == names(RuntimeSpec) - from_nl
+
+
+def test_a_tier_extends_its_base_and_states_only_what_differs(tmp_path):
+    """`extends:` merges a tier over its base before validation (mappings key by key, lists and
+    values replaced, `drop` removing base keys); the result has no `extends` key. A cycle, a
+    missing base, a bad `extends` and a `drop` that names nothing are errors naming the file."""
+    import yaml
+
+    from lengen.config.config import read_tier
+
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(
+        {"tier": "b", "runtime": {"device": "cpu", "threads_per_job": 1},
+         "train": {"steps": 10, "betas": [0.9, 0.95], "early_stop": {"every": 5}}}))  # fmt: skip
+    (tmp_path / "mid.yaml").write_text(yaml.safe_dump(
+        {"extends": {"file": "base.yaml", "drop": ["train.early_stop"]}, "tier": "m",
+         "train": {"betas": [0.9, 0.999]}}))  # fmt: skip
+    (tmp_path / "top.yaml").write_text(yaml.safe_dump(
+        {"extends": "mid.yaml", "tier": "t", "runtime": {"threads_per_job": 4}}))  # fmt: skip
+    assert read_tier(tmp_path / "top.yaml") == {
+        "tier": "t", "runtime": {"device": "cpu", "threads_per_job": 4},
+        "train": {"steps": 10, "betas": [0.9, 0.999]}}  # fmt: skip
+    assert read_tier(tmp_path / "base.yaml")["train"]["early_stop"] == {"every": 5}
+    bad = {
+        "loop.yaml": ({"extends": "loop.yaml"}, "goes round in a circle"),
+        "gone.yaml": ({"extends": "nowhere.yaml"}, "nowhere.yaml does not exist"),
+        "odd.yaml": ({"extends": {"file": "base.yaml", "also": 1}}, "extends: a file name"),
+        "typo.yaml": ({"extends": {"file": "base.yaml", "drop": ["train.early"]}},
+                      "'train.early' names no key of the base"),
+    }  # fmt: skip
+    for name, (content, message) in bad.items():
+        (tmp_path / name).write_text(yaml.safe_dump(content))
+        with pytest.raises(ConfigError, match=message) as err:
+            read_tier(tmp_path / name)
+        assert name in str(err.value)
+
+
+def test_the_gpu_tier_is_the_papers_synthetic_grid():
+    """config/gpu.yaml extends config/paper.yaml: every synthetic section is the paper's exactly
+    (145 models at 50,000 steps), the runs fused 8 to a job, the language models one-GPU sized."""
+    from lengen.config.config import read_yaml
+
+    gpu, paper = load(ROOT / "config" / "gpu.yaml"), load(ROOT / "config" / "paper.yaml")
+    assert read_yaml(ROOT / "config" / "gpu.yaml")["extends"]["file"] == "paper.yaml"
+    for section in ("theory", "sparse_parity", "parity_scratchpad", "variable_assignment"):
+        assert gpu[section] == paper[section], section
+    assert (gpu["tier"], gpu["runtime"]["fuse_runs"]) == ("gpu", 8)
+    nl = gpu["natural_language"]
+    assert "zero_stage" not in nl and (nl["gpus_per_job"], nl["model"]["n_layer"]) == (1, 12)

@@ -91,7 +91,7 @@ def test_the_gpu_tier_time_follows_its_config(tmp_path):
     shutil.copytree(ROOT / "benchmarks" / "measured", tmp_path / "benchmarks" / "measured")
     shutil.copytree(ROOT / "config", tmp_path / "config")
     gpu = yaml.safe_load((tmp_path / "config" / "gpu.yaml").read_text())
-    gpu["parity_scratchpad"]["variants"]["ppc"]["runs"] = 20
+    gpu["parity_scratchpad"] = {"variants": {"ppc": {"runs": 20}}}  # over paper.yaml's (extends)
     (tmp_path / "config" / "gpu.yaml").write_text(yaml.safe_dump(gpu))
     paper = json.loads((ROOT / entry["step_times"]["file"]).read_text())
     step = {k["kind"]: k["s_per_step"] for k in paper["kinds"]}

@@ -208,3 +208,18 @@ def test_a_fused_group_probe_trains_as_one_and_scores_each_member(tmp_path, monk
     section = gpu_cfg["parity_scratchpad"]
     assert set(gpu_entry["values"]) <= set(section["jumps"]) and gpu_entry["runs"] >= 4
     assert (section["model"]["n_layer"], section["model"]["d_model"]) == (12, 1024)
+
+
+def test_a_probe_base_at_a_commit_is_merged_with_its_base_there(probes):
+    """`base: config/gpu.yaml@COMMIT` reads the tier as it was at that commit, its `extends`
+    chain merged from the same commit (gpu.yaml extends paper.yaml); a path that commit does not
+    have stops the probe naming the base."""
+    from lengen.config.config import read_tier
+
+    at_head = probes.read_base("config/gpu.yaml@HEAD")
+    assert "extends" not in at_head
+    paper = read_tier(ROOT / "config" / "paper.yaml")
+    assert at_head["parity_scratchpad"] == paper["parity_scratchpad"]
+    assert probes.read_base("config/gpu.yaml") == read_tier(ROOT / "config" / "gpu.yaml")
+    with pytest.raises(SystemExit, match="config/nothing.yaml@HEAD"):
+        probes.read_base("config/nothing.yaml@HEAD")

@@ -12,11 +12,17 @@ from lengen import tasks
 from lengen.config import artifacts
 from lengen.config.code import code_hash
 from lengen.config.cluster import too_large
-from lengen.config.config import read_yaml, validate
+from lengen.config.config import ConfigError, read_tier, read_yaml, validate
 from lengen.core.specs import experiment_name, tracking_uri
 
 for path in {*workflow.configfiles, *workflow.overwrite_configfiles}:
     read_yaml(path)  # Snakemake's YAML reader keeps the last of two equal keys: name them instead
+if "extends" in config:  # a tier that lists only its differences: the whole config, merged
+    if len(workflow.overwrite_configfiles) != 1:
+        raise ConfigError("a config with `extends` must be the one --configfile")
+    whole = read_tier(workflow.overwrite_configfiles[0])
+    config.clear()
+    config.update(whole)
 validate(config)
 
 

@@ -243,13 +243,74 @@ def validate(cfg: dict) -> dict:
     return cfg
 
 
-def load(path: str | Path) -> dict:
-    """Read and validate a config YAML; a syntax error or an empty file names the file (and the
-    line), which Snakemake's own message does not."""
+def _mapping(path: Path) -> dict:
+    """A tier file's top-level mapping (an empty file or a list is an error naming the file)."""
     cfg = read_yaml(path)
     if not isinstance(cfg, dict):
         raise ConfigError(f"{path}: empty, or not a mapping of keys at top level")
-    return validate(cfg)
+    return cfg
+
+
+def merged(base: dict, over: dict) -> dict:
+    """`over` on top of `base`: mappings merge key by key, anything else (a list, a number, null)
+    replaces the base's value."""
+    out = dict(base)
+    for key, value in over.items():
+        both = isinstance(value, dict) and isinstance(out.get(key), dict)
+        out[key] = merged(out[key], value) if both else value
+    return out
+
+
+def _dropped(cfg: dict, dotted: str, where: Path) -> dict:
+    """cfg without the key at a dotted path (`parity_scratchpad.train.early_stop`); a path that
+    names nothing is an error naming the file (a typo would otherwise keep the base's value)."""
+    *parents, last = dotted.split(".")
+    out = dict(cfg)
+    node = out
+    for key in parents:
+        if not isinstance(node.get(key), dict):
+            break
+        node[key] = dict(node[key])
+        node = node[key]
+    else:
+        if last in node:
+            del node[last]
+            return out
+    raise ConfigError(f"{where}: extends.drop: {dotted!r} names no key of the base")
+
+
+def read_tier(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict:
+    """A tier file as one whole config, before validation: a file that says `extends: BASE.yaml`
+    (a path beside it) lists only what differs from its base, which is read first (itself
+    extending another, or whole) and merged under it (`merged`); `extends: {file: BASE.yaml,
+    drop: [a.b, ...]}` also removes base keys the tier does not have (a default then applies).
+    The result has no `extends` key: the merged config is what is validated, hashed and logged
+    (issue: tiers state their differences). A cycle or a missing base names the files."""
+    path = Path(path)
+    cfg = _mapping(path)
+    if "extends" not in cfg:
+        return cfg
+    spec = cfg.pop("extends")
+    if isinstance(spec, str):
+        spec = {"file": spec}
+    if not isinstance(spec, dict) or set(spec) - {"file", "drop"} or "file" not in spec:
+        raise ConfigError(f"{path}: extends: a file name, or {{file: NAME, drop: [KEY, ...]}}")
+    base_path = path.parent / spec["file"]
+    if base_path.resolve() in {p.resolve() for p in (*_seen, path)}:
+        chain = " -> ".join(str(p) for p in (*_seen, path, base_path))
+        raise ConfigError(f"{path}: extends goes round in a circle: {chain}")
+    if not base_path.is_file():
+        raise ConfigError(f"{path}: extends: {base_path} does not exist")
+    base = read_tier(base_path, (*_seen, path))
+    for dotted in spec.get("drop", []):
+        base = _dropped(base, dotted, path)
+    return merged(base, cfg)
+
+
+def load(path: str | Path) -> dict:
+    """Read a tier file (its `extends` chain merged: read_tier) and validate it; a syntax error
+    or an empty file names the file (and the line), which Snakemake's own message does not."""
+    return validate(read_tier(path))
 
 
 def main(argv: list[str] | None = None) -> None:

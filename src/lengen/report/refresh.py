@@ -249,9 +249,7 @@ def refresh(
 # pragma: no mutate block  (CLI wiring)
 def main(argv: list[str] | None = None) -> None:
     """CLI: refresh a tier's committed reference from a finished run of that tier."""
-    import yaml
-
-    from lengen.config.config import validate
+    from lengen.config.config import load
 
     parser = command_parser(__spec__, __doc__)
     parser.add_argument("--configfile", type=Path, required=True, help="the tier's config YAML")
@@ -263,7 +261,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--project", type=Path, default=Path("."),
                         help="the checkout (default: .)")  # fmt: skip
     args = parser.parse_args(argv)
-    cfg = validate(yaml.safe_load(args.configfile.read_text()))
+    cfg = load(args.configfile)
     dest = reference_dir(cfg["tier"], args.project)
     files = refresh(Path(cfg["reports_dir"]), dest, cfg, args.project, args.allow_dirty,
                     args.allow_removal)  # fmt: skip

@@ -25,7 +25,7 @@ import pandas as pd
 
 from lengen import tasks
 from lengen.config import artifacts
-from lengen.config.config import validate
+from lengen.config.config import load
 from lengen.core import provenance
 from lengen.core.claims import NEAR_PERFECT, Claim, Measured, NotTestable
 from lengen.core.claims import THEORY_DELTA as DELTA
@@ -1013,8 +1013,6 @@ def write_report(
 # pragma: no mutate block  (CLI wiring: tested through the workflow in subprocesses)
 def main(argv: list[str] | None = None) -> None:
     """CLI: python -m lengen.report.report --config CONFIG.yaml|JSON --out reports/REPORT.md."""
-    import yaml
-
     parser = command_parser(__spec__, __doc__)
     parser.add_argument(
         "--config",
@@ -1038,7 +1036,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     figures = args.figures
     if os.path.exists(args.config):
-        whole = validate(yaml.safe_load(Path(args.config).read_text()))
+        whole = load(args.config)
         cfg, figures = artifacts.report_config(whole), figures or artifacts.report_figures(whole)
     else:
         cfg = json.loads(args.config)
