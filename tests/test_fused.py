@@ -3,6 +3,8 @@ each model's own outputs, gradients and training trajectory."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -63,6 +65,64 @@ def test_fused_outputs_and_gradients_equal_each_model(name):
         back = fused.member(r)
         for (n1, a), (n2, b) in zip(back.named_parameters(), model.named_parameters(), strict=True):
             assert n1 == n2 and torch.equal(a, b)
+
+
+@pytest.mark.parametrize("name", SCHEMES)
+def test_fused_greedy_decoding_equals_each_model(name):
+    """Greedy decoding of a fused group (one pass for R runs, each its own prompts: (R, B, P))
+    generates each member's own tokens and position IDs, with the static KV cache and without
+    (every scheme: RoPE's and ALiBi's keys cached with their IDs, PPC's predicted IDs fed back)."""
+    from lengen.analysis.decode import greedy_decode
+
+    models = [m.eval() for m in members(SCHEMES[name])]
+    fused = FusedGPTNeoX(models).eval()
+    ids, pos = batches(seed=1)
+    prompt, prompt_ids = ids[:, :, :5].numpy(), (pos[:, :, :5] % 20).numpy()
+    for use_cache in (True, False):
+        together = greedy_decode(fused, prompt, prompt_ids, 8, use_cache=use_cache)
+        assert together.tokens.shape == (R, B, 8)
+        for r, model in enumerate(models):
+            alone = greedy_decode(model, prompt[r], prompt_ids[r], 8, use_cache=use_cache)
+            assert (together.tokens[r] == alone.tokens).all(), (r, use_cache)
+            assert (together.position_ids[r] == alone.position_ids).all(), (r, use_cache)
+
+
+def test_a_fused_groups_evaluation_equals_each_model_alone(tmp_path, smoke_config, monkeypatch):
+    """`evaluate generate` with a fused group's models (lengen.analysis.evaluate: its members
+    that share a test set decode it as one model) writes each member the table it gets alone:
+    PPC parity at jump 1 with two seeds (one fused pass) and jump 2 (its own test set). Scoring
+    is swapped for a hash of what each run generated, so every accuracy depends on the run's own
+    tokens (untrained models would score 0 everywhere and prove nothing)."""
+    import pandas as pd
+
+    from lengen import tasks
+    from lengen.analysis import evaluate
+    from lengen.model.modelfile import write_model_file
+    from lengen.tasks import parse_spec
+    from lengen.train.train import build_model
+
+    def content(gen, tokens, ids, check_positions):  # a row "passes" by what it generated
+        return (gen.tokens.sum(-1) + gen.position_ids.sum(-1) + tokens.sum(-1)) % 3 == 0
+
+    monkeypatch.setattr(evaluate, "exact_match", content)
+    paths = []
+    for jump, run in ((1, 0), (1, 1), (2, 0)):
+        spec = tasks.generation_spec(smoke_config, "parity_scratchpad", "ppc", jump, run)
+        spec = parse_spec(spec)
+        folder = tmp_path / f"k{jump}" / f"seed{run}"
+        folder.mkdir(parents=True)
+        write_model_file(build_model(spec), spec, folder / "model.pt", 7, "steps")
+        paths.append(folder / "model.pt")
+    eval_cfg = {**smoke_config["parity_scratchpad"]["eval"], "n_examples": 24, "batch_size": 10}
+    alone = [evaluate.evaluate_scratchpad(p, eval_cfg, 0, p.parent / "alone.csv") for p in paths]
+    outs = [p.parent / "fused.csv" for p in paths]
+    evaluate.main(["generate", "--model", *map(str, paths), "--eval", json.dumps(eval_cfg),
+                   "--seed", "0", "--out", *map(str, outs)])  # fmt: skip
+    for want, out in zip(alone, outs, strict=True):
+        pd.testing.assert_frame_equal(pd.read_csv(out), pd.read_csv(out.parent / "alone.csv"))
+        assert len(want) == len(eval_cfg["lengths"])
+    # the two runs decoded in one pass generated different things: a swap would show
+    assert list(alone[0]["accuracy"]) != list(alone[1]["accuracy"])
 
 
 def test_a_group_needs_one_shape():

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lengen.model.model import GPTNeoX, ModelConfig, log_length_scale
+from lengen.model.model import GPTNeoX, KVCache, ModelConfig, log_length_scale
 from lengen.model.positions import alibi_bias
 
 
@@ -75,27 +75,34 @@ class FusedGPTNeoX(nn.Module):
         offsets = torch.arange(R, device=ids.device)[:, None, None] * V
         return F.embedding(ids + offsets, table.reshape(R * V, C))
 
-    def attention(self, x, i: int, cos_sin, bias) -> torch.Tensor:
-        """Layer i's causal self-attention, the runs folded into the batch (Attention.forward)."""
+    def attention(self, x, i: int, cos_sin, bias, cache: KVCache | None = None) -> torch.Tensor:
+        """Layer i's causal self-attention, the runs folded into the batch (Attention.forward);
+        with a cache (its batch is R x B), x is the whole prompt (empty cache) or one new token."""
         cfg, (R, B, T, C) = self.cfg, x.shape
         H, D = cfg.n_head, cfg.head_dim
+        past = cache.past(i) if cache is not None else 0
         qkv = self.linear(x, f"layers.{i}.attention.query_key_value")
         qkv = qkv.reshape(R * B, T, H, 3 * D).transpose(1, 2)
         q, k, v = qkv.split(D, dim=-1)
         if self.rope is not None:
             q, k = self.rope.rotate(q, *cos_sin), self.rope.rotate(k, *cos_sin)
         if cfg.attn_scale == "log_length":
-            q = q * log_length_scale(0, T, q.device).to(q.dtype)
+            q = q * log_length_scale(past, T, q.device).to(q.dtype)
+        if cache is not None:
+            k, v = cache.extend(i, k, v)
         if bias is not None:
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias.to(q.dtype))
+        elif past > 0:  # one new token attends to everything before it
+            y = F.scaled_dot_product_attention(q, k, v)
         else:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         y = y.transpose(1, 2).reshape(R, B, T, C)
         return self.linear(y, f"layers.{i}.attention.dense")
 
-    def forward(self, input_ids: torch.Tensor, position_ids: torch.Tensor):
+    def forward(self, input_ids: torch.Tensor, position_ids: torch.Tensor, cache=None):
         """Logits (R, B, T, V) for input_ids (R, B, T) at position_ids (R, B, T); with the PPC
-        head, also next-position logits (R, B, T, l_max + 1)."""
+        head, also next-position logits (R, B, T, l_max + 1). A cache (KVCache over the R x B
+        folded batch) holds the earlier tokens' keys and values, as GPTNeoX.forward's does."""
         cfg, (R, B, T) = self.cfg, input_ids.shape
         x = self.embedding(input_ids, "embed_in.weight")
         flat_ids = position_ids.reshape(R * B, T)
@@ -105,11 +112,14 @@ class FusedGPTNeoX(nn.Module):
         elif cfg.position == "learned":
             x = x + self.embedding(position_ids, "abs_pos.embed.weight")
         elif cfg.position == "alibi":
-            keep = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
-            bias = alibi_bias(self.alibi, flat_ids, flat_ids).masked_fill(~keep, float("-inf"))
+            keys = cache.extend_positions(flat_ids) if cache is not None else flat_ids
+            bias = alibi_bias(self.alibi, flat_ids, keys)
+            if keys.shape[1] == T:  # a whole sequence; one decoded token sees every key
+                keep = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+                bias = bias.masked_fill(~keep, float("-inf"))
         for i in range(cfg.n_layer):
             h = self.layer_norm(x, f"layers.{i}.input_layernorm")
-            attn = self.attention(h, i, cos_sin, bias)
+            attn = self.attention(h, i, cos_sin, bias, cache)
             h2 = self.layer_norm(x, f"layers.{i}.post_attention_layernorm")
             mlp = self.linear(
                 F.gelu(self.linear(h2, f"layers.{i}.mlp.dense_h_to_4h")),
