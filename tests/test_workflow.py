@@ -417,7 +417,8 @@ def test_fused_groups_are_planned_and_run_as_one_job_each(tmp_path):
             groups += -(-len(values) * var["runs"] // 2)
     assert planned["generation_train_group"] == groups and "generation_train" not in planned
     assert groups < 15  # fewer jobs than runs
-    assert planned["generation_eval"] == 15
+    # evaluated as groups too (one pass each), each run's eval.csv its group's table
+    assert planned["generation_eval_group"] == groups and planned["generation_eval"] == 15
     target = "results/smoke/parity_scratchpad/ppc/k1/seed1/eval.csv"
     proc = snakemake(tmp_path, target, "--cores", "2", "--configfile", str(path))
     assert "generation_train_group" in proc.stdout + proc.stderr
@@ -427,6 +428,8 @@ def test_fused_groups_are_planned_and_run_as_one_job_each(tmp_path):
             p.name for p in (run / f"seed{seed}").iterdir()
         }
     table = pd.read_csv(run / "seed1" / "eval.csv")
+    assert "generation_eval_group" in proc.stdout + proc.stderr
+    pd.testing.assert_frame_equal(table, pd.read_csv(run / "seed1" / "eval_fused.csv"))
     ref = pd.read_csv(ROOT / "reference" / "smoke" / "parity_scratchpad_accuracy.csv")
     ref = ref[(ref.variant == "ppc") & (ref.jump == 1) & (ref.seed == 1)]
     assert list(table.length) == list(ref.length) and list(table.run) == list(ref.run)

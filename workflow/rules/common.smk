@@ -144,10 +144,18 @@ def fused_group(w):
     return members[int(w.group) * FUSE_RUNS : (int(w.group) + 1) * FUSE_RUNS]
 
 
+def fused_marker(w, what):
+    """A generation run's fused group's marker: `done` (trained) or `evaluated`."""
+    value = int(w.setting.removeprefix(GENERATION_TASKS[w.experiment].SETTING.prefix))
+    group = fused_members(w.experiment, w.variant).index((value, int(w.run))) // FUSE_RUNS
+    return os.path.join(RESULTS, w.experiment, w.variant, f"fused{group}.{what}")
+
+
 def trained(w):
     """What a generation run's evaluation waits for: its model.pt, or its fused group's job."""
     if FUSE_RUNS == 1:
         return os.path.join(generation_run(w), "model.pt")
-    value = int(w.setting.removeprefix(GENERATION_TASKS[w.experiment].SETTING.prefix))
-    group = fused_members(w.experiment, w.variant).index((value, int(w.run))) // FUSE_RUNS
-    return os.path.join(RESULTS, w.experiment, w.variant, f"fused{group}.done")
+    return fused_marker(w, "done")
+
+
+FUSED_EVAL = "eval_fused.csv"  # a member's table as its group's evaluation wrote it

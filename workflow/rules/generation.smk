@@ -82,30 +82,83 @@ rule generation_train_group:
         " > {log:q} 2>&1"
 
 
-rule generation_eval:
-    # Greedy generation from the prompt over the test lengths; exact-match accuracy per length.
-    input:
-        trained,
-    output:
-        f"{RESULTS}/{{experiment}}/{{variant}}/{{setting}}/seed{{run}}/eval.csv",
-    log:
-        f"{LOGS}/{{experiment}}/eval_{{variant}}_{{setting}}_seed{{run}}.log",
-    benchmark:
-        f"{BENCHMARKS}/{{experiment}}/eval_{{variant}}_{{setting}}_seed{{run}}.tsv"
-    wildcard_constraints:
-        **GENERATION_WILDCARDS,
-    conda:
-        CONDA_ENV
-    resources:
-        **job_resources("eval"),
-    params:
-        code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
-        eval=lambda w: to_json(tasks.variant_section(config[w.experiment], w.variant)["eval"]),
-        seed=config["seed"],
-        model=lambda w: os.path.join(generation_run(w), "model.pt"),
-    shell:
-        "python -m lengen.analysis.evaluate generate --model {params.model:q} --eval {params.eval:q}"
-        " --seed {params.seed} --out {output:q} > {log:q} 2>&1"
+if FUSE_RUNS == 1:
+
+    rule generation_eval:
+        # Greedy generation from the prompt over the test lengths; exact-match accuracy per length.
+        input:
+            trained,
+        output:
+            f"{RESULTS}/{{experiment}}/{{variant}}/{{setting}}/seed{{run}}/eval.csv",
+        log:
+            f"{LOGS}/{{experiment}}/eval_{{variant}}_{{setting}}_seed{{run}}.log",
+        benchmark:
+            f"{BENCHMARKS}/{{experiment}}/eval_{{variant}}_{{setting}}_seed{{run}}.tsv"
+        wildcard_constraints:
+            **GENERATION_WILDCARDS,
+        conda:
+            CONDA_ENV
+        resources:
+            **job_resources("eval"),
+        params:
+            code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
+            eval=lambda w: to_json(tasks.variant_section(config[w.experiment], w.variant)["eval"]),
+            seed=config["seed"],
+            model=lambda w: os.path.join(generation_run(w), "model.pt"),
+        shell:
+            "python -m lengen.analysis.evaluate generate --model {params.model:q}"
+            " --eval {params.eval:q} --seed {params.seed} --out {output:q} > {log:q} 2>&1"
+
+else:
+
+    rule generation_eval_group:
+        # A fused group's evaluation in one pass (issue 45): its members that share a test set
+        # (one jump / depth) decode it as one fused model; each member's table lands beside its
+        # model.pt, for generation_eval to take.
+        input:
+            f"{RESULTS}/{{experiment}}/{{variant}}/fused{{group}}.done",
+        output:
+            touch(f"{RESULTS}/{{experiment}}/{{variant}}/fused{{group}}.evaluated"),
+        log:
+            f"{LOGS}/{{experiment}}/eval_{{variant}}_fused{{group}}.log",
+        benchmark:
+            f"{BENCHMARKS}/{{experiment}}/eval_{{variant}}_fused{{group}}.tsv"
+        wildcard_constraints:
+            experiment=GENERATION_WILDCARDS["experiment"],
+            group=r"\d+",
+        conda:
+            CONDA_ENV
+        resources:
+            **job_resources("eval"),
+        params:
+            code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
+            eval=lambda w: to_json(tasks.variant_section(config[w.experiment], w.variant)["eval"]),
+            seed=config["seed"],
+            models=lambda w: " ".join(
+                shlex.quote(os.path.join(generation_run(w, run, value), "model.pt"))
+                for value, run in fused_group(w)
+            ),
+            outs=lambda w: " ".join(
+                shlex.quote(os.path.join(generation_run(w, run, value), FUSED_EVAL))
+                for value, run in fused_group(w)
+            ),
+        shell:
+            "python -m lengen.analysis.evaluate generate --model {params.models}"
+            " --eval {params.eval:q} --seed {params.seed} --out {params.outs} > {log:q} 2>&1"
+
+    rule generation_eval:
+        # One run's table from its fused group's evaluation (a copy: the file every table and
+        # figure rule reads, as in a tier without fusion).
+        input:
+            lambda w: fused_marker(w, "evaluated"),
+        output:
+            f"{RESULTS}/{{experiment}}/{{variant}}/{{setting}}/seed{{run}}/eval.csv",
+        wildcard_constraints:
+            **GENERATION_WILDCARDS,
+        params:
+            table=lambda w: os.path.join(generation_run(w), FUSED_EVAL),
+        shell:
+            "cp {params.table:q} {output:q}"
 
 
 rule generation_figure:
