@@ -9,6 +9,13 @@ the prompts are the task's test draw at the longest length (2l), decoded greedil
 evaluation does (`lengen.analysis.decode.greedy_decode`: the PPC head's IDs fed back), with the
 tier's evaluation batch. Both decoders must produce the same tokens and IDs (checked here; tested
 in tests/test_hot_loop.py).
+
+    python benchmarks/decode.py --fused 8 --device cuda   # a fused group's evaluation (issue 45)
+
+`--fused R` also times R runs of that model (seeds 0..R-1) decoded one after another against the
+same R decoded in one pass as a fused group (lengen.model.fused, as a fused tier's evaluation
+does), checks they generate the same, and prints the ratio: expected <= 1x on one CPU thread
+(compute-bound), above 1 on a GPU where a small model's step waits on the host.
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--batch", type=int, help="rows decoded at once (default: the tier's)")
+    parser.add_argument("--fused", type=int, default=0, metavar="R",
+                        help="also time R runs decoded one by one and as one fused group")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     cfg = load(args.config)
@@ -62,6 +71,35 @@ def main(argv: list[str] | None = None) -> None:
     print(f"2l = {length}: {len(prompt)} prompts of {p} tokens, {n_new} tokens decoded each")
     print(f"growing cache (torch.cat)      {growing * 1e3:9.1f} ms")
     print(f"preallocated cache             {static * 1e3:9.1f} ms   ratio {growing / static:5.2f}x")
+    if args.fused:
+        fused_ratio(spec, prompt, ids, n_new, args)
+
+
+def fused_ratio(spec, prompt, ids, n_new: int, args) -> float:
+    """Seconds to decode R runs one by one and as one fused group, printed with their ratio."""
+    import dataclasses
+
+    import numpy as np
+
+    from lengen.model.fused import FusedGPTNeoX
+
+    runs = [build_model(dataclasses.replace(spec, seed=r)).to(args.device).eval()
+            for r in range(args.fused)]  # fmt: skip
+    fused = FusedGPTNeoX(runs).eval()
+    prompts = np.repeat(prompt[None], args.fused, axis=0)
+    prompt_ids = np.repeat(ids[None], args.fused, axis=0)
+    together = greedy_decode(fused, prompts, prompt_ids, n_new)
+    for r, model in enumerate(runs):
+        alone = greedy_decode(model, prompt, ids, n_new)
+        assert (together.tokens[r] == alone.tokens).all(), f"run {r}: the fused group differs"
+    one_by_one = best_time(lambda: [greedy_decode(m, prompt, ids, n_new) for m in runs],
+                           args.reps, args.device)  # fmt: skip
+    group = best_time(lambda: greedy_decode(fused, prompts, prompt_ids, n_new), args.reps,
+                      args.device)  # fmt: skip
+    print(f"{args.fused} runs one by one            {one_by_one * 1e3:9.1f} ms")
+    print(f"{args.fused} runs as one fused group    {group * 1e3:9.1f} ms   ratio "
+          f"{one_by_one / group:5.2f}x")  # fmt: skip
+    return one_by_one / group
 
 
 if __name__ == "__main__":

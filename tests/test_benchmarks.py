@@ -74,10 +74,11 @@ def test_leave_one_out_benchmark_times_the_batched_forward(device, capsys):
 def test_decode_benchmark_times_both_caches_on_the_same_output(device, capsys, tmp_path):
     bench = load_script(BENCH / "decode.py")
     bench.main(["--config", _smoke_on(device, tmp_path), "--device", device, "--reps", "1",
-                "--batch", "8"])  # fmt: skip
+                "--batch", "8", "--fused", "2"])  # fmt: skip
     out = capsys.readouterr().out
     assert "growing cache" in out and "preallocated cache" in out and "ratio" in out
     assert "8 prompts" in out
+    assert "2 runs one by one" in out and "2 runs as one fused group" in out  # same output
 
 
 def test_loss_memory_compares_the_chunked_loss_with_the_one_piece_loss(tmp_path, device):
