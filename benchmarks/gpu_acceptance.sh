@@ -5,12 +5,14 @@
 #
 #   bash benchmarks/gpu_acceptance.sh OUT_DIR [checks|train|all|STEP,STEP,...]
 #
-# With 15 minutes of device time (one lent session), run `fused,fused_grid` (~10 min): the fused
-# step times first, then Fig. 2's PPC grid as one fused group, scored.
+# With 15 minutes of device time (one lent session), run `fused,decode_fused,fused_grid`
+# (~12 min): the fused step times and decoding first, then Fig. 2's PPC grid as one fused group,
+# scored (one fused pass per jump).
 #
 # Each step has a time limit (a stuck step does not eat the others'); TRAIN_LIMIT (seconds)
 # bounds each training job. Steps: pytest_cuda throughput_paper step_time_paper step_time_gpu
-# loo_paper decode_paper prefetch fused loss_memory (the checks), train and fused_grid.
+# loo_paper decode_paper prefetch fused decode_fused loss_memory (the checks), train and
+# fused_grid.
 # checks (~10 min on one H100): the tests with a GPU path on CUDA; the paper's 12 x 1024 synthetic
 #   model's training throughput and MFU (eager and torch.compile / CUDA graphs); seconds per step
 #   of every training-job kind of the paper and gpu tiers through the trainer's own step, the
@@ -58,7 +60,7 @@ want() {  # want STEP: asked for by PART (all, its group, or a comma list naming
   [[ $PART == all || ,$PART, == *",$1,"* ]] && return 0
   case $1 in
     pytest_cuda | throughput_paper | step_time_paper | step_time_gpu | loo_paper | decode_paper | \
-      prefetch | fused | loss_memory)
+      prefetch | fused | decode_fused | loss_memory)
       [[ $PART == checks ]] ;;
     train | fused_grid) [[ $PART == "$1" ]] ;;
     *) return 1 ;;
@@ -88,6 +90,10 @@ for mode in eager compile; do  # fused groups of the paper's 12 x 1024 model (is
     --width 1024 --heads 16 --batch 64 --length 25 --runs 1 4 8 16 32 --bf16 \
     $([[ $mode == compile ]] && echo --compile) --json "$OUT/fused_$mode.json"
 done
+# a fused group's evaluation: 8 runs of the gpu tier's PPC parity model decoded one by one and
+# in one pass, at its longest test length (issue 45, item 3)
+want decode_fused && step decode_fused 150 python benchmarks/decode.py --config config/gpu.yaml \
+  --device cuda --fused 8
 want loss_memory && step loss_memory 180 python benchmarks/loss_memory.py --device cuda \
   --dtype bf16 --tokens 16384 --d-model 2048 --chunks 4096 1024 --json "$OUT/loss_memory.json"
 

@@ -34,6 +34,7 @@ from sparse_parity import ROOT, append_row, load_probe, probe_cli, scored_model
 from lengen import tasks
 from lengen.analysis.evaluate import generation_accuracy, scratchpad_testset
 from lengen.core import provenance, tracking
+from lengen.model.fused import FusedGPTNeoX
 from lengen.tasks import parse_spec
 from lengen.train.group import train_group
 from lengen.train.train import train
@@ -55,8 +56,9 @@ def probe_config(name: str) -> tuple[dict, dict]:
     )
 
 
-def score(model, spec: dict) -> dict[str, float]:
-    """Exact match per probe length, keyed 'acc_L{length}'."""
+def score(model, spec: dict) -> dict:
+    """Exact match per probe length, keyed 'acc_L{length}' (for a fused group of runs that share
+    the spec's test set: each length's R accuracies, decoded in one pass)."""
     spec = parse_spec(spec)
     eval_cfg = {"lengths": list(LENGTHS[spec.experiment]), "n_examples": N_EXAMPLES}
     testset = scratchpad_testset(spec, eval_cfg, TEST_SEED)
@@ -82,9 +84,9 @@ def verdict(row: dict, experiment: str, train_max: int) -> str:
 
 
 def _row(name: str, entry: dict, cfg: dict, spec: dict, value: int, path: Path,
-         wall: float) -> dict:  # fmt: skip
+         wall: float, scores: dict | None = None) -> dict:  # fmt: skip
     """A trained probe model's row (`value`: its jump or depth): its steps, stop, wall time,
-    parameters, scores, verdict."""
+    parameters, scores (given, or scored here), verdict."""
     experiment = spec["experiment"]
     saved, model = scored_model(path)
     row = {
@@ -98,7 +100,7 @@ def _row(name: str, entry: dict, cfg: dict, spec: dict, value: int, path: Path,
         "stop_reason": saved.get("stop_reason", "steps"),
         "train_wall_s": round(wall, 1),
         "params": model.num_params(),
-        **score(model, spec),
+        **(scores if scores is not None else score(model, spec)),
     }
     row["verdict"] = verdict(row, experiment, cfg[experiment]["train_max_len"])
     row.update(provenance.record(spec, spec["seed"]))
@@ -121,13 +123,30 @@ def run_group(name: str, cfg: dict, entry: dict, table: Path = TABLE) -> list[di
     t0 = time.perf_counter()
     train_group([parse_spec(s) for s in specs], outs)
     wall = time.perf_counter() - t0
+    scores = group_scores(specs, members, outs)
     rows = []
-    for member, spec, (value, _), out in zip(names, specs, members, outs, strict=True):
-        row = _row(member, entry, cfg, spec, value, out / "model.pt", wall)
+    for member, spec, (value, _), out, mine in zip(names, specs, members, outs, scores,
+                                                   strict=True):  # fmt: skip
+        row = _row(member, entry, cfg, spec, value, out / "model.pt", wall, mine)
         append_row(table, row)
         print(json.dumps({k: row[k] for k in ("probe", "steps_run", "train_wall_s", "verdict")}))
         rows.append(row)
     return rows
+
+
+def group_scores(specs: list[dict], members: list[tuple], outs: list[Path]) -> list[dict]:
+    """Each member's scores, the members of one value (one test set) decoded as one fused
+    model (the fused tier's evaluation: lengen.analysis.evaluate.evaluate_scratchpad_group)."""
+    by_value: dict[int, list[int]] = {}
+    for i, (value, _) in enumerate(members):
+        by_value.setdefault(value, []).append(i)
+    scores: list[dict] = [{}] * len(members)
+    for idx in by_value.values():
+        fused = FusedGPTNeoX([scored_model(outs[i] / "model.pt")[1] for i in idx]).eval()
+        together = score(fused, specs[idx[0]])
+        for r, i in enumerate(idx):
+            scores[i] = {key: float(acc[r]) for key, acc in together.items()}
+    return scores
 
 
 def run(name: str, rescore: bool = False) -> dict | list[dict]:

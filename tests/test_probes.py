@@ -4,6 +4,8 @@ definition and a verdict consistent with its numbers."""
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -204,6 +206,14 @@ def test_a_fused_group_probe_trains_as_one_and_scores_each_member(tmp_path, monk
     assert [r["value"] for r in rows] == [1, 1, 2, 2] and {r["steps_run"] for r in rows} == {4}
     assert list(pd.read_csv(table)["probe"]) == names
     assert all((tmp_path / "results" / n.split("/", 1)[1] / "model.pt").is_file() for n in names)
+    # scored one value at a time as a fused group (tests/test_fused.py: equal to one by one)
+    for row, (value, seed) in zip(rows, [(1, 0), (1, 1), (2, 0), (2, 1)], strict=True):
+        _, model = scratchpad.scored_model(tmp_path / "results" / f"{value}" / f"seed{seed}" /
+                                           "model.pt")  # fmt: skip
+        spec = json.loads((tmp_path / "results" / f"{value}" / f"seed{seed}" / "spec.json")
+                          .read_text())  # fmt: skip
+        alone = scratchpad.score(model.eval(), spec)
+        assert {k: row[k] for k in alone} == alone
     gpu_cfg, gpu_entry = scratchpad.probe_config("GPU_PS_ppc_fused")
     section = gpu_cfg["parity_scratchpad"]
     assert set(gpu_entry["values"]) <= set(section["jumps"]) and gpu_entry["runs"] >= 4
