@@ -61,19 +61,28 @@ def job_kinds(cfg: dict, lm_tokens: Path | None = None) -> list[Kind]:
     return kinds
 
 
-def fused_group_jobs(cfg: dict) -> int:
-    """The workflow's fused training jobs (runtime.fuse_runs > 1): each generation-task variant's
-    (setting, run) members, fuse_runs to a job (workflow/rules/common.smk, fused_members); 0
-    when runs train one by one."""
+def fused_group_jobs(cfg: dict) -> dict[str, int]:
+    """The workflow's fused training jobs (runtime.fuse_runs > 1) by rule: each sparse-parity
+    variant's (K_train, run) members and each generation-task variant's (setting, run) members,
+    fuse_runs to a job (workflow/rules: sp_members, fused_members); {} when runs train one by
+    one. The extra schemes figure's sparse-parity models train one by one."""
     fuse = cfg["runtime"].get("fuse_runs", 1)
     if fuse <= 1:
-        return 0
+        return {}
+    jobs = {}
+    if "sparse_parity" in cfg:
+        sp = cfg["sparse_parity"]
+        jobs["sparse_parity_train_group"] = sum(
+            math.ceil(len(sp["k_train"]) * var["runs"] / fuse) for var in sp["variants"].values()
+        )
     groups = 0
     for exp, task in tasks.generation_tasks().items():
         for variant, var in cfg.get(exp, {}).get("variants", {}).items():
             values = tasks.variant_section(cfg[exp], variant)[task.SETTING.values]
             groups += math.ceil(len(values) * var["runs"] / fuse)
-    return groups
+    if groups:
+        jobs["generation_train_group"] = groups
+    return jobs
 
 
 def node_hours(jobs: list[tuple[float, int]], node_gpus: int) -> dict:

@@ -124,6 +124,19 @@ def test_paper_tier_has_tables_3_and_4_exactly():
             "sparse_parity.train.micro_batch_size",
         ),
         (lambda c: c["runtime"].update(fuse_runs=0), "runtime.fuse_runs"),
+        # `$` in a path: kept literal by us, expanded by `datasets` (issue 47): refused
+        (lambda c: c.update(results_dir="$HOME/results"), "results_dir"),
+        # a model that cannot fit its job's memory (issue 47: 24 x 4096 died at 9 GB mid-job)
+        (
+            lambda c: c["parity_scratchpad"]["model"].update(n_layer=24, d_model=4096, n_head=32),
+            "parity_scratchpad.model",
+        ),
+        (
+            lambda c: c["sparse_parity"]["variants"]["loglen"].update(
+                model={"n_layer": 24, "d_model": 4096, "n_head": 32}
+            ),
+            "sparse_parity.variants.loglen.model",
+        ),
         (
             lambda c: c["sparse_parity"]["variants"]["neox"].pop("runs"),
             "sparse_parity.variants.neox.runs",
@@ -358,3 +371,15 @@ def test_the_gpu_tier_is_the_papers_synthetic_grid():
     assert (gpu["tier"], gpu["runtime"]["fuse_runs"]) == ("gpu", 8)
     nl = gpu["natural_language"]
     assert "zero_stage" not in nl and (nl["gpus_per_job"], nl["model"]["n_layer"]) == (1, 12)
+
+
+def test_the_memory_floor_counts_a_gpt_neox_layer_as_torch_does():
+    """config.layer_params, the validation's lower bound of a model's size (no torch), is the
+    parameter count of the model's layers as torch builds them."""
+    from lengen.config.config import layer_params
+    from lengen.model.model import GPTNeoX, ModelConfig
+
+    for sizes in ({"n_layer": 2, "d_model": 16, "n_head": 2},
+                  {"n_layer": 1, "d_model": 24, "n_head": 4, "d_mlp": 40}):  # fmt: skip
+        model = GPTNeoX(ModelConfig(vocab_size=11, **sizes))
+        assert layer_params(sizes) == sum(p.numel() for p in model.layers.parameters())

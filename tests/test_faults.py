@@ -164,3 +164,40 @@ def test_a_figure_from_a_cut_eval_table_fails_naming_it(tmp_path):
     with pytest.raises(TableError, match=f"{path}: "):
         figures.main(["sparse_parity", "--tables", str(path), "--out", str(tmp_path / "f.png")])
     assert not (tmp_path / "f.png").exists()
+
+
+@pytest.mark.parametrize("module", ["lengen.train.train", "lengen.train.group"])
+def test_a_sigterm_is_named_and_the_mlflow_runs_end_killed(tiny_spec, tmp_path, module):
+    """Snakemake and SLURM stop a job with SIGTERM: the trainer (and a fused group) exits 143
+    with one line naming the signal and what a rerun does, and its MLflow runs end KILLED, not
+    left RUNNING (before: Snakemake said only "non-zero exit code"; a group died without closing
+    its members' runs)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from mlflow.tracking import MlflowClient
+
+    spec = dict(tiny_spec, train={**tiny_spec["train"], "steps": 100000, "checkpoint_every": 5})
+    outs = [tmp_path / "a", tmp_path / "b"]
+    if module == "lengen.train.train":
+        args, outs = ["--spec", json.dumps(spec), "--out", str(outs[0])], outs[:1]
+    else:
+        second = dict(spec, seed=1, run_name=spec["run_name"] + "-b")
+        args = ["--specs", json.dumps([spec, second]), "--out", *map(str, outs)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", module, *args], env=env,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.time() + 120
+    while not (outs[0] / "mlflow_run_id").exists() and time.time() < deadline:
+        time.sleep(0.2)
+    time.sleep(1.0)  # into the training loop
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
+    assert "stopped by SIGTERM (signal 15)" in err and "rerun" in err
+    client = MlflowClient(tracking_uri=spec["tracking"]["uri"])
+    for out in outs:
+        assert client.get_run((out / "mlflow_run_id").read_text()).info.status == "KILLED"

@@ -71,9 +71,10 @@ def test_dry_run_of_the_full_dag(tmp_path, tier):
         name = rule.get(k.name.split("/")[0], "generation_train")
         by_rule[name] = by_rule.get(name, 0) + k.jobs
     if groups := schedule.fused_group_jobs(cfg):
-        assert tier == "gpu"  # the one fused tier: 145 paper-grid runs, 140 of them in 20 jobs
-        assert (by_rule.pop("generation_train"), groups) == (140, 20)
-        by_rule["generation_train_group"] = groups
+        assert tier == "gpu"  # the one fused tier: its 145 paper-grid runs in 21 jobs
+        assert (by_rule.pop("sparse_parity_train"), by_rule.pop("generation_train")) == (5, 140)
+        assert groups == {"sparse_parity_train_group": 1, "generation_train_group": 20}
+        by_rule |= groups
     assert by_rule == {name: int(n) for name, n in counts.items()}
 
 
@@ -417,6 +418,13 @@ def test_fused_groups_are_planned_and_run_as_one_job_each(tmp_path):
             groups += -(-len(values) * var["runs"] // 2)
     assert planned["generation_train_group"] == groups and "generation_train" not in planned
     assert groups < 15  # fewer jobs than runs
+    # sparse parity's K_train x runs too; the extra schemes figure's models train one by one
+    sp = cfg["sparse_parity"]
+    per_variant = [len(sp["k_train"]) * v["runs"] for v in sp["variants"].values()]
+    members = sum(per_variant)
+    assert planned["sparse_parity_train_group"] == sum(-(-n // 2) for n in per_variant)
+    assert planned.get("sparse_parity_train", 0) == len(sp.get("schemes", {}).get("variants", {}))
+    assert planned["sparse_parity_eval"] == members + planned.get("sparse_parity_train", 0)
     # evaluated as groups too (one pass each), each run's eval.csv its group's table
     assert planned["generation_eval_group"] == groups and planned["generation_eval"] == 15
     target = "results/smoke/parity_scratchpad/ppc/k1/seed1/eval.csv"
@@ -440,6 +448,14 @@ def test_fused_groups_are_planned_and_run_as_one_job_each(tmp_path):
     runs = {r.info.run_name: r for r in client.search_runs([exp.experiment_id])}
     assert runs["ppc/j1/seed0"].info.status == runs["ppc/j1/seed1"].info.status == "FINISHED"
     assert "acc_len16" in runs["ppc/j1/seed1"].data.metrics  # its evaluation resumed its run
+    # sparse parity: K_train 1 and 2 of a variant train as one group, each scored on its own
+    sp_eval = "results/smoke/sparse_parity/neox/K2/seed0/eval.csv"
+    proc = snakemake(tmp_path, sp_eval, "--cores", "2", "--configfile", str(path))
+    assert "sparse_parity_train_group" in proc.stdout + proc.stderr
+    sp_dir = tmp_path / "results" / "smoke" / "sparse_parity" / "neox"
+    assert (sp_dir / "K1" / "seed0" / "model.pt").is_file() and (sp_dir / "fused0.done").is_file()
+    scored = pd.read_csv(tmp_path / sp_eval)
+    assert set(scored.length) == set(cfg["sparse_parity"]["eval"]["lengths"])
 
 
 def test_the_rule_files_are_snakefmt_clean():

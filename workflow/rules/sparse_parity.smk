@@ -59,6 +59,27 @@ rule sparse_parity_testset:
         " --n {params.n} --seed {params.seed} --out {output:q} > {log:q} 2>&1"
 
 
+def sp_members(variant):
+    """Every (K_train, run) of a sparse-parity variant, in the order fused groups take them (they
+    share every shape: K_train changes the data only)."""
+    runs = SP["variants"][variant]["runs"]
+    return [(k, run) for k in SP["k_train"] for run in range(runs)]
+
+
+def sp_group(w):
+    """The (K_train, run) members of a fused sparse-parity group job (its `group` wildcard)."""
+    return sp_members(w.variant)[int(w.group) * FUSE_RUNS : (int(w.group) + 1) * FUSE_RUNS]
+
+
+def sp_model(variant, k, run):
+    """A sparse-parity model's file, or what stands for it in a tier with fused runs: its
+    group's job (the extra schemes figure's models train one by one)."""
+    if FUSE_RUNS == 1 or variant not in SP_VARIANTS:
+        return f"{SP_DIR}/{variant}/K{k}/seed{run}/model.pt"
+    group = sp_members(variant).index((int(k), int(run))) // FUSE_RUNS
+    return f"{SP_DIR}/{variant}/fused{group}.done"
+
+
 rule sparse_parity_train:
     # One model per (variant, K_train, run); resumes from its ckpt/ after a crash.
     input:
@@ -87,10 +108,46 @@ rule sparse_parity_train:
         " --out {params.out:q} > {log:q} 2>&1"
 
 
+rule sparse_parity_train_group:
+    # Up to FUSE_RUNS runs of one variant (its K_train values and seeds share every shape) trained
+    # as one fused model (one job, one GPU): each run's model.pt, spec.json and MLflow run in its
+    # own folder, as alone (issue 45).
+    input:
+        f"{RESULTS}/mlflow/sparse_parity.ready",
+    output:
+        touch(f"{SP_DIR}/{{variant}}/fused{{group}}.done"),
+    log:
+        f"{LOGS}/sparse_parity/train_{{variant}}_fused{{group}}.log",
+    benchmark:
+        f"{BENCHMARKS}/sparse_parity/train_{{variant}}_fused{{group}}.tsv"
+    wildcard_constraints:
+        group=r"\d+",
+    conda:
+        CONDA_ENV
+    threads: config["runtime"]["threads_per_job"]
+    resources:
+        **job_resources("train"),
+        gpu=config["runtime"]["gpus_per_job"],  # read by the SLURM plugin (--gpus)
+    params:
+        code=code_hash("lengen.train.group"),  # reruns when the code it runs changes
+        specs=lambda w: to_json(
+            [
+                tasks.get("sparse_parity").train_spec(config, k, w.variant, run)
+                for k, run in sp_group(w)
+            ]
+        ),
+        outs=lambda w: " ".join(
+            shlex.quote(f"{SP_DIR}/{w.variant}/K{k}/seed{run}") for k, run in sp_group(w)
+        ),
+    shell:
+        "python -m lengen.train.group --specs {params.specs:q} --out {params.outs}"
+        " > {log:q} 2>&1"
+
+
 rule sparse_parity_eval:
     # Final-token accuracy over the test grid, batched by length.
     input:
-        model=f"{SP_DIR}/{{variant}}/K{{K}}/seed{{run}}/model.pt",
+        trained=lambda w: sp_model(w.variant, w.K, w.run),
         testset=f"{SP_DIR}/testset.npz",
     output:
         f"{SP_DIR}/{{variant}}/K{{K}}/seed{{run}}/eval.csv",
@@ -105,8 +162,9 @@ rule sparse_parity_eval:
     params:
         code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
         batch_size=SP["eval"]["batch_size"],
+        model=f"{SP_DIR}/{{variant}}/K{{K}}/seed{{run}}/model.pt",
     shell:
-        "python -m lengen.analysis.evaluate run --model {input.model:q} --testset {input.testset:q}"
+        "python -m lengen.analysis.evaluate run --model {params.model:q} --testset {input.testset:q}"
         " --batch-size {params.batch_size} --out {output:q} > {log:q} 2>&1"
 
 
@@ -176,7 +234,7 @@ rule sparse_parity_attention:
     # Diagnostic (lengen.analysis.attention), one per variant: attention mass of the predicting <SEP>
     # token on flagged / unflagged tokens per head vs test length; accuracy by flagged ones.
     input:
-        lambda w: f"{SP_DIR}/{w.variant}/K{SP_ATTENTION['k_train']}/seed0/model.pt",  # run 0
+        lambda w: sp_model(w.variant, SP_ATTENTION["k_train"], 0),  # run 0
     output:
         figure=report(
             f"{REPORTS}/sparse_parity_attention_{{variant}}.png",
@@ -194,6 +252,7 @@ rule sparse_parity_attention:
         **job_resources("eval"),
     params:
         code=code_hash("lengen.analysis.attention"),  # reruns when the code it runs changes
+        model=lambda w: f"{SP_DIR}/{w.variant}/K{SP_ATTENTION['k_train']}/seed0/model.pt",
         lengths=lambda w: " ".join(map(str, SP_ATTENTION["lengths"])),
         k=lambda w: " ".join(map(str, SP_ATTENTION["k_test"])),
         n=lambda w: SP_ATTENTION["n_examples"],
@@ -203,8 +262,8 @@ rule sparse_parity_attention:
             f"{SP['variants'][w.variant]['label']} ({config['tier']} tier)"
         ),
     shell:
-        "python -m lengen.analysis.attention --model {input:q} --lengths {params.lengths} --k {params.k}"
-        " --n-examples {params.n} --seed {params.seed} --title {params.title:q}"
+        "python -m lengen.analysis.attention --model {params.model:q} --lengths {params.lengths}"
+        " --k {params.k} --n-examples {params.n} --seed {params.seed} --title {params.title:q}"
         " --out-table {output.table:q} --out-figure {output.figure:q} > {log:q} 2>&1"
 
 

@@ -101,6 +101,13 @@ def _general_checks(cfg: dict) -> list[tuple[str, str]]:
             values = d.get(key)
             if isinstance(values, list) and values != sorted(set(values)):
                 errors.append((f"{path}.{key}" if path else key, "must be increasing, no repeats"))
+    paths = {"results_dir": cfg["results_dir"], "reports_dir": cfg["reports_dir"],
+             "natural_language.corpus.c4_dir":
+                 cfg.get("natural_language", {}).get("corpus", {}).get("c4_dir")}  # fmt: skip
+    for key, value in paths.items():
+        if isinstance(value, str) and "$" in value:  # `datasets` expanded $HOME into a path
+            errors.append((key, f"{value!r} has a `$`: write the path itself (no variable is "
+                           "expanded: a tool that expands it would write elsewhere)"))  # fmt: skip
     reports, results = Path(cfg["reports_dir"]), Path(cfg["results_dir"])
     if reports.resolve() == results.resolve():
         errors.append(("reports_dir", "must differ from results_dir (reports_dir/ holds tables)"))
@@ -156,12 +163,12 @@ def _cross_checks(cfg: dict) -> list[tuple[str, str]]:
             found = ds_config_clashes(user, bf16=rt["precision"] == "bf16", zero_stage=stage)
             found += [m for clip in sorted(clips) for m in ds_config_clashes(user, grad_clip=clip)]
             errors += [(key, m) for m in found]
-    return errors
+    return errors + _memory_checks(cfg)
 
 
-def _model_checks(name: str, section: dict) -> list[tuple[str, str]]:
-    """Every model a section builds has d_model divisible by n_head: the section's `model`, and
-    each variant's (or extra scheme's) own `model` keys over it."""
+def _models(name: str, section: dict) -> dict[str, dict]:
+    """Every model a section builds, by key path: the section's `model`, and each variant's (or
+    extra scheme's) own `model` keys over it."""
     base = section.get("model", {})
     models = {f"{name}.model": base}
     groups = {"variants": section.get("variants", {}),
@@ -170,11 +177,54 @@ def _model_checks(name: str, section: dict) -> list[tuple[str, str]]:
         for v, var in variants.items():
             if isinstance(var, dict) and "model" in var:
                 models[f"{name}.{group}.{v}.model"] = {**base, **var["model"]}
+    return models
+
+
+def _model_checks(name: str, section: dict) -> list[tuple[str, str]]:
+    """Every model a section builds has d_model divisible by n_head."""
     return [
         (f"{key}.d_model", "must be divisible by n_head")
-        for key, model in models.items()
+        for key, model in _models(name, section).items()
         if "d_model" in model and "n_head" in model and model["d_model"] % model["n_head"]
     ]
+
+
+TRAIN_BYTES_PER_PARAM = 16  # fp32 weights, gradients and AdamW's two moments
+
+
+def layer_params(model: dict) -> int:
+    """Parameters of a GPT-NeoX model's layers (each: QKV and output projections with biases,
+    the MLP, two LayerNorms), without embeddings or heads: a lower bound of its size that needs
+    no vocabulary."""
+    d, n = model["d_model"], model["n_layer"]
+    mlp = model.get("d_mlp") or 4 * d
+    return n * (4 * d * d + 4 * d + 2 * d * mlp + mlp + d + 4 * d)
+
+
+def _memory_checks(cfg: dict) -> list[tuple[str, str]]:
+    """On a CPU tier, a model whose training state alone (TRAIN_BYTES_PER_PARAM for each of its
+    layers' parameters, before embeddings and activations) exceeds its job's `mem_mb` is an error
+    naming both keys: it would die mid-job (a 24 x 4096 model reached 9 GB and was killed)."""
+    if cfg["runtime"]["device"] != "cpu" or "jobs" not in cfg:
+        return []
+    errors = []
+    for name in tasks.REGISTRY:
+        if name not in cfg:
+            continue
+        job = "natural_language_train" if name == "natural_language" else "train"
+        if job not in cfg["jobs"]:
+            continue
+        limit = cfg["jobs"][job]["mem_mb"]
+        for key, model in _models(name, cfg[name]).items():
+            if not {"d_model", "n_layer"} <= model.keys():
+                continue
+            need = layer_params(model) * TRAIN_BYTES_PER_PARAM / 2**20
+            if need > limit:
+                errors.append((key, f"training needs at least {need:,.0f} MB (its layers' "
+                               f"{layer_params(model) / 1e6:,.0f} M parameters x "
+                               f"{TRAIN_BYTES_PER_PARAM} bytes), more than jobs.{job}.mem_mb "
+                               f"({limit}): raise mem_mb or shrink the model"))  # fmt: skip
+    return errors
 
 
 def _generation_checks(name: str, section: dict) -> list[tuple[str, str]]:

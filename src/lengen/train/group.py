@@ -283,6 +283,7 @@ def main(argv: list[str] | None = None) -> None:
     if bool(args.spec) == bool(args.specs):
         parser.error("give either --spec (one per run) or --specs (a JSON list)")
     specs = json.loads(args.specs) if args.specs else [read_spec(s) for s in args.spec]
+    runtime.exit_on_signals(args.out)  # SIGTERM: a line naming it, every member's run closed
     train_group([parse_spec(s) for s in specs], args.out)
 
 

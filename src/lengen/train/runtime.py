@@ -6,6 +6,10 @@ and hands them here to be wrapped."""
 from __future__ import annotations
 
 import os
+import signal
+import sys
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
@@ -101,3 +105,22 @@ def deepspeed_engine(spec: Spec, model: torch.nn.Module, optimizer, scheduler):
         config=deepspeed_config(spec, dist.get_world_size()),
     )
     return engine
+
+
+def exit_on_signals(out: Path | list[Path]) -> None:
+    """Snakemake and SLURM stop a job with SIGTERM (and a lost terminal with SIGHUP): exit
+    through Python, so MLflow runs end KILLED and a fused group closes its members' runs, after
+    one line naming the signal, when, and what a rerun does (Snakemake's own report is only "a
+    non-zero exit code")."""
+    outs = [out] if isinstance(out, Path) else out
+
+    def stop(signum, frame):
+        name = signal.Signals(signum).name
+        print(f"stopped by {name} (signal {signum}) at {time.strftime('%Y-%m-%d %H:%M:%S')}: "
+              f"{', '.join(map(str, outs))} keep their last checkpoints; rerun the job (or "
+              "snakemake) to resume from them", file=sys.stderr, flush=True)  # fmt: skip
+        sys.exit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop)
+

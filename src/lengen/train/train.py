@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import signal
 import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -479,8 +478,7 @@ def main(argv: list[str] | None = None) -> None:
         spec = parse_spec(read_spec(args.spec))
     except SpecError as err:
         parser.error(str(err))
-    # Snakemake and SLURM stop jobs with SIGTERM: exit through Python so the run ends KILLED
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    runtime.exit_on_signals(args.out)  # SIGTERM: a line naming it, the run ends KILLED
     train(spec, args.out)
 
 
