@@ -92,6 +92,8 @@ def test_a_crashed_group_resumes_to_the_same_end(tiny_spec, tmp_path, copy_task)
             torch.testing.assert_close(b["state_dict"][name], a["state_dict"][name], atol=0, rtol=0)
     assert not (crashed[0] / "group_ckpt").exists()  # removed once every model.pt is written
     assert client.get_run(run_id).info.status == "FINISHED"  # the same run, resumed
+    steps = [m.step for m in client.get_metric_history(run_id, "train_loss")]
+    assert sorted(steps) == list(range(10, 61, 10))  # step 30, trained twice, logged once
 
 
 def test_a_group_shares_everything_but_the_seed(tiny_spec, copy_task):

@@ -4,6 +4,7 @@ MLflow holds the run with params, loss curve and the eval table."""
 from __future__ import annotations
 
 import copy
+import json
 import types
 
 import numpy as np
@@ -309,3 +310,47 @@ def test_the_ds_config_json_cannot_override_what_the_config_sets(tmp_path):
     assert (
         deepspeed_config(parse_spec(spec), world=8)["zero_optimization"]["stage"] == 2
     )  # equal: fine
+
+
+def test_a_resumed_run_logs_each_step_once(tiny_spec, tmp_path):
+    """A crash after step 5 (last checkpoint: step 3) and a resume: the resumed run trains steps
+    4-5 again, but MLflow holds each logged step of the loss curve once (issue 47: a resume
+    logged them twice), with the values an uninterrupted run logs."""
+    from mlflow.tracking import MlflowClient
+
+    spec = copy.deepcopy(tiny_spec)
+    spec["train"].update(steps=8, checkpoint_every=3, log_every=1)
+    client = MlflowClient(tracking_uri=spec["tracking"]["uri"])
+
+    def curve(out):
+        run_id = (out / "mlflow_run_id").read_text()
+        return [(m.step, m.value) for m in client.get_metric_history(run_id, "train_loss")]
+
+    train(spec, tmp_path / "straight")
+    train(spec, tmp_path / "crashed", stop_after=5)
+    assert [s for s, _ in curve(tmp_path / "crashed")] == [1, 2, 3, 4, 5]
+    train(spec, tmp_path / "crashed")
+    resumed = sorted(curve(tmp_path / "crashed"))
+    assert [s for s, _ in resumed] == list(range(1, 9))  # each step once
+    assert resumed == sorted(curve(tmp_path / "straight"))
+
+
+def test_a_changed_seed_keeps_the_old_model_beside_its_run(tiny_spec, tmp_path):
+    """A folder retrained with another seed (a changed config, then a rerun) keeps the old model,
+    spec and run id in replaced/<old run id>/, the old MLflow run's model_path pointing there
+    (issue 47: the old model was deleted while its run still named it)."""
+    from mlflow.tracking import MlflowClient
+
+    out = tmp_path / "run"
+    first = torch.load(train(tiny_spec, out), weights_only=True)["state_dict"]
+    old_id = (out / "mlflow_run_id").read_text()
+    reseeded = dict(copy.deepcopy(tiny_spec), seed=tiny_spec["seed"] + 7)
+    second = torch.load(train(reseeded, out), weights_only=True)["state_dict"]
+    kept = out / "replaced" / old_id
+    assert json.loads((kept / "spec.json").read_text())["seed"] == tiny_spec["seed"]
+    kept_weights = torch.load(kept / "model.pt", weights_only=True)["state_dict"]
+    assert all(torch.equal(kept_weights[k], first[k]) for k in first)
+    assert any(not torch.equal(second[k], first[k]) for k in first)
+    client = MlflowClient(tracking_uri=tiny_spec["tracking"]["uri"])
+    assert client.get_run(old_id).data.tags["model_path"] == str((kept / "model.pt").resolve())
+    assert (out / "mlflow_run_id").read_text() != old_id  # the new spec's own run

@@ -108,6 +108,7 @@ def start_run(uri: str, experiment: str, run_name: str, run_id_file: Path) -> ml
     if run_id_file.exists():  # a rerun after a crash or a kill: the same run goes on
         run_id = read_state(run_id_file, "this model's MLflow run id")
         print(f"MLflow: resuming run {run_id} ({run_name})", file=sys.stderr, flush=True)
+        _LOGGED[run_id] = logged_steps(uri, run_id)
         return mlflow.start_run(run_id=run_id)
     run = mlflow.start_run(experiment_id=exp.experiment_id, run_name=run_name)
     write_text_atomic(run_id_file, run.info.run_id)
@@ -128,14 +129,44 @@ def log_params_once(spec: Mapping, model) -> None:
     mlflow.log_params(params)
 
 
+def set_run_tags(uri: str, run_id: str, tags: Mapping[str, object]) -> None:
+    """Tag a run that is not the active one (a replaced model's new place)."""
+    client = MlflowClient(tracking_uri=uri)
+    with readable_store(uri):
+        for key, value in tags.items():
+            client.set_tag(run_id, key, str(value))
+
+
 def set_tags(tags: Mapping[str, object]) -> None:
     """Tag the active run (provenance: config hash, git commit, package versions)."""
     mlflow.set_tags({k: str(v) for k, v in tags.items()})
 
 
+# run id -> metric -> the last step it had when training resumed: a resumed run repeats the
+# steps since its last checkpoint, whose values MLflow already holds (the resume is exact)
+_LOGGED: dict[str, dict[str, int]] = {}
+
+
+def logged_steps(uri: str, run_id: str) -> dict[str, int]:
+    """Each metric of a run and the last step it was logged at."""
+    client = MlflowClient(tracking_uri=uri)
+    with readable_store(uri):
+        keys = client.get_run(run_id).data.metrics
+        return {k: max(m.step for m in client.get_metric_history(run_id, k)) for k in keys}
+
+
+def unlogged(metrics: Mapping[str, float], step: int, logged: Mapping[str, int]) -> dict:
+    """The metrics a step adds: those not already logged at this step or later (a resume)."""
+    return {k: v for k, v in metrics.items() if step > logged.get(k, -1)}
+
+
 def log_metrics(metrics: Mapping[str, float], step: int) -> None:
-    """Log several metrics in one call (one SQLite write, not one per metric)."""
-    mlflow.log_metrics(dict(metrics), step=step)
+    """Log several metrics in one call (one SQLite write, not one per metric); after a resume, a
+    step MLflow already holds is not logged twice."""
+    run = mlflow.active_run()
+    fresh = unlogged(metrics, step, _LOGGED.get(run.info.run_id, {}) if run else {})
+    if fresh:
+        mlflow.log_metrics(fresh, step=step)
 
 
 def end_run() -> None:

@@ -124,7 +124,10 @@ class Runs:
                 tracking.set_tags(provenance.record(spec.source, spec.seed))
             self.ids.append(run.info.run_id)
             tracking.end_run()
-        self.client = MlflowClient(tracking_uri=group.specs[0].tracking.uri)
+        uri = group.specs[0].tracking.uri
+        self.client = MlflowClient(tracking_uri=uri)
+        # after a resume, the steps since the last checkpoint are not logged twice
+        self.logged = [tracking.logged_steps(uri, i) for i in self.ids]
         for run_id in self.ids:
             self.client.update_run(run_id, status="RUNNING")
 
@@ -132,8 +135,10 @@ class Runs:
         from mlflow.entities import Metric
 
         stamp = int(time.time() * 1000)
-        found = [Metric(k, float(v), stamp, step) for k, v in metrics.items()]
-        self.client.log_batch(self.ids[r], metrics=found)
+        fresh = tracking.unlogged(metrics, step, self.logged[r])
+        found = [Metric(k, float(v), stamp, step) for k, v in fresh.items()]
+        if found:
+            self.client.log_batch(self.ids[r], metrics=found)
 
     def finish(self, r: int, path: Path, steps_run: int, reason: str) -> None:
         self.log(r, {"stopped_at": steps_run}, steps_run)

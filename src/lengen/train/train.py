@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import sys
 import time
@@ -215,9 +216,10 @@ def check_finite(losses: list[float], step: int, spec: Spec, out: Path) -> None:
 
 
 def forget_other_spec(out: Path, spec: Spec, log) -> None:
-    """A folder last used by a different spec (a changed value, then a rerun) starts a new run:
-    its checkpoints, model and MLflow run id belong to the old spec, whose MLflow run stays as it
-    was. Only the same spec resumes."""
+    """A folder last used by a different spec (a changed value or seed, then a rerun) starts a
+    new run; the old spec's model.pt, spec.json and MLflow run id move to replaced/<its run id>/
+    (its MLflow run, which stays as it was, has its model_path tag pointed there), so nothing
+    trained is lost; its checkpoints go. Only the same spec resumes."""
     old = out / "spec.json"
     if not old.exists():
         return
@@ -232,10 +234,19 @@ def forget_other_spec(out: Path, spec: Spec, log) -> None:
         ) from None
     if same:
         return
-    log(f"{old}: another spec trained here before; starting a new run (its MLflow run is kept)")
+    run_file = out / "mlflow_run_id"
+    run_id = read_state(run_file, "the old spec's MLflow run id") if run_file.exists() else None
+    keep = out / "replaced" / (run_id or provenance.config_hash(json.loads(old.read_text())))
+    keep.mkdir(parents=True, exist_ok=True)
+    for name in ("model.pt", "spec.json", "mlflow_run_id"):
+        if (out / name).exists():
+            os.replace(out / name, keep / name)
     shutil.rmtree(out / "ckpt", ignore_errors=True)
-    for name in ("mlflow_run_id", "model.pt", "spec.json"):
-        (out / name).unlink(missing_ok=True)
+    if run_id and (keep / "model.pt").exists():
+        moved = {"model_path": (keep / "model.pt").resolve()}
+        tracking.set_run_tags(spec.tracking.uri, run_id, moved)
+    log(f"{old}: another spec trained here before; starting a new run (the old one's model and "
+        f"MLflow run id kept in {keep})")
 
 
 def micro_batch_spec(spec: Spec, engine) -> Spec:
