@@ -201,3 +201,97 @@ def test_a_sigterm_is_named_and_the_mlflow_runs_end_killed(tiny_spec, tmp_path, 
     client = MlflowClient(tracking_uri=spec["tracking"]["uri"])
     for out in outs:
         assert client.get_run((out / "mlflow_run_id").read_text()).info.status == "KILLED"
+
+
+def test_a_full_disk_is_named_as_one(tiny_spec, tmp_path, monkeypatch):
+    """torch.save on a full disk says "basic_ios::clear: iostream error" (and the log, on the same
+    disk, is cut mid-traceback): a failed write with under 64 MB free is an error that says no
+    space is left, where, and what to do; the checkpoints written before stay. A failure with
+    room on the disk, or not a write, stays what it was."""
+    import errno
+    import shutil
+    from collections import namedtuple
+
+    from lengen.core import files
+    from lengen.train import train as train_module
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(10**9, 10**9 - 2**20, 2**20))
+
+    def full(*args, **kwargs):
+        raise RuntimeError("basic_ios::clear: iostream error")
+
+    monkeypatch.setattr(train_module, "write_model_file", full)
+    out = tmp_path / "run"
+    with pytest.raises(files.NoSpace, match=r"no space left on the disk of .*run/model.pt \(1 MB "
+                       r"free\) while writing the model file: free space there and rerun"):
+        train(dict(tiny_spec, train={**tiny_spec["train"], "checkpoint_every": 2}), out)
+    assert (out / "ckpt").is_dir() and (out / "spec.json").is_file()  # kept for the rerun
+    with pytest.raises(OSError) as err, files.space_for(tmp_path, "x"):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    assert isinstance(err.value, files.NoSpace)
+    with pytest.raises(RuntimeError, match="CUDA out of memory"), files.space_for(tmp_path, "x"):
+        raise RuntimeError("CUDA out of memory")  # not a write: itself
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(10**12, 0, 10**12))
+    with pytest.raises(RuntimeError, match="iostream error"), files.space_for(tmp_path, "x"):
+        raise RuntimeError("basic_ios::clear: iostream error")  # room enough: not a full disk
+
+
+def _lock_store(path, seconds: float):
+    """Hold an exclusive lock on a SQLite file for `seconds`, in a thread (as `mlflow ui` or a
+    copy would); returns the thread."""
+    import sqlite3
+    import threading
+    import time
+
+    ready = threading.Event()
+
+    def hold():
+        con = sqlite3.connect(path, isolation_level=None)
+        con.execute("BEGIN EXCLUSIVE")
+        ready.set()
+        time.sleep(seconds)
+        con.execute("COMMIT")
+        con.close()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    ready.wait()
+    return thread
+
+
+def test_a_locked_mlflow_store_is_waited_for_then_named(tmp_path, monkeypatch):
+    """A store locked for 25 s (sqlite3 gives up after 5 s; training died after ~20 s): the
+    metric is logged once the lock goes. A lock longer than twice the busy timeout is a
+    StoreError naming the store and what holds such locks."""
+    import time
+
+    import mlflow
+
+    from lengen.core import tracking
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracking.prepare_store(uri, ["e"])
+    run = tracking.start_run(uri, "e", "r", tmp_path / "mlflow_run_id")
+    locked = _lock_store(tmp_path / "mlflow.db", 25)
+    t0 = time.time()
+    tracking.log_metrics({"loss": 1.0}, 1)
+    assert time.time() - t0 > 20  # it waited for the lock
+    locked.join()
+    tracking.end_run()
+    history = mlflow.tracking.MlflowClient(uri).get_metric_history(run.info.run_id, "loss")
+    assert [(m.step, m.value) for m in history] == [(1, 1.0)]
+    # still locked after the wait and its retry: one error naming the store (MLflow's own
+    # retries and the 2 x 120 s wait are simulated: the write fails as a locked store's does)
+    tracking.start_run(uri, "e", "r", tmp_path / "mlflow_run_id")
+    calls = []
+
+    def locked_write(*args, **kwargs):
+        calls.append(1)
+        raise mlflow.exceptions.MlflowException("(sqlite3.OperationalError) database is locked")
+
+    monkeypatch.setattr(mlflow, "log_metrics", locked_write)
+    with pytest.raises(tracking.StoreError, match=r"mlflow.db stayed locked for 2 x 120 s"):
+        tracking.log_metrics({"loss": 2.0}, 2)
+    assert len(calls) == 2
+    tracking.end_run()

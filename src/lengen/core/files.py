@@ -3,7 +3,10 @@ file (or none), never a cut one (a 0-byte spec.json would otherwise stop a resum
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -37,3 +40,36 @@ def read_state(path: Path, what: str) -> str:
             "over, or restore it"
         )
     return text
+
+
+class NoSpace(OSError):
+    """A write failed because the disk it writes to is full: the message names the path."""
+
+
+LOW_SPACE = 64 * 2**20  # bytes free below which a failed write is put down to a full disk
+_WRITE_FAILURES = ("iostream error", "failed writing", "unexpected pos", "no space left")
+
+
+@contextlib.contextmanager
+def space_for(path: Path, what: str):
+    """Turn a failed write on a full disk into NoSpace naming the path, the free space and the
+    recovery. torch.save reports a full disk as "basic_ios::clear: iostream error" (a
+    RuntimeError) or "PytorchStreamWriter failed writing file", and the log, on the same disk,
+    is then cut mid-traceback; this one line says what happened."""
+    try:
+        yield
+    except (OSError, RuntimeError) as err:
+        full = isinstance(err, OSError) and err.errno == errno.ENOSPC
+        failed_write = full or any(m in str(err).lower() for m in _WRITE_FAILURES)
+        here = Path(path)
+        while not here.exists() and here != here.parent:
+            here = here.parent
+        free = shutil.disk_usage(here).free
+        if not (full or (failed_write and free < LOW_SPACE)):
+            raise
+        raise NoSpace(
+            errno.ENOSPC,
+            f"no space left on the disk of {path} ({free / 2**20:.0f} MB free) while writing "
+            f"{what}: free space there and rerun; the last complete checkpoint is kept",
+        ) from err
+

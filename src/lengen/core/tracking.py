@@ -16,11 +16,27 @@ from pathlib import Path
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
+import sqlite3  # noqa: E402
+
 import mlflow  # noqa: E402
 from filelock import FileLock  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
+from sqlalchemy import event  # noqa: E402
+from sqlalchemy.engine import Engine  # noqa: E402
 
 from lengen.core.files import read_state, write_text_atomic  # noqa: E402
+
+# A SQLite store is shared by every job of a run; a writer that finds it locked (another job's
+# write, a `mlflow ui` query, a backup) waits this long for the lock, not sqlite3's 5 s (a store
+# locked for 60 s killed training after ~20 s of MLflow's own retries), and then retries once.
+BUSY_TIMEOUT_S = 120
+
+
+@event.listens_for(Engine, "connect")
+def _wait_for_locks(dbapi_connection, connection_record) -> None:
+    """Every SQLite connection MLflow opens waits BUSY_TIMEOUT_S for a locked database."""
+    if isinstance(dbapi_connection, sqlite3.Connection):
+        dbapi_connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
 
 
 def artifact_root(uri: str) -> str | None:
@@ -166,7 +182,25 @@ def log_metrics(metrics: Mapping[str, float], step: int) -> None:
     run = mlflow.active_run()
     fresh = unlogged(metrics, step, _LOGGED.get(run.info.run_id, {}) if run else {})
     if fresh:
-        mlflow.log_metrics(fresh, step=step)
+        _retry_locked(lambda: mlflow.log_metrics(fresh, step=step))
+
+
+def _retry_locked(write):
+    """Run an MLflow write; a store still locked after BUSY_TIMEOUT_S gets one more wait, then an
+    error naming the store and what holds such a lock (not ~300 lines of SQLAlchemy)."""
+    for attempt in (1, 2):
+        try:
+            return write()
+        except Exception as err:  # noqa: BLE001 - MLflow wraps SQLAlchemy's OperationalError
+            if "database is locked" not in str(err):
+                raise
+            if attempt == 2:
+                raise StoreError(
+                    f"MLflow store {store_path(mlflow.get_tracking_uri()) or 'the store'} stayed "
+                    f"locked for 2 x {BUSY_TIMEOUT_S} s: another process holds it (an `mlflow ui`"
+                    " query, a copy, a crashed writer); free it and rerun (training resumes from "
+                    "its last checkpoint)"
+                ) from None
 
 
 def end_run() -> None:

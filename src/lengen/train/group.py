@@ -31,7 +31,7 @@ from tqdm import tqdm
 from lengen import tasks
 from lengen.core import provenance, tracking
 from lengen.core.batch import step_rng
-from lengen.core.files import write_text_atomic
+from lengen.core.files import space_for, write_text_atomic
 from lengen.core.specs import Spec, read_spec
 from lengen.model.fused import FusedGPTNeoX
 from lengen.model.modelfile import write_model_file
@@ -157,7 +157,8 @@ class Runs:
 def write_member(fused: FusedGPTNeoX, group: Group, r: int, steps_run: int, reason: str) -> Path:
     """Run r's model.pt in its own folder, as train.train writes it."""
     path = group.outs[r] / "model.pt"
-    write_model_file(fused.member(r), group.specs[r], path, steps_run, reason)
+    with space_for(path, "the model file"):
+        write_model_file(fused.member(r), group.specs[r], path, steps_run, reason)
     return path
 
 
@@ -266,7 +267,8 @@ def _loop(engine, fused, group: Group, runs: Runs, stoppers, task, start: int, s
         if done % cfg.checkpoint_every == 0 and done < cfg.steps:
             client = {"step": done, "group": group.state(),
                       "streaks": [s.streak for s in stoppers or []]}  # fmt: skip
-            engine.save_checkpoint(str(ckpt_dir), tag=f"step_{done}", client_state=client)
+            with space_for(ckpt_dir, f"the group's checkpoint step_{done}"):
+                engine.save_checkpoint(str(ckpt_dir), tag=f"step_{done}", client_state=client)
             _prune(ckpt_dir)  # the newest two, as train.train keeps
         if stop_after is not None and done >= stop_after:
             runs.fail(KeyboardInterrupt(), set(group.stopped))  # as a killed job leaves them

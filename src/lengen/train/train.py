@@ -25,7 +25,7 @@ from lengen import tasks
 from lengen.core import provenance, tracking
 from lengen.core.batch import IGNORE, VALID_STREAM, step_rng
 from lengen.core.cli import command_parser
-from lengen.core.files import UnreadableState, read_state, write_text_atomic
+from lengen.core.files import UnreadableState, read_state, space_for, write_text_atomic
 from lengen.core.specs import Spec, SpecError, TrainSpec, read_spec
 from lengen.model.model import GPTNeoX, ModelConfig
 from lengen.model.modelfile import write_model_file
@@ -439,7 +439,8 @@ def _loop(spec: Spec, out: Path, engine, stopper, batches: Batches, bar, stop_af
         if done % ckpt_every == 0 and done < steps:
             window.check(spec, out)  # no checkpoint of a diverged run
             client = {"step": done, "early_stop_streak": stopper.streak if stopper else 0}
-            engine.save_checkpoint(str(ckpt_dir), tag=f"step_{done}", client_state=client)
+            with space_for(ckpt_dir, f"checkpoint step_{done}"):  # a full disk, named
+                engine.save_checkpoint(str(ckpt_dir), tag=f"step_{done}", client_state=client)
             if rank == 0:
                 _prune(ckpt_dir)
         if stop_after is not None and done >= stop_after:
@@ -473,7 +474,8 @@ def _open_run(spec: Spec, out: Path, model: GPTNeoX, resumed: bool) -> None:
 
 def _save_final(engine, spec: Spec, path: Path, steps_run: int, stop_reason: str) -> None:
     """Final fp32 weights (from the DeepSpeed engine), readable without DeepSpeed."""
-    write_model_file(engine.module, spec, path, steps_run, stop_reason)
+    with space_for(path, "the model file"):
+        write_model_file(engine.module, spec, path, steps_run, stop_reason)
 
 
 def main(argv: list[str] | None = None) -> None:
