@@ -262,7 +262,11 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     figures = {r.info.run_name: r for r in runs if r.info.run_name.startswith("figure/")}
     runs = [r for r in runs if r not in figures.values()]
     assert sorted(figures) == ["figure/fig1_sparse_parity", "figure/fig7_sparse_parity",
+                               "figure/sparse_parity_attention_loglen",
+                               "figure/sparse_parity_attention_neox",
                                "figure/sparse_parity_schemes"]  # fmt: skip
+    attention = figures["figure/sparse_parity_attention_neox"].data.tags["model_runs"]
+    assert attention == "neox/K2/seed0"  # the diagnostic's model (issue 48: no run before)
     fig1 = figures["figure/fig1_sparse_parity"]  # which runs made this figure: its tags say
     assert fig1.data.tags["model_runs"].split() == [
         "loglen/K2/seed0", "loglen/K3/seed0", "neox/K2/seed0", "neox/K3/seed0"]  # fmt: skip
@@ -317,8 +321,19 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
         assert (rep / f"{fig}.png").stat().st_size > 10_000
     exp = client.get_experiment_by_name("lengen-smoke/natural_language")
     runs = client.search_runs([exp.experiment_id])
-    assert sorted(r.info.run_name for r in runs) == [
-        "figure/fig4_influence", "figure/fig6_influence", "h_long", "h_short"]  # fmt: skip
+    named = {r.info.run_name: r for r in runs}
+    assert sorted(named) == ["figure/fig4_influence", "figure/fig5_masks",
+                             "figure/fig6_influence", "h_long", "h_short"]  # fmt: skip
+    # which models made the influence figures; each model holds its Table 1 perplexities
+    assert named["figure/fig4_influence"].data.tags["model_runs"].split() == ["h_short"]
+    assert named["figure/fig5_masks"].data.tags["model_runs"].startswith("none")
+    for which in ("h_short", "h_long"):
+        assert {"perplexity_len64", "perplexity_len128"} <= named[which].data.metrics.keys()
+        files = [a.path for a in client.list_artifacts(named[which].info.run_id)]
+        assert "table1_perplexity.csv" in files, files
+    theory = client.get_experiment_by_name("lengen-smoke/theory")
+    (fig,) = client.search_runs([theory.experiment_id])
+    assert fig.info.run_name == "figure/theory_figure"
     # the claims report: one row per claim, verdicts from the rules
     text = (rep / "REPORT.md").read_text()
     assert "| SP-1" in text and "| TH-C3a" in text and "config hash" in text

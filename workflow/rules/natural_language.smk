@@ -224,6 +224,8 @@ rule natural_language_figure:
 
 rule natural_language_mask_figure:
     # Fig. 5: the three masks, drawn from the same code that builds them
+    input:
+        f"{RESULTS}/mlflow/natural_language.ready",  # its figure run's experiment
     output:
         report(
             f"{REPORTS}/fig5_masks.png",
@@ -240,5 +242,6 @@ rule natural_language_mask_figure:
         **job_resources("small"),
     params:
         code=code_hash("lengen.report.figures"),  # reruns when the code it runs changes
+        tracking=figure_tracking("natural_language"),
     shell:
-        "python -m lengen.report.figures fig5 --out {output:q} > {log:q} 2>&1"
+        "python -m lengen.report.figures fig5 {params.tracking} --out {output:q} > {log:q} 2>&1"

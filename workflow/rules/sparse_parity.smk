@@ -261,10 +261,12 @@ rule sparse_parity_attention:
             f"Where <SEP> attends: sparse parity, K_train = {SP_ATTENTION['k_train']}, "
             f"{SP['variants'][w.variant]['label']} ({config['tier']} tier)"
         ),
+        tracking=figure_tracking("sparse_parity"),
     shell:
         "python -m lengen.analysis.attention --model {params.model:q} --lengths {params.lengths}"
         " --k {params.k} --n-examples {params.n} --seed {params.seed} --title {params.title:q}"
-        " --out-table {output.table:q} --out-figure {output.figure:q} > {log:q} 2>&1"
+        " {params.tracking} --out-table {output.table:q} --out-figure {output.figure:q}"
+        " > {log:q} 2>&1"
 
 
 # Extra figure's table (not in the paper): NoPE and ALiBi beside the variants at its K_train.

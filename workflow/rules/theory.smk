@@ -10,6 +10,8 @@ THEORY_OUTPUTS = (
 
 
 rule theory:
+    input:
+        f"{RESULTS}/mlflow/theory.ready",  # its figure run's experiment
     output:
         table=THEORY_TABLE,
         markdown=THEORY_TABLE.replace(".csv", ".md"),
@@ -28,6 +30,8 @@ rule theory:
         code=code_hash("lengen.analysis.theory_cases"),  # reruns when the code it runs changes
         L=THEORY["L"] if THEORY else 0,
         lengths=" ".join(map(str, THEORY["test_lengths"])) if THEORY else "",
+        tracking=figure_tracking("theory"),
     shell:
         "python -m lengen.analysis.theory_cases --L {params.L} --test-lengths {params.lengths}"
-        " --out-table {output.table:q} --out-figure {output.figure:q} > {log:q} 2>&1"
+        " {params.tracking} --out-table {output.table:q} --out-figure {output.figure:q}"
+        " > {log:q} 2>&1"

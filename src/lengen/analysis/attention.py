@@ -183,6 +183,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out-table", type=Path, required=True)
     parser.add_argument("--out-figure", type=Path, required=True)
     parser.add_argument("--title", default="")
+    parser.add_argument("--tracking-uri", help="log the figure to this MLflow store...")
+    parser.add_argument("--experiment", help="...in this experiment, as run figure/<name>")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     saved = read_model_file(args.model)
@@ -203,6 +205,10 @@ def main(argv: list[str] | None = None) -> None:
     title = args.title or f"Where <SEP> attends: sparse parity, K_train = {k_train}"
     meta = provenance.png_metadata(setup, args.seed)
     figure(mass, by_ones, k_train, title, args.out_figure, meta)
+    if args.tracking_uri:
+        from lengen.core import tracking
+
+        tracking.log_figure(args.out_figure, [spec.run_name], args.tracking_uri, args.experiment)
 
 
 if __name__ == "__main__":

@@ -188,6 +188,31 @@ def main(argv: list[str] | None = None) -> None:
         lines.append(f"| {model} ({ctx}) | " + " | ".join(cells) + " |")
     lines += ["", provenance.markdown_line(setup, int(table["seed"].iloc[0]))]
     args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    log_to_models(table, models, [args.out, args.out.with_suffix(".md")])
+
+
+# pragma: no mutate start  (MLflow output)
+def log_to_models(table: pd.DataFrame, models: dict[str, Path], files: list[Path]) -> None:
+    """Each language model's perplexities (`perplexity_len<L>`) and Table 1's files in its own
+    MLflow run (the one its training opened, from mlflow_run_id beside its model.pt), as the
+    synthetic models hold their accuracies."""
+    from lengen.core import tracking
+
+    for which, path in models.items():
+        run_file = path.parent / "mlflow_run_id"
+        if not run_file.exists():
+            continue
+        uri = json.loads((path.parent / "spec.json").read_text())["tracking"]["uri"]
+        rows = table[table.model == f"h_{which}"]
+        tracking.resume_run(uri, run_file)
+        tracking.log_metrics({f"perplexity_len{r.eval_length}": r.perplexity
+                              for r in rows.itertuples()}, 0)  # fmt: skip
+        for f in files:
+            tracking.log_artifact(f)
+        tracking.end_run()
+
+
+# pragma: no mutate end
 
 
 if __name__ == "__main__":

@@ -507,6 +507,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--test-lengths", type=int, nargs="+", help="default: 2L, 3L, 4L")
     parser.add_argument("--out-table", type=Path, required=True)
     parser.add_argument("--out-figure", type=Path, required=True)
+    parser.add_argument("--tracking-uri", help="log the figure to this MLflow store...")
+    parser.add_argument("--experiment", help="...in this experiment, as run figure/<name>")
     args = parser.parse_args(argv)
     lengths = args.test_lengths or [2 * args.L, 3 * args.L, 4 * args.L]
     setup = {"L": args.L, "test_lengths": lengths}
@@ -520,6 +522,10 @@ def main(argv: list[str] | None = None) -> None:
     footer = provenance.markdown_line(setup, COUPLING_SEED)
     args.out_table.with_suffix(".md").write_text(f"{markdown}\n\n{footer}\n")
     figure(table, args.out_figure, provenance.png_metadata(setup, COUPLING_SEED))
+    if args.tracking_uri:  # exact computations: no trained model
+        from lengen.core import tracking
+
+        tracking.log_figure(args.out_figure, [], args.tracking_uri, args.experiment)
 
 
 if __name__ == "__main__":

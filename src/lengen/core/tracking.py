@@ -228,6 +228,17 @@ def log_file_run(uri: str, experiment: str, run_name: str, path: Path, tags: Map
     return run.info.run_id
 
 
+def log_figure(path: Path, model_runs: list[str], uri: str, experiment: str,
+               tags: Mapping | None = None) -> str:
+    """One MLflow run per drawn figure, `figure/<file stem>`, holding the PNG and tagged with the
+    runs of the models it shows (`model_runs`: their training runs' names; none for a figure
+    computed without a model, which says so): `mlflow ui` answers "which runs made this
+    figure"."""
+    shown = " ".join(sorted(set(model_runs))) or "none (drawn without a trained model)"
+    return log_file_run(uri, experiment, f"figure/{path.stem}", path,
+                        {"figure": path.name, "model_runs": shown, **(tags or {})})  # fmt: skip
+
+
 def log_artifact(path: Path) -> None:
     """Attach a file to the active run."""
     mlflow.log_artifact(str(path))

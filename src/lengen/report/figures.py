@@ -284,6 +284,8 @@ def main(argv: list[str] | None = None) -> None:
     style = json.loads(args.style)
     if args.figure == "fig5":
         mask_illustration(args.out, metadata=provenance.png_metadata({"figure": "fig5"}, ""))
+        if args.tracking_uri:
+            log_figure(args.out, pd.DataFrame(), args.tracking_uri, args.experiment)
         return
     if args.figure in INFLUENCE_PANELS:  # the leave-one-out table (natural_language_influence)
         tables = [pd.read_csv(p, dtype=provenance.DTYPES) for p in args.tables]
@@ -302,20 +304,25 @@ def main(argv: list[str] | None = None) -> None:
         generation_figure(table, args.panels, args.title, args.out, style, args.train_range, meta)
     if args.tracking_uri:
         shown = table[table.variant.isin(args.panels)] if args.panels else table
-        log_figure(args.out, shown, args.tracking_uri, args.experiment)
+        models = None  # the influence figures: the models their panels score and choose with
+        if args.figure in INFLUENCE_PANELS:
+            models = [m for pair in INFLUENCE_PANELS[args.figure] for m in pair]
+        log_figure(args.out, shown, args.tracking_uri, args.experiment, models)
 
 
-def log_figure(path: Path, table: pd.DataFrame, uri: str, experiment: str) -> None:
+def log_figure(path: Path, table: pd.DataFrame, uri: str, experiment: str,
+               models: list[str] | None = None) -> None:
     """One MLflow run per drawn figure, `figure/<file stem>`, holding the PNG and tagged with the
     runs of the models it shows (`model_runs`, the training runs' names) and the config hashes
     of its input tables: `mlflow ui` then answers "which runs made this figure"."""
     from lengen.core import tracking
 
-    runs = sorted(table["run"].astype(str).unique()) if "run" in table else []
-    tags = {"figure": path.name, "model_runs": " ".join(runs)}
+    runs = models if models is not None else (
+        table["run"].astype(str).unique().tolist() if "run" in table else [])
+    tags = {}
     if "config_hash" in table:
         tags["input_config_hashes"] = " ".join(sorted(table["config_hash"].astype(str).unique()))
-    tracking.log_file_run(uri, experiment, f"figure/{path.stem}", path, tags)
+    tracking.log_figure(path, runs, uri, experiment, tags)
 
 
 if __name__ == "__main__":
