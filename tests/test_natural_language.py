@@ -505,3 +505,59 @@ def test_lengen_influence_refuses_bad_inputs_in_one_line(tmp_path, capsys):
         cli.main(["influence", "--model", str(good), "--tokens", str(tokens), "--long-len",
                   "100", "--short-len", "12", "--out", str(tmp_path / "o.csv")])  # fmt: skip
     assert "--long-len 100 is beyond llama's 64 positions" in capsys.readouterr().err
+
+
+def test_the_smoke_language_data_need_no_apt_and_no_network(tmp_path, smoke_config):
+    """The smoke tier's corpus (the docstrings of an installed, pinned distribution) and its
+    tokenizer (a BPE trained on that corpus) build with no apt-get on PATH and every network
+    connection refused (issue 48: every tier called apt-get and pip download while it ran);
+    the corpus is the same on a second build (seeded, from pinned files)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    blocker = tmp_path / "offline"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(
+        "import socket\n"
+        "def _refuse(*args, **kwargs):\n"
+        "    raise OSError('network disabled by the test')\n"
+        "socket.socket.connect = _refuse\n"
+        "socket.create_connection = _refuse\n"
+    )
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent),  # no apt-get, no dpkg-deb
+           "PYTHONPATH": os.pathsep.join([str(blocker), *sys.path]),
+           "HF_HUB_OFFLINE": "1"}  # fmt: skip
+    nl = smoke_config["natural_language"]
+    assert nl["corpus"]["source"] == "docstrings" and nl["tokenizer"]["source"] == "corpus_bpe"
+
+    def build(out):
+        corpus = subprocess.run(
+            [sys.executable, "-m", "lengen.data.corpus", "--corpus", json.dumps(nl["corpus"]),
+             "--seed", "0", "--out", str(out / "corpus")], env=env, capture_output=True, text=True,
+        )  # fmt: skip
+        assert corpus.returncode == 0, corpus.stderr[-2000:]
+        tokens = subprocess.run(
+            [sys.executable, "-m", "lengen.data.tokens", "--tokenizer", json.dumps(nl["tokenizer"]),
+             "--source", nl["corpus"]["source"], "--corpus-dir", str(out / "corpus"),
+             "--max-tokens", json.dumps(nl["max_tokens"]), "--out", str(out / "tokens")],
+            env=env, capture_output=True, text=True,
+        )  # fmt: skip
+        assert tokens.returncode == 0, tokens.stderr[-2000:]
+        return json.loads((out / "corpus" / "sources.json").read_text())
+
+    first, second = build(tmp_path / "a"), build(tmp_path / "b")
+    assert first == second and first["distributions"][0]["distribution"] == "datasets"
+    for name in ("train.bin", "validation.bin"):
+        assert (tmp_path / "a" / "tokens" / name).read_bytes() == (
+            tmp_path / "b" / "tokens" / name).read_bytes()  # fmt: skip
+    # the Debian source, where apt-get is missing, says so and what to use instead
+    debian = subprocess.run(
+        [sys.executable, "-m", "lengen.data.corpus", "--corpus", json.dumps(
+            {"source": "debian", "packages": [{"name": "x", "glob": "*", "format": "text"}],
+             "validation_fraction": 0.1, "max_doc_chars": 100, "docs_per_shard": 10}),
+         "--seed", "0", "--out", str(tmp_path / "debian")], env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    assert debian.returncode != 0
+    assert "needs Debian's apt-get and dpkg-deb" in debian.stderr and "docstrings" in debian.stderr

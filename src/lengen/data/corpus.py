@@ -1,17 +1,23 @@
 """The text corpus of Sec. 5.3 (C4, Raffel et al. 2019) in C4's own file format, and one loader.
 
 C4 `en` is JSON lines, gzipped, in shards named `c4-train.00000-of-01024.json.gz` and
-`c4-validation.00000-of-00008.json.gz`, each line {"text", "timestamp", "url"}. Three sources:
+`c4-validation.00000-of-00008.json.gz`, each line {"text", "timestamp", "url"}. Four sources:
 - `c4_dir`: a local directory of such shards (real C4, downloaded beforehand);
 - `c4_hub`: `allenai/c4` (en) streamed through HF `datasets` (needs hub access);
-- `debian` (offline default): shards of the same names and fields built from free English text
-  in Debian packages (`apt-get download` + `dpkg-deb -x`, no root), see `build_from_debian`.
+- `debian`: shards of the same names and fields built from free English text in Debian packages
+  (`apt-get download` + `dpkg-deb -x`, no root; needs Debian's apt and the network), see
+  `build_from_debian`;
+- `docstrings`: the same, from the docstrings of installed Python distributions that
+  pyproject.toml pins exactly (English reference documentation, like the Debian packages'; on
+  any OS, with no network: they install with the project), see `build_from_docstrings`.
 Every source is read by `read_documents`, so the rest of the pipeline cannot tell them apart.
 """
 
 from __future__ import annotations
 
+import ast
 import datetime as dt
+import fnmatch
 import gzip
 import hashlib
 import json
@@ -110,8 +116,24 @@ def file_documents(path: Path, fmt: str, max_chars: int) -> list[str]:
 
 
 def fetch_package(name: str, workdir: Path) -> tuple[Path, str]:
-    """apt-get download one package into workdir and unpack it there; (root, version)."""
-    subprocess.run(["apt-get", "download", name], cwd=workdir, check=True, capture_output=True)
+    """apt-get download one package into workdir and unpack it there; (root, version). Without
+    Debian's apt (macOS, RHEL) or the network, an error says so and what to use instead (it was
+    a raw CalledProcessError with apt's message swallowed)."""
+    missing = [tool for tool in ("apt-get", "dpkg-deb") if shutil.which(tool) is None]
+    if missing:
+        raise FileNotFoundError(
+            f"natural_language.corpus source debian needs Debian's {' and '.join(missing)} (not "
+            "on PATH here); on another system set source: docstrings (offline text from the "
+            "installed Python packages, config/README.md) or c4_dir (local C4 shards)"
+        )
+    done = subprocess.run(["apt-get", "download", name], cwd=workdir, capture_output=True,
+                          text=True)  # fmt: skip
+    if done.returncode:
+        raise RuntimeError(
+            f"apt-get download {name} failed ({done.stderr.strip()[-300:]}); it needs the "
+            "network and the package in apt's index (apt-get update); offline, set source: "
+            "docstrings or c4_dir"
+        )
     deb = sorted(workdir.glob(f"{name}_*.deb"))[-1]
     version = deb.name.split("_")[1]
     root = workdir / name
@@ -195,6 +217,66 @@ def build_from_debian(cfg: dict, out: Path, seed: int) -> dict:
     return manifest
 
 
+def docstrings(path: Path) -> list[str]:
+    """A Python file's docstrings (module, classes, functions) in source order; [] for a file
+    that does not parse (a template, another Python's syntax)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (SyntaxError, UnicodeDecodeError, ValueError):
+        return []
+    kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    found = [(getattr(n, "lineno", 0), ast.get_docstring(n)) for n in ast.walk(tree)
+             if isinstance(n, kinds)]  # fmt: skip
+    return [text for _, text in sorted(found, key=lambda f: f[0]) if text]
+
+
+DOCSTRING_STAMP = "2000-01-01T00:00:00Z"  # C4's timestamp field: fixed (install times vary)
+
+
+def build_from_docstrings(cfg: dict, out: Path, seed: int) -> dict:
+    """C4-format shards from the docstrings of the config's installed Python distributions
+    (each file's docstrings, paragraph by paragraph, grouped into documents of max_doc_chars);
+    returns the sources manifest with each distribution's version. Nothing is downloaded."""
+    from importlib import metadata
+
+    records: dict[str, list[dict]] = {s: [] for s in SPLITS}
+    sources = []
+    for pkg in cfg["packages"]:
+        name = pkg["name"]
+        try:
+            version = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            raise FileNotFoundError(
+                f"natural_language.corpus: Python distribution {name!r} is not installed; "
+                f"pip install it (or the project: pip install -e .)"
+            ) from None
+        pattern = pkg.get("glob", "*.py")
+        files = sorted(
+            (f for f in metadata.files(name) or []
+             if f.suffix == ".py" and fnmatch.fnmatch(str(f), pattern)), key=str,
+        )  # fmt: skip
+        n_docs = n_chars = 0
+        for f in files:
+            text = "\n\n".join(docstrings(Path(f.locate())))
+            for i, doc in enumerate(to_documents(paragraphs(text), cfg["max_doc_chars"])):
+                url = f"py://{name}/{version}/{f}#{i}"
+                held_out = is_validation(url, cfg["validation_fraction"], seed)
+                split = "validation" if held_out else "train"
+                records[split].append({"text": doc, "timestamp": DOCSTRING_STAMP, "url": url})
+                n_docs, n_chars = n_docs + 1, n_chars + len(doc)
+        if not n_docs:
+            raise FileNotFoundError(f"distribution {name}: no docstrings in its {pattern!r} files")
+        sources.append({"distribution": name, "version": version, "files": len(files),
+                        "documents": n_docs, "characters": n_chars,
+                        "licence": metadata.metadata(name).get("License", "")[:200]})  # fmt: skip
+    for split, rows in records.items():  # as build_from_debian: no distribution's block first
+        records[split] = shuffled(rows, seed, split)
+    shards = write_shards(records, out, cfg["docs_per_shard"])
+    manifest = {"source": "docstrings", "shards": shards, "distributions": sources}
+    (out / "sources.json").write_text(json.dumps(manifest, indent=2))
+    return manifest
+
+
 def read_documents(source: str, split: str, data_dir: Path | None = None) -> Iterator[str]:
     """Texts of one split, from C4-format shards in data_dir or streamed from allenai/c4."""
     import datasets
@@ -246,13 +328,15 @@ def main(argv: list[str] | None = None) -> None:
         shutil.rmtree(args.out)
     if cfg["source"] == "debian":
         manifest = build_from_debian(cfg, args.out, args.seed)
+    elif cfg["source"] == "docstrings":
+        manifest = build_from_docstrings(cfg, args.out, args.seed)
     elif cfg["source"] == "c4_dir":
         manifest = link_c4_dir(Path(cfg["c4_dir"]), args.out)
     else:  # c4_hub: nothing to build; the tokenizer rule streams from the hub
         args.out.mkdir(parents=True)
         manifest = {"source": "c4_hub", "dataset": "allenai/c4", "config": "en"}
         (args.out / "sources.json").write_text(json.dumps(manifest, indent=2))
-    print(json.dumps({k: v for k, v in manifest.items() if k != "packages"}))
+    print(json.dumps({k: v for k, v in manifest.items() if k not in ("packages", "distributions")}))
 
 
 if __name__ == "__main__":

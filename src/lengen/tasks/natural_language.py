@@ -134,10 +134,14 @@ def config_checks(name: str, section: dict) -> list[tuple[str, str]]:
     if nl["influence"]["k"] >= long - short - 1:
         errors.append((f"{key}.influence.k", f"must be below Lbar - L - 1 = {long - short - 1}"))
     corpus = nl["corpus"]
-    if corpus["source"] == "debian":
+    if corpus["source"] in ("debian", "docstrings"):  # shards built here
         for field in ("packages", "validation_fraction", "max_doc_chars", "docs_per_shard"):
             if field not in corpus:
-                errors.append((f"{key}.corpus.{field}", "required when source is debian"))
+                errors.append((f"{key}.corpus.{field}", f"required for source {corpus['source']}"))
+    if corpus["source"] == "debian":
+        for i, pkg in enumerate(corpus.get("packages", [])):
+            errors += [(f"{key}.corpus.packages.{i}.{f}", "required when source is debian")
+                       for f in ("glob", "format") if f not in pkg]  # fmt: skip
     if corpus["source"] == "c4_dir" and not corpus.get("c4_dir"):
         errors.append((f"{key}.corpus.c4_dir", "required when source is c4_dir"))
     if nl["tokenizer"]["source"] == "hub" and not nl["tokenizer"].get("name"):
