@@ -166,6 +166,7 @@ def test_a_figure_from_a_cut_eval_table_fails_naming_it(tmp_path):
     assert not (tmp_path / "f.png").exists()
 
 
+@pytest.mark.slow  # a fault drill (trains in a subprocess until signalled), as the kill -9 one
 @pytest.mark.parametrize("module", ["lengen.train.train", "lengen.train.group"])
 def test_a_sigterm_is_named_and_the_mlflow_runs_end_killed(tiny_spec, tmp_path, module):
     """Snakemake and SLURM stop a job with SIGTERM: the trainer (and a fused group) exits 143
@@ -260,6 +261,7 @@ def _lock_store(path, seconds: float):
     return thread
 
 
+@pytest.mark.slow  # a fault drill: holds the store's lock for 25 s
 def test_a_locked_mlflow_store_is_waited_for_then_named(tmp_path, monkeypatch):
     """A store locked for 25 s (sqlite3 gives up after 5 s; training died after ~20 s): the
     metric is logged once the lock goes. A lock longer than twice the busy timeout is a
