@@ -159,3 +159,25 @@ def trained(w):
 
 
 FUSED_EVAL = "eval_fused.csv"  # a member's table as its group's evaluation wrote it
+
+
+def sp_members(variant):
+    """Every (K_train, run) of a sparse-parity variant, in the order fused groups take them (they
+    share every shape: K_train changes the data only)."""
+    sp = config["sparse_parity"]
+    return [(k, run) for k in sp["k_train"] for run in range(sp["variants"][variant]["runs"])]
+
+
+def sp_group(w):
+    """The (K_train, run) members of a fused sparse-parity group job (its `group` wildcard)."""
+    return sp_members(w.variant)[int(w.group) * FUSE_RUNS : (int(w.group) + 1) * FUSE_RUNS]
+
+
+def sp_model(variant, k, run):
+    """A sparse-parity model's file, or what stands for it in a tier with fused runs: its
+    group's job (the extra schemes figure's models train one by one)."""
+    folder = f"{RESULTS}/sparse_parity/{variant}"
+    if FUSE_RUNS == 1 or variant not in config["sparse_parity"]["variants"]:
+        return f"{folder}/K{k}/seed{run}/model.pt"
+    group = sp_members(variant).index((int(k), int(run))) // FUSE_RUNS
+    return f"{folder}/fused{group}.done"

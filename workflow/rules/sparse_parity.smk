@@ -59,27 +59,6 @@ rule sparse_parity_testset:
         " --n {params.n} --seed {params.seed} --out {output:q} > {log:q} 2>&1"
 
 
-def sp_members(variant):
-    """Every (K_train, run) of a sparse-parity variant, in the order fused groups take them (they
-    share every shape: K_train changes the data only)."""
-    runs = SP["variants"][variant]["runs"]
-    return [(k, run) for k in SP["k_train"] for run in range(runs)]
-
-
-def sp_group(w):
-    """The (K_train, run) members of a fused sparse-parity group job (its `group` wildcard)."""
-    return sp_members(w.variant)[int(w.group) * FUSE_RUNS : (int(w.group) + 1) * FUSE_RUNS]
-
-
-def sp_model(variant, k, run):
-    """A sparse-parity model's file, or what stands for it in a tier with fused runs: its
-    group's job (the extra schemes figure's models train one by one)."""
-    if FUSE_RUNS == 1 or variant not in SP_VARIANTS:
-        return f"{SP_DIR}/{variant}/K{k}/seed{run}/model.pt"
-    group = sp_members(variant).index((int(k), int(run))) // FUSE_RUNS
-    return f"{SP_DIR}/{variant}/fused{group}.done"
-
-
 rule sparse_parity_train:
     # One model per (variant, K_train, run); resumes from its ckpt/ after a crash.
     input:
