@@ -61,6 +61,20 @@ def job_kinds(cfg: dict, lm_tokens: Path | None = None) -> list[Kind]:
     return kinds
 
 
+def job_table(kinds: list[Kind]) -> dict[str, dict]:
+    """Kind name -> {jobs, steps, gpus}: what a tier trains, as step_time.py's JSON records it."""
+    return {k.name: {"jobs": k.jobs, "steps": k.spec["train"]["steps"], "gpus": k.gpus}
+            for k in kinds}  # fmt: skip
+
+
+def training_hours(jobs: dict[str, dict], s_per_step: dict[str, float], node_gpus: int) -> dict:
+    """node_hours of a job table (job_table's form) at each kind's seconds per step."""
+    hours = []  # (hours on one device, devices asked for)
+    for kind, job in jobs.items():
+        hours += [(s_per_step[kind] * job["steps"] / 3600, job["gpus"])] * job["jobs"]
+    return node_hours(hours, node_gpus)
+
+
 def fused_group_jobs(cfg: dict) -> dict[str, int]:
     """The workflow's fused training jobs (runtime.fuse_runs > 1) by rule: each sparse-parity
     variant's (K_train, run) members and each generation-task variant's (setting, run) members,

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from schedule import Kind, job_kinds, node_hours  # this folder's (python benchmarks/...)
+from schedule import Kind, job_kinds, job_table, training_hours  # this folder's
 from throughput import matmul_ceiling, sync
 
 from lengen import tasks
@@ -127,11 +127,8 @@ def measure(
 
 def wall_time(kinds: list[Kind], measured: dict[str, Measured], node_gpus: int) -> dict:
     """Hours of training for the tier on one device and on one node (schedule.node_hours)."""
-    jobs = []  # (hours on one device, devices asked for)
-    for kind in kinds:
-        hours = measured[kind.name].s_per_step * kind.spec["train"]["steps"] / 3600
-        jobs += [(hours, kind.gpus)] * kind.jobs
-    return node_hours(jobs, node_gpus)
+    step = {name: m.s_per_step for name, m in measured.items()}
+    return training_hours(job_table(kinds), step, node_gpus)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -197,8 +194,7 @@ def _write(args, where: str, ceiling: float, measured: dict, kinds: list[Kind], 
         "config": args.config, "device": where, "ceiling_tflops": ceiling,
         "compile": args.compile, "prefetch": args.prefetch, "loss_chunk": args.loss_chunk,
         "kinds": [asdict(m) for m in measured.values()],
-        "jobs": {k.name: {"jobs": k.jobs, "steps": k.spec["train"]["steps"], "gpus": k.gpus}
-                 for k in kinds},
+        "jobs": job_table(kinds),
         "estimate": estimate,
     }, indent=2))  # fmt: skip
 

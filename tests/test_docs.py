@@ -137,13 +137,13 @@ def test_the_results_doc_tables_are_the_references():
 def test_the_reference_run_sums_its_sittings(tmp_path):
     """tools/reference_run.sh --time: the from-scratch time of a reference run made in sittings
     is the sum of their wall times; a sitting stopped without its end line (a kill, a session's
-    end) ends at the last time Snakemake logged."""
+    end) ends at the last time Snakemake logged; the jobs done count every sitting's."""
     import subprocess
 
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=7", "HEAD"],
                           capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
     (tmp_path / f"default-{head}.log").write_text(
-        "=== start 2026-11-26T01:00:00Z\n[Thu Nov 26 01:10:00 2026]\n"
+        "=== start 2026-11-26T01:00:00Z\n[Thu Nov 26 01:10:00 2026]\n2 of 12 steps (17%) done\n"
         "=== end rc=0 2026-11-26T02:30:00Z\n"
         "=== start 2026-11-27T01:00:00Z\n[Fri Nov 27 01:05:00 2026]\n3 of 9 steps (33%) done\n"
         "[Fri Nov 27 01:45:00 2026]\n"
@@ -154,7 +154,8 @@ def test_the_reference_run_sums_its_sittings(tmp_path):
                           f"{os.environ['PATH']}"})  # this python (yaml) first  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "1.50 h (ended)" in done.stdout and "0.75 h (interrupted)" in done.stdout
-    assert "2 sittings, 2.25 h; jobs done: 3/9" in done.stdout
+    # each sitting counts the jobs it had left: 12 planned, 9 left for the second, 3 of them done
+    assert "2 sittings, 2.25 h; jobs done: 6/12" in done.stdout
 
 
 def test_the_theory_table_in_the_docs_is_the_references():

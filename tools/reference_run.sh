@@ -48,8 +48,12 @@ for part in sittings:
         how = "interrupted"
     total += (stop - start).total_seconds()
     print(f"{start:%F %T} -> {stop:%F %T}: {(stop - start).total_seconds() / 3600:.2f} h ({how})")
+# each sitting counts only the jobs it still had to run ("5 of 146 steps"): the run's whole
+# plan is the first sitting's count, and what is done is that less what the last one had left
 done = re.findall(r"(\d+) of (\d+) steps \(\d+%\) done", text)
-print(f"{len(sittings)} sittings, {total / 3600:.2f} h; jobs done: {'/'.join(done[-1]) if done else '0'}")
+whole = int(done[0][1]) if done else 0
+left = int(done[-1][1]) - int(done[-1][0]) if done else whole
+print(f"{len(sittings)} sittings, {total / 3600:.2f} h; jobs done: {whole - left}/{whole}")
 PY
   exit 0
 fi

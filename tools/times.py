@@ -21,7 +21,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from schedule import node_hours  # noqa: E402  (benchmarks/, no torch)
+from schedule import job_kinds, job_table, training_hours  # noqa: E402  (benchmarks/, no torch)
+
+from lengen.config.config import load as load_config  # noqa: E402
 
 TIMES = "benchmarks/measured/times.yaml"
 SPAN = re.compile(r"<!-- time:(\w+) -->(.*?)<!-- /time -->", re.S)
@@ -44,12 +46,10 @@ def hours(entry: dict, root: Path = ROOT) -> float:
         other = json.loads((root / entry["step_times"]["file"]).read_text())
         match = re.compile(entry["step_times"]["kinds"])
         step |= {k["kind"]: k["s_per_step"] for k in other["kinds"] if match.search(k["kind"])}
-    jobs = []
-    for kind, job in tier_jobs(entry, bench, root).items():
-        if kind not in step:
-            raise KeyError(f"{TIMES}: {kind} has no measured step time in {entry['estimate']}")
-        jobs += [(step[kind] * job["steps"] / 3600, job["gpus"])] * job["jobs"]
-    return node_hours(jobs, entry["node_gpus"])[entry["field"]]
+    jobs = tier_jobs(entry, bench, root)
+    if missing := sorted(jobs.keys() - step.keys()):
+        raise KeyError(f"{TIMES}: {missing} have no measured step time in {entry['estimate']}")
+    return training_hours(jobs, step, entry["node_gpus"])[entry["field"]]
 
 
 def tier_jobs(entry: dict, bench: dict, root: Path = ROOT) -> dict[str, dict]:
@@ -59,13 +59,7 @@ def tier_jobs(entry: dict, bench: dict, root: Path = ROOT) -> dict[str, dict]:
     group's step is not measured (its time would come from benchmarks/fused.py on the GPU)."""
     if "config" not in entry:
         return bench["jobs"]
-    from schedule import job_kinds
-
-    from lengen.config.config import load as load_config
-
-    kinds = job_kinds(load_config(root / entry["config"]))
-    return {k.name: {"jobs": k.jobs, "steps": k.spec["train"]["steps"], "gpus": k.gpus}
-            for k in kinds}  # fmt: skip
+    return job_table(job_kinds(load_config(root / entry["config"])))
 
 
 def text(entry: dict, root: Path = ROOT) -> str:
