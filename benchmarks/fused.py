@@ -118,19 +118,30 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ceiling = matmul_ceiling(args.device) / 1e3  # TFLOP/s
     rows = []
     for runs in args.runs:
-        row = measure(cfg, runs, args.batch, args.length, args.device, args.steps, args.warmup,
-                      args.bf16, args.compile)  # fmt: skip
+        try:
+            row = measure(cfg, runs, args.batch, args.length, args.device, args.steps,
+                          args.warmup, args.bf16, args.compile)  # fmt: skip
+        except torch.OutOfMemoryError:  # as far as memory allows (the larger R are larger)
+            print(f"R = {runs:3d}: out of memory ({args.device}); larger R not tried", flush=True)
+            rows.append({"runs": runs, "out_of_memory": True})
+            break
         row["fused_mfu"] = row["fused_tflops"] / ceiling
         rows.append(row)
+        _write(args, ceiling, rows)  # after each R: a later R's crash keeps the earlier rows
         print(f"R = {runs:3d}: alone {row['alone_s'] * 1e3:8.1f} ms/step, fused "
               f"{row['fused_s'] * 1e3:8.1f} ms/step, ratio {row['ratio']:.2f}x "
               f"({row['fused_tok_s']:.0f} tok/s, MFU {row['fused_mfu']:.1%} fused)",
               flush=True)  # fmt: skip
+    _write(args, ceiling, rows)
+    return rows
+
+
+def _write(args, ceiling: float, rows: list[dict]) -> None:
+    """The rows so far to --json, if given."""
     if args.json:
         meta = {k: v for k, v in vars(args).items() if k != "json"}
         with open(args.json, "w") as f:
             json.dump({"setup": meta, "ceiling_tflops": ceiling, "rows": rows}, f, indent=2)
-    return rows
 
 
 if __name__ == "__main__":

@@ -121,7 +121,9 @@ def run_group(name: str, cfg: dict, entry: dict, table: Path = TABLE) -> list[di
         names.append(f"{name}/{value}/seed{run_}")
     tracking.prepare_store(specs[0]["tracking"]["uri"], [specs[0]["tracking"]["experiment"]])
     t0 = time.perf_counter()
-    train_group([parse_spec(s) for s in specs], outs)
+    # budget_s: seconds of training a lent GPU allows; the runs end where it is spent
+    # (steps_run, stop_reason "budget" in their rows)
+    train_group([parse_spec(s) for s in specs], outs, budget_s=entry.get("budget_s"))
     wall = time.perf_counter() - t0
     scores = group_scores(specs, members, outs)
     rows = []

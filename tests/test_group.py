@@ -96,6 +96,20 @@ def test_a_crashed_group_resumes_to_the_same_end(tiny_spec, tmp_path, copy_task)
     assert sorted(steps) == list(range(10, 61, 10))  # step 30, trained twice, logged once
 
 
+def test_a_spent_budget_ends_every_run_where_it_is(tiny_spec, tmp_path, copy_task):
+    """budget_s (a probe on a lent GPU's minutes): once spent, every active run writes its
+    model.pt at the step it reached, stop reason "budget", and the group's checkpoint goes."""
+    specs = run_specs(tiny_spec, seeds=(0, 1))
+    outs = [tmp_path / f"run{r}" for r in range(2)]
+    ended = [weights(p) for p in train_group(specs, outs, budget_s=0)]
+    assert [(w["steps_run"], w["stop_reason"]) for w in ended] == [(1, "budget")] * 2
+    assert not (outs[0] / "group_ckpt").exists()
+    one = [dict(s, train=dict(s["train"], steps=1)) for s in specs]  # the same first step
+    straight = [weights(p) for p in train_group(one, [tmp_path / f"one{r}" for r in range(2)])]
+    for a, b in zip(straight, ended, strict=True):
+        assert_same_weights(b["state_dict"], a["state_dict"])
+
+
 def test_a_group_shares_everything_but_the_seed(tiny_spec, copy_task):
     a, b = run_specs(tiny_spec, seeds=(0, 1))
     b["model"]["d_model"] = 64

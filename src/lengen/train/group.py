@@ -216,9 +216,13 @@ def check_stops(stoppers, fused: FusedGPTNeoX, group: Group, runs: Runs, done: i
             runs.finish(r, write_member(fused, group, r, done, reason), done, reason)
 
 
-def train_group(specs: list[Spec | dict], outs: list[Path], stop_after: int | None = None):
+def train_group(specs: list[Spec | dict], outs: list[Path], stop_after: int | None = None,
+                budget_s: float | None = None):  # fmt: skip
     """Train the runs as one fused group; write each run's model.pt. stop_after simulates a crash
-    after that many steps (tests). Returns the model paths."""
+    after that many steps (tests). budget_s, seconds of training: once spent, every active run
+    ends at the step it reached, stop reason "budget" (a probe on a lent GPU's few minutes; the
+    workflow never sets it, and its runs train their configured steps). Returns the model
+    paths."""
     specs, outs = [parse_spec(s) for s in specs], [Path(o) for o in outs]
     if len(specs) != len(outs):
         raise ValueError(f"{len(specs)} specs but {len(outs)} output folders")
@@ -238,15 +242,17 @@ def train_group(specs: list[Spec | dict], outs: list[Path], stop_after: int | No
             stopper.streak = streak
     runs = Runs(group, fused, resumed=start > 0)
     try:
-        return _loop(engine, fused, group, runs, stoppers, task, start, stop_after)
+        return _loop(engine, fused, group, runs, stoppers, task, start, stop_after, budget_s)
     except BaseException as err:
         runs.fail(err, set(group.stopped))
         raise
 
 
-def _loop(engine, fused, group: Group, runs: Runs, stoppers, task, start: int, stop_after):
+def _loop(engine, fused, group: Group, runs: Runs, stoppers, task, start: int, stop_after,
+          budget_s):  # fmt: skip
     """train_group's steps, logging, stops, checkpoints and the final models."""
     specs, outs, ckpt_dir = group.specs, group.outs, group.outs[0] / "group_ckpt"
+    deadline = None if budget_s is None else time.monotonic() + budget_s
     first, cfg = specs[0], specs[0].train
     steps = tqdm(range(start, cfg.steps), initial=start, total=cfg.steps, mininterval=5,
                  desc=f"group of {len(specs)}", disable=not first.runtime.progress)  # fmt: skip
@@ -273,6 +279,11 @@ def _loop(engine, fused, group: Group, runs: Runs, stoppers, task, start: int, s
         if stop_after is not None and done >= stop_after:
             runs.fail(KeyboardInterrupt(), set(group.stopped))  # as a killed job leaves them
             return [o / "model.pt" for o in outs]
+        if deadline is not None and time.monotonic() >= deadline and done < cfg.steps:
+            for r in map(int, group.active.nonzero().flatten()):
+                group.stop(r, done, "budget")
+                runs.finish(r, write_member(fused, group, r, done, "budget"), done, "budget")
+            break
     for r in map(int, group.active.nonzero().flatten()):
         runs.finish(r, write_member(fused, group, r, cfg.steps, "steps"), cfg.steps, "steps")
     shutil.rmtree(ckpt_dir, ignore_errors=True)
