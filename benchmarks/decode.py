@@ -89,9 +89,17 @@ def fused_ratio(spec, prompt, ids, n_new: int, args) -> float:
     prompts = np.repeat(prompt[None], args.fused, axis=0)
     prompt_ids = np.repeat(ids[None], args.fused, axis=0)
     together = greedy_decode(fused, prompts, prompt_ids, n_new)
+    same = []  # per run: the fraction of prompts whose whole decoded sequence is the same alone
     for r, model in enumerate(runs):
         alone = greedy_decode(model, prompt, ids, n_new)
-        assert (together.tokens[r] == alone.tokens).all(), f"run {r}: the fused group differs"
+        same.append(float((together.tokens[r] == alone.tokens).all(-1).mean()))
+    # fp32 on the CPU: the same sums, so the same tokens (tests/test_fused.py). On a GPU batched
+    # and single matmuls use other kernels (another summation order); these untrained models'
+    # near-tied logits then pick other tokens now and then (H200, 2026-11-26: run 1 differed), so
+    # there the agreement is measured and printed, not asserted.
+    if args.device == "cpu":
+        assert min(same) == 1.0, f"the fused group differs: agreement per run {same}"
+    print(f"fused = alone, whole sequences: {min(same):.3f} (worst run) {np.mean(same):.3f} (mean)")
     one_by_one = best_time(lambda: [greedy_decode(m, prompt, ids, n_new) for m in runs],
                            args.reps, args.device)  # fmt: skip
     group = best_time(lambda: greedy_decode(fused, prompts, prompt_ids, n_new), args.reps,

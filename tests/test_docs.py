@@ -60,13 +60,14 @@ def test_a_time_that_drifts_from_its_measurement_is_named(tmp_path):
 
 
 def test_the_estimates_are_the_benchmarks_own():
-    """An estimate without a step-time override is exactly what benchmarks/step_time.py wrote
-    into its JSON (one scheduler, benchmarks/schedule.py, for both)."""
+    """An estimate without a step-time override (step_times, fused) is exactly what
+    benchmarks/step_time.py wrote into its JSON (one scheduler, benchmarks/schedule.py, for
+    both)."""
     import json
 
     tool = _times()
     for key, entry in tool.load().items():
-        if "estimate" in entry and "step_times" not in entry:
+        if "estimate" in entry and not entry.keys() & {"step_times", "fused"}:
             bench = json.loads((ROOT / entry["estimate"]).read_text())
             same = bench["estimate"]["node_gpus"] == entry["node_gpus"]
             if same or entry["field"] == "one_device_h":
@@ -97,6 +98,22 @@ def test_the_gpu_tier_time_follows_its_config(tmp_path):
     step = {k["kind"]: k["s_per_step"] for k in paper["kinds"]}
     added = sum(step[f"parity_scratchpad/ppc/k{j}"] for j in (1, 2, 3, 4)) * 10 * 50_000 / 3600
     assert abs(tool.hours(entry, tmp_path) - tool.hours(entry) - added) < 1e-9
+
+
+def test_the_fused_gpu_tier_time_is_calibrated_on_the_group_that_trained():
+    """gpu_tier_fused_one's run-steps: the fused group that trained (GPU_PS_ppc_fused, 4 runs of
+    each PPC jump) costs exactly its measured seconds per step; a kind's run-step scales with its
+    tokens; the language models keep their own step; fused is cheaper than one by one."""
+    tool = _times()
+    entry = tool.load()["gpu_tier_fused_one"]
+    fused = entry["fused"]
+    step = tool.fused_steps(fused)
+    trainer = fused["trainer"]
+    group = trainer["runs_per_kind"] * sum(step[k] for k in trainer["kinds"])
+    assert abs(group - trainer["seconds"] / trainer["steps"]) < 1e-12
+    assert not any(k.startswith("natural_language") for k in step)
+    assert step["parity_scratchpad/ppc/k1"] > step["parity_scratchpad/ppc/k4"]  # longer sequences
+    assert tool.hours(entry) < tool.hours(tool.load()["gpu_tier_one"])
 
 
 def test_the_readme_test_count_is_the_suites(request):

@@ -86,6 +86,22 @@ def test_committed_rows_have_definitions_and_consistent_verdicts(probes):
         assert row["verdict"] == probes.verdict(row, int(row["k_train"])), row["probe"]
 
 
+def test_the_fused_grid_rows_are_what_the_docs_say():
+    """The H200's fused PPC grid (GPU_PS_ppc_fused, docs/gpu-and-cluster.md): 16 rows, one per
+    jump x run, all stopped by the budget at step 939; jump 1's 4 runs learned and hold >= 0.9
+    to 2l = 60, jumps 2-4 did not learn (<= 0.27 at 2l = 20); each row's verdict its numbers'."""
+    scratchpad = load_script(ROOT / "probes" / "scratchpad.py", "probes_ps")
+    table = pd.read_csv(scratchpad.TABLE)
+    rows = table[table["probe"].str.startswith("GPU_PS_ppc_fused/")]
+    assert len(rows) == 16 and set(rows["value"]) == {1, 2, 3, 4}
+    assert set(rows["steps_run"]) == {939} and set(rows["stop_reason"]) == {"budget"}
+    jump1, later = rows[rows["value"] == 1], rows[rows["value"] > 1]
+    assert (jump1[["acc_L20", "acc_L40", "acc_L60"]] >= 0.9).all().all()
+    assert later["verdict"].str.startswith("not learned").all() and later["acc_L20"].max() <= 0.27
+    for row in rows.to_dict("records"):
+        assert row["verdict"] == scratchpad.verdict(row, "parity_scratchpad", 40), row["probe"]
+
+
 @pytest.fixture(scope="module")
 def language():
     return load_script(ROOT / "probes" / "language.py", "probes_nl")

@@ -46,10 +46,32 @@ def hours(entry: dict, root: Path = ROOT) -> float:
         other = json.loads((root / entry["step_times"]["file"]).read_text())
         match = re.compile(entry["step_times"]["kinds"])
         step |= {k["kind"]: k["s_per_step"] for k in other["kinds"] if match.search(k["kind"])}
+    if "fused" in entry:
+        step |= fused_steps(entry["fused"], root)
     jobs = tier_jobs(entry, bench, root)
     if missing := sorted(jobs.keys() - step.keys()):
         raise KeyError(f"{TIMES}: {missing} have no measured step time in {entry['estimate']}")
     return training_hours(jobs, step, entry["node_gpus"])[entry["field"]]
+
+
+def fused_steps(fused: dict, root: Path = ROOT) -> dict[str, float]:
+    """Seconds per run-step of each synthetic kind trained in a fused group (an entry's `fused`):
+    the bare fused step per token of benchmarks/fused.py at `runs` runs (a GPU's measurement),
+    times the kind's tokens per step (`tokens_from`: a step_time.py JSON's batch x seq_len), times
+    the trainer's measured overhead: a fused group that trained (`trainer`: its steps in seconds,
+    `runs_per_kind` runs of each of its kinds) over what the bare step predicts for it (padding
+    to the group's longest sequence, data, the engine's bookkeeping)."""
+    bench = json.loads((root / fused["file"]).read_text())
+    row = next(r for r in bench["rows"] if r["runs"] == fused["runs"])
+    setup = bench["setup"]
+    per_token = row["fused_s"] / fused["runs"] / (setup["batch"] * setup["length"])
+    kinds = json.loads((root / fused["tokens_from"]).read_text())["kinds"]
+    tokens = {k["kind"]: k["batch"] * k["accum"] * k["seq_len"] for k in kinds}
+    trainer = fused["trainer"]
+    predicted = per_token * trainer["runs_per_kind"] * sum(tokens[k] for k in trainer["kinds"])
+    overhead = trainer["seconds"] / trainer["steps"] / predicted
+    match = re.compile(fused["kinds"])
+    return {k: per_token * n * overhead for k, n in tokens.items() if match.search(k)}
 
 
 def tier_jobs(entry: dict, bench: dict, root: Path = ROOT) -> dict[str, dict]:
