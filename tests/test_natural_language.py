@@ -111,6 +111,8 @@ def test_batched_leave_one_out_equals_separate_forwards(model, device):
     single = torch.cat([influence.target_logprob(model, x, row[None]) for row in keep])
     tol = 1e-5 if device == "cpu" else 1e-4  # CUDA picks kernels by batch size: fp32 rounding
     torch.testing.assert_close(batched, single, rtol=tol, atol=tol)
+    bounded = influence.target_logprob(model, x, keep, rows_per_pass=3)  # the memory bound
+    torch.testing.assert_close(bounded, batched, rtol=tol, atol=tol)
     # with nothing masked, the masked path equals the model's own causal forward
     none = torch.ones(3, LONG - 1, dtype=torch.bool, device=device)
     with torch.no_grad():
@@ -384,6 +386,13 @@ def test_lengen_influence_runs_on_a_local_llama(tmp_path, capsys):
     assert len(table) == 4 and set(table.scored_by) == {"llama"}
     assert {"J", "L_short", "L_long", "L_short_sparse", "short_minus_sparse"} <= set(table)
     assert all(len(j.split()) == 3 for j in table.J)
+    bounded = tmp_path / "bounded.csv"  # the memory bound: 2 of the 11 masks per forward
+    cli.main(["influence", "--model", f"llama={tmp_path / 'llama'}", "--tokens",
+              str(tmp_path / "t.bin"), "--long-len", "24", "--short-len", "12", "--k", "3",
+              "--n-examples", "4", "--masks-per-pass", "2", "--out", str(bounded)])  # fmt: skip
+    again = pd.read_csv(bounded)
+    assert list(again.J) == list(table.J)
+    np.testing.assert_allclose(again.L_short_sparse, table.L_short_sparse, rtol=1e-5, atol=1e-6)
     with pytest.raises(SystemExit):
         cli.main(["influence", "--model", str(tmp_path / "llama"), "--tokens",
                   str(tmp_path / "t.bin"), "--long-len", "24", "--short-len", "22", "--out",

@@ -118,7 +118,7 @@ def _influence(args: argparse.Namespace) -> None:
     except ValueError as err:
         args.parser.error(str(err))
     with torch.no_grad():
-        table = analyse(models, examples, args.short_len, args.k)
+        table = analyse(models, examples, args.short_len, args.k, args.masks_per_pass)
     table.to_csv(args.out, index=False)
     print(f"{args.out}: {len(table)} rows ({len(examples)} sequences x {len(models)}^2 pairs)")
 
@@ -143,6 +143,15 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--short-len", type=positive_int, default=64, help="L (default 64)")
     p.add_argument("--k", type=positive_int, default=5, help="influential tokens (default 5)")
     p.add_argument("--n-examples", type=positive_int, default=100)
+    p.add_argument(
+        "--masks-per-pass",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="memory bound: at most N masked copies of a sequence per forward (activations grow "
+        "with N x --long-len tokens; default: all long-len - short-len - 1 masks in one forward; "
+        "smaller is slower, with the same result up to float rounding)",
+    )
     p.add_argument(
         "--out", type=Path, required=True, help="CSV table (influence_loo.csv's columns)"
     )

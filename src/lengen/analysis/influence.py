@@ -42,8 +42,14 @@ def attention_mask(keep: torch.Tensor) -> torch.Tensor:
     return (mask | torch.eye(T, dtype=torch.bool, device=keep.device)[None])[:, None]
 
 
-def target_logprob(model, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-    """log p(X_Lbar | unmasked X_1..X_{Lbar-1}) for each keep row (B, Lbar - 1): (B,)."""
+def target_logprob(model, x: torch.Tensor, keep: torch.Tensor,
+                   rows_per_pass: int | None = None) -> torch.Tensor:  # fmt: skip
+    """log p(X_Lbar | unmasked X_1..X_{Lbar-1}) for each keep row (B, Lbar - 1): (B,).
+    rows_per_pass bounds the memory: at most that many masked copies of the sequence per forward
+    (activations grow with rows x Lbar tokens); None: every row in one forward."""
+    if rows_per_pass is not None and keep.shape[0] > rows_per_pass:
+        parts = torch.split(keep, rows_per_pass)
+        return torch.cat([target_logprob(model, x, part) for part in parts])
     with torch.no_grad():  # a block: mutmut skips decorated functions
         rows = keep.shape[0]
         inputs = x[:-1].expand(rows, -1)
@@ -104,11 +110,16 @@ class HFCausalLM(torch.nn.Module):
 
 
 def analyse(
-    models: dict[str, torch.nn.Module], examples: np.ndarray, short_len: int, k: int
+    models: dict[str, torch.nn.Module],
+    examples: np.ndarray,
+    short_len: int,
+    k: int,
+    rows_per_pass: int | None = None,
 ) -> pd.DataFrame:
     """One row per (example, model scored, model choosing J) with J and the three losses; models
     are named as the table names them (e.g. h_short) and need `hidden` and `embed_out` (the
-    in-house GPTNeoX, or HFCausalLM around a Hugging Face model)."""
+    in-house GPTNeoX, or HFCausalLM around a Hugging Face model). rows_per_pass: target_logprob's
+    memory bound for the leave-one-out masks (None: all Lbar - L - 1 in one forward)."""
     long_len = examples.shape[1]
     devices = {name: next(model.parameters()).device for name, model in models.items()}
     loo = {name: torch.as_tensor(contexts.loo_keep(long_len, short_len), device=device)
@@ -117,7 +128,9 @@ def analyse(
     for i, seq in enumerate(tqdm(examples, desc="leave-one-out", mininterval=5)):
         xs = {name: torch.as_tensor(seq, device=device) for name, device in devices.items()}
         chosen = {
-            name: choose_influential(target_logprob(model, xs[name], loo[name]), k)
+            name: choose_influential(
+                target_logprob(model, xs[name], loo[name], rows_per_pass), k
+            )
             for name, model in models.items()
         }
         for scored, model in models.items():
