@@ -120,29 +120,44 @@ def test_a_new_figure_of_an_existing_kind_is_config_only(tmp_path):
     assert twice in str(err.value)
 
 
-def test_a_new_claim_is_a_registry_entry_and_a_row(tmp_path, monkeypatch):
-    """docs/extending.md, "A claim": two places, its rule in lengen.report.rules.RULES and its
-    row in lengen.report.report.claims; the report then judges it by the registry's threshold
-    and counts its sentence once, and the registry test flags a row without a rule."""
-    from lengen.config import artifacts
-    from lengen.config.config import validate
-    from lengen.core.claims import Claim
-    from lengen.report import report, rules
+def test_a_new_claim_touches_its_experiment_module_alone(tmp_path):
+    """docs/extending.md, "A claim": one file, its experiment's claims module
+    (lengen.report.claims.<experiment>), gets the rule (RULES) and the row (claims); in a copy
+    of the package with only that file changed, the registry holds the rule, the report judges
+    the row by its threshold on the default reference and counts its sentence once."""
+    import shutil
 
-    rule = rules.Rule("XX-1", "Sec. 9", "a toy sentence", "every length", 0.9, "none",
-                      rules.RUNS_THEN_EXAMPLES, "a test")  # fmt: skip
-    row = Claim("XX-1", "Sec. 9", "a toy sentence", "a constant", lambda tables: 0.95,
-                "value >= 0.9", lambda v: v >= rule.threshold)  # fmt: skip
-    claims = report.claims
-    monkeypatch.setattr(report, "claims", lambda *a, **k: [*claims(*a, **k), row])
-    used = {rules.sentence_of(c.id) for c in report.claims({"neox": "paper"}, set())}
-    assert used - set(rules.RULES) == {"XX-1"}  # a row without its rule: the registry test fails
-    monkeypatch.setitem(rules.RULES, "XX-1", rule)  # the second place
-    whole = validate(yaml.safe_load((ROOT / "config" / "config.yaml").read_text()))
-    cfg = artifacts.report_config(whole)
-    ref = ROOT / "reference" / "default"
-    paths = {k: str(ref / Path(v).name) for k, v in artifacts.report_tables(cfg).items()}
-    rows = report.write_report(cfg, tmp_path / "REPORT.md", paths, None, None, [])
-    mine = rows[rows.id == "XX-1"].iloc[0]
-    assert (mine.verdict, mine.counted, mine.sentence) == ("reproduced", "yes", "XX-1")
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "src" / "lengen", src / "lengen",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    module = src / "lengen" / "report" / "claims" / "majority.py"
+    text = module.read_text()
+    text = text.replace("\nRULES = (\n", """\nRULES = (
+    Rule("XX-1", "Sec. 9", "a toy sentence", "every length", 0.9, "none", RUNS_THEN_EXAMPLES,
+         "a test"),
+""", 1)
+    text = text.replace("    return [\n", """    return [
+        Claim("XX-1", "Sec. 9", "a toy sentence", "a constant", lambda tables: 0.95,
+              "value >= 0.9", lambda v: v >= RULES[0].threshold),
+""", 1)
+    module.write_text(text)
+    script = f"""
+import tempfile, yaml
+from pathlib import Path
+from lengen.config import artifacts
+from lengen.config.config import validate
+from lengen.report import report, rules
+whole = validate(yaml.safe_load(Path({str(ROOT / "config" / "config.yaml")!r}).read_text()))
+cfg = artifacts.report_config(whole)
+ref = Path({str(ROOT / "reference" / "default")!r})
+paths = {{k: str(ref / Path(v).name) for k, v in artifacts.report_tables(cfg).items()}}
+out = Path({str(tmp_path / "REPORT.md")!r})
+rows = report.write_report(cfg, out, paths, None, None, [])
+mine = rows[rows.id == "XX-1"].iloc[0]
+print("XX-1" in rules.RULES, mine.verdict, mine.counted, mine.sentence)
+"""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["True", "reproduced", "yes", "XX-1"]
     assert "| XX-1 " in (tmp_path / "REPORT.md").read_text()

@@ -9,7 +9,12 @@ import pytest
 from lengen.config.config import load
 from lengen.core import stats
 from lengen.report import report
-from lengen.report.report import COUPLED, PLAIN, POSITIVE
+from lengen.report.claims import base
+from lengen.report.claims import natural_language as nlc
+from lengen.report.claims import parity_scratchpad as psc
+from lengen.report.claims import sparse_parity as spc
+from lengen.report.claims import variable_assignment as vac
+from lengen.report.claims.theory import COUPLED, PLAIN, POSITIVE
 
 from .conftest import ROOT
 
@@ -68,7 +73,7 @@ def majority_table(inside: float, beyond: float) -> pd.DataFrame:
 
 
 def test_majority_rule_all_three_outcomes():
-    """MJ-1 (the plug-in task's claims row, collected from lengen.tasks.majority): reproduced
+    """MJ-1 (the plug-in task's claims row, lengen.report.claims.majority): reproduced
     when absolute PE holds >= 0.9 to 2L; not reproduced when it learned but falls; not testable
     when it never learned in distribution."""
     v = lambda inside, beyond: verdicts(tables(others={"majority": majority_table(inside, beyond)}))  # noqa: E731
@@ -78,15 +83,23 @@ def test_majority_rule_all_three_outcomes():
     assert verdicts(tables())["MJ-1"] == "not run"
 
 
-def tables(**kw) -> report.Tables:
-    """Tables with the given entries, None elsewhere."""
-    base = dict(sparse_parity=None, parity_scratchpad=None, variable_assignment=None, theory=None)
-    return report.Tables(cfg(), **{**base, **kw})
+def tables(others: dict | None = None, **kw) -> base.Tables:
+    """Tables with the given entries by name (`others`: more of them), None elsewhere."""
+    return base.Tables(cfg(), {**kw, **(others or {})})
 
 
-def verdicts(t: report.Tables) -> dict[str, str]:
+def claims(variants: dict[str, str] | None = None, departures=()) -> list:
+    """Every claim row, the sparse-parity rows once per variant given (variant -> label; those
+    in `departures` with log-length scaling), one unlabelled set when none."""
+    loglen = {"model": {"attn_scale": "log_length"}}
+    section = {v: {"label": label, **(loglen if v in departures else {})}
+               for v, label in (variants or {}).items()}  # fmt: skip
+    return report.claims({"sparse_parity": {"variants": section}})
+
+
+def verdicts(t: base.Tables) -> dict[str, str]:
     """id -> verdict."""
-    return {c.id: report.verdict(c, t)["verdict"] for c in report.claims()}
+    return {c.id: report.verdict(c, t)["verdict"] for c in claims()}
 
 
 def test_sparse_parity_rules():
@@ -99,7 +112,7 @@ def test_sparse_parity_rules():
     assert [verdicts(none)[i] for i in ("SP-1", "SP-2", "SP-3")] == [
         "not reproduced", "not testable", "not testable",
     ]  # fmt: skip
-    row = report.verdict(report.claims()[1], none)
+    row = report.verdict(claims()[1], none)
     assert "not testable: no K_train model is >= 0.9 in distribution" in row["measured as"]
 
 
@@ -109,7 +122,7 @@ def test_sparse_parity_claims_per_variant():
     both = pd.concat([good.assign(variant="loglen"), bad.assign(variant="neox")])
     t = tables(sparse_parity=both)
     v = {c.id: report.verdict(c, t)["verdict"]
-         for c in report.claims({"neox": "paper", "loglen": "departure"})}  # fmt: skip
+         for c in claims({"neox": "paper", "loglen": "departure"})}  # fmt: skip
     assert [v[f"SP-{i} [loglen]"] for i in (1, 2, 3)] == ["reproduced"] * 3
     assert [v[f"SP-{i} [neox]"] for i in (1, 2, 3)] == ["not reproduced"] * 3
 
@@ -200,14 +213,14 @@ def test_comparisons_of_models_that_never_learned_are_not_testable():
         "not testable",
         "not testable",
     ]
-    ps3 = report.verdict(next(c for c in report.claims() if c.id == "PS-3"), t)
+    ps3 = report.verdict(next(c for c in claims() if c.id == "PS-3"), t)
     assert "absolute jump 1 (0.30)" in ps3["measured as"] and "rope_pose" not in ps3["measured as"]
     # runs stopped on the plateau budget say so in the reason
     stopped = ps.assign(steps_run=6000, stop_reason="steps")
     plateau = stopped.variant == "absolute"
     stopped.loc[plateau, ["steps_run", "stop_reason"]] = [1500, "did not learn in 1500 steps (x)"]
     t = tables(parity_scratchpad=stopped)
-    ps3 = report.verdict(next(c for c in report.claims() if c.id == "PS-3"), t)
+    ps3 = report.verdict(next(c for c in claims() if c.id == "PS-3"), t)
     assert "absolute jump 1 (0.30; 3 run(s) did not learn in 1500 steps)" in ps3["measured as"]
     # one PPC jump not learned: the jump ordering (PS-2) is not testable; PS-1 fails
     ps.loc[(ps.variant == "ppc") & (ps.jump == 2), "accuracy"] = 0.05
@@ -221,25 +234,25 @@ def test_comparison_values_are_the_decisive_gap_beyond_training():
         "jump", (1, 2), {"ppc": (1.0, 1.0), "absolute": (0.95, 0.3), "rope_pose": (0.92, 0.6)}
     )
     # beyond 2l = 40: PPC 0.95 / 0.90, absolute 0.25 / 0.20, RoPE 0.55 / 0.50 (jump 1 / 2)
-    m = report.ps_ablations_worse(tables(parity_scratchpad=ps))
+    m = psc.ps_ablations_worse(tables(parity_scratchpad=ps))
     assert m["estimate"] == pytest.approx(0.40, abs=0.01) and m["ci_low"] < 0.40 < m["ci_high"]
     assert "jump 1: ppc minus absolute +0.698" in m.detail
     ps.loc[(ps.variant == "rope_pose") & (ps.jump == 2) & (ps.length == 150), "accuracy"] = 0.8
-    assert report.ps_ablations_worse(tables(parity_scratchpad=ps))["estimate"] == pytest.approx(
+    assert psc.ps_ablations_worse(tables(parity_scratchpad=ps))["estimate"] == pytest.approx(
         0.25
     )
     ps.loc[(ps.variant == "absolute") & (ps.jump == 1) & (ps.length == 20), "accuracy"] = 0.3
-    assert report.ps_ablations_worse(tables(parity_scratchpad=ps)) == report.NotTestable(
+    assert psc.ps_ablations_worse(tables(parity_scratchpad=ps)) == base.NotTestable(
         "not learned in distribution (< 0.9): absolute jump 1 (0.30)"
     )
     va = scratchpad("depth", (2, 3), {"rope_pose": (0.95, 0.9), "no_scratchpad": (1.0, 0.2)})
-    m = report.va_scratchpad_helps_rope(tables(variable_assignment=va))
+    m = vac.va_scratchpad_helps_rope(tables(variable_assignment=va))
     assert m["estimate"] == pytest.approx(0.7, abs=0.01)
-    assert report.va_ablations_worse(tables(variable_assignment=va)) is None  # no PPC run
+    assert vac.va_ablations_worse(tables(variable_assignment=va)) is None  # no PPC run
     # only one ablation present: the gap is to that one
     only_abs = ps[ps.variant != "rope_pose"].copy()
     only_abs.loc[only_abs.accuracy == 0.3, "accuracy"] = 0.95
-    m = report.ps_ablations_worse(tables(parity_scratchpad=only_abs))
+    m = psc.ps_ablations_worse(tables(parity_scratchpad=only_abs))
     assert m["estimate"] == pytest.approx(0.70, abs=0.01)
 
 
@@ -252,9 +265,9 @@ def test_an_ordering_within_the_noise_is_inconclusive():
         ood = (d.k_train == k_train) & (d.length > 50) & (d.k_test <= k_train)
         d.loc[ood, "accuracy"] = 0.70 - 0.05 * (d.k_test - 4) / (k_train - 4)
         d = d[~((d.k_train == k_train) & (d.length == 100))]  # one length beyond training
-    m = report.sp_larger_k_worse()(tables(sparse_parity=d))
+    m = spc.sp_larger_k_worse()(tables(sparse_parity=d))
     assert "Spearman -1.00 at K_train 10, Spearman -1.00 at K_train 12" in m.detail
-    assert m["ci_low"] < report.ORDERING_GAP < m["ci_high"]
+    assert m["ci_low"] < spc.ORDERING_GAP < m["ci_high"]
     assert verdicts(tables(sparse_parity=d))["SP-3"] == "inconclusive"
     # the opposite order (larger k better): the whole CI is below the minimum effect
     ood = (d.k_train >= 10) & (d.length == 500) & (d.k_test <= d.k_train)
@@ -267,7 +280,7 @@ def test_ps2_is_judged_per_pair_of_jumps():
     3-4 show nothing, so PS-2 is not reproduced (the old Spearman said -1, reproduced)."""
     ps = scratchpad("jump", (1, 2, 3, 4), {"ppc": (1.0, 1.0)}, slope=0.0)
     ps.loc[(ps.length > 40) & (ps.jump > 1), "accuracy"] = 0.65
-    m = report.ps_smaller_jump_better(tables(parity_scratchpad=ps))
+    m = psc.ps_smaller_jump_better(tables(parity_scratchpad=ps))
     assert "jump 1 minus 2 +0.349" in m.detail and "jump 2 minus 3 +0.000" in m.detail
     assert verdicts(tables(parity_scratchpad=ps))["PS-2"] == "not reproduced"
 
@@ -279,7 +292,7 @@ def test_va1_is_judged_at_3x_per_depth():
     va = pd.concat([va, va[va.length == 150].assign(length=180)])
     va.loc[(va.depth == 4) & (va.length == 180), "accuracy"] = 0.56
     t = tables(variable_assignment=va)
-    m = report.va_ppc_3x(t)
+    m = vac.va_ppc_3x(t)
     assert m["estimate"] == pytest.approx(0.56, abs=0.01) and "depth 4 at l = 180" in m.detail
     assert "DEPARTURE: log-length attention scaling" in m.detail
     assert verdicts(t)["VA-1"] == "not reproduced"
@@ -292,7 +305,7 @@ def test_checks_and_claims_beyond_the_paper_are_counted_apart(tmp_path):
     t = tables(theory=pd.DataFrame(rows), others={"majority": majority_table(1.0, 0.95)})
     v = verdicts(t)
     assert v["TH-4.3 (delta 0)"] == "passed" and v["TH-4.3"] == "passed"
-    kinds = {c.id: c.kind for c in report.claims()}
+    kinds = {c.id: c.kind for c in claims()}
     assert kinds["TH-4.3 (delta 0)"] == "check" and kinds["MJ-1"] == "beyond"
     c = cfg()
     c["reports_dir"] = str(tmp_path)
@@ -379,7 +392,7 @@ def test_table1_rules_use_a_paired_bootstrap_ci():
     # a 0.5% gain with chunk-level noise that is not shared: the CI straddles 0
     tiny = chunk_nll({**paper, ("h_short", 128): 17.5})
     tiny.loc[tiny.model == "h_short", "nll"] += np.random.default_rng(1).normal(0, 0.3, 128)
-    m = report.nl_perplexity_gain("h_short")(tables(perplexity_chunks=tiny))
+    m = nlc.nl_perplexity_gain("h_short")(tables(perplexity_chunks=tiny))
     assert m["ci_low"] < 0 < m["ci_high"]
 
 
@@ -387,16 +400,16 @@ def test_paired_bootstrap_resamples_chunks_jointly():
     rng = np.random.default_rng(0)
     a = pd.Series(rng.normal(5, 2, 60))
     # b = a - 0.1 chunk by chunk: paired resampling gives exactly 0.1, whatever the chunks drawn
-    m = report.paired_bootstrap(a, a - 0.1, lambda x, y: x - y)
+    m = nlc.paired_bootstrap(a, a - 0.1, lambda x, y: x - y)
     assert m["estimate"] == pytest.approx(0.1) and m["ci_low"] == pytest.approx(0.1)
     assert m["ci_high"] == pytest.approx(0.1)
     b = pd.Series(rng.normal(4, 2, 60))  # unrelated chunks: a reference resampling, seed 3
-    m = report.paired_bootstrap(a, b, lambda x, y: x / y - 1, seed=3)
-    idx = np.random.default_rng(3).integers(0, 60, size=(report.N_BOOTSTRAP, 60))
+    m = nlc.paired_bootstrap(a, b, lambda x, y: x / y - 1, seed=3)
+    idx = np.random.default_rng(3).integers(0, 60, size=(nlc.N_BOOTSTRAP, 60))
     boot = a.to_numpy()[idx].mean(axis=1) / b.to_numpy()[idx].mean(axis=1) - 1
     assert m["estimate"] == pytest.approx(a.mean() / b.mean() - 1)
     assert [m["ci_low"], m["ci_high"]] == pytest.approx(np.percentile(boot, [2.5, 97.5]).tolist())
-    assert report.N_BOOTSTRAP == 2000
+    assert nlc.N_BOOTSTRAP == 2000
 
 
 def test_influence_rule_is_slope_and_spread_not_correlation():
@@ -410,21 +423,21 @@ def test_influence_rule_is_slope_and_spread_not_correlation():
                 for a, b in zip(x, ys[chosen], strict=True)
             ]
     t = tables(influence=pd.DataFrame(rows))
-    held = {c.id: c.holds(c.measure(t)) for c in report.claims() if c.id.startswith("NL-Fig")}
+    held = {c.id: c.holds(c.measure(t)) for c in claims() if c.id.startswith("NL-Fig")}
     assert held == {"NL-Fig4": True, "NL-Fig6b": True, "NL-Fig6a": False, "NL-Fig6c": False}
     # one model per role: the rule is computed, the verdict is underpowered (issue 44)
     assert {verdicts(t)[i] for i in held} == {"underpowered"}
-    fit = report.near_diagonal(x.to_numpy(), 3 * x.to_numpy())
+    fit = nlc.near_diagonal(x.to_numpy(), 3 * x.to_numpy())
     assert abs(fit["slope"] - 3) < 1e-9 and abs(fit["spread"] - 2) < 1e-9
     noise = np.random.default_rng(0).normal(0, 1, 200)  # no relation: spread >= 1
-    assert report.near_diagonal(noise, np.random.default_rng(1).normal(0, 1, 200))["spread"] > 1
+    assert nlc.near_diagonal(noise, np.random.default_rng(1).normal(0, 1, 200))["spread"] > 1
 
 
 def test_on_the_diagonal_needs_the_whole_ci_inside_and_bounds_are_inclusive():
-    on = report._on_diagonal
+    on = nlc._on_diagonal
 
     def m(s_lo, s_hi, d_hi):
-        return report.Measured({"slope": (s_lo + s_hi) / 2, "slope_ci_low": s_lo,
+        return base.Measured({"slope": (s_lo + s_hi) / 2, "slope_ci_low": s_lo,
                                 "slope_ci_high": s_hi, "spread": d_hi / 2, "spread_ci_low": 0.0,
                                 "spread_ci_high": d_hi})  # fmt: skip
 
@@ -439,12 +452,12 @@ def test_influence_ci_and_the_no_gain_case_is_not_testable():
     not testable, whatever the points' shape."""
     rng = np.random.default_rng(0)
     x = rng.exponential(0.5, 400)  # a clear gain: every far context helps a little
-    fit = report.near_diagonal(x, x + rng.normal(0, 0.05, 400))
+    fit = nlc.near_diagonal(x, x + rng.normal(0, 0.05, 400))
     assert fit["slope_ci_low"] < fit["slope"] < fit["slope_ci_high"]
     assert 0.9 < fit["slope_ci_low"] and fit["slope_ci_high"] < 1.1 and fit["spread_ci_high"] < 0.2
-    idx = np.random.default_rng(0).integers(0, 400, size=(report.N_BOOTSTRAP, 400))
+    idx = np.random.default_rng(0).integers(0, 400, size=(nlc.N_BOOTSTRAP, 400))
     noisy = x + rng.normal(0, 0.5, 400)
-    wide = report.near_diagonal(x, noisy)
+    wide = nlc.near_diagonal(x, noisy)
     assert (
         wide["spread_ci_high"] - wide["spread_ci_low"]
         > fit["spread_ci_high"] - fit["spread_ci_low"]
@@ -457,13 +470,13 @@ def test_influence_ci_and_the_no_gain_case_is_not_testable():
                                     for a in xs])  # fmt: skip
     v = verdicts(tables(influence=rows(rng.normal(0, 0.3, 200))))
     assert {v[f"NL-{f}"] for f in ("Fig4", "Fig6a", "Fig6b", "Fig6c")} == {"not testable"}
-    row = report.verdict(next(c for c in report.claims() if c.id == "NL-Fig4"),
+    row = report.verdict(next(c for c in claims() if c.id == "NL-Fig4"),
                          tables(influence=rows(rng.normal(0, 0.3, 200))))  # fmt: skip
     assert "h_short gains nothing from the far tokens" in row["measured as"]
     fit = "descriptive only: slope 1.000 [1.000, 1.000], spread 0.000"  # the points lie on y = x
     assert fit in row["measured as"]
     t = tables(influence=rows(x))  # on the diagonal, with a gain: holds, one model per role
-    assert all(c.holds(c.measure(t)) for c in report.claims() if c.id.startswith("NL-Fig"))
+    assert all(c.holds(c.measure(t)) for c in claims() if c.id.startswith("NL-Fig"))
     v = verdicts(t)
     assert {v[f"NL-{f}"] for f in ("Fig4", "Fig6a", "Fig6b", "Fig6c")} == {"underpowered"}
 
@@ -530,14 +543,14 @@ def test_ps3_is_judged_at_the_jumps_both_ran_within_the_papers_window():
     ablations = scratchpad("jump", (1,), {"absolute": (1.0, 0.0), "rope_pose": (1.0, 0.0)})
     ps.loc[(ps.jump == 3) & (ps.length == 20), "accuracy"] = 0.1  # PPC jump 3 never learned
     d = pd.concat([ps, ablations])
-    m = report.ps_ablations_worse(tables(parity_scratchpad=d))
+    m = psc.ps_ablations_worse(tables(parity_scratchpad=d))
     assert "jump 1: ppc minus absolute" in m.detail and "jump 2" not in m.detail
     assert m["estimate"] == pytest.approx(1.0) and m.runs == 3
     assert verdicts(tables(parity_scratchpad=d))["PS-3"] == "reproduced"
     # rows at 2l = 300 (7.5x the longest training length 40) do not count: 1.0 there changes
     # nothing
     far = ablations[ablations.length == 150].assign(length=300, accuracy=1.0)
-    m2 = report.ps_ablations_worse(tables(parity_scratchpad=pd.concat([d, far])))
+    m2 = psc.ps_ablations_worse(tables(parity_scratchpad=pd.concat([d, far])))
     assert m2["estimate"] == m["estimate"]
     # two runs of an ablation: underpowered, whatever the gap
     two = d[~((d.variant == "absolute") & (d.seed == 2))]
@@ -564,15 +577,15 @@ def test_nl_t1w_needs_the_full_context_to_beat_a_sliding_window():
 
     def v(**kw):  # the rule on the CI, as it would judge three models; the verdict of one
         t = tables(perplexity_window=window_table(**kw))
-        m = report.nl_uses_beyond_short(t)
+        m = nlc.nl_uses_beyond_short(t)
         assert verdicts(t)["NL-T1w"] == "underpowered" and m.runs == 1
-        return effects.judge(m["ci_low"], m["ci_high"], report.BEYOND_L)
+        return effects.judge(m["ci_low"], m["ci_high"], nlc.BEYOND_L)
 
     assert v(gain=0.05) == "reproduced"
     assert v(gain=0.0, noise=0.002) == "not reproduced"
     assert v(gain=0.012, noise=0.05) == "inconclusive"
     assert verdicts(tables())["NL-T1w"] == "not run"
-    kinds = {c.id: c.kind for c in report.claims()}
+    kinds = {c.id: c.kind for c in claims()}
     assert kinds["NL-T1"] == kinds["NL-T1b"] == "descriptive" and kinds["NL-T1w"] == "paper"
 
 

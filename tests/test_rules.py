@@ -3,16 +3,28 @@ shows: a rule changes in one place, visibly."""
 
 from __future__ import annotations
 
+from lengen.report import claims as claims_pkg
 from lengen.report import report, rules
+from lengen.report.claims import (
+    natural_language,
+    parity_scratchpad,
+    sparse_parity,
+    theory,
+    variable_assignment,
+)
 from lengen.report.rules import RULES
 
 from .conftest import ROOT
 
-VARIANTS = {"neox": "paper", "loglen": "DEPARTURE"}
+# two sparse-parity variants, the second with log-length scaling (a DEPARTURE sub-row)
+CFG = {"sparse_parity": {"variants": {
+    "neox": {"label": "paper"},
+    "loglen": {"label": "DEPARTURE", "model": {"attn_scale": "log_length"}},
+}}}  # fmt: skip
 
 
 def test_every_report_row_belongs_to_a_registry_sentence_and_every_sentence_is_used():
-    claims = report.claims(VARIANTS, {"loglen"})
+    claims = report.claims(CFG)
     used = {rules.sentence_of(c.id) for c in claims}
     assert used == set(RULES)
     for c in claims:
@@ -22,14 +34,29 @@ def test_every_report_row_belongs_to_a_registry_sentence_and_every_sentence_is_u
             assert (c.paper, c.section) == (rule.paper, rule.section), c.id
 
 
-def test_the_reports_thresholds_are_the_registrys():
-    assert report.MUCH_WORSE == RULES["PS-3"].threshold == RULES["VA-2"].threshold
-    assert report.ORDERING_GAP == RULES["PS-2"].threshold == RULES["SP-3"].threshold
-    assert report.FAILS == 1 - RULES["SP-2"].threshold
-    assert report.WELL == RULES["VA-1"].threshold and report.OMEGA_1 == RULES["TH-C3"].threshold
-    assert report.CLOSE == RULES["NL-T1c"].threshold
-    assert report.BEYOND_L == RULES["NL-T1w"].threshold
-    assert report.CONTRAST == RULES["TH-4.4"].threshold
+def test_the_claims_thresholds_are_their_own_rules():
+    """Each module's thresholds are its own registry entries (one place per number)."""
+    assert parity_scratchpad.MUCH_WORSE == RULES["PS-3"].threshold
+    assert parity_scratchpad.ORDERING_GAP == RULES["PS-2"].threshold
+    assert sparse_parity.ORDERING_GAP == RULES["SP-3"].threshold
+    assert sparse_parity.FAILS == 1 - RULES["SP-2"].threshold
+    assert variable_assignment.WELL == RULES["VA-1"].threshold
+    assert variable_assignment.HURTS == RULES["VA-2"].threshold
+    assert variable_assignment.BEATS == RULES["VA-3"].threshold
+    assert variable_assignment.WORSE == RULES["VA-4"].threshold
+    assert theory.OMEGA_1 == RULES["TH-C3"].threshold
+    assert theory.CONTRAST == RULES["TH-4.4"].threshold
+    assert natural_language.CLOSE == RULES["NL-T1c"].threshold
+    assert natural_language.BEYOND_L == RULES["NL-T1w"].threshold
+
+
+def test_each_module_states_the_rules_of_its_rows_and_the_registry_is_theirs():
+    """A claims module's rows belong to its own rules (adding a claim touches its module
+    alone), and the registry is every module's rules in the report's order."""
+    for module in claims_pkg.MODULES:
+        own = {r.sentence for r in module.RULES}
+        assert {rules.sentence_of(c.id) for c in module.claims(CFG)} == own, module.__name__
+    assert list(RULES) == [r.sentence for m in claims_pkg.MODULES for r in m.RULES]
 
 
 def test_sentences_and_departures():
@@ -39,7 +66,7 @@ def test_sentences_and_departures():
         rules.sentence_of("NL-T1w") == "NL-T1w"
         and rules.sentence_of("TH-4.3 (delta 0)") == "TH-4.3"
     )
-    dep = {c.id for c in report.claims(VARIANTS, {"loglen"}) if c.departure}
+    dep = {c.id for c in report.claims(CFG) if c.departure}
     assert dep == {"SP-1 [loglen]", "SP-2 [loglen]", "SP-3 [loglen]"}
     assert report.combined(["reproduced", "reproduced"]) == "reproduced"
     assert report.combined(["reproduced", "not testable"]) == "not testable"

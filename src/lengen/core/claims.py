@@ -1,6 +1,6 @@
-"""The claims report's value types, shared by lengen.report.report and the task modules that own
-claims rows (lengen.tasks.majority): on the ground floor, so that a task states its claims without
-importing the report (a claim's measure is handed the report's tables when the report runs)."""
+"""The claims report's plain value types (a claim, a measurement, a "not testable" answer) and
+the two numbers shared below the report: NEAR_PERFECT (the figures draw it) and THEORY_DELTA (the
+theory's cases compute it). The claims themselves are lengen.report.claims."""
 
 from __future__ import annotations
 

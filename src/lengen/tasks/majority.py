@@ -161,32 +161,3 @@ def sample_records(args) -> list[dict]:
         raise ValueError(f"--length must be odd (no ties), got {args.length}")
     batch = sample(np.random.default_rng(args.seed), args.n, args.length)
     return to_records(batch.test_example(args.scheme), batch)
-
-
-def claims() -> list:
-    """The report's row for this task (lengen.report.report collects every task's `claims`)."""
-    from lengen.core.claims import NEAR_PERFECT, Claim, NotTestable
-
-    def measure(t):
-        d = t.table("majority")
-        if d is None or "absolute" not in set(d.variant):
-            return None
-        weak = t.not_learned("majority", ["absolute"])
-        if weak:
-            return NotTestable("not learned in distribution (< 0.9): " + ", ".join(weak))
-        longest = max(t.cfg["majority"]["train_max_lens"])
-        sub = d[(d.variant == "absolute") & (d.length > longest) & (d.length <= 2 * longest)]
-        if not len(sub):
-            return None
-        return t.levels(sub, ["length"], lambda n: f"absolute at n = {n}", NEAR_PERFECT)
-
-    return [
-        Claim("MJ-1", "not in the paper (C-RASP: Huang et al. 2024)",
-              "majority (k = n, not sparse): C-RASP predicts length generalization with "
-              "absolute positions; the sparsity theory (Sec. 4) does not predict it",
-              "per length in (L, 2L], L its longest training length: absolute PE's run-mean "
-              "accuracy, the decisive length shown; learned >= 0.9 in distribution (RoPE + "
-              "PoSE, NoPE, ALiBi: fig_majority.png)",
-              measure, f"every CI >= {NEAR_PERFECT}; < 3 runs: underpowered",
-              lambda m: m["ci_low"] >= NEAR_PERFECT, kind="beyond", threshold=NEAR_PERFECT),
-    ]  # fmt: skip
