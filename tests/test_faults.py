@@ -110,6 +110,33 @@ def test_kill_9_during_training_resumes_to_identical_weights(tiny_spec, tmp_path
     assert client.get_run((out / "mlflow_run_id").read_text()).info.status == "FINISHED"
 
 
+def test_a_table_is_checked_against_the_grid_the_config_asks_for(tmp_path):
+    """A variant's only eval.csv that lost its last row (nothing to compare it with) fails the
+    combine and the figure, naming the file, the missing length and the rule to rerun; so does a
+    table of a variant or at lengths the config does not ask for (an older config's)."""
+    from lengen.report import figures
+
+    table = tmp_path / "eval.csv"
+    _eval_table(table)
+    grid = {"ppc": [10, 20, 30]}
+    assert len(combine([table], tmp_path / "out.csv", grid)) == 3
+    table.write_text("".join(table.read_text().splitlines(keepends=True)[:-1]))
+    assert len(combine([table], tmp_path / "unchecked.csv")) == 2  # alone, without the grid
+    why = rf"{table}: ppc scored at lengths \[10, 20\], the config asks for \[10, 20, 30\] "
+    with pytest.raises(TableError, match=why + r"\(missing \[30\].*rerun its eval rule"):
+        combine([table], tmp_path / "out2.csv", grid)
+    assert not (tmp_path / "out2.csv").exists()
+    with pytest.raises(TableError, match=r"missing \[30\]"):
+        figures.main(["generation", "--tables", str(table), "--panels", "ppc", "--lengths",
+                      '{"ppc": [10, 20, 30]}', "--out", str(tmp_path / "fig.png")])  # fmt: skip
+    assert not (tmp_path / "fig.png").exists()
+    _eval_table(table)
+    with pytest.raises(TableError, match=r"not asked \[30\]"):
+        read_eval_table(table, {"ppc": [10, 20]})
+    with pytest.raises(TableError, match="variant 'ppc' is not one the config scores"):
+        read_eval_table(table, {"absolute": [10, 20, 30]})
+
+
 def test_an_all_digit_config_hash_stays_text_and_tables_combine(tmp_path):
     """A run whose hash happens to be all digits once made pandas mix int and str hashes, and the
     figure rule crashed sorting them (default-tier run, Fig. 2)."""

@@ -103,6 +103,19 @@ def panels(stem):
     return figure_spec(stem)["panels"]
 
 
+def eval_lengths(exp):
+    """JSON {variant: the eval lengths its models are scored at}: the grid the table and figure
+    rules check every per-model table against (lengen.analysis.evaluate.read_eval_table)."""
+    if exp == "sparse_parity":
+        sp = config["sparse_parity"]
+        variants = [*sp["variants"], *(sp.get("schemes") or {}).get("variants", {})]
+        return to_json({v: sp["eval"]["lengths"] for v in variants})
+    section = config[exp]
+    return to_json(
+        {v: tasks.variant_section(section, v)["eval"]["lengths"] for v in section["variants"]}
+    )
+
+
 def generation_evals(exp, variants=None):
     """eval.csv of every run of the given variants (all by default) of one generation-scored
     experiment (each variant at its own jumps / depths)."""

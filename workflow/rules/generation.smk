@@ -197,10 +197,11 @@ rule generation_figure:
             )
         ),
         tracking=lambda w: figure_tracking(GENERATION_FIGURES[w.stem].section),
+        lengths=lambda w: eval_lengths(GENERATION_FIGURES[w.stem].section),
     shell:
         "python -m lengen.report.figures generation --tables {input:q} --panels {params.panels}"
         " --title {params.title:q} --style {params.style:q} --train-range {params.train_range}"
-        " {params.tracking} --out {output:q} > {log:q} 2>&1"
+        " --lengths {params.lengths:q} {params.tracking} --out {output:q} > {log:q} 2>&1"
 
 
 rule generation_table:
@@ -221,5 +222,7 @@ rule generation_table:
         **job_resources("small"),
     params:
         code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
+        lengths=lambda w: eval_lengths(w.experiment),  # the grid every table is checked against
     shell:
-        "python -m lengen.analysis.evaluate combine --tables {input:q} --out {output:q} > {log:q} 2>&1"
+        "python -m lengen.analysis.evaluate combine --tables {input:q} --lengths {params.lengths:q}"
+        " --out {output:q} > {log:q} 2>&1"

@@ -175,10 +175,11 @@ rule sparse_parity_figure:
         train_range=f"{SP['train_min_len']} {SP['train_max_len']}",
         labels=lambda w: to_json([[v, SP_LABELS[v]] for v in SP_FIGURES[w.stem][0]]),  # config order
         tracking=figure_tracking("sparse_parity"),
+        lengths=eval_lengths("sparse_parity"),
     shell:
         "python -m lengen.report.figures sparse_parity --tables {input:q} --title {params.title:q}"
         " --style {params.style:q} --train-range {params.train_range} --labels {params.labels:q}"
-        " {params.tracking} --out {output:q} > {log:q} 2>&1"
+        " --lengths {params.lengths:q} {params.tracking} --out {output:q} > {log:q} 2>&1"
 
 
 rule sparse_parity_table:
@@ -197,8 +198,10 @@ rule sparse_parity_table:
         **job_resources("small"),
     params:
         code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
+        lengths=eval_lengths("sparse_parity"),  # the grid every table is checked against
     shell:
-        "python -m lengen.analysis.evaluate combine --tables {input:q} --out {output:q} > {log:q} 2>&1"
+        "python -m lengen.analysis.evaluate combine --tables {input:q} --lengths {params.lengths:q}"
+        " --out {output:q} > {log:q} 2>&1"
 
 
 SP_ATTENTION = SP["figures"].get("attention")
@@ -275,5 +278,7 @@ rule sparse_parity_schemes_table:
         **job_resources("small"),
     params:
         code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
+        lengths=eval_lengths("sparse_parity"),  # the grid every table is checked against
     shell:
-        "python -m lengen.analysis.evaluate combine --tables {input:q} --out {output:q} > {log:q} 2>&1"
+        "python -m lengen.analysis.evaluate combine --tables {input:q} --lengths {params.lengths:q}"
+        " --out {output:q} > {log:q} 2>&1"

@@ -181,9 +181,11 @@ class TableError(ValueError):
     """A per-model eval table that its rule did not finish writing."""
 
 
-def read_eval_table(path: Path) -> pd.DataFrame:
+def read_eval_table(path: Path, lengths: dict[str, list[int]] | None = None) -> pd.DataFrame:
     """One model's eval.csv, checked: readable, non-empty, the experiment's columns present,
-    integer columns integral, accuracy in [0, 1] (a file cut mid-line fails here, naming it)."""
+    integer columns integral, accuracy in [0, 1] (a file cut mid-line fails here, naming it);
+    with `lengths` (variant -> the config's eval lengths for its models), scored at exactly the
+    lengths the config asks for (a table that lost its last rows fails here, also alone)."""
     fix = f"delete {path} and rerun its eval rule"
     try:
         table = pd.read_csv(path, dtype=provenance.DTYPES)
@@ -201,12 +203,34 @@ def read_eval_table(path: Path) -> pd.DataFrame:
         where = bad or ["accuracy"]
         raise TableError(f"{path}: empty, non-integer or out-of-range values in {where} (a file "
                          f"cut mid-line?); {fix}")  # fmt: skip
-    return table.astype({c: "int64" for c in columns[:-1]})
+    table = table.astype({c: "int64" for c in columns[:-1]})
+    if lengths is not None:
+        check_lengths(table, lengths, path, fix)
+    return table
 
 
-def combine(tables: list[Path], out: Path) -> pd.DataFrame:
-    """One tidy table from per-model tables, sorted by setting, seed, length (and k_test)."""
-    parts = [read_eval_table(p) for p in tables]
+def check_lengths(table: pd.DataFrame, lengths: dict[str, list[int]], path: Path, fix: str):
+    """The grid the config asks for: each variant's rows at exactly its eval lengths."""
+    for variant, rows in table.groupby("variant") if "variant" in table else [("", table)]:
+        if variant not in lengths:
+            raise TableError(f"{path}: variant {variant!r} is not one the config scores "
+                             f"({sorted(lengths)}); {fix}")  # fmt: skip
+        got, want = set(rows["length"]), set(lengths[variant])
+        if got != want:
+            missing, extra = sorted(want - got), sorted(got - want)
+            raise TableError(
+                f"{path}: {variant} scored at lengths {sorted(got)}, the config asks for "
+                f"{sorted(want)} (missing {missing}, not asked {extra}: cut off, or an older "
+                f"config's?); {fix}"
+            )
+
+
+def combine(
+    tables: list[Path], out: Path, lengths: dict[str, list[int]] | None = None
+) -> pd.DataFrame:
+    """One tidy table from per-model tables, sorted by setting, seed, length (and k_test); with
+    `lengths` (variant -> eval lengths), each table checked against the config's grid too."""
+    parts = [read_eval_table(p, lengths) for p in tables]
     grids = [
         frozenset(map(tuple, t[[c for c in ("length", "k_test") if c in t]].values)) for t in parts
     ]
@@ -255,6 +279,8 @@ def main(argv: list[str] | None = None) -> None:
     c = sub.add_parser("combine")
     c.add_argument("--tables", nargs="+", type=Path, required=True)
     c.add_argument("--out", type=Path, required=True)
+    c.add_argument("--lengths", type=json.loads, default=None,
+                   help="JSON {variant: [eval lengths]}: the grid the config asks for")  # fmt: skip
     args = parser.parse_args(argv)
     if args.cmd == "testset":
         tasks.get(args.experiment).write_testset(json.loads(args.eval), args.n, args.seed, args.out)
@@ -268,7 +294,7 @@ def main(argv: list[str] | None = None) -> None:
         else:
             evaluate_scratchpad_group(args.model, json.loads(args.eval), args.seed, args.out)
     else:
-        combine(args.tables, args.out)
+        combine(args.tables, args.out, args.lengths)
 
 
 if __name__ == "__main__":

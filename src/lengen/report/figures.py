@@ -277,6 +277,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--labels", default="[]", help="sparse_parity: JSON [[variant, label], ...], row order"
     )
+    parser.add_argument(
+        "--lengths", type=json.loads, default=None,
+        help="JSON {variant: [eval lengths]}: the grid the config asks for",
+    )  # fmt: skip
     parser.add_argument("--tracking-uri", help="log the figure to this MLflow store...")
     parser.add_argument("--experiment", help="...in this experiment, as run figure/<name>")
     parser.add_argument("--out", type=Path, required=True)
@@ -290,7 +294,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.figure in INFLUENCE_PANELS:  # the leave-one-out table (natural_language_influence)
         tables = [pd.read_csv(p, dtype=provenance.DTYPES) for p in args.tables]
     else:  # per-model eval tables, checked as the table rule checks them (a cut file is named)
-        tables = [read_eval_table(p) for p in args.tables]
+        tables = [read_eval_table(p, args.lengths) for p in args.tables]
     table = pd.concat(tables, ignore_index=True)
     setup = {k: v for k, v in vars(args).items() if k not in ("tables", "out")}
     setup["inputs"] = sorted(table["config_hash"].unique()) if "config_hash" in table else []
