@@ -486,6 +486,7 @@ def figure(table: pd.DataFrame, out: Path, metadata: dict | None = None) -> None
         title = f"Prop. C.3({name})" if len(name) <= 2 else name.replace("positive", "Thm. 4.3")
         ax.set_title(f"{title}\ndrops: {t['assumption_dropped'].iloc[0]}", fontsize=7)
         ax.set_xlabel("test length Lbar")
+        ax.set_xticks(sorted(table["Lbar"].unique()))  # the tested lengths (one: one tick)
         ax.set_ylim(-0.03, 1.03)
     for ax in axes[::ncol]:
         ax.set_ylabel("risk E|h(X) - Y|")

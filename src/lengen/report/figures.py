@@ -13,6 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from lengen import tasks  # noqa: E402
 from lengen.analysis.evaluate import read_eval_table  # noqa: E402
@@ -57,6 +58,15 @@ def sparse_parity_figure(
         {False: "k_test <= K_train", True: "k_test > K_train (untrained k)"}
     )
     runs = table.groupby(["variant", "k_train"])["seed"].nunique() if "seed" in table else None
+    models = [labels.get(v, v) for v in order]
+    # one K_train (the schemes figure, a small tier's Fig. 1 / 7): the models side by side in one
+    # row, not one narrow column; several: a panel per K_train, a row per model
+    single = table["k_train"].nunique() == 1
+    facets = (
+        {"col": "model", "col_order": models}
+        if single
+        else {"col": "k_train", "row": "model", "row_order": models}
+    )
     grid = sns.relplot(
         data=table.sort_values("k_train"),
         x="test length 2l",
@@ -64,10 +74,8 @@ def sparse_parity_figure(
         hue="k_test",
         style="k_test vs K_train",
         style_order=["k_test <= K_train", "k_test > K_train (untrained k)"],
-        col="k_train",
-        row="model",
+        **facets,
         errorbar=("ci", 95),  # over the runs (one row per run and length): a run-level band
-        row_order=[labels.get(v, v) for v in order],
         kind="line",
         marker="o",
         palette="viridis",
@@ -75,13 +83,17 @@ def sparse_parity_figure(
         aspect=style["aspect"],
         facet_kws={"sharey": True},
     )
-    grid.set_titles("{row_name}\nK_train = {col_name}")
+    if single:
+        grid.set_titles("{col_name}\nK_train = " + str(int(table["k_train"].iloc[0])))
+    else:
+        grid.set_titles("{row_name}\nK_train = {col_name}")
     grid.set(ylim=(-0.02, 1.02))  # below-chance accuracy happens (systematic miscounts)
     for ax in grid.axes.flat:
         ax.axhline(0.5, color="grey", lw=0.8, ls=":")
         if train_range:
             ax.axvspan(*train_range, color="grey", alpha=0.15, lw=0)
-    for (model, k_train), ax in grid.axes_dict.items():  # a model that never learned: faint
+    for key, ax in grid.axes_dict.items():  # a model that never learned: faint
+        model, k_train = (key, table["k_train"].iloc[0]) if single else key
         cell = table[(table.model == model) & (table.k_train == k_train)]
         inside = cell[cell.k_test <= cell.k_train]
         if train_range:
@@ -94,8 +106,10 @@ def sparse_parity_figure(
                          f"{means.min():.2f})", fontsize=8, color="dimgrey")  # fmt: skip
     counts = sorted(set(runs)) if runs is not None and len(runs) else [1]
     shown = "/".join(map(str, counts))
+    # the two-line title ~0.6 in above the panels' three-line titles, whatever the height
+    top = 1 + 0.6 / grid.figure.get_figheight()
     grid.figure.suptitle(f"{title}\nruns per model: {shown}; bands: 95% CI over runs (none "
-                         "with one run); dashed: k_test > K_train", y=1.08)  # fmt: skip
+                         "with one run); dashed: k_test > K_train", y=top)  # fmt: skip
     grid.figure.subplots_adjust(hspace=0.45)  # three-line panel titles clear the row above
     _save(grid.figure, out, style["dpi"], metadata)
 
@@ -201,7 +215,7 @@ def influence_figure(
     sns.set_theme(context=style["context"], style="whitegrid")
     panels = INFLUENCE_PANELS[fig]
     fig_, axes = plt.subplots(
-        1, len(panels), figsize=(style["height"] * 1.1 * len(panels), style["height"] * 1.1),
+        1, len(panels), figsize=(style["height"] * 1.2 * len(panels), style["height"] * 1.3),
         squeeze=False,
     )  # fmt: skip
     letters = "abc" if len(panels) > 1 else ""
@@ -217,7 +231,12 @@ def influence_figure(
         ls = float((x * y).sum() / (x * x).sum()) if (x * x).sum() > 0 else float("nan")
         ax.plot([lo, hi], [lo * ls, hi * ls], color="C3", lw=1, ls=":",
                 label=f"least squares through 0: {ls:.2f}")  # fmt: skip
-        ax.legend(fontsize=6, loc="upper left")
+        # where it covers the fewest points and lines (matplotlib's "best"), ticks few enough not
+        # to collide; small losses get a shared exponent (x 1e-3) instead of long labels
+        ax.legend(fontsize=6, loc="best", framealpha=0.85)
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_locator(MaxNLocator(nbins=4))
+        ax.ticklabel_format(axis="both", style="sci", scilimits=(-2, 3))
         label = f"({letters[i]}) " if letters else ""
         ax.set_title(
             f"{label}{scored} CE loss; J from {chosen}, n = {len(t)}\nslope {fit['slope']:.2f} "
@@ -225,8 +244,9 @@ def influence_figure(
             f"[{fit['spread_ci_low']:.2f}, {fit['spread_ci_high']:.2f}]",
             fontsize=8,
         )
-        ax.set_xlabel("L_short - L_long")
+        ax.set_xlabel("L_short - L_long", labelpad=2)
         ax.set_ylabel("L_short - L_short,sparse")
+        ax.xaxis.get_offset_text().set_fontsize(7)  # the shared exponent, clear of the label
     fig_.suptitle(title, y=1.02)
     fig_.tight_layout()
     _save(fig_, out, style["dpi"], metadata)

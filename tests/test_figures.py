@@ -1,0 +1,91 @@
+"""The figures' layout at their committed sizes: no text over other text, a legend for every
+line, panels side by side where there is one K_train, ticks at the tested lengths."""
+
+from __future__ import annotations
+
+import itertools
+
+import pandas as pd
+import pytest
+
+from lengen.report import figures
+
+from .conftest import ROOT
+
+SMOKE = ROOT / "reference" / "smoke"
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """The figures the drawers save, kept open for inspection."""
+    kept = []
+    monkeypatch.setattr(figures, "_save", lambda fig, out, dpi, meta: kept.append(fig))
+    yield kept
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
+def texts(fig, legends: bool = True):
+    """Every drawn text of a figure with its box on the canvas: the titles, axis labels, the
+    tick labels inside the view, the exponents, (with `legends`) the legends' texts."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    found = [fig._suptitle] if fig._suptitle is not None else []
+    for ax in fig.axes:
+        found += [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label,
+                  ax.xaxis.get_offset_text(), ax.yaxis.get_offset_text()]  # fmt: skip
+        for axis, (lo, hi) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+            found += [t.label1 for t in axis.get_major_ticks()
+                      if min(lo, hi) <= t.get_loc() <= max(lo, hi)]  # fmt: skip
+        if legends and ax.get_legend() is not None:
+            found += list(ax.get_legend().get_texts())
+    for legend in fig.legends if legends else []:
+        found += list(legend.get_texts())
+    return [(t.get_text(), t.get_window_extent(renderer)) for t in found
+            if t.get_visible() and t.get_text().strip()]  # fmt: skip
+
+
+def overlapping(boxes):
+    return [(a, b) for (a, ba), (b, bb) in itertools.combinations(boxes, 2) if ba.overlaps(bb)]
+
+
+def test_influence_panels_have_no_colliding_text_and_a_legend_per_line(drawn, tmp_path):
+    table = pd.read_csv(SMOKE / "influence_loo.csv")  # losses ~1e-3: long tick labels before
+    figures.influence_figure(table, "fig6", "Fig. 6", tmp_path / "f.png", {})
+    fig = drawn[0]
+    for ax in fig.axes:
+        labels = {t.get_label() for t in ax.get_lines()}
+        assert {"y = x (the diagonal)"} <= labels and len(ax.get_legend().get_texts()) == 3
+    assert not overlapping(texts(fig, legends=False))  # ticks, labels, exponents, titles
+
+
+def test_one_k_train_puts_the_models_side_by_side(drawn, tmp_path):
+    """The schemes figure (one K_train, four models): one row of panels, the two-line title
+    above the panel titles, not over them."""
+    table = pd.read_csv(SMOKE / "sparse_parity_schemes.csv")
+    figures.sparse_parity_figure(table, "Schemes", tmp_path / "f.png", {}, (8, 12))
+    fig = drawn[0]
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert len({round(ax.get_position().y0, 3) for ax in panels}) == 1  # one row
+    assert len(panels) == table["variant"].nunique()
+    assert not overlapping(texts(fig))
+
+
+def test_the_theory_figure_ticks_are_the_tested_lengths(tmp_path):
+    """One tested length (the smoke tier's): one tick at it, not 15.5-16.5."""
+    import matplotlib.pyplot as plt
+
+    from lengen.analysis import theory_cases
+
+    table = pd.read_csv(SMOKE / "theory_table.csv")
+    kept = []
+    close = plt.close
+    plt.close = lambda fig=None: kept.append(fig)  # keep it open
+    try:
+        theory_cases.figure(table, tmp_path / "t.png")
+    finally:
+        plt.close = close
+    ticks = {float(t) for ax in kept[0].axes for t in ax.get_xticks()}
+    assert ticks == set(table["Lbar"].astype(float))
+    close("all")
