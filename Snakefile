@@ -19,6 +19,13 @@ include: "workflow/rules/natural_language.smk"
 include: "workflow/rules/report.smk"
 
 
+# report.html opens on the result: its front page is REPORT.md rendered (REPORT.html, written by
+# the report rule), once there is one
+if os.path.exists(f"{REPORTS}/{artifacts.REPORT_HTML}"):
+
+    report: "workflow/report/front.rst"
+
+
 rule all:
     default_target: True
     input:

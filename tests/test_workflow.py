@@ -346,6 +346,9 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     assert "git commit" in text and "torch=" in text
     # ...and the run ends with Snakemake's HTML report of every figure
     assert (rep / "report.html").stat().st_size > 100_000
+    # ...which opens on the result: REPORT.md rendered (REPORT.html) as its front page
+    assert "<table>" in (rep / "REPORT.html").read_text()
+    assert "a plumbing check, not a test of the paper" in (rep / "report.html").read_text()
     for csv in (rep).glob("*.csv"):
         assert set(provenance.COLUMNS) <= set(pd.read_csv(csv).columns), csv
     for png in (rep).glob("*.png"):

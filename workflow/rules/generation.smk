@@ -209,7 +209,11 @@ rule generation_table:
     input:
         lambda w: generation_evals(w.experiment),
     output:
-        f"{REPORTS}/{{experiment}}_accuracy.csv",
+        report(
+            f"{REPORTS}/{{experiment}}_accuracy.csv",
+            caption="../report/tables.rst",
+            category="Tables",
+        ),
     log:
         f"{LOGS}/{{experiment}}/table.log",
     benchmark:

@@ -109,7 +109,7 @@ rule natural_language_perplexity:
         long=f"{NL_DIR}/h_long/model.pt",
         tokens=f"{NL_DIR}/tokens/validation.bin",
     output:
-        csv=NL_TABLE,
+        csv=report(NL_TABLE, caption="../report/tables.rst", category="Tables"),  # Table 1
         md=NL_TABLE.replace(".csv", ".md"),
         chunks=NL_CHUNKS,
     log:

@@ -26,7 +26,10 @@ rule report:
         **REFERENCE_INPUT,
     output:
         report=report(REPORT, caption="../report/report.rst", category="Claims"),
-        verdicts=f"{REPORTS}/{artifacts.VERDICTS}",
+        html=f"{REPORTS}/{artifacts.REPORT_HTML}",  # REPORT.md rendered: report.html's front
+        verdicts=report(
+            f"{REPORTS}/{artifacts.VERDICTS}", caption="../report/tables.rst", category="Claims"
+        ),
     log:
         f"{LOGS}/report.log",
     benchmark:

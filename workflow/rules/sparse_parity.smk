@@ -187,7 +187,7 @@ rule sparse_parity_table:
     input:
         sp_evals(SP_DIR, SP_VARIANTS, SP["k_train"]),
     output:
-        SPARSE_PARITY_TABLE,
+        report(SPARSE_PARITY_TABLE, caption="../report/tables.rst", category="Tables"),
     log:
         f"{LOGS}/sparse_parity/table.log",
     benchmark:

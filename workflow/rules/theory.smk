@@ -13,7 +13,7 @@ rule theory:
     input:
         f"{RESULTS}/mlflow/theory.ready",  # its figure run's experiment
     output:
-        table=THEORY_TABLE,
+        table=report(THEORY_TABLE, caption="../report/tables.rst", category="Tables"),
         markdown=THEORY_TABLE.replace(".csv", ".md"),
         figure=report(
             f"{REPORTS}/theory_figure.png", caption="../report/fig_theory.rst", category="Theory"

@@ -15,6 +15,7 @@ from pathlib import Path
 from lengen import tasks
 
 REPORT = "REPORT.md"
+REPORT_HTML = "REPORT.html"  # REPORT.md rendered: report.html's front page, any browser's
 VERDICTS = "verdicts.csv"  # the report's verdicts as a tidy table (lengen.report.reference)
 TABLES = {  # report-level tidy tables: name -> (file under reports_dir, the config section that
     # makes it: a table exists only when its section does)

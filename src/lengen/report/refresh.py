@@ -36,7 +36,7 @@ import tempfile
 from io import BytesIO
 from pathlib import Path
 
-from lengen.config.artifacts import REPORT, VERDICTS
+from lengen.config.artifacts import REPORT, REPORT_HTML, VERDICTS
 from lengen.core.cli import command_parser
 from lengen.report.reference import read, reference_dir
 
@@ -164,13 +164,15 @@ def science_changes(commit: str, project: Path) -> list[str] | None:
 
 def expected_files(whole: dict) -> set[str]:
     """Every file a finished run of the config leaves in its reports directory that the
-    reference keeps: REPORT.md, verdicts.csv, the tables the report reads, the figures it
-    lists."""
+    reference keeps: REPORT.md (and REPORT.html, its rendering), verdicts.csv, the tables the
+    report reads, the figures it lists."""
     from lengen.config import artifacts
 
     tables = artifacts.report_tables(artifacts.report_config(whole)).values()
     return (
-        {REPORT, VERDICTS} | {Path(t).name for t in tables} | set(artifacts.report_figures(whole))
+        {REPORT, REPORT_HTML, VERDICTS}
+        | {Path(t).name for t in tables}
+        | set(artifacts.report_figures(whole))
     )
 
 

@@ -280,8 +280,34 @@ def write_report(
     ]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines))
+    write_html("\n".join(lines), out.parent / artifacts.REPORT_HTML)
     provenance.stamp(rows, cfg, cfg["seed"]).to_csv(out.parent / artifacts.VERDICTS, index=False)
     return rows
+
+
+# REPORT.html: styled under one class, so that inside Snakemake's report.html (its front page
+# includes it) nothing of the page around it changes
+PAGE = """<div class="lengen-report">
+<style>
+.lengen-report {{ font-family: sans-serif; font-size: 14px; line-height: 1.4; max-width: 1400px; }}
+.lengen-report table {{ border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 12px; }}
+.lengen-report th, .lengen-report td {{ border: 1px solid #ccc; padding: 3px 6px;
+  vertical-align: top; text-align: left; }}
+.lengen-report th {{ background: #f0f0f0; }}
+.lengen-report td:nth-child(5) {{ max-width: 40em; }}
+</style>
+{body}
+</div>
+"""
+
+
+def write_html(markdown_text: str, out: Path) -> None:
+    """REPORT.md rendered as HTML (its tables as tables): a page any browser opens, and the
+    front page of Snakemake's report.html. No script, no path beyond what REPORT.md says."""
+    import markdown
+
+    body = markdown.markdown(markdown_text, extensions=["tables"], output_format="html")
+    out.write_text(PAGE.format(body=body))
 
 
 # pragma: no mutate block  (CLI wiring: tested through the workflow in subprocesses)
