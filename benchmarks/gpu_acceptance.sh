@@ -5,7 +5,8 @@
 #
 #   bash benchmarks/gpu_acceptance.sh OUT_DIR [checks|train|all|STEP,STEP,...]
 #
-# With 15 minutes of device time (one lent session), run `decode_fused,fused_grid` (~9 min):
+# With 15 minutes of device time (one lent session), run `fused_profile,decode_fused,fused_grid`
+# (~10 min): where the fused step's time goes,
 # fused decoding, then Fig. 2's PPC grid as one fused group within its probe's training budget
 # (budget_s), its 16 model files written (~1-2 min) and scored (one fused pass per jump, ~40 s).
 # `fused_eager` / `fused_compile` are `fused`'s two halves (measured on an H200 2026-11-26:
@@ -64,7 +65,7 @@ want() {  # want STEP: asked for by PART (all, its group, or a comma list naming
     pytest_cuda | throughput_paper | step_time_paper | step_time_gpu | loo_paper | decode_paper | \
       prefetch | fused | decode_fused | loss_memory)
       [[ $PART == checks ]] ;;
-    train | fused_grid) [[ $PART == "$1" ]] ;;
+    train | fused_grid | fused_profile) [[ $PART == "$1" ]] ;;
     *) return 1 ;;
   esac
 }
@@ -92,6 +93,10 @@ for mode in eager compile; do  # fused groups of the paper's 12 x 1024 model (is
     --width 1024 --heads 16 --batch 64 --length 25 --runs 1 4 8 16 32 --bf16 \
     $([[ $mode == compile ]] && echo --compile) --json "$OUT/fused_$mode.json"
 done
+# where the fused step's time goes (its MFU saturates at ~14%: issue 45), 8 runs of the paper's
+# model, eager
+want fused_profile && step fused_profile 120 python benchmarks/fused_profile.py --device cuda \
+  --layers 12 --width 1024 --heads 16 --batch 64 --runs 8 --bf16 --json "$OUT/fused_profile.json"
 # a fused group's evaluation: 8 runs of the gpu tier's PPC parity model decoded one by one and
 # in one pass, at its longest test length (issue 45, item 3)
 want decode_fused && step decode_fused 150 python benchmarks/decode.py --config config/gpu.yaml \

@@ -206,3 +206,22 @@ def test_the_fused_benchmark_runs_and_reports_its_ratio(tmp_path):
                        "--json", str(out)])  # fmt: skip
     assert [r["runs"] for r in rows] == [1, 2] and all(r["ratio"] > 0 for r in rows)
     assert out.exists()
+
+
+def test_the_fused_profile_groups_the_step_and_names_its_top_operators(tmp_path):
+    """benchmarks/fused_profile.py (the next GPU lease's look at the fused step's time): on the
+    CPU it profiles a tiny group's step, groups the operators (matmuls among them) and writes
+    them."""
+    import json
+
+    from .conftest import ROOT
+    from .helpers import load_script
+
+    bench = load_script(ROOT / "benchmarks" / "fused_profile.py")
+    out = tmp_path / "profile.json"
+    found = bench.main(["--layers", "1", "--width", "16", "--heads", "2", "--batch", "2",
+                        "--length", "5", "--runs", "2", "--steps", "1", "--warmup", "0",
+                        "--json", str(out)])  # fmt: skip
+    assert found["wall_s"] > 0 and "matmul" in found["groups_s"] and found["top"]
+    assert abs(sum(found["groups_s"].values()) - found["device_busy_s"]) < 1e-9
+    assert json.loads(out.read_text())["setup"]["runs"] == 2

@@ -1,0 +1,140 @@
+"""Where a fused group's training step spends its time (issue 45: the fused step saturates at
+~14% MFU on an H200, benchmarks/measured/2026-11-26-h200): torch.profiler over a few steps of R
+models of one shape as one FusedGPTNeoX (forward, backward, per-run clipping, AdamW), the same
+step benchmarks/fused.py times.
+
+    python benchmarks/fused_profile.py                            # CPU, a 3 x 128 model
+    python benchmarks/fused_profile.py --device cuda --layers 12 --width 1024 --heads 16 \
+        --batch 64 --runs 8 --bf16 --json OUT.json       # the paper's synthetic model, 8 runs
+
+Prints the step's wall time, the device's busy time within it (on CUDA: the kernels' summed
+time; below the wall time: the GPU waits on the host), and the operators that take the most
+device time, grouped as matmuls (mm / bmm / addmm / linear), attention, optimizer (AdamW, the
+per-run norms) and the rest, each with its share; --json writes them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+from throughput import sync  # this folder's (python benchmarks/fused_profile.py)
+
+from lengen.model.fused import FusedGPTNeoX
+from lengen.model.model import GPTNeoX, ModelConfig
+
+GROUPS = {  # operator name fragments -> group (the first match wins)
+    "matmul": ("mm", "matmul", "linear", "gemm", "baddbmm"),
+    "attention": ("attention", "softmax", "flash", "sdpa", "efficient"),
+    "optimizer": ("adam", "foreach", "norm_", "clip", "_amp_foreach"),
+}
+
+
+def group_of(name: str) -> str:
+    lowered = name.lower()
+    return next((g for g, keys in GROUPS.items() if any(k in lowered for k in keys)), "other")
+
+
+def fused_step(cfg: ModelConfig, runs: int, batch: int, length: int, device: str, bf16: bool):
+    """The step benchmarks/fused.py times for `runs` models, fused."""
+    models = []
+    for seed in range(runs):
+        torch.manual_seed(seed)
+        models.append(GPTNeoX(cfg).to(device))
+    fused = FusedGPTNeoX(models).to(device)
+    opt = torch.optim.AdamW(fused.parameters(), lr=1e-4)
+    ids = torch.randint(0, cfg.vocab_size, (runs, batch, length), device=device)
+    pos = torch.arange(length, device=device).expand(runs, batch, length).contiguous()
+    labels = torch.roll(ids, -1, dims=-1)
+
+    def step():
+        with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=bf16):
+            out = fused(ids, pos)
+            out = out[0] if isinstance(out, tuple) else out
+            losses = torch.nn.functional.cross_entropy(
+                out.flatten(1, 2).transpose(1, 2), labels.flatten(1), reduction="none"
+            ).mean(1)
+        opt.zero_grad(set_to_none=True)
+        losses.sum().backward()
+        fused.clip_run_grads_(1.0)
+        opt.step()
+
+    return step
+
+
+def profile(step, steps: int, warmup: int, device: str, top: int) -> dict:
+    """Wall and device time per step, and the top operators by device time, grouped."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    for _ in range(warmup):
+        step()
+    sync(device)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    with torch_profile(activities=activities) as prof:
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        sync(device)
+        wall = (time.perf_counter() - t0) / steps
+    key = "self_device_time_total" if device == "cuda" else "self_cpu_time_total"
+    events = [e for e in prof.key_averages() if getattr(e, key, 0) > 0]
+    busy = sum(getattr(e, key) for e in events) / 1e6 / steps  # seconds per step
+    groups: dict[str, float] = {}
+    for e in events:
+        groups[group_of(e.key)] = groups.get(group_of(e.key), 0.0) + getattr(e, key) / 1e6 / steps
+    ops = sorted(events, key=lambda e: getattr(e, key), reverse=True)[:top]
+    return {
+        "wall_s": wall,
+        "device_busy_s": busy,
+        "busy_share": busy / wall if device == "cuda" else None,
+        "groups_s": dict(sorted(groups.items(), key=lambda kv: -kv[1])),
+        "top": [
+            {"op": e.key, "s_per_step": getattr(e, key) / 1e6 / steps, "calls": e.count // steps}
+            for e in ops
+        ],
+    }
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--layers", type=int, default=3)
+    parser.add_argument("--width", type=int, default=128)
+    parser.add_argument("--heads", type=int, default=2)
+    parser.add_argument("--vocab", type=int, default=64)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--length", type=int, default=25)
+    parser.add_argument("--runs", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--top", type=int, default=15)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--bf16", action="store_true")
+    parser.add_argument("--json")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    cfg = ModelConfig(vocab_size=args.vocab, n_layer=args.layers, n_head=args.heads,
+                      d_model=args.width, position="learned", predict_positions=True,
+                      l_max=max(64, args.length))  # fmt: skip  # the PPC model, as fused.py's
+    step = fused_step(cfg, args.runs, args.batch, args.length, args.device, args.bf16)
+    found = profile(step, args.steps, args.warmup, args.device, args.top)
+    where = "GPU busy" if args.device == "cuda" else "CPU operators"
+    share = f" ({found['busy_share']:.0%} of the step)" if found["busy_share"] else ""
+    print(f"R = {args.runs}: {found['wall_s'] * 1e3:.1f} ms per step; {where} "
+          f"{found['device_busy_s'] * 1e3:.1f} ms{share}")  # fmt: skip
+    for name, s in found["groups_s"].items():
+        print(f"  {name:10s} {s * 1e3:8.2f} ms  {s / found['device_busy_s']:6.1%}")
+    for op in found["top"]:
+        print(f"    {op['s_per_step'] * 1e3:8.3f} ms  x{op['calls']:<4d} {op['op']}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"setup": {k: v for k, v in vars(args).items() if k != "json"}, **found},
+                      f, indent=2)  # fmt: skip
+    return found
+
+
+if __name__ == "__main__":
+    main()
