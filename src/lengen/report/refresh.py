@@ -215,8 +215,9 @@ def check_run(reports: Path, whole: dict, project: Path, allow_dirty: bool) -> l
     missing = sorted(n for n in expected_files(whole) if not (reports / n).is_file())
     if missing:
         raise SystemExit(f"{reports}: incomplete run, missing {', '.join(missing)}")
-    kept = {".csv", ".md", ".png"}
-    return sorted(p for p in reports.iterdir() if p.is_file() and p.suffix in kept)
+    kept = {".csv", ".md", ".png"}  # not Snakemake's report.html (5 MB, this machine's paths)
+    return sorted(p for p in reports.iterdir()
+                  if p.is_file() and (p.suffix in kept or p.name == REPORT_HTML))  # fmt: skip
 
 
 def refresh(
