@@ -303,7 +303,11 @@ def link_c4_dir(c4_dir: Path, out: Path) -> dict:
     for split in SPLITS:
         files = sorted(c4_dir.glob(f"c4-{split}.*-of-*.json.gz"))
         if not files:
-            raise FileNotFoundError(f"no c4-{split}.*.json.gz in {c4_dir}")
+            raise FileNotFoundError(
+                f"natural_language.corpus.c4_dir: no c4-{split}.*.json.gz in {c4_dir}; fetch "
+                "the shards once where there is network: python -m lengen.data.setup "
+                "--configfile <this tier's config> (or point c4_dir at your copy of C4 en)"
+            )
         for f in files:
             target = out / f.name
             if target.exists() or target.is_symlink():

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -73,20 +74,41 @@ def train_corpus_bpe(texts, vocab_size: int):
     return PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token=EOS)
 
 
+def fetched_dir(cfg: dict) -> Path | None:
+    """The tokenizer's local folder (`tokenizer.dir`, filled by python -m lengen.data.setup), or
+    None when the config names none; a named folder without the tokenizer is an error saying
+    how to fill it."""
+    if not cfg.get("dir") or cfg["source"] not in ("mistral_v1", "hub"):
+        return None
+    local = Path(cfg["dir"])
+    marker = "tokenizer.model" if cfg["source"] == "mistral_v1" else "tokenizer_config.json"
+    if not (local / marker).is_file():
+        raise FileNotFoundError(
+            f"natural_language.tokenizer.dir: {local} holds no {marker}; fetch it once where "
+            "there is network: python -m lengen.data.setup --configfile <this tier's config>"
+        )
+    return local
+
+
 def prepare_tokenizer(cfg: dict, out_dir: Path, train_texts=None):
     """The configured tokenizer, saved in HF format under out_dir (`corpus_bpe` is trained on
     train_texts, an iterable of the training split's documents)."""
     from transformers import AutoTokenizer, LlamaTokenizer
 
+    local = fetched_dir(cfg)  # fetched once by python -m lengen.data.setup: no download here
     if cfg["source"] == "mistral_v1":
-        fetch_mistral_v1(out_dir)
+        if local:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(local / "tokenizer.model", out_dir / "tokenizer.model")
+        else:
+            fetch_mistral_v1(out_dir)
         tok = LlamaTokenizer.from_pretrained(str(out_dir))
     elif cfg["source"] == "corpus_bpe":
         if not cfg.get("vocab_size"):
             raise ValueError("natural_language.tokenizer.vocab_size: needed by source corpus_bpe")
         tok = train_corpus_bpe(train_texts, cfg["vocab_size"])
     else:
-        tok = AutoTokenizer.from_pretrained(cfg["name"])
+        tok = AutoTokenizer.from_pretrained(str(local) if local else cfg["name"])
     if len(tok) > np.iinfo(DTYPE).max:
         raise ValueError(f"vocabulary of {len(tok)} tokens does not fit {DTYPE.__name__}")
     tok.save_pretrained(str(out_dir))
