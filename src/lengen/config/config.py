@@ -101,9 +101,10 @@ def _general_checks(cfg: dict) -> list[tuple[str, str]]:
             values = d.get(key)
             if isinstance(values, list) and values != sorted(set(values)):
                 errors.append((f"{path}.{key}" if path else key, "must be increasing, no repeats"))
+    nl = cfg.get("natural_language", {})
     paths = {"results_dir": cfg["results_dir"], "reports_dir": cfg["reports_dir"],
-             "natural_language.corpus.c4_dir":
-                 cfg.get("natural_language", {}).get("corpus", {}).get("c4_dir")}  # fmt: skip
+             "natural_language.corpus.c4_dir": nl.get("corpus", {}).get("c4_dir"),
+             "natural_language.tokenizer.dir": nl.get("tokenizer", {}).get("dir")}  # fmt: skip
     for key, value in paths.items():
         if isinstance(value, str) and "$" in value:  # `datasets` expanded $HOME into a path
             errors.append((key, f"{value!r} has a `$`: write the path itself (no variable is "
