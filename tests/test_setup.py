@@ -65,7 +65,7 @@ def test_a_fetched_tokenizer_is_read_offline_and_a_missing_one_named(tmp_path, m
     tok = tokens.prepare_tokenizer(cfg, tmp_path / "out")
     assert tok.decode(tok("the lazy dog")["input_ids"]) == "the lazy dog"
     cfg["dir"] = str(tmp_path / "empty")
-    with pytest.raises(FileNotFoundError, match=r"tokenizer.dir: .*python -m lengen.data.setup"):
+    with pytest.raises(FileNotFoundError, match=r"tokenizer.dir: .*lengen setup"):
         tokens.prepare_tokenizer(cfg, tmp_path / "out2")
     monkeypatch.setattr(tokens, "fetch_mistral_v1", lambda out: pytest.fail("downloaded"))
     with pytest.raises(FileNotFoundError, match="holds no tokenizer.model"):
@@ -73,11 +73,15 @@ def test_a_fetched_tokenizer_is_read_offline_and_a_missing_one_named(tmp_path, m
 
 
 def test_an_empty_c4_dir_names_the_setup_step(tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"c4_dir: no c4-train.*lengen.data.setup"):
+    with pytest.raises(FileNotFoundError, match=r"c4_dir: no c4-train.*lengen setup"):
         corpus.link_c4_dir(tmp_path, tmp_path / "out")
 
 
 def test_the_cli_says_what_it_would_fetch(capsys):
-    setup.main(["--configfile", str(ROOT / "config" / "gpu.yaml"), "--dry-run"])
+    from lengen import cli
+
+    cli.main(["setup", "--configfile", str(ROOT / "config" / "gpu.yaml"), "--dry-run"])
     out = capsys.readouterr().out
     assert "C4 train: 8 shards into data/c4" in out and "tokenizer mistral_v1 into" in out
+    cli.main(["setup", "--configfile", str(ROOT / "config" / "smoke.yaml")])
+    assert "nothing to fetch" in capsys.readouterr().out

@@ -1,5 +1,6 @@
 """`lengen` command line: look at the data exactly as the model is fed at test time (`sample`);
-run Eq. (6) leave-one-out on local Hugging Face causal LMs (`influence`)."""
+run Eq. (6) leave-one-out on local Hugging Face causal LMs (`influence`); fetch once what a
+tier's language models read from the network (`setup`)."""
 
 from __future__ import annotations
 
@@ -123,6 +124,21 @@ def _influence(args: argparse.Namespace) -> None:
     print(f"{args.out}: {len(table)} rows ({len(examples)} sequences x {len(models)}^2 pairs)")
 
 
+def data_setup_doc() -> str:
+    """lengen.data.setup's docstring, its first paragraph (the setup step's description)."""
+    from lengen.data import setup
+
+    return setup.__doc__.split("\n\n")[0]
+
+
+def _setup(args: argparse.Namespace) -> None:
+    """`lengen setup`: the tier's config validated, then lengen.data.setup.run."""
+    from lengen.config.config import load
+    from lengen.data import setup
+
+    setup.run(load(args.configfile), args.dry_run)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `lengen` command."""
     parser = argparse.ArgumentParser(prog="lengen", description=__doc__)
@@ -156,6 +172,14 @@ def main(argv: list[str] | None = None) -> None:
         "--out", type=Path, required=True, help="CSV table (influence_loo.csv's columns)"
     )
     p.set_defaults(fn=_influence, parser=p)
+    setup = sub.add_parser(
+        "setup",
+        help="fetch once, where there is network, the C4 shards and tokenizer a tier reads",
+        description=data_setup_doc(),
+    )
+    setup.add_argument("--configfile", required=True, type=Path, help="the tier's config")
+    setup.add_argument("--dry-run", action="store_true", help="say what would be fetched")
+    setup.set_defaults(fn=_setup, parser=setup)
     sample = sub.add_parser("sample", help="print examples as JSON lines")
     samplers = sample.add_subparsers(dest="task", required=True)
     for name, task in tasks.REGISTRY.items():  # every task that can print its examples
@@ -165,7 +189,7 @@ def main(argv: list[str] | None = None) -> None:
             _common(p)
             p.set_defaults(fn=task.sample_records, parser=p)
     args = parser.parse_args(argv)
-    if args.cmd == "influence":
+    if args.cmd in ("influence", "setup"):
         args.fn(args)
         return
     try:

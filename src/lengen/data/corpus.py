@@ -305,7 +305,7 @@ def link_c4_dir(c4_dir: Path, out: Path) -> dict:
         if not files:
             raise FileNotFoundError(
                 f"natural_language.corpus.c4_dir: no c4-{split}.*.json.gz in {c4_dir}; fetch "
-                "the shards once where there is network: python -m lengen.data.setup "
+                "the shards once where there is network: lengen setup "
                 "--configfile <this tier's config> (or point c4_dir at your copy of C4 en)"
             )
         for f in files:

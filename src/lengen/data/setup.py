@@ -2,7 +2,7 @@
 on a machine with network (a cluster's login node), so that no job downloads anything (compute
 nodes often have no network, and every job would repeat it).
 
-    python -m lengen.data.setup --configfile config/paper.yaml [--dry-run]
+    lengen setup --configfile config/paper.yaml [--dry-run]
 
 What it fetches follows the tier's `natural_language` section:
 - `corpus.source: c4_dir`: C4 `en` shards (allenai/c4 on the Hugging Face hub) into
@@ -25,7 +25,6 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 
-from lengen.core.cli import command_parser
 from lengen.data import corpus
 
 C4_REPO = "allenai/c4"
@@ -128,35 +127,24 @@ def run_time_downloads(cfg: dict) -> list[str]:
     return out
 
 
-# pragma: no mutate block  (CLI wiring)
-def main(argv: list[str] | None = None) -> None:
-    """CLI: fetch what the tier's natural-language section needs from the network."""
-    from lengen.config.config import load
-
-    parser = command_parser(__spec__, __doc__)
-    parser.add_argument("--configfile", required=True, type=Path, help="the tier's config")
-    parser.add_argument("--dry-run", action="store_true", help="say what would be fetched")
-    args = parser.parse_args(argv)
-    cfg = load(args.configfile)
-    todo, left = plan(cfg), run_time_downloads(cfg)
-    for line in left:
-        print(f"note: {line}")
-    if not todo:
-        print(f"{args.configfile}: nothing to fetch" + ("" if left else " (its corpus and "
-              "tokenizer install with the project)"))  # fmt: skip
-        return
-    print("\n".join(todo))
-    if args.dry_run:
-        return
+def run(cfg: dict, dry_run: bool = False) -> list[str]:
+    """`lengen setup`: say what the config needs fetched and fetch it (unless dry_run); the
+    lines it printed."""
+    out = [f"note: {line}" for line in run_time_downloads(cfg)]
+    todo = plan(cfg)
+    out += todo or ["nothing to fetch" + ("" if out else " (its corpus and tokenizer install "
+                                                         "with the project)")]  # fmt: skip
+    print("\n".join(out))
+    if dry_run or not todo:
+        return out
     nl = cfg["natural_language"]
     if nl["corpus"]["source"] == "c4_dir":
         new = fetch_c4(Path(nl["corpus"]["c4_dir"]), c4_shards(nl))
-        print(f"C4: {len(new)} shards fetched, the rest already there")
+        out.append(f"C4: {len(new)} shards fetched, the rest already there")
+        print(out[-1])
     tok = nl["tokenizer"]
     if tok.get("dir") and tok["source"] in ("mistral_v1", "hub"):
         fetch_tokenizer(tok, Path(tok["dir"]))
-        print(f"tokenizer saved in {tok['dir']}")
-
-
-if __name__ == "__main__":
-    main()
+        out.append(f"tokenizer saved in {tok['dir']}")
+        print(out[-1])
+    return out

@@ -75,7 +75,7 @@ def train_corpus_bpe(texts, vocab_size: int):
 
 
 def fetched_dir(cfg: dict) -> Path | None:
-    """The tokenizer's local folder (`tokenizer.dir`, filled by python -m lengen.data.setup), or
+    """The tokenizer's local folder (`tokenizer.dir`, filled by lengen setup), or
     None when the config names none; a named folder without the tokenizer is an error saying
     how to fill it."""
     if not cfg.get("dir") or cfg["source"] not in ("mistral_v1", "hub"):
@@ -85,7 +85,7 @@ def fetched_dir(cfg: dict) -> Path | None:
     if not (local / marker).is_file():
         raise FileNotFoundError(
             f"natural_language.tokenizer.dir: {local} holds no {marker}; fetch it once where "
-            "there is network: python -m lengen.data.setup --configfile <this tier's config>"
+            "there is network: lengen setup --configfile <this tier's config>"
         )
     return local
 
@@ -95,7 +95,7 @@ def prepare_tokenizer(cfg: dict, out_dir: Path, train_texts=None):
     train_texts, an iterable of the training split's documents)."""
     from transformers import AutoTokenizer, LlamaTokenizer
 
-    local = fetched_dir(cfg)  # fetched once by python -m lengen.data.setup: no download here
+    local = fetched_dir(cfg)  # fetched once by lengen setup: no download here
     if cfg["source"] == "mistral_v1":
         if local:
             out_dir.mkdir(parents=True, exist_ok=True)
