@@ -3,7 +3,7 @@
 # measurement the GPU numbers come from, in one command, on one CUDA machine. Logs and JSON go to
 # OUT_DIR.
 #
-#   bash benchmarks/gpu_acceptance.sh OUT_DIR [checks|train|all|STEP,STEP,...]
+#   [WHEELS=DIR] bash benchmarks/gpu_acceptance.sh OUT_DIR [checks|train|all|STEP,STEP,...]
 #
 # With 15 minutes of device time (one lent session), run `fused_profile,decode_fused,fused_grid`
 # (~10 min): where the fused step's time goes,
@@ -34,6 +34,12 @@ OUT=${1:?usage: gpu_acceptance.sh OUT_DIR [checks|train|all|STEP,...]}
 PART=${2:-all}
 mkdir -p "$OUT"
 cd "$(dirname "$0")/.."
+if [[ -n ${WHEELS:-} ]]; then  # an offline host with a PyTorch image: the project's other
+  # dependencies from a wheelhouse (bash tools/wheelhouse.sh WHEELS 3.12, made where pip works)
+  python -m pip install -q --no-index --no-deps --no-compile --target /tmp/lengen-site \
+    "$WHEELS"/*.whl || exit 1
+  export PYTHONPATH="/tmp/lengen-site${PYTHONPATH:+:$PYTHONPATH}"
+fi
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export MLFLOW_DISABLE_TELEMETRY=true
 status=0
