@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from lengen import tasks
+from lengen.core.cli import first_paragraph
+from lengen.data import setup as data_setup
 from lengen.tasks.base import nonnegative_int, positive_int
 
 CHUNK = 4096  # examples drawn, then printed, at a time: memory stays the same for any --n
@@ -124,19 +126,11 @@ def _influence(args: argparse.Namespace) -> None:
     print(f"{args.out}: {len(table)} rows ({len(examples)} sequences x {len(models)}^2 pairs)")
 
 
-def data_setup_doc() -> str:
-    """lengen.data.setup's docstring, its first paragraph (the setup step's description)."""
-    from lengen.data import setup
-
-    return setup.__doc__.split("\n\n")[0]
-
-
 def _setup(args: argparse.Namespace) -> None:
     """`lengen setup`: the tier's config validated, then lengen.data.setup.run."""
     from lengen.config.config import load
-    from lengen.data import setup
 
-    setup.run(load(args.configfile), args.dry_run)
+    data_setup.run(load(args.configfile), args.dry_run)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -175,7 +169,7 @@ def main(argv: list[str] | None = None) -> None:
     setup = sub.add_parser(
         "setup",
         help="fetch once, where there is network, the C4 shards and tokenizer a tier reads",
-        description=data_setup_doc(),
+        description=first_paragraph(data_setup.__doc__),
     )
     setup.add_argument("--configfile", required=True, type=Path, help="the tier's config")
     setup.add_argument("--dry-run", action="store_true", help="say what would be fetched")

@@ -10,5 +10,9 @@ def command_parser(spec, doc: str | None) -> argparse.ArgumentParser:
     file name otherwise) and whose description is the module docstring's first paragraph, whole
     (not its first line, cut mid-sentence)."""
     prog = f"python -m {spec.name}" if spec is not None else None
-    first = (doc or "").strip().split("\n\n")[0]
-    return argparse.ArgumentParser(prog=prog, description=" ".join(first.split()))
+    return argparse.ArgumentParser(prog=prog, description=first_paragraph(doc))
+
+
+def first_paragraph(doc: str | None) -> str:
+    """A docstring's first paragraph, whole, on one line (argparse wraps it)."""
+    return " ".join((doc or "").strip().split("\n\n")[0].split())

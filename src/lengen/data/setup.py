@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lengen.data import corpus
+from lengen.data.tokens import FETCHED, fetch_mistral_v1
 
 C4_REPO = "allenai/c4"
 C4_TOTAL = {"train": 1024, "validation": 8}  # C4 en's shards per split
@@ -84,8 +85,6 @@ def fetch_tokenizer(tokenizer: dict, dest: Path) -> None:
     """The tokenizer's files in dest: mistral_v1's model (PyPI), or a hub tokenizer's."""
     dest.mkdir(parents=True, exist_ok=True)
     if tokenizer["source"] == "mistral_v1":
-        from lengen.data.tokens import fetch_mistral_v1
-
         fetch_mistral_v1(dest)
     elif tokenizer["source"] == "hub":
         from transformers import AutoTokenizer
@@ -107,7 +106,7 @@ def plan(cfg: dict) -> list[str]:
         for split, names in c4_shards(nl).items():
             lines.append(f"C4 {split}: {len(names)} shards into {c4_dir}")
     tok = nl["tokenizer"]
-    if tok.get("dir") and tok["source"] in ("mistral_v1", "hub"):
+    if tok.get("dir") and tok["source"] in FETCHED:
         what = " ".join(filter(None, (tok["source"], tok.get("name"))))
         lines.append(f"tokenizer {what} into {tok['dir']}")
     return lines
@@ -122,7 +121,7 @@ def run_time_downloads(cfg: dict) -> list[str]:
     if nl.get("corpus", {}).get("source") == "c4_hub":
         out.append("corpus source c4_hub: the run streams allenai/c4 (use c4_dir to fetch once)")
     tok = nl.get("tokenizer", {})
-    if tok.get("source") in ("mistral_v1", "hub") and not tok.get("dir"):
+    if tok.get("source") in FETCHED and not tok.get("dir"):
         out.append(f"tokenizer {tok['source']} without dir: the run downloads it")
     return out
 
@@ -143,7 +142,7 @@ def run(cfg: dict, dry_run: bool = False) -> list[str]:
         out.append(f"C4: {len(new)} shards fetched, the rest already there")
         print(out[-1])
     tok = nl["tokenizer"]
-    if tok.get("dir") and tok["source"] in ("mistral_v1", "hub"):
+    if tok.get("dir") and tok["source"] in FETCHED:
         fetch_tokenizer(tok, Path(tok["dir"]))
         out.append(f"tokenizer saved in {tok['dir']}")
         print(out[-1])

@@ -34,6 +34,7 @@ MISTRAL_WHEEL = "mistral-common==1.13.1"
 MISTRAL_MEMBER = "mistral_common/data/tokenizer.model.v1"
 MISTRAL_SHA256 = "dadfd56d766715c61d2ef780a525ab43b8e6da4de6865bda3d95fdef5e134055"
 DTYPE = np.uint16  # every vocabulary here has < 65,536 tokens
+FETCHED = ("mistral_v1", "hub")  # tokenizer sources whose files come from the network
 
 
 def fetch_mistral_v1(out_dir: Path) -> None:
@@ -78,7 +79,7 @@ def fetched_dir(cfg: dict) -> Path | None:
     """The tokenizer's local folder (`tokenizer.dir`, filled by lengen setup), or
     None when the config names none; a named folder without the tokenizer is an error saying
     how to fill it."""
-    if not cfg.get("dir") or cfg["source"] not in ("mistral_v1", "hub"):
+    if not cfg.get("dir") or cfg["source"] not in FETCHED:
         return None
     local = Path(cfg["dir"])
     marker = "tokenizer.model" if cfg["source"] == "mistral_v1" else "tokenizer_config.json"

@@ -96,19 +96,16 @@ def ps_ablations_worse(t: Tables) -> Measured | NotTestable | None:
 def claims(cfg: dict) -> list[Claim]:
     """PS-1..3 (Fig. 2: PPC by jump; Fig. 8: PPC against its ablations)."""
     return [
-        Claim("PS-1", "Sec. 5.2.1, Fig. 2",
-              "all jumps near-perfect in distribution",
+        Claim("PS-1", RULES[0].section, RULES[0].paper,
               "per jump and tested training length: PPC's run-mean exact match; the decisive "
               "cell shown",
               ps_in_distribution, **effect_claim(NEAR_PERFECT, '"near-perfect", in every cell')),
-        Claim("PS-2", "Sec. 5.2.1, Fig. 2",
-              "smaller jump k generalizes better to longer lengths",
+        Claim("PS-2", RULES[1].section, RULES[1].paper,
               "per adjacent pair of jumps: PPC's mean exact match beyond training at the smaller "
               "jump minus at the larger; every jump >= 0.9 in distribution; the decisive pair "
               "shown",
               ps_smaller_jump_better, **effect_claim(ORDERING_GAP, "an ordering, for each pair")),
-        Claim("PS-3", "App. E.2.2, Fig. 8",
-              "without PPC (absolute PE + shift, or RoPE + PoSE) generalization is much worse",
+        Claim("PS-3", RULES[2].section, RULES[2].paper,
               "per jump and ablation: PPC's mean exact match beyond training minus the "
               "ablation's; every compared model >= 0.9 in distribution; the decisive gap shown",
               ps_ablations_worse, **effect_claim(MUCH_WORSE, '"much worse"')),

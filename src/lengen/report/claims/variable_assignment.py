@@ -84,23 +84,19 @@ def va_rope_worse_than_ppc(t: Tables) -> Measured | NotTestable | None:
 def claims(cfg: dict) -> list[Claim]:
     """VA-1..4 (Fig. 3a: PPC by depth; Fig. 3b-d: its ablations and RoPE + PoSE)."""
     return [
-        Claim("VA-1", "Sec. 5.2.2, Fig. 3a",
-              "PPC generalizes well up to ~3x the training length for d in {2, 3, 4, 5}",
+        Claim("VA-1", RULES[0].section, RULES[0].paper,
               "per depth: PPC's seed-mean exact match at the longest tested length up to 3L; "
               "the decisive depth shown",
               va_ppc_3x, **effect_claim(WELL, '"generalizes well", for each depth')),
-        Claim("VA-2", "Sec. 5.2.2, Fig. 3b-c",
-              "removing position coupling or the scratchpad hurts a lot",
+        Claim("VA-2", RULES[1].section, RULES[1].paper,
               "per depth and ablation: PPC's mean exact match beyond training minus the "
               "ablation's; every compared model >= 0.9 in distribution; the decisive gap shown",
               va_ablations_worse, **effect_claim(HURTS, '"hurts a lot"')),
-        Claim("VA-3", "Fig. 3 caption",
-              "RoPE + PoSE with a scratchpad beats RoPE + PoSE without",
+        Claim("VA-3", RULES[2].section, RULES[2].paper,
               "per depth: mean exact match beyond training of Fig. 3d minus Fig. 3c; both >= 0.9 "
               "in distribution; the decisive depth shown",
               va_scratchpad_helps_rope, **effect_claim(BEATS, '"beats", for each depth')),
-        Claim("VA-4", "Sec. 5.2.2, Fig. 3a vs 3c-d",
-              "RoPE with PoSE (with or without scratchpad) performs significantly worse than PPC",
+        Claim("VA-4", RULES[3].section, RULES[3].paper,
               "per depth and RoPE variant: PPC's mean exact match beyond training minus the "
               "variant's; every compared model >= 0.9 in distribution; the decisive gap shown",
               va_rope_worse_than_ppc, **effect_claim(WORSE, '"significantly worse"')),
