@@ -8,9 +8,11 @@ step benchmarks/fused.py times.
         --batch 64 --runs 8 --bf16 --json OUT.json       # the paper's synthetic model, 8 runs
 
 Prints the step's wall time, the device's busy time within it (on CUDA: the kernels' summed
-time; below the wall time: the GPU waits on the host), and the operators that take the most
-device time, grouped as matmuls (mm / bmm / addmm / linear), attention, optimizer (AdamW, the
-per-run norms) and the rest, each with its share; --json writes them.
+time, CUPTI's overhead records left out; below the wall time: the GPU waits on the host; also
+how often the host found the launch queue full, i.e. waited on the GPU), and the kernels or
+operators that take the most time, grouped as matmuls, attention, optimizer (AdamW, the per-run
+clipping), copies and casts, reductions, other elementwise work and the rest, each with its
+share; --json writes them.
 """
 
 from __future__ import annotations
@@ -25,11 +27,25 @@ from throughput import sync  # this folder's (python benchmarks/fused_profile.py
 from lengen.model.fused import FusedGPTNeoX
 from lengen.model.model import GPTNeoX, ModelConfig
 
-GROUPS = {  # operator name fragments -> group (the first match wins)
-    "matmul": ("mm", "matmul", "linear", "gemm", "baddbmm"),
-    "attention": ("attention", "softmax", "flash", "sdpa", "efficient"),
-    "optimizer": ("adam", "foreach", "norm_", "clip", "_amp_foreach"),
+GROUPS = {  # operator or kernel name fragments -> group (the first match wins)
+    "matmul": ("aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::matmul",
+               "aten::linear", "gemm", "nvjet", "cutlass", "xmma", "cublas"),
+    "attention": ("attention", "softmax", "flash", "fmha", "sdpa"),
+    "optimizer": ("adam", "foreach", "multi_tensor_apply", "clip"),
+    "copy/cast": ("copy", "to_copy", "cast"),
+    "layer norm": ("layer_norm", "layernorm"),
+    "reduction": ("reduce", "aten::sum", "norm"),
+    "elementwise": ("elementwise", "aten::add", "aten::mul", "aten::div", "aten::gelu",
+                    "aten::where"),
 }
+# CUPTI's overhead records (torch/profiler/_cupti_monitor.py): not kernels, so not device time.
+# "Command Buffer Full": the host's launch queue was full, i.e. it waited on the GPU (the step is
+# bound by the GPU's work, not by kernel launches). Counted, not summed into the busy time: the
+# first H200 profile (2026-11-26) summed them as device time, 915 ms in a 106 ms step, and its
+# "mm" fragment put them among the matmuls.
+CUPTI_OVERHEAD = ("Command Buffer Full", "Buffer Flush", "Instrumentation", "Resource",
+                  "Driver Compiler", "Runtime Triggered Module Loading", "Lazy Function Loading",
+                  "Activity Buffer Request", "UVM Activity Init")  # fmt: skip
 
 
 def group_of(name: str) -> str:
@@ -44,7 +60,9 @@ def fused_step(cfg: ModelConfig, runs: int, batch: int, length: int, device: str
         torch.manual_seed(seed)
         models.append(GPTNeoX(cfg).to(device))
     fused = FusedGPTNeoX(models).to(device)
-    opt = torch.optim.AdamW(fused.parameters(), lr=1e-4)
+    # the trainer's AdamW (group.make_engine): torch's fused one on CUDA (the first H200 profile,
+    # 2026-11-26, predates this and ran the foreach one: its multi_tensor_apply kernels)
+    opt = torch.optim.AdamW(fused.parameters(), lr=1e-4, fused=True if device == "cuda" else None)
     ids = torch.randint(0, cfg.vocab_size, (runs, batch, length), device=device)
     pos = torch.arange(length, device=device).expand(runs, batch, length).contiguous()
     labels = torch.roll(ids, -1, dims=-1)
@@ -65,7 +83,10 @@ def fused_step(cfg: ModelConfig, runs: int, batch: int, length: int, device: str
 
 
 def profile(step, steps: int, warmup: int, device: str, top: int) -> dict:
-    """Wall and device time per step, and the top operators by device time, grouped."""
+    """Wall time per step, the time the device spent in kernels (on CUDA: the kernels, copies and
+    memsets themselves, each counted once; on the CPU: the operators' own CPU time), grouped, and
+    the top kernels or operators; on CUDA also how often per step the host found the launch
+    queue full."""
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 
@@ -79,22 +100,42 @@ def profile(step, steps: int, warmup: int, device: str, top: int) -> dict:
             step()
         sync(device)
         wall = (time.perf_counter() - t0) / steps
-    key = "self_device_time_total" if device == "cuda" else "self_cpu_time_total"
-    events = [e for e in prof.key_averages() if getattr(e, key, 0) > 0]
-    busy = sum(getattr(e, key) for e in events) / 1e6 / steps  # seconds per step
-    groups: dict[str, float] = {}
+    found = tally(prof.events(), device, steps, top)
+    busy = found["device_busy_s"]
+    return {"wall_s": wall, "busy_share": busy / wall if device == "cuda" else None, **found}
+
+
+def tally(events, device: str, steps: int, top: int) -> dict:
+    """The profiled events per step: busy time, groups, top names; on CUDA the device's own
+    events only (kernels, copies, memsets), CUPTI's overhead records counted apart."""
+    from torch.autograd import DeviceType
+
+    by_name: dict[str, list[float]] = {}  # name -> [seconds, calls] over the profiled steps
+    queue_full = 0
     for e in events:
-        groups[group_of(e.key)] = groups.get(group_of(e.key), 0.0) + getattr(e, key) / 1e6 / steps
-    ops = sorted(events, key=lambda e: getattr(e, key), reverse=True)[:top]
+        if device == "cuda":
+            if e.device_type == DeviceType.CPU:
+                continue  # a host operator: its kernels are counted as themselves
+            if e.name in CUPTI_OVERHEAD:
+                queue_full += e.name == "Command Buffer Full"
+                continue
+            seconds = e.time_range.elapsed_us() / 1e6
+        else:
+            seconds = e.self_cpu_time_total / 1e6
+        if seconds > 0:
+            row = by_name.setdefault(e.name, [0.0, 0])
+            row[0] += seconds
+            row[1] += 1
+    groups: dict[str, float] = {}
+    for name, (s, _) in by_name.items():
+        groups[group_of(name)] = groups.get(group_of(name), 0.0) + s / steps
+    ops = sorted(by_name.items(), key=lambda kv: -kv[1][0])[:top]
     return {
-        "wall_s": wall,
-        "device_busy_s": busy,
-        "busy_share": busy / wall if device == "cuda" else None,
+        "device_busy_s": sum(s for s, _ in by_name.values()) / steps,
+        "queue_full_per_step": queue_full / steps if device == "cuda" else None,
         "groups_s": dict(sorted(groups.items(), key=lambda kv: -kv[1])),
-        "top": [
-            {"op": e.key, "s_per_step": getattr(e, key) / 1e6 / steps, "calls": e.count // steps}
-            for e in ops
-        ],
+        "top": [{"op": name, "s_per_step": s / steps, "calls": n // steps}
+                for name, (s, n) in ops],  # fmt: skip
     }
 
 
@@ -121,8 +162,10 @@ def main(argv: list[str] | None = None) -> dict:
                       l_max=max(64, args.length))  # fmt: skip  # the PPC model, as fused.py's
     step = fused_step(cfg, args.runs, args.batch, args.length, args.device, args.bf16)
     found = profile(step, args.steps, args.warmup, args.device, args.top)
-    where = "GPU busy" if args.device == "cuda" else "CPU operators"
+    where = "GPU kernels" if args.device == "cuda" else "CPU operators"
     share = f" ({found['busy_share']:.0%} of the step)" if found["busy_share"] else ""
+    if found["queue_full_per_step"]:
+        share += f"; launch queue full {found['queue_full_per_step']:.0f} times per step"
     print(f"R = {args.runs}: {found['wall_s'] * 1e3:.1f} ms per step; {where} "
           f"{found['device_busy_s'] * 1e3:.1f} ms{share}")  # fmt: skip
     for name, s in found["groups_s"].items():

@@ -5,12 +5,14 @@
 #
 #   [WHEELS=DIR] bash benchmarks/gpu_acceptance.sh OUT_DIR [checks|train|all|STEP,STEP,...]
 #
-# With 15 minutes of device time (one lent session), run `fused_profile,decode_fused,fused_grid`
-# (~10 min): where the fused step's time goes,
-# fused decoding, then Fig. 2's PPC grid as one fused group within its probe's training budget
-# (budget_s), its 16 model files written (~1-2 min) and scored (one fused pass per jump, ~40 s).
-# `fused_eager` / `fused_compile` are `fused`'s two halves (measured on an H200 2026-11-26:
-# benchmarks/measured/2026-11-26-h200; eager with R up to 32 takes over 110 s).
+# With 15 minutes of device time (one lent session), run `fused_profile,fused_eager` (~4 min):
+# where the fused step's time goes (its kernels, with the trainers' fused AdamW), then the fused
+# step at R = 1-16 (measured on an H200 2026-11-26 with the foreach AdamW:
+# benchmarks/measured/2026-11-26-h200). `fused_grid` (Fig. 2's PPC grid as one fused group; its
+# 1,500-step probe took 496 s with its 16 model files and scoring:
+# benchmarks/measured/2026-11-26-h200-lease2) wants a lease of its own. A tree copied without its
+# .git: `git archive C | tar x -C DIR && git rev-parse C > DIR/COMMIT`; COMMIT is exported as
+# LENGEN_SOURCE_COMMIT, the commit every row and JSON records.
 #
 # Each step has a time limit (a stuck step does not eat the others'); TRAIN_LIMIT (seconds)
 # bounds each training job. Steps: pytest_cuda throughput_paper step_time_paper step_time_gpu
@@ -41,6 +43,10 @@ if [[ -n ${WHEELS:-} ]]; then  # an offline host with a PyTorch image: the proje
   export PYTHONPATH="/tmp/lengen-site${PYTHONPATH:+:$PYTHONPATH}"
 fi
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+if [[ -f COMMIT && -z ${LENGEN_SOURCE_COMMIT:-} ]]; then  # a tree copied without its .git
+  # (git archive; COMMIT written beside it): the commit every row and JSON records
+  export LENGEN_SOURCE_COMMIT=$(<COMMIT)
+fi
 export MLFLOW_DISABLE_TELEMETRY=true
 status=0
 step() {  # step NAME SECONDS COMMAND...: run (stopped after SECONDS), log to OUT/NAME.log,
@@ -60,7 +66,7 @@ step() {  # step NAME SECONDS COMMAND...: run (stopped after SECONDS), log to OU
 
 {
   date -u +%FT%TZ
-  git rev-parse HEAD 2>/dev/null || echo "commit: not a git checkout"
+  python -c "from lengen.core.provenance import git_commit; print(git_commit())"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
   python -c "import sys, torch; print(sys.version.split()[0], 'torch', torch.__version__, torch.cuda.get_device_name())"
 } | tee "$OUT/machine.txt"
@@ -96,7 +102,7 @@ for fetch in off on; do  # the same kinds, batches made in the step or ahead in 
 done
 for mode in eager compile; do  # fused groups of the paper's 12 x 1024 model (issue 45, item 6)
   (want fused || want "fused_$mode") && step "fused_$mode" 300 python benchmarks/fused.py --device cuda --layers 12 \
-    --width 1024 --heads 16 --batch 64 --length 25 --runs 1 4 8 16 32 --bf16 \
+    --width 1024 --heads 16 --batch 64 --length 25 --runs 1 4 8 16 --bf16 \
     $([[ $mode == compile ]] && echo --compile) --json "$OUT/fused_$mode.json"
 done
 # where the fused step's time goes (its MFU saturates at ~14%: issue 45), 8 runs of the paper's

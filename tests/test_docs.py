@@ -116,6 +116,27 @@ def test_the_fused_gpu_tier_time_is_calibrated_on_the_group_that_trained():
     assert tool.hours(entry) < tool.hours(tool.load()["gpu_tier_one"])
 
 
+def test_the_gpu_grid_table_is_the_probe_rows():
+    """docs/gpu-and-cluster.md's table of the 1,500-step PPC grid (probe GPU_PS_ppc_fused_1500):
+    how many runs of each jump learned 2l <= 40 (>= 0.9 at 20 and 40) and jump 1's range at
+    2l = 60-150, from probes/scratchpad_probes.csv."""
+    import re
+
+    import pandas as pd
+
+    rows = pd.read_csv(ROOT / "probes" / "scratchpad_probes.csv")
+    grid = rows[rows["probe"].str.startswith("GPU_PS_ppc_fused_1500/")]
+    assert len(grid) == 16 and (grid["steps_run"] == 1500).all()
+    doc = (ROOT / "docs" / "gpu-and-cluster.md").read_text()
+    for jump, runs in grid.groupby("value"):
+        learned = int(((runs["acc_L20"] >= 0.9) & (runs["acc_L40"] >= 0.9)).sum())
+        assert re.search(rf"\n  \| {int(jump)} \| {learned} of 4", doc), jump
+    one = grid[grid["value"] == 1]
+    cells = " | ".join(f"{one[f'acc_L{n}'].min():.2f}-{one[f'acc_L{n}'].max():.2f}"
+                       for n in (60, 80, 100, 150))  # fmt: skip
+    assert f"| 1 | 4 of 4 | {cells} |" in doc
+
+
 def test_the_readme_test_count_is_the_suites(request):
     """README's numbers of tests are what a whole default run collects and the slow ones it
     leaves to CI's second step (checked in a whole default run)."""

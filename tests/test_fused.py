@@ -225,3 +225,36 @@ def test_the_fused_profile_groups_the_step_and_names_its_top_operators(tmp_path)
     assert found["wall_s"] > 0 and "matmul" in found["groups_s"] and found["top"]
     assert abs(sum(found["groups_s"].values()) - found["device_busy_s"]) < 1e-9
     assert json.loads(out.read_text())["setup"]["runs"] == 2
+
+
+def test_the_fused_profile_counts_kernels_once_and_not_cupti_overhead():
+    """The first H200 profile (2026-11-26) summed CUPTI's "Command Buffer Full" records as device
+    time (915 ms in a 106 ms step) and grouped them as matmuls ("mm" in "Command"), besides the
+    host operators' kernel time on top of the kernels'. On CUDA the tally counts the device's own
+    events once and the full launch queue apart."""
+    from types import SimpleNamespace
+
+    from torch.autograd import DeviceType
+
+    from .conftest import ROOT
+    from .helpers import load_script
+
+    bench = load_script(ROOT / "benchmarks" / "fused_profile.py")
+
+    def event(name, us, device=DeviceType.CUDA):
+        return SimpleNamespace(name=name, device_type=device, self_cpu_time_total=us,
+                               time_range=SimpleNamespace(elapsed_us=lambda: us))  # fmt: skip
+
+    events = [event("aten::bmm", 900, DeviceType.CPU),  # the host side of the kernels below
+              event("nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_NTN", 300),
+              event("nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_NTN", 300),
+              event("void at::native::bfloat16_copy_kernel_cuda", 200),
+              event("void at::native::reduce_kernel<512, 1>", 100),
+              event("Command Buffer Full", 50_000), event("Command Buffer Full", 50_000)]
+    found = bench.tally(events, "cuda", steps=2, top=2)
+    assert found["device_busy_s"] == pytest.approx(900e-6 / 2)
+    assert found["groups_s"] == pytest.approx({"matmul": 300e-6, "copy/cast": 100e-6,
+                                               "reduction": 50e-6})  # fmt: skip
+    assert found["queue_full_per_step"] == 1
+    assert found["top"][0] == {"op": events[1].name, "s_per_step": 300e-6, "calls": 1}
+    assert bench.group_of("Command Buffer Full") == "other"

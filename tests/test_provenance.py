@@ -61,3 +61,33 @@ def test_same_config_and_seed_give_the_same_numbers(tmp_path, smoke_config):
     table = pd.read_csv(tmp_path / "first" / "eval.csv")
     assert set(provenance.COLUMNS) <= set(table.columns)
     assert (table["seed"] == spec["seed"]).all()
+
+
+def test_copy_inside_another_checkout_names_its_own_commit(tmp_path):
+    """A tree copied without its .git into an ignored folder of another checkout (as to a lent
+    GPU machine) must not take that checkout's HEAD: the commit comes from LENGEN_SOURCE_COMMIT."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
+    git = ["git", "-C", str(outer)]
+    subprocess.run([*git, "init", "-q"], check=True, env=env)
+    (outer / ".gitignore").write_text("/copy/\n")
+    subprocess.run([*git, "add", ".gitignore"], check=True, env=env)
+    subprocess.run([*git, "commit", "-qm", "outer"], check=True, env=env)
+    outer_head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True,
+                                check=True).stdout.strip()  # fmt: skip
+    src = Path(provenance.__file__).resolve().parents[2]  # .../src
+    shutil.copytree(src / "lengen", outer / "copy" / "src" / "lengen",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    probe = "from lengen.core.provenance import git_commit; print(git_commit())"
+    env = {**env, "PYTHONPATH": str(outer / "copy" / "src"), "LENGEN_SOURCE_COMMIT": "f" * 40}
+    got = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, env=env).stdout.strip()  # fmt: skip
+    assert got == "f" * 40 != outer_head

@@ -53,9 +53,10 @@ PNG_KEY = "lengen:provenance"
 @functools.cache
 def git_commit() -> str:
     """HEAD of the source checkout, with '-dirty' for uncommitted tracked changes. A copy of a
-    checkout without its .git (a machine the tree was copied to) has no HEAD: then the commit the
-    copy was made from, if the environment says it (LENGEN_SOURCE_COMMIT, set by whoever copied
-    a clean tree), else 'unknown'."""
+    checkout without its .git (a machine the tree was copied to) has no HEAD of its own, even
+    where it lies inside another checkout (whose HEAD is not this code's: the copy's files are not
+    tracked there): then the commit the copy was made from, if the environment says it
+    (LENGEN_SOURCE_COMMIT, set by whoever copied a clean tree), else 'unknown'."""
     src = Path(__file__).resolve().parent
 
     def git(*args: str) -> str:
@@ -64,6 +65,7 @@ def git_commit() -> str:
         ).stdout.strip()
 
     try:
+        git("ls-files", "--error-unmatch", Path(__file__).name)  # fails outside our checkout
         head = git("rev-parse", "HEAD")
         # the committed results under reference/ are rewritten by `python -m
         # lengen.report.refresh`, not by a code change
