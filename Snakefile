@@ -16,6 +16,7 @@ include: "workflow/rules/sparse_parity.smk"
 include: "workflow/rules/generation.smk"
 include: "workflow/rules/theory.smk"
 include: "workflow/rules/natural_language.smk"
+include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
 
 
@@ -29,7 +30,7 @@ if os.path.exists(f"{REPORTS}/{artifacts.REPORT_HTML}"):
 rule all:
     default_target: True
     input:
-        SPARSE_PARITY_FIGURES,
+        FIGURE_OUTPUTS,
         SPARSE_PARITY_TABLE,
         SPARSE_PARITY_DIAGNOSTIC,
         SPARSE_PARITY_SCHEMES,

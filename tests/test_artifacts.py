@@ -29,7 +29,11 @@ def test_report_config_has_no_figure_sections_and_the_report_runs_on_it(tmp_path
     rows = report.write_report(sliced, tmp_path / "REPORT.md", paths={})
     assert set(rows.verdict) == {"not run"}
     text = (tmp_path / "REPORT.md").read_text()
-    assert "`fig_majority.png`" in text and "`sparse_parity_attention_neox.png`" in text
+    assert "`fig_majority.png`" in text  # the registry's; a diagnostic asked for by a `figures`
+    # section (sparse parity's attention) only with the rule's --figures (the next test)
+    assert "`sparse_parity_attention_neox.png`" not in text
+    listed = artifacts.report_figures(smoke_config)
+    assert "sparse_parity_attention_neox.png" in listed
 
 
 def test_report_lists_the_figures_only_figures_sections_add(tmp_path, smoke_config):

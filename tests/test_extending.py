@@ -77,7 +77,7 @@ def test_a_new_generation_task_is_three_files_and_its_tier_section(tmp_path):
     stats = job_stats(proc)  # its 3 models (one per variant), each evaluated, the figure
     models = len(yaml.safe_load((root / "config" / "smoke.yaml").read_text())[NAME]["variants"])
     assert stats["generation_train"] == stats["generation_eval"] == models
-    assert stats["generation_figure"] == 1
+    assert stats["figure"] == 1
     assert f"results/smoke/{NAME}/" in proc.stdout
     sample = subprocess.run([sys.executable, "-m", "lengen.cli", "sample", NAME, "--length", "5",
                              "--n", "1"], cwd=root, env=env, capture_output=True, text=True,
@@ -90,7 +90,7 @@ def test_a_new_generation_task_is_three_files_and_its_tier_section(tmp_path):
 def test_a_new_figure_of_an_existing_kind_is_config_only(tmp_path):
     """A `figures` key of a generation task (panels, title) or of sparse parity (a K_train list)
     that the registry does not know is a figure of its own: validated, listed in REPORT.md's
-    figures, planned by its kind's rule from the tier YAML alone; a key that would overwrite
+    figures, planned by the one figure rule from the tier YAML alone; a key that would overwrite
     another file of the run is refused, naming it."""
     from lengen.config import artifacts, config
 
@@ -101,8 +101,7 @@ def test_a_new_figure_of_an_existing_kind_is_config_only(tmp_path):
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     listed = artifacts.report_figures(config.load(path))
     assert {"fig_ppc_alone.png", "fig_one_k.png"} <= set(listed)
-    for stem, rule in (("fig_ppc_alone", "generation_figure"),
-                       ("fig_one_k", "sparse_parity_figure")):  # fmt: skip
+    for stem, rule in (("fig_ppc_alone", "figure"), ("fig_one_k", "figure")):
         cmd = [sys.executable, "-m", "snakemake", f"reports/smoke/{stem}.png", "-n",
                "--cores", "2", "--configfile", str(path)]  # fmt: skip
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)

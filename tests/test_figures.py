@@ -76,14 +76,14 @@ def test_the_theory_figure_ticks_are_the_tested_lengths(tmp_path):
     """One tested length (the smoke tier's): one tick at it, not 15.5-16.5."""
     import matplotlib.pyplot as plt
 
-    from lengen.analysis import theory_cases
+    from lengen.report import figures
 
     table = pd.read_csv(SMOKE / "theory_table.csv")
     kept = []
     close = plt.close
     plt.close = lambda fig=None: kept.append(fig)  # keep it open
     try:
-        theory_cases.figure(table, tmp_path / "t.png")
+        figures.theory_figure(table, tmp_path / "t.png")
     finally:
         plt.close = close
     ticks = {float(t) for ax in kept[0].axes for t in ax.get_xticks()}

@@ -9,7 +9,7 @@ import os
 import shlex
 
 from lengen import tasks
-from lengen.config import artifacts
+from lengen.config import artifacts, figure_jobs
 from lengen.config.code import code_hash
 from lengen.config.cluster import too_large
 from lengen.config.config import ConfigError, read_tier, read_yaml, validate
@@ -80,53 +80,22 @@ def out_dir(wildcards, output):
     return os.path.dirname(output[0])
 
 
-def sp_evals(sp_dir, variants, ks):
+def sp_evals(variants, ks):
     """eval.csv of every run of every sparse-parity model of the given variants and K_train
     values (a `schemes` model: one run)."""
-    runs = {v: e["runs"] for v, e in config["sparse_parity"]["variants"].items()}
-    return [
-        f"{sp_dir}/{v}/K{k}/seed{r}/eval.csv"
-        for v in variants
-        for k in ks
-        for r in range(runs.get(v, 1))
-    ]
-
-
-def figure_spec(stem):
-    """A figure's entry in its config section's `figures` (artifacts.all_figures: its key)."""
-    fig = artifacts.all_figures(config)[stem]
-    return config[fig.section]["figures"][fig.key]
-
-
-def panels(stem):
-    """The variants a generation figure draws, one panel each, in order."""
-    return figure_spec(stem)["panels"]
+    return figure_jobs.sparse_parity_evals(config, variants, ks)
 
 
 def eval_lengths(exp):
-    """JSON {variant: the eval lengths its models are scored at}: the grid the table and figure
-    rules check every per-model table against (lengen.analysis.evaluate.read_eval_table)."""
-    if exp == "sparse_parity":
-        sp = config["sparse_parity"]
-        variants = [*sp["variants"], *(sp.get("schemes") or {}).get("variants", {})]
-        return to_json({v: sp["eval"]["lengths"] for v in variants})
-    section = config[exp]
-    return to_json(
-        {v: tasks.variant_section(section, v)["eval"]["lengths"] for v in section["variants"]}
-    )
+    """JSON {variant: the eval lengths its models are scored at}: the grid the table rules check
+    every per-model table against (lengen.analysis.evaluate.read_eval_table)."""
+    return figure_jobs.eval_lengths(config, exp)
 
 
 def generation_evals(exp, variants=None):
     """eval.csv of every run of the given variants (all by default) of one generation-scored
     experiment (each variant at its own jumps / depths)."""
-    setting = GENERATION_TASKS[exp].SETTING
-    return [
-        f"{RESULTS}/{exp}/{variant}/{setting.prefix}{value}/seed{run}/eval.csv"
-        for variant in (variants or config[exp]["variants"])
-        for section in [tasks.variant_section(config[exp], variant)]
-        for value in section[setting.values]
-        for run in range(section["variants"][variant]["runs"])
-    ]
+    return figure_jobs.generation_evals(config, exp, variants)
 
 
 FUSE_RUNS = config["runtime"].get("fuse_runs", 1)  # runs trained as one job (lengen.train.group)

@@ -2,10 +2,7 @@
 # Predictive Position Coupling (Sec. 5.2: parity with jumps, Figs. 2, 8; variable assignment,
 # Fig. 3a-d) and majority. One rule set for all; `variants` in the config pick the position scheme
 # (ppc / absolute / rope_pose / ...) and, for variable assignment, the scratchpad.
-GENERATION_FIGURES = artifacts.figures_of(config, "generation_figure")  # stem -> Figure
-GENERATION_OUTPUTS = [artifacts.figure(config, stem) for stem in GENERATION_FIGURES] + [
-    artifacts.table(config, exp) for exp in GENERATION_TASKS if exp in config
-]
+GENERATION_OUTPUTS = [artifacts.table(config, exp) for exp in GENERATION_TASKS if exp in config]
 
 
 GENERATION_WILDCARDS = {
@@ -159,49 +156,6 @@ else:
             table=lambda w: os.path.join(generation_run(w), FUSED_EVAL),
         shell:
             "cp {params.table:q} {output:q}"
-
-
-rule generation_figure:
-    # Fig. 2 / Fig. 8 / Fig. 3: accuracy vs length, a line per jump / depth, a panel per variant.
-    input:
-        lambda w: generation_evals(GENERATION_FIGURES[w.stem].section, panels(w.stem)),
-    output:
-        report(
-            f"{REPORTS}/{{stem}}.png",
-            caption="../report/fig_generation.rst",
-            category="Generation tasks",
-        ),
-    log:
-        f"{LOGS}/{{stem}}.log",
-    benchmark:
-        f"{BENCHMARKS}/{{stem}}.tsv"
-    wildcard_constraints:
-        stem="|".join(GENERATION_FIGURES),
-    conda:
-        CONDA_ENV
-    resources:
-        **job_resources("small"),
-    params:
-        code=code_hash("lengen.report.figures"),  # reruns when the code it runs changes
-        panels=lambda w: " ".join(panels(w.stem)),
-        title=lambda w: figure_spec(w.stem).get("title", GENERATION_FIGURES[w.stem].title)
-        + f" ({config['tier']} tier)",
-        style=lambda w: to_json(
-            config[GENERATION_FIGURES[w.stem].section]["figures"].get("style", {})
-        ),
-        train_range=lambda w: "{} {}".format(  # the first panel's variant's training range
-            *GENERATION_TASKS[GENERATION_FIGURES[w.stem].section].train_lengths(
-                tasks.variant_section(
-                    config[GENERATION_FIGURES[w.stem].section], panels(w.stem)[0]
-                )
-            )
-        ),
-        tracking=lambda w: figure_tracking(GENERATION_FIGURES[w.stem].section),
-        lengths=lambda w: eval_lengths(GENERATION_FIGURES[w.stem].section),
-    shell:
-        "python -m lengen.report.figures generation --tables {input:q} --panels {params.panels}"
-        " --title {params.title:q} --style {params.style:q} --train-range {params.train_range}"
-        " --lengths {params.lengths:q} {params.tracking} --out {output:q} > {log:q} 2>&1"
 
 
 rule generation_table:

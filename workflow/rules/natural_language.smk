@@ -8,15 +8,8 @@ NL_TABLE = artifacts.table(config, "perplexity")
 NL_CHUNKS = artifacts.table(config, "perplexity_chunks")  # the report's paired bootstrap
 NL_WINDOW = artifacts.table(config, "perplexity_window")  # NL-T1w: full context vs a window
 NL_INFLUENCE = artifacts.table(config, "influence")
-NL_FIGURES = [
-    artifacts.figure(config, stem)
-    for stem, f in artifacts.FIGURES.items()
-    if f.section == "natural_language"
-]
 NL_OUTPUTS = (
-    [NL_TABLE, NL_TABLE.replace(".csv", ".md"), NL_CHUNKS, NL_WINDOW, NL_INFLUENCE, *NL_FIGURES]
-    if NL
-    else []
+    [NL_TABLE, NL_TABLE.replace(".csv", ".md"), NL_CHUNKS, NL_WINDOW, NL_INFLUENCE] if NL else []
 )
 # App. F's models span several GPUs: natural_language.gpus_per_job overrides the runtime's
 NL_GPUS = NL.get("gpus_per_job", config["runtime"]["gpus_per_job"]) if NL else 0
@@ -188,60 +181,3 @@ rule natural_language_influence:
     shell:
         "python -m lengen.analysis.influence --short {input.short:q} --long {input.long:q}"
         " --tokens {input.tokens:q} --influence {params.influence:q} --out {output:q} > {log:q} 2>&1"
-
-
-rule natural_language_figure:
-    # Fig. 4 (h_short, J from h_short), Fig. 6a-c (the other pairs): scatter, diagonal, Pearson r
-    input:
-        NL_INFLUENCE,
-    output:
-        report(
-            f"{REPORTS}/{{fig}}_influence.png",
-            caption="../report/fig_influence.rst",
-            category="Natural language",
-        ),
-    log:
-        f"{LOGS}/natural_language/{{fig}}.log",
-    benchmark:
-        f"{BENCHMARKS}/natural_language/{{fig}}.tsv"
-    wildcard_constraints:
-        fig="fig4|fig6",
-    conda:
-        CONDA_ENV
-    resources:
-        **job_resources("small"),
-    params:
-        code=code_hash("lengen.report.figures"),  # reruns when the code it runs changes
-        title=lambda w: artifacts.FIGURES[f"{w.fig}_influence"].title.format(
-            k=NL["influence"]["k"], tier=config["tier"]
-        ),
-        style=lambda w: to_json(NL.get("figures", {}).get("style", {})),
-        tracking=figure_tracking("natural_language") if NL else "",
-    shell:
-        "python -m lengen.report.figures {wildcards.fig} --tables {input:q} --title {params.title:q}"
-        " --style {params.style:q} {params.tracking} --out {output:q} > {log:q} 2>&1"
-
-
-rule natural_language_mask_figure:
-    # Fig. 5: the three masks, drawn from the same code that builds them
-    input:
-        f"{RESULTS}/mlflow/natural_language.ready",  # its figure run's experiment
-    output:
-        report(
-            f"{REPORTS}/fig5_masks.png",
-            caption="../report/fig_masks.rst",
-            category="Natural language",
-        ),
-    log:
-        f"{LOGS}/natural_language/fig5.log",
-    benchmark:
-        f"{BENCHMARKS}/natural_language/fig5.tsv"
-    conda:
-        CONDA_ENV
-    resources:
-        **job_resources("small"),
-    params:
-        code=code_hash("lengen.report.figures"),  # reruns when the code it runs changes
-        tracking=figure_tracking("natural_language"),
-    shell:
-        "python -m lengen.report.figures fig5 {params.tracking} --out {output:q} > {log:q} 2>&1"

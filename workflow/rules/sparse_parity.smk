@@ -4,28 +4,9 @@ SP_DIR = f"{RESULTS}/sparse_parity"
 SPARSE_PARITY_TABLE = artifacts.table(config, "sparse_parity")
 SP_VARIANTS = list(SP["variants"])  # each variant trains every K_train (a figure row each)
 SP_SCHEMES = SP.get("schemes")  # extra figure (not in the paper): NoPE / ALiBi at one K_train
-SP_LABELS = {
-    v: e["label"] for v, e in {**SP["variants"], **(SP_SCHEMES or {}).get("variants", {})}.items()
-}
-SP_FIGURES = {  # figure stem -> (model variants, K_train values, title), from artifacts.FIGURES
-    stem: (
-        [*SP_VARIANTS, *SP_SCHEMES["variants"]] if fig.key == "schemes" else SP_VARIANTS,
-        [SP_SCHEMES["k_train"]] if fig.key == "schemes" else SP["figures"][fig.key],
-        fig.title.format(
-            tier=config["tier"],
-            k_train=(
-                (SP_SCHEMES or {}).get("k_train")
-                if fig.key == "schemes"
-                else SP["figures"][fig.key]
-            ),
-        ),
-    )
-    for stem, fig in artifacts.figures_of(config, "sparse_parity_figure").items()
-}
-# Fig. 1, Fig. 7 and any figure the config adds (the schemes figure comes with its table, below)
-SPARSE_PARITY_FIGURES = [
-    artifacts.figure(config, stem) for stem in SP_FIGURES if stem != "sparse_parity_schemes"
-]
+SP_SCHEMES_MODELS = (  # the extra figure's (not in the paper): NoPE / ALiBi at one K_train
+    ([*SP_VARIANTS, *SP_SCHEMES["variants"]], [SP_SCHEMES["k_train"]]) if SP_SCHEMES else ([], [])
+)
 
 
 wildcard_constraints:
@@ -147,45 +128,10 @@ rule sparse_parity_eval:
         " --batch-size {params.batch_size} --out {output:q} > {log:q} 2>&1"
 
 
-rule sparse_parity_figure:
-    # Fig. 1 / Fig. 7 (and the extra schemes figure): accuracy vs test length, one line per
-    # k_test, one panel per K_train, one row per model variant.
-    input:
-        lambda w: sp_evals(SP_DIR, *SP_FIGURES[w.stem][:2]),
-    output:
-        report(
-            f"{REPORTS}/{{stem}}.png",
-            caption="../report/fig_sparse_parity.rst",
-            category="Sparse parity",
-        ),
-    log:
-        f"{LOGS}/sparse_parity/{{stem}}.log",
-    benchmark:
-        f"{BENCHMARKS}/sparse_parity/{{stem}}.tsv"
-    wildcard_constraints:
-        stem="|".join(SP_FIGURES),
-    conda:
-        CONDA_ENV
-    resources:
-        **job_resources("small"),
-    params:
-        code=code_hash("lengen.report.figures"),  # reruns when the code it runs changes
-        title=lambda w: SP_FIGURES[w.stem][2],
-        style=to_json(SP["figures"].get("style", {})),
-        train_range=f"{SP['train_min_len']} {SP['train_max_len']}",
-        labels=lambda w: to_json([[v, SP_LABELS[v]] for v in SP_FIGURES[w.stem][0]]),  # config order
-        tracking=figure_tracking("sparse_parity"),
-        lengths=eval_lengths("sparse_parity"),
-    shell:
-        "python -m lengen.report.figures sparse_parity --tables {input:q} --title {params.title:q}"
-        " --style {params.style:q} --train-range {params.train_range} --labels {params.labels:q}"
-        " --lengths {params.lengths:q} {params.tracking} --out {output:q} > {log:q} 2>&1"
-
-
 rule sparse_parity_table:
     # Every model's accuracy in one tidy table (k_train, length, k_test, n, accuracy, ...).
     input:
-        sp_evals(SP_DIR, SP_VARIANTS, SP["k_train"]),
+        sp_evals(SP_VARIANTS, SP["k_train"]),
     output:
         report(SPARSE_PARITY_TABLE, caption="../report/tables.rst", category="Tables"),
     log:
@@ -205,10 +151,8 @@ rule sparse_parity_table:
 
 
 SP_ATTENTION = SP["figures"].get("attention")
-SPARSE_PARITY_DIAGNOSTIC = (
-    expand(f"{REPORTS}/sparse_parity_attention_{{v}}.{{ext}}", v=SP_VARIANTS, ext=["png", "csv"])
-    if SP_ATTENTION
-    else []
+SPARSE_PARITY_DIAGNOSTIC = (  # the tables; their figures are the figure rule's
+    expand(f"{REPORTS}/sparse_parity_attention_{{v}}.csv", v=SP_VARIANTS) if SP_ATTENTION else []
 )
 
 
@@ -218,12 +162,7 @@ rule sparse_parity_attention:
     input:
         lambda w: sp_model(w.variant, SP_ATTENTION["k_train"], 0),  # run 0
     output:
-        figure=report(
-            f"{REPORTS}/sparse_parity_attention_{{variant}}.png",
-            caption="../report/fig_sparse_parity_attention.rst",
-            category="Sparse parity",
-        ),
-        table=f"{REPORTS}/sparse_parity_attention_{{variant}}.csv",
+        f"{REPORTS}/sparse_parity_attention_{{variant}}.csv",
     log:
         f"{LOGS}/sparse_parity/attention_{{variant}}.log",
     benchmark:
@@ -239,33 +178,20 @@ rule sparse_parity_attention:
         k=lambda w: " ".join(map(str, SP_ATTENTION["k_test"])),
         n=lambda w: SP_ATTENTION["n_examples"],
         seed=config["seed"],
-        title=lambda w: (
-            f"Where <SEP> attends: sparse parity, K_train = {SP_ATTENTION['k_train']}, "
-            f"{SP['variants'][w.variant]['label']} ({config['tier']} tier)"
-        ),
-        tracking=figure_tracking("sparse_parity"),
     shell:
         "python -m lengen.analysis.attention --model {params.model:q} --lengths {params.lengths}"
-        " --k {params.k} --n-examples {params.n} --seed {params.seed} --title {params.title:q}"
-        " {params.tracking} --out-table {output.table:q} --out-figure {output.figure:q}"
+        " --k {params.k} --n-examples {params.n} --seed {params.seed} --out-table {output:q}"
         " > {log:q} 2>&1"
 
 
 # Extra figure's table (not in the paper): NoPE and ALiBi beside the variants at its K_train.
-SPARSE_PARITY_SCHEMES = (
-    [
-        artifacts.figure(config, "sparse_parity_schemes"),
-        artifacts.table(config, "sparse_parity_schemes"),
-    ]
-    if SP_SCHEMES
-    else []
-)
+SPARSE_PARITY_SCHEMES = [artifacts.table(config, "sparse_parity_schemes")] if SP_SCHEMES else []
 
 
 rule sparse_parity_schemes_table:
     # The extra figure's models and the variants at its K_train, in one tidy table.
     input:
-        lambda w: sp_evals(SP_DIR, *SP_FIGURES["sparse_parity_schemes"][:2]),
+        sp_evals(*SP_SCHEMES_MODELS),
     output:
         artifacts.table(config, "sparse_parity_schemes"),
     log:

@@ -2,22 +2,13 @@
 # case and position coupling (Prop. 4.4), with exact population risks. CPU seconds, no training.
 THEORY = config.get("theory")
 THEORY_TABLE = artifacts.table(config, "theory")
-THEORY_OUTPUTS = (
-    [THEORY_TABLE, THEORY_TABLE.replace(".csv", ".md"), artifacts.figure(config, "theory_figure")]
-    if THEORY
-    else []
-)
+THEORY_OUTPUTS = [THEORY_TABLE, THEORY_TABLE.replace(".csv", ".md")] if THEORY else []
 
 
 rule theory:
-    input:
-        f"{RESULTS}/mlflow/theory.ready",  # its figure run's experiment
     output:
         table=report(THEORY_TABLE, caption="../report/tables.rst", category="Tables"),
         markdown=THEORY_TABLE.replace(".csv", ".md"),
-        figure=report(
-            f"{REPORTS}/theory_figure.png", caption="../report/fig_theory.rst", category="Theory"
-        ),
     log:
         f"{LOGS}/theory.log",
     benchmark:
@@ -30,8 +21,6 @@ rule theory:
         code=code_hash("lengen.analysis.theory_cases"),  # reruns when the code it runs changes
         L=THEORY["L"] if THEORY else 0,
         lengths=" ".join(map(str, THEORY["test_lengths"])) if THEORY else "",
-        tracking=figure_tracking("theory"),
     shell:
         "python -m lengen.analysis.theory_cases --L {params.L} --test-lengths {params.lengths}"
-        " {params.tracking} --out-table {output.table:q} --out-figure {output.figure:q}"
-        " > {log:q} 2>&1"
+        " --out-table {output.table:q} > {log:q} 2>&1"

@@ -10,7 +10,8 @@ parity is systematically flipped: accuracy falls *below* chance (0.5). `accuracy
 that reading directly: accuracy per number m of flagged ones.
 
     python -m lengen.analysis.attention --model K8/model.pt --lengths 50 100 200 500 --k 4 8 \
-        --out-table attn.csv --out-figure attn.png
+        --out-table attn.csv
+    python -m lengen.report.figures attention --tables attn.csv --k-train 8 --out attn.png
 """
 
 from __future__ import annotations
@@ -115,62 +116,8 @@ def diagnose(
     return pd.concat(mass, ignore_index=True), pd.concat(by_ones, ignore_index=True)
 
 
-def figure(
-    mass: pd.DataFrame,
-    by_ones: pd.DataFrame,
-    k_train: int,
-    title: str,
-    out: Path,
-    metadata=None,
-) -> None:
-    """Panels at k_test = the largest tested k <= K_train: flagged mass per head vs 2l,
-    selectivity per head vs 2l, accuracy by number m of flagged ones; plus, when a k_test above
-    K_train was tested, accuracy by m there (SP-2: does the model fail at unseen k, or only at
-    counts m it never saw?)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    sns.set_theme(context="paper", style="whitegrid")
-    k = int(mass.loc[mass["k_test"] <= k_train, "k_test"].max())
-    above = sorted(int(x) for x in by_ones["k_test"].unique() if x > k_train)
-    m = mass[mass["k_test"] == k].copy()
-    m["head"] = "L" + m["layer"].astype(str) + "H" + m["head"].astype(str)
-    fig, axes = plt.subplots(1, 3 + bool(above), figsize=(13 + 4.3 * bool(above), 3.4))
-    flagged = m[m["category"].isin(["flagged_j", "flagged_bit"])]
-    flagged = flagged.groupby(["length", "head"], as_index=False)["mass"].sum()
-    sns.lineplot(data=flagged, x="length", y="mass", hue="head", marker="o", ax=axes[0])
-    axes[0].legend(fontsize=6, ncols=2, title="layer, head")
-    axes[0].set(title=f"mass on the 2k flagged tokens (k_test={k})", xlabel="test length 2l")
-    sel = selectivity(m, k)
-    sns.lineplot(data=sel, x="length", y="log_ratio", hue="head", marker="o", ax=axes[1],
-                 legend=False)  # fmt: skip
-    axes[1].set(title="selectivity: log(weight per flagged / unflagged token)",
-                xlabel="test length 2l", ylabel="log ratio")  # fmt: skip
-    lengths = [str(x) for x in sorted(by_ones["length"].unique())]  # one colour per length
-    for ax, kk in zip(axes[2:], [k, *above[-1:]], strict=False):
-        b = by_ones[by_ones["k_test"] == kk].copy()
-        b["2l"] = b["length"].astype(str)  # categorical hue: one colour per tested length
-        sns.lineplot(data=b, x="ones", y="accuracy", hue="2l", marker="o", palette="rocket_r",
-                     hue_order=lengths, ax=ax, legend=ax is axes[2])  # fmt: skip
-        ax.axhline(0.5, color="grey", lw=0.8, ls=":")
-        ax.axvline(k_train + 0.5, color="grey", lw=0.8, ls="--")
-        ax.set(title=f"accuracy by m flagged ones, k_test={kk}", xlabel="m (dashed: K_train)",
-               ylim=(-0.02, 1.02))  # fmt: skip
-    for ax in axes[:2]:
-        ax.set_xscale("log")
-        ax.set_xticks(sorted(m["length"].unique()), labels=sorted(m["length"].unique()))
-        ax.minorticks_off()
-    fig.suptitle(title, y=1.03)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=150, bbox_inches="tight", metadata=metadata)
-    plt.close(fig)
-
-
 def main(argv: list[str] | None = None) -> None:
-    """CLI: attention-mass and accuracy-by-ones tables and figure for one sparse-parity model."""
+    """CLI: the attention-mass and accuracy-by-ones table of one sparse-parity model."""
     from lengen.core import provenance
     from lengen.model.modelfile import model_from_saved, read_model_file
 
@@ -181,15 +128,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n-examples", type=int, default=256)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out-table", type=Path, required=True)
-    parser.add_argument("--out-figure", type=Path, required=True)
-    parser.add_argument("--title", default="")
-    parser.add_argument("--tracking-uri", help="log the figure to this MLflow store...")
-    parser.add_argument("--experiment", help="...in this experiment, as run figure/<name>")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     saved = read_model_file(args.model)
     model, spec = model_from_saved(saved), parse_spec(saved["spec"])
-    k_train = spec.task.k_train
     mass, by_ones = diagnose(model, args.lengths, args.k, spec.task.n, args.n_examples, args.seed)
     table = pd.concat(
         [mass.assign(table="attention_mass"), by_ones.assign(table="accuracy_by_ones")]
@@ -202,13 +144,6 @@ def main(argv: list[str] | None = None) -> None:
     }
     args.out_table.parent.mkdir(parents=True, exist_ok=True)
     provenance.stamp(table, setup, args.seed).to_csv(args.out_table, index=False)
-    title = args.title or f"Where <SEP> attends: sparse parity, K_train = {k_train}"
-    meta = provenance.png_metadata(setup, args.seed)
-    figure(mass, by_ones, k_train, title, args.out_figure, meta)
-    if args.tracking_uri:
-        from lengen.core import tracking
-
-        tracking.log_figure(args.out_figure, [spec.run_name], args.tracking_uri, args.experiment)
 
 
 if __name__ == "__main__":

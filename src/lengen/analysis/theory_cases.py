@@ -9,9 +9,9 @@
 - Position coupling (Prop. 4.4 / D.2): a non-local planted pair; a windowed relative class has
   minimisers that fail at longer lengths, while PC[H_attn] (Eqs. (17)-(19)) generalizes.
 
-`python -m lengen.analysis.theory_cases --L 8 --out-table T.csv --out-figure F.png` writes the table
-(case, assumption dropped, checks, training risk, test risk by Lbar for the best and the worst
-minimiser) and the figure.
+`python -m lengen.analysis.theory_cases --L 8 --out-table T.csv` writes the table (case,
+assumption dropped, checks, training risk, test risk by Lbar for the best and the worst
+minimiser) and its markdown; `python -m lengen.report.figures theory --tables T.csv` draws it.
 """
 
 from __future__ import annotations
@@ -462,54 +462,12 @@ def run(L: int, test_lengths: list[int]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def figure(table: pd.DataFrame, out: Path, metadata: dict | None = None) -> None:
-    """Test risk of the best and worst risk minimiser vs Lbar, a panel per case."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    sns.set_theme(context="paper", style="whitegrid")
-    cases = list(dict.fromkeys(table["case"]))
-    ncol = 4
-    nrow = math.ceil(len(cases) / ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(2.6 * ncol, 2.5 * nrow), sharey=True)
-    axes = axes.ravel()
-    for ax in axes[len(cases) :]:
-        ax.remove()
-    for ax, name in zip(axes, cases, strict=False):
-        t = table[table["case"] == name]
-        ax.plot(t["Lbar"], t["test_risk_worst"], "o-", color="C3", label="worst minimiser")
-        ax.plot(t["Lbar"], t["test_risk_best"], "s--", color="C0", label="best minimiser")
-        ax.axhline(t["train_risk"].iloc[0], color="grey", ls=":", lw=1, label="training risk")
-        title = f"Prop. C.3({name})" if len(name) <= 2 else name.replace("positive", "Thm. 4.3")
-        ax.set_title(f"{title}\ndrops: {t['assumption_dropped'].iloc[0]}", fontsize=7)
-        ax.set_xlabel("test length Lbar")
-        ax.set_xticks(sorted(table["Lbar"].unique()))  # the tested lengths (one: one tick)
-        ax.set_ylim(-0.03, 1.03)
-    for ax in axes[::ncol]:
-        ax.set_ylabel("risk E|h(X) - Y|")
-    axes[len(cases) - 1].legend(fontsize=6, loc="center right")
-    L = table["L"].iloc[0]
-    fig.suptitle(
-        f"Prop. C.3, Theorem 4.3 and Prop. 4.4: exact risks of the Eq. (3) minimisers (L = {L})"
-    )
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=150, bbox_inches="tight", metadata=metadata)
-    plt.close(fig)
-
-
 def main(argv: list[str] | None = None) -> None:
-    """CLI: write the theory table (CSV and markdown) and figure."""
+    """CLI: write the theory table (CSV and markdown)."""
     parser = command_parser(__spec__, __doc__)
     parser.add_argument("--L", type=int, default=8, help="maximum training length")
     parser.add_argument("--test-lengths", type=int, nargs="+", help="default: 2L, 3L, 4L")
     parser.add_argument("--out-table", type=Path, required=True)
-    parser.add_argument("--out-figure", type=Path, required=True)
-    parser.add_argument("--tracking-uri", help="log the figure to this MLflow store...")
-    parser.add_argument("--experiment", help="...in this experiment, as run figure/<name>")
     args = parser.parse_args(argv)
     lengths = args.test_lengths or [2 * args.L, 3 * args.L, 4 * args.L]
     setup = {"L": args.L, "test_lengths": lengths}
@@ -522,11 +480,6 @@ def main(argv: list[str] | None = None) -> None:
     markdown = table[cols].to_markdown(index=False, floatfmt=".4g")
     footer = provenance.markdown_line(setup, COUPLING_SEED)
     args.out_table.with_suffix(".md").write_text(f"{markdown}\n\n{footer}\n")
-    figure(table, args.out_figure, provenance.png_metadata(setup, COUPLING_SEED))
-    if args.tracking_uri:  # exact computations: no trained model
-        from lengen.core import tracking
-
-        tracking.log_figure(args.out_figure, [], args.tracking_uri, args.experiment)
 
 
 if __name__ == "__main__":

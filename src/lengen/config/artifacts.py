@@ -38,57 +38,84 @@ REPORT_READS = (
 
 @dataclass(frozen=True)
 class Figure:
-    """One figure of the run, described once: the config section that makes it, the rule that
-    draws it, the section's `figures` key it reads (Fig. 1's K_train list, a scratchpad figure's
-    panels; an `optional` figure is drawn only where the config has that key), its default title
-    ({tier} is filled in), the caption file of Snakemake's HTML report (workflow/report/), and
-    for Figs. 4 / 6 the (model scored, model choosing J) pair of each panel."""
+    """One figure of the run, described once: the config section that makes it, its `kind` (the
+    drawer of `python -m lengen.report.figures`; lengen.config.figure_jobs turns the entry and the
+    config into the job's inputs and arguments), the section's `figures` key it reads (Fig. 1's
+    K_train list, a scratchpad figure's panels; an `optional` figure is drawn only where the
+    config has that key), its default title ({tier} is filled in), its caption in Snakemake's
+    report.html, and for Figs. 4 / 6 the (model scored, model choosing J) pair of each panel."""
 
     section: str
-    rule: str
+    kind: str
     key: str | None = None
     title: str = ""
     caption: str = ""
     optional: bool = False
     panels: tuple[tuple[str, str], ...] = ()
+    variant: str | None = None  # the model variant a per-variant diagnostic shows
 
+
+CAPTIONS = {  # report.html's caption of each kind of figure (reStructuredText)
+    "sparse_parity": "Sparse parity (Sec. 5.1, Figs. 1 and 7): final-token accuracy vs test "
+    "length 2l, a line per k_test, a panel per K_train; training lengths shaded, chance dotted.",
+    "generation": "Tasks scored by greedy generation (the scratchpad tasks of Sec. 5.2, Figs. 2, "
+    "8, 3a-d; majority): exact-match accuracy (every scratchpad token and, for Predictive "
+    "Position Coupling, every predicted position ID; the answer token without a scratchpad) vs "
+    "test length, a line per jump or depth (mean over training runs, 95% CI band), a panel per "
+    "variant.",
+    "influence": "Natural language (Sec. 5.3, Figs. 4, 6): for each held-out sequence of Lbar "
+    "tokens, the loss recovered on the last token by the whole far context (x: L_short - L_long) "
+    "against that recovered by only the k leave-one-out influential far tokens of Eq. (6) (y: "
+    "L_short - L_short,sparse); one panel per (model scored, model choosing J), the diagonal "
+    "dashed, Pearson r in the title.",
+    "masks": "Fig. 5 (Sec. 5.3): which tokens each loss attends to with Lbar = 8, L = 2, k = 2, "
+    "J = {2, 4}; gray = masked in every attention computation (position IDs unchanged), blue = "
+    "attended, outlined = the predicted token. Drawn from the masks the influence code uses.",
+    "theory": "Executable theory (Prop. C.3, Theorem 4.3, Prop. 4.4): exact population risk at "
+    "test lengths Lbar of the best and worst minimiser of Eq. (3), a panel per construction.",
+    "attention": "Sparse-parity diagnostic (``lengen.analysis.attention``): for the K_train = "
+    "{k_train} model, the attention mass of the predicting ``<SEP>`` token on the 2k flagged "
+    "tokens and on the unflagged J's and bits, per layer and head, vs test length 2l; and accuracy "
+    "by the number m of flagged ones. Mass moving from flagged to unflagged tokens as 2l grows is "
+    "dilution; accuracy below chance at some m is a systematic miscount.",
+}
 
 FIGURES: dict[str, Figure] = {  # figure stem -> Figure (Figs. 1-8 of the paper, extras)
-    "fig1_sparse_parity": Figure("sparse_parity", "sparse_parity_figure", "fig1",
-                                 "Fig. 1: sparse parity ({tier} tier)", "fig_sparse_parity"),
-    "fig7_sparse_parity": Figure("sparse_parity", "sparse_parity_figure", "fig7",
-                                 "Fig. 7: sparse parity ({tier} tier)", "fig_sparse_parity"),
+    "fig1_sparse_parity": Figure("sparse_parity", "sparse_parity", "fig1",
+                                 "Fig. 1: sparse parity ({tier} tier)", CAPTIONS["sparse_parity"]),
+    "fig7_sparse_parity": Figure("sparse_parity", "sparse_parity", "fig7",
+                                 "Fig. 7: sparse parity ({tier} tier)", CAPTIONS["sparse_parity"]),
     "sparse_parity_schemes": Figure(
-        "sparse_parity", "sparse_parity_figure", "schemes",
+        "sparse_parity", "sparse_parity", "schemes",
         "Sparse parity, K_train = {k_train}: position schemes (not in the paper; {tier} tier)",
-        "fig_sparse_parity", optional=True),
-    "fig2_parity_scratchpad": Figure("parity_scratchpad", "generation_figure", "fig2",
-                                     "Fig. 2: parity with scratchpad, PPC", "fig_generation"),
+        CAPTIONS["sparse_parity"], optional=True),
+    "fig2_parity_scratchpad": Figure("parity_scratchpad", "generation", "fig2",
+                                     "Fig. 2: parity with scratchpad, PPC", CAPTIONS["generation"]),
     "fig8_parity_scratchpad_ablations": Figure(
-        "parity_scratchpad", "generation_figure", "fig8",
-        "Fig. 8: parity with scratchpad, without PPC", "fig_generation"),
+        "parity_scratchpad", "generation", "fig8",
+        "Fig. 8: parity with scratchpad, without PPC", CAPTIONS["generation"]),
     "fig8_equal_budgets": Figure(
-        "parity_scratchpad", "generation_figure", "fig8_equal",
+        "parity_scratchpad", "generation", "fig8_equal",
         "Parity with scratchpad: PPC and the ablations at equal budgets (not in the paper)",
-        "fig_generation", optional=True),
-    "fig3_variable_assignment": Figure("variable_assignment", "generation_figure", "fig3",
-                                       "Fig. 3: variable assignment", "fig_generation"),
+        CAPTIONS["generation"], optional=True),
+    "fig3_variable_assignment": Figure("variable_assignment", "generation", "fig3",
+                                       "Fig. 3: variable assignment", CAPTIONS["generation"]),
     "fig3_equal_budgets": Figure(
-        "variable_assignment", "generation_figure", "fig3_equal",
+        "variable_assignment", "generation", "fig3_equal",
         "Variable assignment: Fig. 3's models at equal budgets (not in the paper)",
-        "fig_generation", optional=True),
-    "fig_majority": Figure("majority", "generation_figure", "fig_majority",
-                           "Majority (not in the paper): position schemes", "fig_generation"),
+        CAPTIONS["generation"], optional=True),
+    "fig_majority": Figure("majority", "generation", "fig_majority",
+                           "Majority (not in the paper): position schemes", CAPTIONS["generation"]),
     "fig4_influence": Figure(
-        "natural_language", "natural_language_figure", None,
-        "Fig. 4: loss recovered by k = {k} influential tokens ({tier} tier)", "fig_influence",
-        panels=(("h_short", "h_short"),)),
+        "natural_language", "fig4", None,
+        "Fig. 4: loss recovered by k = {k} influential tokens ({tier} tier)",
+        CAPTIONS["influence"], panels=(("h_short", "h_short"),)),
     "fig6_influence": Figure(
-        "natural_language", "natural_language_figure", None,
-        "Fig. 6: loss recovered by k = {k} influential tokens ({tier} tier)", "fig_influence",
+        "natural_language", "fig6", None,
+        "Fig. 6: loss recovered by k = {k} influential tokens ({tier} tier)", CAPTIONS["influence"],
         panels=(("h_long", "h_long"), ("h_long", "h_short"), ("h_short", "h_long"))),
-    "fig5_masks": Figure("natural_language", "natural_language_mask_figure", None, "", "fig_masks"),
-    "theory_figure": Figure("theory", "theory", None, "", "fig_theory"),
+    "fig5_masks": Figure("natural_language", "fig5", None, "", CAPTIONS["masks"]),
+    "theory_figure": Figure("theory", "theory", None, "", CAPTIONS["theory"]),
 }  # fmt: skip
 
 
@@ -103,21 +130,38 @@ def added_figures(cfg: dict) -> list[Figure]:
     other file of the run (lengen.config.config), so a list, where two sections' equal keys
     both show."""
     registered = {(f.section, f.key) for f in FIGURES.values()}
-    kinds = {name: ("generation_figure", "fig_generation") for name in tasks.generation_tasks()}
-    kinds["sparse_parity"] = ("sparse_parity_figure", "fig_sparse_parity")
+    kinds = {name: "generation" for name in tasks.generation_tasks()}
+    kinds["sparse_parity"] = "sparse_parity"
     out = []
-    for section, (rule, caption) in kinds.items():
+    for section, kind in kinds.items():
         for key, spec in cfg.get(section, {}).get("figures", {}).items():
             if key in ("style", "attention") or (section, key) in registered:
                 continue
             title = spec.get("title", key) if isinstance(spec, dict) else SP_TITLE
-            out.append(Figure(section, rule, key, title, caption))
+            out.append(Figure(section, kind, key, title, CAPTIONS[kind]))
     return out
 
 
+def diagnostic_figures(cfg: dict) -> dict[str, Figure]:
+    """Sparse parity's attention diagnostic, one figure per model variant, where the config asks
+    for it (`sparse_parity.figures.attention`), by stem."""
+    sp = cfg.get("sparse_parity", {})
+    if "attention" not in sp.get("figures", {}):
+        return {}
+    k = sp["figures"]["attention"]["k_train"]
+    return {
+        f"sparse_parity_attention_{v}": Figure(
+            "sparse_parity", "attention", "attention",
+            f"Where <SEP> attends: sparse parity, K_train = {k}, {spec['label']} ({{tier}} tier)",
+            CAPTIONS["attention"].format(k_train=k), optional=True, variant=v)
+        for v, spec in sp["variants"].items()
+    }  # fmt: skip
+
+
 def all_figures(cfg: dict) -> dict[str, Figure]:
-    """The registry's figures and the config's own (`added_figures`), by stem."""
-    return {**FIGURES, **{f.key: f for f in added_figures(cfg)}}
+    """The registry's figures, the config's own (`added_figures`) and the per-variant
+    diagnostics (`diagnostic_figures`), by stem."""
+    return {**FIGURES, **{f.key: f for f in added_figures(cfg)}, **diagnostic_figures(cfg)}
 
 
 def _drawn(cfg: dict, fig: Figure) -> bool:
@@ -133,11 +177,6 @@ def drawn(cfg: dict, stem: str) -> bool:
     return _drawn(cfg, all_figures(cfg)[stem])
 
 
-def figures_of(cfg: dict, rule: str) -> dict[str, Figure]:
-    """The figures this config draws with one rule, by stem."""
-    return {s: f for s, f in all_figures(cfg).items() if f.rule == rule and _drawn(cfg, f)}
-
-
 def reports(cfg: dict) -> Path:
     """The run's reports directory."""
     return Path(cfg["reports_dir"])
@@ -151,8 +190,7 @@ def table(cfg: dict, name: str) -> str:
 
 
 def figure(cfg: dict, stem: str) -> str:
-    """Path of a figure by stem (`all_figures`, or a diagnostic such as
-    sparse_parity_attention_neox)."""
+    """Path of a figure by stem (`all_figures`)."""
     return str(reports(cfg) / f"{stem}.png")
 
 
@@ -165,10 +203,7 @@ def report_tables(cfg: dict) -> dict[str, str]:
 
 def report_figures(cfg: dict) -> list[str]:
     """File names of the figures the run draws (what REPORT.md lists), sections in config order."""
-    names = [f"{stem}.png" for stem, fig in all_figures(cfg).items() if _drawn(cfg, fig)]
-    if "sparse_parity" in cfg:  # one attention diagnostic per model variant
-        names += [f"sparse_parity_attention_{v}.png" for v in cfg["sparse_parity"]["variants"]]
-    return sorted(names)
+    return sorted(f"{stem}.png" for stem, fig in all_figures(cfg).items() if _drawn(cfg, fig))
 
 
 def report_config(cfg: dict) -> dict:

@@ -1,10 +1,12 @@
 """Figures with seaborn: accuracy vs test length for sparse parity (Figs. 1, 7; Sec. 5.1) and the
 scratchpad tasks with their ablations (Figs. 2, 8, 3a-d; Sec. 5.2); the natural-language loss
-scatters (Figs. 4, 6) and mask illustration (Fig. 5) of Sec. 5.3."""
+scatters (Figs. 4, 6) and mask illustration (Fig. 5) of Sec. 5.3; the theory's exact risks
+(Prop. C.3, Theorem 4.3, Prop. 4.4). Each is one `kind` of lengen.config.artifacts.FIGURES."""
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import matplotlib
@@ -16,6 +18,7 @@ import seaborn as sns  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from lengen import tasks  # noqa: E402
+from lengen.analysis.attention import selectivity  # noqa: E402
 from lengen.analysis.evaluate import read_eval_table  # noqa: E402
 from lengen.config import artifacts  # noqa: E402
 from lengen.core import provenance  # noqa: E402
@@ -284,11 +287,95 @@ def mask_illustration(
     _save(fig, out, 150, metadata)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """CLI: python -m lengen.report.figures {sparse_parity|generation|fig4|fig6|fig5}
-    --tables A.csv ... --out fig.png."""
+def theory_figure(table: pd.DataFrame, out: Path, metadata: dict | None = None) -> None:
+    """The theory table (lengen.analysis.theory_cases): test risk of the best and worst risk
+    minimiser of Eq. (3) vs Lbar, a panel per case (Prop. C.3, Theorem 4.3, Prop. 4.4)."""
+    sns.set_theme(context="paper", style="whitegrid")
+    cases = list(dict.fromkeys(table["case"]))
+    ncol = 4
+    nrow = math.ceil(len(cases) / ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(2.6 * ncol, 2.5 * nrow), sharey=True)
+    axes = axes.ravel()
+    for ax in axes[len(cases) :]:
+        ax.remove()
+    for ax, name in zip(axes, cases, strict=False):
+        t = table[table["case"] == name]
+        ax.plot(t["Lbar"], t["test_risk_worst"], "o-", color="C3", label="worst minimiser")
+        ax.plot(t["Lbar"], t["test_risk_best"], "s--", color="C0", label="best minimiser")
+        ax.axhline(t["train_risk"].iloc[0], color="grey", ls=":", lw=1, label="training risk")
+        title = f"Prop. C.3({name})" if len(name) <= 2 else name.replace("positive", "Thm. 4.3")
+        ax.set_title(f"{title}\ndrops: {t['assumption_dropped'].iloc[0]}", fontsize=7)
+        ax.set_xlabel("test length Lbar")
+        ax.set_xticks(sorted(table["Lbar"].unique()))  # the tested lengths (one: one tick)
+        ax.set_ylim(-0.03, 1.03)
+    for ax in axes[::ncol]:
+        ax.set_ylabel("risk E|h(X) - Y|")
+    axes[len(cases) - 1].legend(fontsize=6, loc="center right")
+    L = table["L"].iloc[0]
+    fig.suptitle(
+        f"Prop. C.3, Theorem 4.3 and Prop. 4.4: exact risks of the Eq. (3) minimisers (L = {L})"
+    )
+    fig.tight_layout()
+    _save(fig, out, 150, metadata)
+
+
+def attention_figure(
+    table: pd.DataFrame, k_train: int, title: str, out: Path, metadata: dict | None = None
+) -> None:
+    """Sparse parity's attention diagnostic from its table (lengen.analysis.attention).
+    Panels at k_test = the largest tested k <= K_train: flagged mass per head vs 2l, selectivity
+    per head vs 2l, accuracy by number m of flagged ones; plus, when a k_test above K_train was
+    tested, accuracy by m there (SP-2: does the model fail at unseen k, or only at counts m it
+    never saw?)."""
+    mass = table[table["table"] == "attention_mass"]
+    by_ones = table[table["table"] == "accuracy_by_ones"]
+    sns.set_theme(context="paper", style="whitegrid")
+    k = int(mass.loc[mass["k_test"] <= k_train, "k_test"].max())
+    above = sorted(int(x) for x in by_ones["k_test"].unique() if x > k_train)
+    m = mass[mass["k_test"] == k].copy()
+    # (the table's layer and head are floats: its accuracy rows leave them empty)
+    m["head"] = "L" + m["layer"].astype(int).astype(str) + "H" + m["head"].astype(int).astype(str)
+    fig, axes = plt.subplots(1, 3 + bool(above), figsize=(13 + 4.3 * bool(above), 3.4))
+    flagged = m[m["category"].isin(["flagged_j", "flagged_bit"])]
+    flagged = flagged.groupby(["length", "head"], as_index=False)["mass"].sum()
+    sns.lineplot(data=flagged, x="length", y="mass", hue="head", marker="o", ax=axes[0])
+    axes[0].legend(fontsize=6, ncols=2, title="layer, head")
+    axes[0].set(title=f"mass on the 2k flagged tokens (k_test={k})", xlabel="test length 2l")
+    sel = selectivity(m, k)
+    sns.lineplot(data=sel, x="length", y="log_ratio", hue="head", marker="o", ax=axes[1],
+                 legend=False)  # fmt: skip
+    axes[1].set(title="selectivity: log(weight per flagged / unflagged token)",
+                xlabel="test length 2l", ylabel="log ratio")  # fmt: skip
+    lengths = [str(x) for x in sorted(by_ones["length"].unique())]  # one colour per length
+    for ax, kk in zip(axes[2:], [k, *above[-1:]], strict=False):
+        b = by_ones[by_ones["k_test"] == kk].copy()
+        b["2l"] = b["length"].astype(str)  # categorical hue: one colour per tested length
+        sns.lineplot(data=b, x="ones", y="accuracy", hue="2l", marker="o", palette="rocket_r",
+                     hue_order=lengths, ax=ax, legend=ax is axes[2])  # fmt: skip
+        ax.axhline(0.5, color="grey", lw=0.8, ls=":")
+        ax.axvline(k_train + 0.5, color="grey", lw=0.8, ls="--")
+        ax.set(title=f"accuracy by m flagged ones, k_test={kk}", xlabel="m (dashed: K_train)",
+               ylim=(-0.02, 1.02))  # fmt: skip
+    for ax in axes[:2]:
+        ax.set_xscale("log")
+        ax.set_xticks(sorted(m["length"].unique()), labels=sorted(m["length"].unique()))
+        ax.minorticks_off()
+    fig.suptitle(title, y=1.03)
+    _save(fig, out, 150, metadata)
+
+
+KINDS = ("sparse_parity", "generation", "fig4", "fig6", "fig5", "theory", "attention")
+
+
+def cli_parser():
+    """The CLI's arguments (lengen.config.figure_jobs writes them for each figure of a run)."""
     parser = command_parser(__spec__, __doc__)
-    parser.add_argument("figure", choices=["sparse_parity", "generation", "fig4", "fig6", "fig5"])
+    parser.add_argument("figure", choices=KINDS, help="an artifacts.Figure's kind")
+    parser.add_argument("--k-train", type=int, help="attention: the model's K_train")
+    parser.add_argument(
+        "--models", nargs="+", help="the training runs the figure shows (MLflow), where its "
+        "tables do not name them",
+    )  # fmt: skip
     parser.add_argument("--panels", nargs="+", help="generation: variant per panel")
     parser.add_argument("--tables", nargs="+", type=Path, default=[])
     parser.add_argument("--title", default="")
@@ -304,14 +391,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tracking-uri", help="log the figure to this MLflow store...")
     parser.add_argument("--experiment", help="...in this experiment, as run figure/<name>")
     parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI: python -m lengen.report.figures KIND --tables A.csv ... --out fig.png (KIND: an
+    artifacts.Figure's kind: sparse_parity, generation, fig4, fig6, fig5, theory, attention)."""
+    args = cli_parser().parse_args(argv)
     style = json.loads(args.style)
     if args.figure == "fig5":
         mask_illustration(args.out, metadata=provenance.png_metadata({"figure": "fig5"}, ""))
         if args.tracking_uri:
             log_figure(args.out, pd.DataFrame(), args.tracking_uri, args.experiment)
         return
-    if args.figure in INFLUENCE_PANELS:  # the leave-one-out table (natural_language_influence)
+    if args.figure in (*INFLUENCE_PANELS, "theory", "attention"):  # report-level tables
         tables = [pd.read_csv(p, dtype=provenance.DTYPES) for p in args.tables]
     else:  # per-model eval tables, checked as the table rule checks them (a cut file is named)
         tables = [read_eval_table(p, args.lengths) for p in args.tables]
@@ -321,6 +414,10 @@ def main(argv: list[str] | None = None) -> None:
     meta = provenance.png_metadata(setup, provenance.table_seeds(table))
     if args.figure in INFLUENCE_PANELS:
         influence_figure(table, args.figure, args.title, args.out, style, meta)
+    elif args.figure == "theory":
+        theory_figure(table, args.out, meta)
+    elif args.figure == "attention":
+        attention_figure(table, args.k_train, args.title, args.out, meta)
     elif args.figure == "sparse_parity":
         labels = dict(json.loads(args.labels))  # insertion order = row order
         sparse_parity_figure(table, args.title, args.out, style, args.train_range, meta, labels)
@@ -328,7 +425,7 @@ def main(argv: list[str] | None = None) -> None:
         generation_figure(table, args.panels, args.title, args.out, style, args.train_range, meta)
     if args.tracking_uri:
         shown = table[table.variant.isin(args.panels)] if args.panels else table
-        models = None  # the influence figures: the models their panels score and choose with
+        models = args.models  # the influence figures: the models their panels score and choose
         if args.figure in INFLUENCE_PANELS:
             models = [m for pair in INFLUENCE_PANELS[args.figure] for m in pair]
         log_figure(args.out, shown, args.tracking_uri, args.experiment, models)

@@ -1,0 +1,171 @@
+"""How each figure of a run is drawn: its input files and the arguments of `python -m
+lengen.report.figures`, from its registry entry (lengen.config.artifacts.FIGURES, or a figure the
+config adds) and the config. The workflow's one figure rule (workflow/rules/figures.smk) reads
+nothing else, so a figure has one home: its entry, and the drawer its `kind` names.
+
+    job = figure_job(cfg, "fig1_sparse_parity")
+    job.inputs  # every eval.csv the figure draws, and its MLflow experiment's marker
+    job.args    # ["sparse_parity", "--tables", ..., "--title", ...] (less --out and tracking)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from lengen import tasks
+from lengen.config import artifacts
+
+CATEGORIES = {  # a section's heading in Snakemake's report.html (generation tasks: one heading)
+    "sparse_parity": "Sparse parity",
+    "theory": "Theory",
+    "natural_language": "Natural language",
+}
+
+
+@dataclass(frozen=True)
+class FigureJob:
+    """One figure's job: what it reads, how it is drawn, where report.html files it."""
+
+    stem: str
+    section: str  # its config section (its MLflow experiment)
+    inputs: list[str]
+    args: list[str]  # python -m lengen.report.figures ARGS --out <reports>/<stem>.png
+    caption: str  # report.html's caption (reStructuredText)
+    category: str
+
+
+def _json(obj) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+def results(cfg: dict, *parts) -> str:
+    return "/".join([cfg["results_dir"], *map(str, parts)])
+
+
+def sparse_parity_evals(cfg: dict, variants: list[str], ks: list[int]) -> list[str]:
+    """eval.csv of every run of every sparse-parity model of the given variants and K_train
+    values (a `schemes` model: one run)."""
+    runs = {v: e["runs"] for v, e in cfg["sparse_parity"]["variants"].items()}
+    return [
+        results(cfg, "sparse_parity", v, f"K{k}", f"seed{r}", "eval.csv")
+        for v in variants
+        for k in ks
+        for r in range(runs.get(v, 1))
+    ]
+
+
+def generation_evals(cfg: dict, exp: str, variants: list[str] | None = None) -> list[str]:
+    """eval.csv of every run of the given variants (all by default) of one generation-scored
+    experiment (each variant at its own jumps / depths)."""
+    setting = tasks.generation_tasks()[exp].SETTING
+    return [
+        results(cfg, exp, variant, f"{setting.prefix}{value}", f"seed{run}", "eval.csv")
+        for variant in (variants or cfg[exp]["variants"])
+        for section in [tasks.variant_section(cfg[exp], variant)]
+        for value in section[setting.values]
+        for run in range(section["variants"][variant]["runs"])
+    ]
+
+
+def eval_lengths(cfg: dict, exp: str) -> str:
+    """JSON {variant: the eval lengths its models are scored at}: the grid the table and figure
+    jobs check every per-model table against (lengen.analysis.evaluate.read_eval_table)."""
+    if exp == "sparse_parity":
+        sp = cfg["sparse_parity"]
+        variants = [*sp["variants"], *(sp.get("schemes") or {}).get("variants", {})]
+        return _json({v: sp["eval"]["lengths"] for v in variants})
+    section = cfg[exp]
+    return _json(
+        {v: tasks.variant_section(section, v)["eval"]["lengths"] for v in section["variants"]}
+    )
+
+
+def _sparse_parity(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], list[str]]:
+    sp = cfg["sparse_parity"]
+    schemes = sp.get("schemes") or {}
+    variants = list(sp["variants"])
+    if fig.key == "schemes":  # NoPE / ALiBi beside the variants at one K_train
+        variants += list(schemes["variants"])
+        ks = [schemes["k_train"]]
+        title = fig.title.format(tier=cfg["tier"], k_train=schemes["k_train"])
+    else:
+        ks = sp["figures"][fig.key]
+        title = fig.title.format(tier=cfg["tier"], k_train=ks)
+    labels = {v: e["label"] for v, e in {**sp["variants"], **schemes.get("variants", {})}.items()}
+    args = ["--title", title, "--style", _json(sp["figures"].get("style", {})),
+            "--train-range", str(sp["train_min_len"]), str(sp["train_max_len"]),
+            "--labels", _json([[v, labels[v]] for v in variants]),  # config order: row order
+            "--lengths", eval_lengths(cfg, "sparse_parity")]  # fmt: skip
+    return sparse_parity_evals(cfg, variants, ks), args
+
+
+def _generation(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], list[str]]:
+    section = cfg[fig.section]
+    spec = section["figures"][fig.key]
+    panels = spec["panels"]
+    low, high = tasks.generation_tasks()[fig.section].train_lengths(  # the first panel's
+        tasks.variant_section(section, panels[0])
+    )
+    args = ["--panels", *panels,
+            "--title", spec.get("title", fig.title) + f" ({cfg['tier']} tier)",
+            "--style", _json(section["figures"].get("style", {})),
+            "--train-range", str(low), str(high),
+            "--lengths", eval_lengths(cfg, fig.section)]  # fmt: skip
+    return generation_evals(cfg, fig.section, panels), args
+
+
+def _influence(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], list[str]]:
+    nl = cfg["natural_language"]
+    title = fig.title.format(k=nl["influence"]["k"], tier=cfg["tier"])
+    style = _json(nl.get("figures", {}).get("style", {}))
+    return [artifacts.table(cfg, "influence")], ["--title", title, "--style", style]
+
+
+def _masks(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], list[str]]:
+    return [], []  # drawn from the code that builds the masks
+
+
+def _theory(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], list[str]]:
+    return [artifacts.table(cfg, "theory")], []
+
+
+def _attention(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], list[str]]:
+    k = cfg["sparse_parity"]["figures"]["attention"]["k_train"]
+    table = str(artifacts.reports(cfg) / f"sparse_parity_attention_{fig.variant}.csv")
+    model = tasks.get("sparse_parity").train_spec(cfg, k, fig.variant, 0)["run_name"]  # run 0
+    return [table], ["--title", fig.title.format(tier=cfg["tier"]), "--k-train", str(k),
+                     "--models", model]  # fmt: skip
+
+
+DRAWERS = {  # Figure.kind -> (config, figure) -> (tables it reads, its other arguments)
+    "sparse_parity": _sparse_parity,
+    "generation": _generation,
+    "fig4": _influence,
+    "fig6": _influence,
+    "fig5": _masks,
+    "theory": _theory,
+    "attention": _attention,
+}
+
+
+def figure_job(cfg: dict, stem: str) -> FigureJob:
+    """The job of one figure this config draws (artifacts.drawn)."""
+    fig = artifacts.all_figures(cfg)[stem]
+    tables, args = DRAWERS[fig.kind](cfg, fig)
+    if tables:
+        args = ["--tables", *tables, *args]
+    # every figure run is logged to its section's MLflow experiment: the store is made first
+    inputs = [*tables, results(cfg, "mlflow", f"{fig.section}.ready")]
+    caption = f"{fig.caption} Tier ``{cfg['tier']}``, seed {cfg['seed']}."
+    category = CATEGORIES.get(fig.section, "Generation tasks")
+    return FigureJob(stem, fig.section, inputs, [fig.kind, *args], caption, category)
+
+
+def figure_jobs(cfg: dict) -> dict[str, FigureJob]:
+    """Every figure this config draws, by stem."""
+    return {
+        stem: figure_job(cfg, stem)
+        for stem, fig in artifacts.all_figures(cfg).items()
+        if artifacts.drawn(cfg, stem)
+    }

@@ -1,0 +1,70 @@
+"""A figure has one home (issue 46, item 4): its registry entry (lengen.config.artifacts) and the
+drawer its kind names. lengen.config.figure_jobs turns entry and config into the one figure
+rule's inputs and arguments; no other rule draws a figure."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from lengen.config import artifacts, config, figure_jobs
+from lengen.report import figures
+
+from .conftest import ROOT
+
+TIERS = ("config", "smoke", "gpu", "paper")
+
+
+def test_every_kind_has_a_drawer_and_a_cli_choice():
+    kinds = {f.kind for f in artifacts.FIGURES.values()} | {"attention"}
+    assert kinds == set(figure_jobs.DRAWERS) == set(figures.KINDS)
+
+
+@pytest.mark.parametrize("tier", TIERS)
+def test_each_figure_job_is_what_the_figures_cli_takes(tier):
+    """Every figure a tier draws has a job whose arguments the CLI parses, whose --tables are
+    among its inputs, with its MLflow experiment's marker, a caption naming the tier, and
+    exactly the figures REPORT.md lists."""
+    cfg = config.load(ROOT / "config" / f"{tier}.yaml")
+    jobs = figure_jobs.figure_jobs(cfg)
+    assert sorted(f"{stem}.png" for stem in jobs) == artifacts.report_figures(cfg)
+    for stem, job in jobs.items():
+        args = figures.cli_parser().parse_args([*job.args, "--out", f"{stem}.png"])
+        assert args.figure == artifacts.all_figures(cfg)[stem].kind
+        assert [str(t) for t in args.tables] == job.inputs[:-1]
+        assert job.inputs[-1] == f"{cfg['results_dir']}/mlflow/{job.section}.ready"
+        assert f"Tier ``{cfg['tier']}``" in job.caption and job.category
+
+
+def test_a_figures_inputs_are_the_models_it_draws():
+    """Fig. 1 reads every run of every variant at its K_train values, Fig. 8 only its panels'
+    variants, the attention diagnostic its variant's table and names its model run 0."""
+    cfg = config.load(ROOT / "config" / "smoke.yaml")
+    sp = cfg["sparse_parity"]
+    fig1 = figure_jobs.figure_job(cfg, "fig1_sparse_parity")
+    runs = sum(v["runs"] for v in sp["variants"].values()) * len(sp["figures"]["fig1"])
+    assert len(fig1.inputs) - 1 == runs
+    fig8 = figure_jobs.figure_job(cfg, "fig8_parity_scratchpad_ablations")
+    panels = cfg["parity_scratchpad"]["figures"]["fig8"]["panels"]
+    assert {p.split("/")[-4] for p in fig8.inputs[:-1]} == set(panels)
+    att = figure_jobs.figure_job(cfg, "sparse_parity_attention_neox")
+    k = sp["figures"]["attention"]["k_train"]
+    assert att.inputs[0].endswith("sparse_parity_attention_neox.csv")
+    assert att.args[att.args.index("--models") + 1] == f"neox/K{k}/seed0"
+
+
+@pytest.mark.parametrize("tier", ("config", "smoke"))
+def test_the_one_figure_rule_writes_every_png(tier, tmp_path):
+    """In a dry run of the whole tier, every .png job is rule `figure`, one per listed figure."""
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
+           str(tmp_path), "-n", "--cores", "1", "--configfile",
+           str(ROOT / "config" / f"{tier}.yaml")]  # fmt: skip
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    jobs = re.findall(r"^rule (\w+):\n(?:    .*\n)*?    output: (.*)$", out, re.M)
+    png = {(rule, o) for rule, outs in jobs for o in outs.split(", ") if o.endswith(".png")}
+    assert {rule for rule, _ in png} == {"figure"}
+    cfg = config.load(ROOT / "config" / f"{tier}.yaml")
+    assert sorted(o.rsplit("/", 1)[1] for _, o in png) == artifacts.report_figures(cfg)
