@@ -18,25 +18,30 @@ from .conftest import ROOT
 TIERS = ("config", "smoke", "gpu", "paper")
 
 
-def test_every_kind_has_a_drawer_and_a_cli_choice():
+def test_every_kind_has_a_drawer_a_cli_choice_and_a_caption():
     kinds = {f.kind for f in artifacts.FIGURES.values()} | {"attention"}
     assert kinds == set(figure_jobs.DRAWERS) == set(figures.KINDS)
+    caption = (ROOT / "workflow" / "report" / "figure.rst").read_text()
+    captioned = set(re.findall(r'kind == "(\w+)"', caption))
+    captioned |= {k for group in re.findall(r"kind in \(([^)]*)\)", caption)
+                  for k in re.findall(r'"(\w+)"', group)}  # fmt: skip
+    assert captioned == kinds
 
 
 @pytest.mark.parametrize("tier", TIERS)
 def test_each_figure_job_is_what_the_figures_cli_takes(tier):
-    """Every figure a tier draws has a job whose arguments the CLI parses, whose --tables are
-    among its inputs, with its MLflow experiment's marker, a caption naming the tier, and
-    exactly the figures REPORT.md lists."""
+    """Every figure a tier draws has a job whose arguments the CLI parses, whose inputs are its
+    tables and its MLflow experiment's marker, with a category, and exactly the figures
+    REPORT.md lists; only the masks figure reads no table."""
     cfg = config.load(ROOT / "config" / f"{tier}.yaml")
     jobs = figure_jobs.figure_jobs(cfg)
     assert sorted(f"{stem}.png" for stem in jobs) == artifacts.report_figures(cfg)
     for stem, job in jobs.items():
-        args = figures.cli_parser().parse_args([*job.args, "--out", f"{stem}.png"])
-        assert args.figure == artifacts.all_figures(cfg)[stem].kind
-        assert [str(t) for t in args.tables] == job.inputs[:-1]
-        assert job.inputs[-1] == f"{cfg['results_dir']}/mlflow/{job.section}.ready"
-        assert f"Tier ``{cfg['tier']}``" in job.caption and job.category
+        args = figures.cli_parser().parse_args([*job.argv, "--out", f"{stem}.png"])
+        assert args.figure == job.kind == artifacts.all_figures(cfg)[stem].kind
+        assert [str(t) for t in args.tables] == job.tables and (job.tables or job.kind == "fig5")
+        assert job.inputs == [*job.tables, f"{cfg['results_dir']}/mlflow/{job.section}.ready"]
+        assert job.category
 
 
 def test_a_figures_inputs_are_the_models_it_draws():
@@ -46,13 +51,13 @@ def test_a_figures_inputs_are_the_models_it_draws():
     sp = cfg["sparse_parity"]
     fig1 = figure_jobs.figure_job(cfg, "fig1_sparse_parity")
     runs = sum(v["runs"] for v in sp["variants"].values()) * len(sp["figures"]["fig1"])
-    assert len(fig1.inputs) - 1 == runs
+    assert len(fig1.tables) == runs
     fig8 = figure_jobs.figure_job(cfg, "fig8_parity_scratchpad_ablations")
     panels = cfg["parity_scratchpad"]["figures"]["fig8"]["panels"]
-    assert {p.split("/")[-4] for p in fig8.inputs[:-1]} == set(panels)
+    assert {p.split("/")[-4] for p in fig8.tables} == set(panels)
     att = figure_jobs.figure_job(cfg, "sparse_parity_attention_neox")
     k = sp["figures"]["attention"]["k_train"]
-    assert att.inputs[0].endswith("sparse_parity_attention_neox.csv")
+    assert att.tables == [f"{cfg['reports_dir']}/sparse_parity_attention_neox.csv"]
     assert att.args[att.args.index("--models") + 1] == f"neox/K{k}/seed0"
 
 

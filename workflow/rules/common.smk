@@ -48,9 +48,14 @@ CONDA_ENV = "../../envs/lengen.yaml"  # `--sdm conda` (relative to this folder)
 
 
 def figure_tracking(experiment):
-    """lengen.report.figures arguments that log a figure to its experiment's MLflow store."""
+    """lengen.report.figures arguments that log a figure to its experiment's MLflow store (the
+    SQLite store under results_dir named from the working directory, where jobs run: no machine
+    path among report.html's parameters)."""
     name = experiment_name(config["tracking"]["experiment_prefix"], experiment)
-    return f"--tracking-uri {shlex.quote(tracking_uri(config))} --experiment {shlex.quote(name)}"
+    uri = tracking_uri(config)
+    if uri.startswith("sqlite:///"):
+        uri = "sqlite:///" + os.path.relpath(uri.removeprefix("sqlite:///"))
+    return f"--tracking-uri {shlex.quote(uri)} --experiment {shlex.quote(name)}"
 
 
 def to_json(obj):

@@ -13,7 +13,8 @@ HTML_REPORT = f"{REPORTS}/report.html"
 # The committed reference of this tier (reference/<tier>/ beside the Snakefile; no rule writes
 # there): REPORT.md compares this run's verdicts with it (lengen.report.reference).
 REFERENCE_LABEL = str(reference.reference_dir(config["tier"]) / artifacts.VERDICTS)
-REFERENCE_VERDICTS = os.path.join(workflow.basedir, REFERENCE_LABEL)
+REFERENCE_VERDICTS = os.path.relpath(os.path.join(workflow.basedir, REFERENCE_LABEL))  # from the
+# working directory, where jobs run: no machine path among report.html's parameters
 REFERENCE_INPUT = {"reference": REFERENCE_VERDICTS} if os.path.exists(REFERENCE_VERDICTS) else {}
 
 
@@ -42,8 +43,10 @@ rule report:
         code=code_hash("lengen.report.report"),  # reruns when the code it runs changes
         cfg=to_json(artifacts.report_config(config)),
         tables=[f"{name}={path}" for name, path in artifacts.report_tables(config).items()],
-        reference=f"--reference {shlex.quote(REFERENCE_VERDICTS)}" if REFERENCE_INPUT else "",
-        label=REFERENCE_LABEL,
+        reference=lambda w, input: (
+            f"--reference {shlex.quote(input.reference)}" if REFERENCE_INPUT else ""
+        ),
+        label=lambda w: REFERENCE_LABEL,  # how REPORT.md names it, from any working directory
         figures=artifacts.report_figures(config),  # the list alone: restyling reruns nothing
     shell:
         "python -m lengen.report.report --config {params.cfg:q} --table {params.tables:q}"

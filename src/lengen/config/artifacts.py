@@ -42,80 +42,55 @@ class Figure:
     drawer of `python -m lengen.report.figures`; lengen.config.figure_jobs turns the entry and the
     config into the job's inputs and arguments), the section's `figures` key it reads (Fig. 1's
     K_train list, a scratchpad figure's panels; an `optional` figure is drawn only where the
-    config has that key), its default title ({tier} is filled in), its caption in Snakemake's
-    report.html, and for Figs. 4 / 6 the (model scored, model choosing J) pair of each panel."""
+    config has that key), its default title ({tier} is filled in), and for Figs. 4 / 6 the (model
+    scored, model choosing J) pair of each panel. Its caption in Snakemake's report.html is its
+    kind's, in workflow/report/figure.rst."""
 
     section: str
     kind: str
     key: str | None = None
     title: str = ""
-    caption: str = ""
     optional: bool = False
     panels: tuple[tuple[str, str], ...] = ()
     variant: str | None = None  # the model variant a per-variant diagnostic shows
 
 
-CAPTIONS = {  # report.html's caption of each kind of figure (reStructuredText)
-    "sparse_parity": "Sparse parity (Sec. 5.1, Figs. 1 and 7): final-token accuracy vs test "
-    "length 2l, a line per k_test, a panel per K_train; training lengths shaded, chance dotted.",
-    "generation": "Tasks scored by greedy generation (the scratchpad tasks of Sec. 5.2, Figs. 2, "
-    "8, 3a-d; majority): exact-match accuracy (every scratchpad token and, for Predictive "
-    "Position Coupling, every predicted position ID; the answer token without a scratchpad) vs "
-    "test length, a line per jump or depth (mean over training runs, 95% CI band), a panel per "
-    "variant.",
-    "influence": "Natural language (Sec. 5.3, Figs. 4, 6): for each held-out sequence of Lbar "
-    "tokens, the loss recovered on the last token by the whole far context (x: L_short - L_long) "
-    "against that recovered by only the k leave-one-out influential far tokens of Eq. (6) (y: "
-    "L_short - L_short,sparse); one panel per (model scored, model choosing J), the diagonal "
-    "dashed, Pearson r in the title.",
-    "masks": "Fig. 5 (Sec. 5.3): which tokens each loss attends to with Lbar = 8, L = 2, k = 2, "
-    "J = {2, 4}; gray = masked in every attention computation (position IDs unchanged), blue = "
-    "attended, outlined = the predicted token. Drawn from the masks the influence code uses.",
-    "theory": "Executable theory (Prop. C.3, Theorem 4.3, Prop. 4.4): exact population risk at "
-    "test lengths Lbar of the best and worst minimiser of Eq. (3), a panel per construction.",
-    "attention": "Sparse-parity diagnostic (``lengen.analysis.attention``): for the K_train = "
-    "{k_train} model, the attention mass of the predicting ``<SEP>`` token on the 2k flagged "
-    "tokens and on the unflagged J's and bits, per layer and head, vs test length 2l; and accuracy "
-    "by the number m of flagged ones. Mass moving from flagged to unflagged tokens as 2l grows is "
-    "dilution; accuracy below chance at some m is a systematic miscount.",
-}
-
 FIGURES: dict[str, Figure] = {  # figure stem -> Figure (Figs. 1-8 of the paper, extras)
     "fig1_sparse_parity": Figure("sparse_parity", "sparse_parity", "fig1",
-                                 "Fig. 1: sparse parity ({tier} tier)", CAPTIONS["sparse_parity"]),
+                                 "Fig. 1: sparse parity ({tier} tier)"),
     "fig7_sparse_parity": Figure("sparse_parity", "sparse_parity", "fig7",
-                                 "Fig. 7: sparse parity ({tier} tier)", CAPTIONS["sparse_parity"]),
+                                 "Fig. 7: sparse parity ({tier} tier)"),
     "sparse_parity_schemes": Figure(
         "sparse_parity", "sparse_parity", "schemes",
         "Sparse parity, K_train = {k_train}: position schemes (not in the paper; {tier} tier)",
-        CAPTIONS["sparse_parity"], optional=True),
+        optional=True),
     "fig2_parity_scratchpad": Figure("parity_scratchpad", "generation", "fig2",
-                                     "Fig. 2: parity with scratchpad, PPC", CAPTIONS["generation"]),
+                                     "Fig. 2: parity with scratchpad, PPC"),
     "fig8_parity_scratchpad_ablations": Figure(
         "parity_scratchpad", "generation", "fig8",
-        "Fig. 8: parity with scratchpad, without PPC", CAPTIONS["generation"]),
+        "Fig. 8: parity with scratchpad, without PPC"),
     "fig8_equal_budgets": Figure(
         "parity_scratchpad", "generation", "fig8_equal",
         "Parity with scratchpad: PPC and the ablations at equal budgets (not in the paper)",
-        CAPTIONS["generation"], optional=True),
+        optional=True),
     "fig3_variable_assignment": Figure("variable_assignment", "generation", "fig3",
-                                       "Fig. 3: variable assignment", CAPTIONS["generation"]),
+                                       "Fig. 3: variable assignment"),
     "fig3_equal_budgets": Figure(
         "variable_assignment", "generation", "fig3_equal",
         "Variable assignment: Fig. 3's models at equal budgets (not in the paper)",
-        CAPTIONS["generation"], optional=True),
+        optional=True),
     "fig_majority": Figure("majority", "generation", "fig_majority",
-                           "Majority (not in the paper): position schemes", CAPTIONS["generation"]),
+                           "Majority (not in the paper): position schemes"),
     "fig4_influence": Figure(
         "natural_language", "fig4", None,
         "Fig. 4: loss recovered by k = {k} influential tokens ({tier} tier)",
-        CAPTIONS["influence"], panels=(("h_short", "h_short"),)),
+        panels=(("h_short", "h_short"),)),
     "fig6_influence": Figure(
         "natural_language", "fig6", None,
-        "Fig. 6: loss recovered by k = {k} influential tokens ({tier} tier)", CAPTIONS["influence"],
+        "Fig. 6: loss recovered by k = {k} influential tokens ({tier} tier)",
         panels=(("h_long", "h_long"), ("h_long", "h_short"), ("h_short", "h_long"))),
-    "fig5_masks": Figure("natural_language", "fig5", None, "", CAPTIONS["masks"]),
-    "theory_figure": Figure("theory", "theory", None, "", CAPTIONS["theory"]),
+    "fig5_masks": Figure("natural_language", "fig5", None, ""),
+    "theory_figure": Figure("theory", "theory", None, ""),
 }  # fmt: skip
 
 
@@ -138,7 +113,7 @@ def added_figures(cfg: dict) -> list[Figure]:
             if key in ("style", "attention") or (section, key) in registered:
                 continue
             title = spec.get("title", key) if isinstance(spec, dict) else SP_TITLE
-            out.append(Figure(section, kind, key, title, CAPTIONS[kind]))
+            out.append(Figure(section, kind, key, title))
     return out
 
 
@@ -153,7 +128,7 @@ def diagnostic_figures(cfg: dict) -> dict[str, Figure]:
         f"sparse_parity_attention_{v}": Figure(
             "sparse_parity", "attention", "attention",
             f"Where <SEP> attends: sparse parity, K_train = {k}, {spec['label']} ({{tier}} tier)",
-            CAPTIONS["attention"].format(k_train=k), optional=True, variant=v)
+            optional=True, variant=v)
         for v, spec in sp["variants"].items()
     }  # fmt: skip
 

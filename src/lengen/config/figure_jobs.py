@@ -4,8 +4,8 @@ config adds) and the config. The workflow's one figure rule (workflow/rules/figu
 nothing else, so a figure has one home: its entry, and the drawer its `kind` names.
 
     job = figure_job(cfg, "fig1_sparse_parity")
-    job.inputs  # every eval.csv the figure draws, and its MLflow experiment's marker
-    job.args    # ["sparse_parity", "--tables", ..., "--title", ...] (less --out and tracking)
+    job.tables  # every eval.csv the figure draws
+    job.argv    # ["sparse_parity", "--tables", ..., "--title", ...] (less --out and tracking)
 """
 
 from __future__ import annotations
@@ -25,14 +25,26 @@ CATEGORIES = {  # a section's heading in Snakemake's report.html (generation tas
 
 @dataclass(frozen=True)
 class FigureJob:
-    """One figure's job: what it reads, how it is drawn, where report.html files it."""
+    """One figure's job: what it reads, how it is drawn, where report.html files it.
+
+    python -m lengen.report.figures KIND --tables TABLES ARGS --out <reports>/<stem>.png"""
 
     stem: str
     section: str  # its config section (its MLflow experiment)
-    inputs: list[str]
-    args: list[str]  # python -m lengen.report.figures ARGS --out <reports>/<stem>.png
-    caption: str  # report.html's caption (reStructuredText)
+    kind: str  # the drawer (and report.html's caption: workflow/report/figure.rst)
+    tables: list[str]
+    args: list[str]
+    ready: str  # its MLflow experiment's marker: the figure's run is logged there
     category: str
+
+    @property
+    def inputs(self) -> list[str]:
+        return [*self.tables, self.ready]
+
+    @property
+    def argv(self) -> list[str]:
+        """The CLI's arguments, less --out and the tracking ones."""
+        return [self.kind, "--tables", *self.tables, *self.args]
 
 
 def _json(obj) -> str:
@@ -153,13 +165,9 @@ def figure_job(cfg: dict, stem: str) -> FigureJob:
     """The job of one figure this config draws (artifacts.drawn)."""
     fig = artifacts.all_figures(cfg)[stem]
     tables, args = DRAWERS[fig.kind](cfg, fig)
-    if tables:
-        args = ["--tables", *tables, *args]
-    # every figure run is logged to its section's MLflow experiment: the store is made first
-    inputs = [*tables, results(cfg, "mlflow", f"{fig.section}.ready")]
-    caption = f"{fig.caption} Tier ``{cfg['tier']}``, seed {cfg['seed']}."
+    ready = results(cfg, "mlflow", f"{fig.section}.ready")
     category = CATEGORIES.get(fig.section, "Generation tasks")
-    return FigureJob(stem, fig.section, inputs, [fig.kind, *args], caption, category)
+    return FigureJob(stem, fig.section, fig.kind, tables, args, ready, category)
 
 
 def figure_jobs(cfg: dict) -> dict[str, FigureJob]:

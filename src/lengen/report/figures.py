@@ -377,7 +377,7 @@ def cli_parser():
         "tables do not name them",
     )  # fmt: skip
     parser.add_argument("--panels", nargs="+", help="generation: variant per panel")
-    parser.add_argument("--tables", nargs="+", type=Path, default=[])
+    parser.add_argument("--tables", nargs="*", type=Path, default=[])
     parser.add_argument("--title", default="")
     parser.add_argument("--style", default="{}", help="JSON of style overrides")
     parser.add_argument("--train-range", nargs=2, type=int, help="training lengths, shaded")
@@ -409,7 +409,9 @@ def main(argv: list[str] | None = None) -> None:
     else:  # per-model eval tables, checked as the table rule checks them (a cut file is named)
         tables = [read_eval_table(p, args.lengths) for p in args.tables]
     table = pd.concat(tables, ignore_index=True)
-    setup = {k: v for k, v in vars(args).items() if k not in ("tables", "out")}
+    # what was drawn, not where it was logged (the hash depends on the science, not on paths)
+    setup = {k: v for k, v in vars(args).items()
+             if k not in ("tables", "out", "tracking_uri", "experiment")}  # fmt: skip
     setup["inputs"] = sorted(table["config_hash"].unique()) if "config_hash" in table else []
     meta = provenance.png_metadata(setup, provenance.table_seeds(table))
     if args.figure in INFLUENCE_PANELS:
