@@ -160,3 +160,64 @@ print("XX-1" in rules.RULES, mine.verdict, mine.counted, mine.sentence)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split() == ["True", "reproduced", "yes", "XX-1"]
     assert "| XX-1 " in (tmp_path / "REPORT.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_figure_of_a_new_kind_is_four_files_and_no_rule(tmp_path):
+    """docs/extending.md, "A figure": a new kind is its drawer and CLI kind (figures.py), its
+    FIGURES entry (artifacts.py), how its job is made (figure_jobs.py) and its caption
+    (figure.rst); in a copy of the project with only those four files changed, the one figure
+    rule plans it, the CLI draws it, and the registry checks pass."""
+    root = tmp_path / "project"
+    _copy_project(root)
+    src = root / "src" / "lengen"
+    figures = src / "report" / "figures.py"  # 1. the drawer and its CLI kind
+    text = figures.read_text()
+    text = text.replace('"theory", "attention")\n', '"theory", "attention", "toy")\n', 1)
+    text = text.replace(
+        "    elif args.figure == \"theory\":\n",
+        "    elif args.figure == \"toy\":\n"
+        "        fig, ax = plt.subplots()\n"
+        "        ax.hist(table[\"accuracy\"])\n"
+        "        _save(fig, args.out, 100, meta)\n"
+        "    elif args.figure == \"theory\":\n",
+    )
+    figures.write_text(text)
+    artifacts = src / "config" / "artifacts.py"  # 2. its registry entry
+    text = artifacts.read_text().replace(
+        '    "theory_figure": Figure("theory", "theory", None, ""),\n',
+        '    "theory_figure": Figure("theory", "theory", None, ""),\n'
+        '    "fig_toy": Figure("sparse_parity", "toy", None, "Toy"),\n',
+    )
+    artifacts.write_text(text)
+    jobs = src / "config" / "figure_jobs.py"  # 3. its job: the tables it reads, its arguments
+    text = jobs.read_text().replace(
+        '    "attention": _attention,\n',
+        '    "attention": _attention,\n'
+        '    "toy": lambda cfg, fig: ([artifacts.table(cfg, "sparse_parity")], []),\n',
+    )
+    jobs.write_text(text)
+    caption = root / "workflow" / "report" / "figure.rst"  # 4. its caption
+    caption.write_text(caption.read_text().replace(
+        "{% endif %}", '{% elif kind == "toy" %}\nA toy histogram.\n{% endif %}'))
+    changed = sorted(str(p.relative_to(root)) for p in root.rglob("*")
+                     if p.is_file() and p.read_bytes() != (ROOT / p.relative_to(root)).read_bytes())
+    assert changed == ["src/lengen/config/artifacts.py", "src/lengen/config/figure_jobs.py",
+                       "src/lengen/report/figures.py", "workflow/report/figure.rst"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(root / "src")}
+    cmd = [sys.executable, "-m", "snakemake", "reports/smoke/fig_toy.png", "-n", "-p", "--cores",
+           "1", "--configfile", "config/smoke.yaml"]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert job_stats(proc)["figure"] == 1
+    assert "lengen.report.figures toy --tables reports/smoke/sparse_parity_accuracy.csv" in (
+        proc.stdout)
+    out = tmp_path / "toy.png"
+    subprocess.run([sys.executable, "-m", "lengen.report.figures", "toy", "--tables",
+                    str(ROOT / "reference" / "smoke" / "sparse_parity_accuracy.csv"), "--out",
+                    str(out)], cwd=root, env=env, check=True)  # fmt: skip
+    assert out.stat().st_size > 1000
+    check = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                            "tests/test_figure_jobs.py", "-k", "kind"], cwd=root, env=env,
+                           capture_output=True, text=True)  # fmt: skip
+    assert check.returncode == 0, check.stdout[-3000:]

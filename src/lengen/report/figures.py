@@ -365,6 +365,7 @@ def attention_figure(
 
 
 KINDS = ("sparse_parity", "generation", "fig4", "fig6", "fig5", "theory", "attention")
+EVAL_TABLE_KINDS = ("sparse_parity", "generation")  # drawn from per-model eval tables
 
 
 def cli_parser():
@@ -404,10 +405,10 @@ def main(argv: list[str] | None = None) -> None:
         if args.tracking_uri:
             log_figure(args.out, pd.DataFrame(), args.tracking_uri, args.experiment)
         return
-    if args.figure in (*INFLUENCE_PANELS, "theory", "attention"):  # report-level tables
+    if args.figure in EVAL_TABLE_KINDS:  # per-model eval tables, checked as the table rule
+        tables = [read_eval_table(p, args.lengths) for p in args.tables]  # checks them
+    else:  # report-level tables (the leave-one-out, theory, attention tables)
         tables = [pd.read_csv(p, dtype=provenance.DTYPES) for p in args.tables]
-    else:  # per-model eval tables, checked as the table rule checks them (a cut file is named)
-        tables = [read_eval_table(p, args.lengths) for p in args.tables]
     table = pd.concat(tables, ignore_index=True)
     # what was drawn, not where it was logged (the hash depends on the science, not on paths)
     setup = {k: v for k, v in vars(args).items()
