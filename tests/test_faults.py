@@ -324,3 +324,31 @@ def test_a_locked_mlflow_store_is_waited_for_then_named(tmp_path, monkeypatch):
         tracking.log_metrics({"loss": 2.0}, 2)
     assert len(calls) == 2
     tracking.end_run()
+
+
+def test_a_group_stopped_while_its_runs_open_leaves_none_running(tiny_spec, tmp_path, monkeypatch):
+    """The slow SIGTERM test above once found a fused group's second member RUNNING on a loaded
+    machine: the signal came while the group was still opening its members' MLflow runs. A stop
+    there (SystemExit, as the SIGTERM handler raises) closes every run opened so far KILLED."""
+    from mlflow.tracking import MlflowClient
+
+    from lengen.core import tracking
+    from lengen.train import group
+
+    second = dict(tiny_spec, seed=1, run_name=tiny_spec["run_name"] + "-b")
+    outs = [tmp_path / "a", tmp_path / "b"]
+    calls = []
+    real = tracking.set_tags
+
+    def stop_on_the_second(tags):
+        calls.append(tags)
+        if len(calls) == 2:
+            raise SystemExit(143)
+        return real(tags)
+
+    monkeypatch.setattr(tracking, "set_tags", stop_on_the_second)
+    with pytest.raises(SystemExit):
+        group.train_group([tiny_spec, second], outs)
+    client = MlflowClient(tracking_uri=tiny_spec["tracking"]["uri"])
+    for out in outs:
+        assert client.get_run((out / "mlflow_run_id").read_text()).info.status == "KILLED"

@@ -113,23 +113,30 @@ class Runs:
         from mlflow.tracking import MlflowClient
 
         self.ids = []
-        model = fused.member(0)  # the parameter count every member's params log
-        for spec, out in zip(group.specs, group.outs, strict=True):
-            out.mkdir(parents=True, exist_ok=True)
-            write_text_atomic(out / "spec.json", json.dumps(spec.source, indent=2, sort_keys=True))
-            trk = spec.tracking
-            run = tracking.start_run(trk.uri, trk.experiment, spec.run_name, out / "mlflow_run_id")
-            if not resumed:
-                tracking.log_params_once(spec.source, model)
-                tracking.set_tags(provenance.record(spec.source, spec.seed))
-            self.ids.append(run.info.run_id)
-            tracking.end_run()
         uri = group.specs[0].tracking.uri
         self.client = MlflowClient(tracking_uri=uri)
-        # after a resume, the steps since the last checkpoint are not logged twice
-        self.logged = [tracking.logged_steps(uri, i) for i in self.ids]
-        for run_id in self.ids:
-            self.client.update_run(run_id, status="RUNNING")
+        model = fused.member(0)  # the parameter count every member's params log
+        try:
+            for spec, out in zip(group.specs, group.outs, strict=True):
+                out.mkdir(parents=True, exist_ok=True)
+                write_text_atomic(out / "spec.json",
+                                  json.dumps(spec.source, indent=2, sort_keys=True))  # fmt: skip
+                trk = spec.tracking
+                run = tracking.start_run(trk.uri, trk.experiment, spec.run_name,
+                                         out / "mlflow_run_id")  # fmt: skip
+                self.ids.append(run.info.run_id)
+                if not resumed:
+                    tracking.log_params_once(spec.source, model)
+                    tracking.set_tags(provenance.record(spec.source, spec.seed))
+                tracking.end_run()
+            # after a resume, the steps since the last checkpoint are not logged twice
+            self.logged = [tracking.logged_steps(uri, i) for i in self.ids]
+            for run_id in self.ids:
+                self.client.update_run(run_id, status="RUNNING")
+        except BaseException as err:  # a SIGTERM while the runs open: none is left RUNNING
+            tracking.close_failed_run(err)
+            self.fail(err, set())
+            raise
 
     def log(self, r: int, metrics: dict[str, float], step: int) -> None:
         from mlflow.entities import Metric
