@@ -2,7 +2,7 @@
 # `snakemake --lint` wants functions and rules apart).
 #
 # On SLURM the profiles (workflow/profiles/slurm*) group jobs: each model's training and its
-# evaluation run as one job, the setup steps as one, a branch's tables and figures as one.
+# evaluation run as one job, the setup steps as one, a branch's tables as one, the figures as one.
 # Snakemake 9 forms group jobs in local runs too (serialising them), so the rules name none.
 import json
 import os
