@@ -4,7 +4,6 @@
 # On SLURM the profiles (workflow/profiles/slurm*) group jobs: each model's training and its
 # evaluation run as one job, the setup steps as one, a branch's tables as one, the figures as one.
 # Snakemake 9 forms group jobs in local runs too (serialising them), so the rules name none.
-import json
 import os
 import shlex
 
@@ -58,9 +57,7 @@ def figure_tracking(experiment):
     return f"--tracking-uri {shlex.quote(uri)} --experiment {shlex.quote(name)}"
 
 
-def to_json(obj):
-    """Compact JSON for a shell argument (quoted with :q in the rule)."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+to_json = figure_jobs.to_json  # compact JSON for a shell argument (quoted with :q in the rule)
 
 
 def launcher(cfg, gpus=None):

@@ -140,16 +140,17 @@ def all_figures(cfg: dict) -> dict[str, Figure]:
 
 
 def _drawn(cfg: dict, fig: Figure) -> bool:
+    """Whether this config draws the figure: its section runs (and, for an optional figure, the
+    section has its key: in `figures`, or as a section key such as sparse parity's `schemes`)."""
     if fig.section not in cfg:
         return False
     section = cfg[fig.section]
     return not fig.optional or fig.key in section.get("figures", {}) or fig.key in section
 
 
-def drawn(cfg: dict, stem: str) -> bool:
-    """Whether this config draws the figure: its section runs (and, for an optional figure, the
-    section has its key: in `figures`, or as a section key such as sparse parity's `schemes`)."""
-    return _drawn(cfg, all_figures(cfg)[stem])
+def drawn_figures(cfg: dict) -> dict[str, Figure]:
+    """The figures this config draws (`all_figures`, less those it does not run), by stem."""
+    return {stem: fig for stem, fig in all_figures(cfg).items() if _drawn(cfg, fig)}
 
 
 def reports(cfg: dict) -> Path:
@@ -178,7 +179,7 @@ def report_tables(cfg: dict) -> dict[str, str]:
 
 def report_figures(cfg: dict) -> list[str]:
     """File names of the figures the run draws (what REPORT.md lists), sections in config order."""
-    return sorted(f"{stem}.png" for stem, fig in all_figures(cfg).items() if _drawn(cfg, fig))
+    return sorted(f"{stem}.png" for stem in drawn_figures(cfg))
 
 
 def report_config(cfg: dict) -> dict:

@@ -29,7 +29,6 @@ class FigureJob:
 
     python -m lengen.report.figures KIND --tables TABLES ARGS --out <reports>/<stem>.png"""
 
-    stem: str
     section: str  # its config section (its MLflow experiment)
     kind: str  # the drawer (and report.html's caption: workflow/report/figure.rst)
     tables: list[str]
@@ -47,7 +46,8 @@ class FigureJob:
         return [self.kind, "--tables", *self.tables, *self.args]
 
 
-def _json(obj) -> str:
+def to_json(obj) -> str:
+    """Compact JSON for a shell argument, keys sorted (the workflow's params)."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
@@ -86,9 +86,9 @@ def eval_lengths(cfg: dict, exp: str) -> str:
     if exp == "sparse_parity":
         sp = cfg["sparse_parity"]
         variants = [*sp["variants"], *(sp.get("schemes") or {}).get("variants", {})]
-        return _json({v: sp["eval"]["lengths"] for v in variants})
+        return to_json({v: sp["eval"]["lengths"] for v in variants})
     section = cfg[exp]
-    return _json(
+    return to_json(
         {v: tasks.variant_section(section, v)["eval"]["lengths"] for v in section["variants"]}
     )
 
@@ -105,9 +105,9 @@ def _sparse_parity(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], list[st
         ks = sp["figures"][fig.key]
         title = fig.title.format(tier=cfg["tier"], k_train=ks)
     labels = {v: e["label"] for v, e in {**sp["variants"], **schemes.get("variants", {})}.items()}
-    args = ["--title", title, "--style", _json(sp["figures"].get("style", {})),
+    args = ["--title", title, "--style", to_json(sp["figures"].get("style", {})),
             "--train-range", str(sp["train_min_len"]), str(sp["train_max_len"]),
-            "--labels", _json([[v, labels[v]] for v in variants]),  # config order: row order
+            "--labels", to_json([[v, labels[v]] for v in variants]),  # config order: row order
             "--lengths", eval_lengths(cfg, "sparse_parity")]  # fmt: skip
     return sparse_parity_evals(cfg, variants, ks), args
 
@@ -121,7 +121,7 @@ def _generation(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], list[str]]
     )
     args = ["--panels", *panels,
             "--title", spec.get("title", fig.title) + f" ({cfg['tier']} tier)",
-            "--style", _json(section["figures"].get("style", {})),
+            "--style", to_json(section["figures"].get("style", {})),
             "--train-range", str(low), str(high),
             "--lengths", eval_lengths(cfg, fig.section)]  # fmt: skip
     return generation_evals(cfg, fig.section, panels), args
@@ -130,7 +130,7 @@ def _generation(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], list[str]]
 def _influence(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], list[str]]:
     nl = cfg["natural_language"]
     title = fig.title.format(k=nl["influence"]["k"], tier=cfg["tier"])
-    style = _json(nl.get("figures", {}).get("style", {}))
+    style = to_json(nl.get("figures", {}).get("style", {}))
     return [artifacts.table(cfg, "influence")], ["--title", title, "--style", style]
 
 
@@ -161,19 +161,18 @@ DRAWERS = {  # Figure.kind -> (config, figure) -> (tables it reads, its other ar
 }
 
 
-def figure_job(cfg: dict, stem: str) -> FigureJob:
-    """The job of one figure this config draws (artifacts.drawn)."""
-    fig = artifacts.all_figures(cfg)[stem]
+def _job(cfg: dict, fig: artifacts.Figure) -> FigureJob:
     tables, args = DRAWERS[fig.kind](cfg, fig)
     ready = results(cfg, "mlflow", f"{fig.section}.ready")
     category = CATEGORIES.get(fig.section, "Generation tasks")
-    return FigureJob(stem, fig.section, fig.kind, tables, args, ready, category)
+    return FigureJob(fig.section, fig.kind, tables, args, ready, category)
+
+
+def figure_job(cfg: dict, stem: str) -> FigureJob:
+    """The job of one figure this config draws (artifacts.drawn_figures)."""
+    return _job(cfg, artifacts.all_figures(cfg)[stem])
 
 
 def figure_jobs(cfg: dict) -> dict[str, FigureJob]:
     """Every figure this config draws, by stem."""
-    return {
-        stem: figure_job(cfg, stem)
-        for stem, fig in artifacts.all_figures(cfg).items()
-        if artifacts.drawn(cfg, stem)
-    }
+    return {stem: _job(cfg, fig) for stem, fig in artifacts.drawn_figures(cfg).items()}
