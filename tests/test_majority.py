@@ -81,7 +81,7 @@ def test_majority_trains_and_evaluates_end_to_end(scheme, tmp_path, smoke_config
     cfg["majority"]["variants"][scheme] = {"scheme": scheme, "runs": 1}
     spec = tasks.generation_spec(validate(cfg), "majority", scheme, 7, 0)
     assert spec["task"] == {"train_max_len": 7, "scheme": scheme, "train_min_len": 3, "l_max": 20}
-    assert spec["run_name"] == f"{scheme}/t7/seed0"
+    assert spec["run_name"] == f"{scheme}/n7/seed0"
     tracking.prepare_store(spec["tracking"]["uri"], [spec["tracking"]["experiment"]])
     path = train(spec, tmp_path / "model")
     table = evaluate_scratchpad(path, cfg["majority"]["eval"], 0, tmp_path / "eval.csv")

@@ -310,7 +310,7 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     runs = [r for r in runs if r not in figures.values()]
     assert len(runs) == 8 and all("acc_len16" in r.data.metrics for r in runs)
     fig2 = figures["figure/fig2_parity_scratchpad"].data.tags["model_runs"].split()
-    assert fig2 == ["ppc/j1/seed0", "ppc/j1/seed1", "ppc/j2/seed0", "ppc/j2/seed1"]
+    assert fig2 == ["ppc/k1/seed0", "ppc/k1/seed1", "ppc/k2/seed0", "ppc/k2/seed1"]
     # the natural-language branch (Table 1, Figs. 4-6): offline corpus, tokens, two models
     ppl = pd.read_csv(rep / "table1_perplexity.csv")
     assert sorted(zip(ppl.model, ppl.eval_length, strict=True)) == [
@@ -466,8 +466,8 @@ def test_fused_groups_are_planned_and_run_as_one_job_each(tmp_path):
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'results' / 'smoke' / 'mlflow.db'}")
     exp = client.get_experiment_by_name("lengen-smoke/parity_scratchpad")
     runs = {r.info.run_name: r for r in client.search_runs([exp.experiment_id])}
-    assert runs["ppc/j1/seed0"].info.status == runs["ppc/j1/seed1"].info.status == "FINISHED"
-    assert "acc_len16" in runs["ppc/j1/seed1"].data.metrics  # its evaluation resumed its run
+    assert runs["ppc/k1/seed0"].info.status == runs["ppc/k1/seed1"].info.status == "FINISHED"
+    assert "acc_len16" in runs["ppc/k1/seed1"].data.metrics  # its evaluation resumed its run
     # sparse parity: K_train 1 and 2 of a variant train as one group, each scored on its own
     sp_eval = "results/smoke/sparse_parity/neox/K2/seed0/eval.csv"
     proc = snakemake(tmp_path, sp_eval, "--cores", "2", "--configfile", str(path))

@@ -132,5 +132,5 @@ def generation_spec(cfg: dict, experiment: str, variant: str, value: int, run: i
         },
         "train": {**section["train"], **var.get("train", {})},
     }
-    run_name = f"{variant}/{task_module.SETTING.key[0]}{value}/seed{run}"
+    run_name = f"{variant}/{task_module.SETTING.prefix}{value}/seed{run}"  # as its folder
     return run_spec(cfg, experiment, run_name, cfg["seed"] + run, sections, variant)
