@@ -5,6 +5,7 @@ table, the test counts and a reference run's time (tools/reference_run.sh --time
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -120,7 +121,6 @@ def test_the_gpu_grid_table_is_the_probe_rows():
     """docs/gpu-and-cluster.md's table of the 1,500-step PPC grid (probe GPU_PS_ppc_fused_1500):
     how many runs of each jump learned 2l <= 40 (>= 0.9 at 20 and 40) and jump 1's range at
     2l = 60-150, from probes/scratchpad_probes.csv."""
-    import re
 
     import pandas as pd
 
@@ -140,7 +140,6 @@ def test_the_gpu_grid_table_is_the_probe_rows():
 def test_the_readme_test_count_is_the_suites(request):
     """README's numbers of tests are what a whole default run collects and the slow ones it
     leaves to CI's second step (checked in a whole default run)."""
-    import re
 
     config = request.config
     whole = config.args in ([], ["tests"], [str(ROOT / "tests")])
@@ -199,7 +198,6 @@ def test_the_reference_run_sums_its_sittings(tmp_path):
 def test_the_theory_table_in_the_docs_is_the_references():
     """docs/experiments.md's table of the theory's cases (minimisers, worst minimiser's test risk
     at each Lbar) reads what reference/default/theory_table.csv holds, to its 3 decimals."""
-    import re
 
     import pandas as pd
 
@@ -215,3 +213,14 @@ def test_the_theory_table_in_the_docs_is_the_references():
         assert int(row[1]) == mine.n_minimizers.iloc[0], label
         shown = [float(x) for x in row[2].split("/")]
         assert shown == [round(float(v), 3) for v in mine.test_risk_worst], label
+
+
+def test_the_fault_drill_table_names_tests_that_exist():
+    """docs/testing.md's table of fault drills names each drill's test as file::name; every one
+    is a test function of that file."""
+    text = (ROOT / "docs" / "testing.md").read_text()
+    section = text.split("## Fault drills and their tests", 1)[1].split("\n## ", 1)[0]
+    named = re.findall(r"`(tests/test_\w+\.py)::(test_\w+)`", section)
+    assert len(named) >= 16
+    for path, name in named:
+        assert re.search(rf"^def {name}\(", (ROOT / path).read_text(), re.M), f"{path}::{name}"
