@@ -19,6 +19,7 @@ from lengen.core import contexts
 from lengen.data import corpus, tokens
 from lengen.model.model import GPTNeoX, ModelConfig
 from lengen.tasks import natural_language, parse_spec
+from tests.conftest import ROOT
 from tests.helpers import make_spec
 
 LONG, SHORT = 16, 6  # Lbar, L for tiny checks
@@ -516,14 +517,10 @@ def test_lengen_influence_refuses_bad_inputs_in_one_line(tmp_path, capsys):
     assert "--long-len 100 is beyond llama's 64 positions" in capsys.readouterr().err
 
 
-def test_the_smoke_language_data_need_no_apt_and_no_network(tmp_path, smoke_config):
-    """The smoke tier's corpus (the docstrings of an installed, pinned distribution) and its
-    tokenizer (a BPE trained on that corpus) build with no apt-get on PATH and every network
-    connection refused (issue 48: every tier called apt-get and pip download while it ran);
-    the corpus is the same on a second build (seeded, from pinned files)."""
-    import json
+def offline_env(tmp_path: Path) -> dict:
+    """An environment with no apt-get or dpkg-deb on PATH and every network connection refused
+    (a sitecustomize that replaces socket's connect), the hub offline."""
     import os
-    import subprocess
     import sys
 
     blocker = tmp_path / "offline"
@@ -535,28 +532,74 @@ def test_the_smoke_language_data_need_no_apt_and_no_network(tmp_path, smoke_conf
         "socket.socket.connect = _refuse\n"
         "socket.create_connection = _refuse\n"
     )
-    env = {**os.environ, "PATH": str(Path(sys.executable).parent),  # no apt-get, no dpkg-deb
-           "PYTHONPATH": os.pathsep.join([str(blocker), *sys.path]),
-           "HF_HUB_OFFLINE": "1"}  # fmt: skip
+    return {**os.environ, "PATH": str(Path(sys.executable).parent),  # no apt-get, no dpkg-deb
+            "PYTHONPATH": os.pathsep.join([str(blocker), *sys.path]),
+            "HF_HUB_OFFLINE": "1"}  # fmt: skip
+
+
+def build_offline(nl: dict, out: Path, env: dict) -> dict:
+    """The corpus and token files of a natural_language section, built by the project's own
+    modules under `env`; returns the corpus's sources.json."""
+    import json
+    import subprocess
+    import sys
+
+    corpus = subprocess.run(
+        [sys.executable, "-m", "lengen.data.corpus", "--corpus", json.dumps(nl["corpus"]),
+         "--seed", "0", "--out", str(out / "corpus")], env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    assert corpus.returncode == 0, corpus.stderr[-2000:]
+    tokens = subprocess.run(
+        [sys.executable, "-m", "lengen.data.tokens", "--tokenizer", json.dumps(nl["tokenizer"]),
+         "--source", nl["corpus"]["source"], "--corpus-dir", str(out / "corpus"),
+         "--max-tokens", json.dumps(nl["max_tokens"]), "--out", str(out / "tokens")],
+        env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    assert tokens.returncode == 0, tokens.stderr[-2000:]
+    return json.loads((out / "corpus" / "sources.json").read_text())
+
+
+def test_every_docstrings_distribution_is_pinned_exactly():
+    """A tier whose corpus is docstrings reads only distributions that pyproject.toml pins with
+    `==` (so the text is the same on every machine that installs the project), each installed
+    here at that version."""
+    import re
+    import tomllib
+    from importlib import metadata
+
+    from lengen.config.config import read_tier
+
+    pins = {}
+    for dep in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]:
+        if m := re.fullmatch(r"([A-Za-z0-9_.-]+)==([^;\s]+)", dep.strip()):
+            pins[m[1].lower()] = m[2]
+    tiers = 0
+    for path in sorted((ROOT / "config").glob("*.yaml")):
+        corpus = read_tier(path).get("natural_language", {}).get("corpus", {})
+        if corpus.get("source") != "docstrings":
+            continue
+        tiers += 1
+        for pkg in corpus["packages"]:
+            name = pkg["name"].lower()
+            assert name in pins, f"{path.name}: {name} is not pinned with == in pyproject.toml"
+            assert metadata.version(name).split("+")[0] == pins[name], name
+    assert tiers >= 2  # the smoke and default tiers
+
+
+def test_the_smoke_language_data_need_no_apt_and_no_network(tmp_path, smoke_config):
+    """The smoke tier's corpus (the docstrings of an installed, pinned distribution) and its
+    tokenizer (a BPE trained on that corpus) build with no apt-get on PATH and every network
+    connection refused (issue 48: every tier called apt-get and pip download while it ran);
+    the corpus is the same on a second build (seeded, from pinned files)."""
+    import json
+    import subprocess
+    import sys
+
+    env = offline_env(tmp_path)
     nl = smoke_config["natural_language"]
     assert nl["corpus"]["source"] == "docstrings" and nl["tokenizer"]["source"] == "corpus_bpe"
-
-    def build(out):
-        corpus = subprocess.run(
-            [sys.executable, "-m", "lengen.data.corpus", "--corpus", json.dumps(nl["corpus"]),
-             "--seed", "0", "--out", str(out / "corpus")], env=env, capture_output=True, text=True,
-        )  # fmt: skip
-        assert corpus.returncode == 0, corpus.stderr[-2000:]
-        tokens = subprocess.run(
-            [sys.executable, "-m", "lengen.data.tokens", "--tokenizer", json.dumps(nl["tokenizer"]),
-             "--source", nl["corpus"]["source"], "--corpus-dir", str(out / "corpus"),
-             "--max-tokens", json.dumps(nl["max_tokens"]), "--out", str(out / "tokens")],
-            env=env, capture_output=True, text=True,
-        )  # fmt: skip
-        assert tokens.returncode == 0, tokens.stderr[-2000:]
-        return json.loads((out / "corpus" / "sources.json").read_text())
-
-    first, second = build(tmp_path / "a"), build(tmp_path / "b")
+    first = build_offline(nl, tmp_path / "a", env)
+    second = build_offline(nl, tmp_path / "b", env)
     assert first == second and first["distributions"][0]["distribution"] == "datasets"
     for name in ("train.bin", "validation.bin"):
         assert (tmp_path / "a" / "tokens" / name).read_bytes() == (
@@ -570,3 +613,22 @@ def test_the_smoke_language_data_need_no_apt_and_no_network(tmp_path, smoke_conf
     )  # fmt: skip
     assert debian.returncode != 0
     assert "needs Debian's apt-get and dpkg-deb" in debian.stderr and "docstrings" in debian.stderr
+
+
+@pytest.mark.slow  # ~2 min: the docstrings of 13 distributions, a 4k BPE trained on 26 M characters
+def test_the_default_language_data_need_no_apt_and_no_network(tmp_path):
+    """The default tier's corpus and tokenizer build as the smoke tier's do, with no apt-get and
+    no network (issue 48: its corpus was Debian's manuals, fetched by apt-get while it ran), from
+    every distribution it lists, into enough tokens for Table 1's held-out chunks."""
+    import json
+
+    from lengen.config.config import read_tier
+
+    nl = read_tier(ROOT / "config" / "config.yaml")["natural_language"]
+    assert nl["corpus"]["source"] == "docstrings" and nl["tokenizer"]["source"] == "corpus_bpe"
+    manifest = build_offline(nl, tmp_path, offline_env(tmp_path))
+    assert [d["distribution"] for d in manifest["distributions"]] == [
+        p["name"] for p in nl["corpus"]["packages"]]  # fmt: skip
+    meta = json.loads((tmp_path / "tokens" / "meta.json").read_text())
+    chunks = nl["eval"]["n_chunks"] * (nl["long_context"] + 1) * 2  # Table 1's, then the loss's
+    assert meta["tokens"]["validation"] > chunks and meta["tokens"]["train"] > 5_000_000

@@ -16,7 +16,7 @@ NL_GPUS = NL.get("gpus_per_job", config["runtime"]["gpus_per_job"]) if NL else 0
 
 
 rule natural_language_corpus:
-    # C4-format shards (Debian text offline, or a link to real C4), with sources.json
+    # C4-format shards (docstrings or Debian text offline, or a link to real C4), with sources.json
     output:
         f"{NL_DIR}/corpus/sources.json",
     log:

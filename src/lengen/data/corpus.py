@@ -230,6 +230,17 @@ def docstrings(path: Path) -> list[str]:
     return [text for _, text in sorted(found, key=lambda f: f[0]) if text]
 
 
+def licence(meta) -> str:
+    """A distribution's licence as its metadata states it: the SPDX `License-Expression`, else
+    its `License ::` classifiers, else the first line of its `License` field (some hold the whole
+    licence text there)."""
+    classifiers = [c.split(" :: ", 1)[1] for c in meta.get_all("Classifier") or []
+                   if c.startswith("License ::")]  # fmt: skip
+    text = (meta.get("License") or "").strip().splitlines()
+    found = meta.get("License-Expression") or "; ".join(classifiers) or (text[0] if text else "")
+    return found[:200]
+
+
 DOCSTRING_STAMP = "2000-01-01T00:00:00Z"  # C4's timestamp field: fixed (install times vary)
 
 
@@ -268,7 +279,7 @@ def build_from_docstrings(cfg: dict, out: Path, seed: int) -> dict:
             raise FileNotFoundError(f"distribution {name}: no docstrings in its {pattern!r} files")
         sources.append({"distribution": name, "version": version, "files": len(files),
                         "documents": n_docs, "characters": n_chars,
-                        "licence": metadata.metadata(name).get("License", "")[:200]})  # fmt: skip
+                        "licence": licence(metadata.metadata(name))})  # fmt: skip
     for split, rows in records.items():  # as build_from_debian: no distribution's block first
         records[split] = shuffled(rows, seed, split)
     shards = write_shards(records, out, cfg["docs_per_shard"])
