@@ -30,8 +30,10 @@ def test_the_paper_tier_fetches_the_shards_its_tokens_need():
     assert len(shards["train"]) == 199 and len(shards["validation"]) == 2  # 30 B tokens: 198 + 1
     assert shards["train"][0] == "c4-train.00000-of-01024.json.gz"
     assert setup.plan(load(ROOT / "config" / "smoke.yaml")) == []
-    default = load(ROOT / "config" / "config.yaml")  # its corpus still downloads (issue 48)
-    assert any("debian" in line for line in setup.run_time_downloads(default))
+    default = load(ROOT / "config" / "config.yaml")  # installs with the project (issue 48)
+    assert setup.plan(default) == [] and setup.run_time_downloads(default) == []
+    debian = {"natural_language": {"corpus": {"source": "debian"}, "tokenizer": {}}}
+    assert any("apt-get download" in line for line in setup.run_time_downloads(debian))
 
 
 def test_fetch_c4_resumes_and_refetches_a_cut_shard(tmp_path):
