@@ -632,3 +632,24 @@ def test_the_default_language_data_need_no_apt_and_no_network(tmp_path):
     meta = json.loads((tmp_path / "tokens" / "meta.json").read_text())
     chunks = nl["eval"]["n_chunks"] * (nl["long_context"] + 1) * 2  # Table 1's, then the loss's
     assert meta["tokens"]["validation"] > chunks and meta["tokens"]["train"] > 5_000_000
+
+
+def test_a_distributions_licence_is_read_from_whichever_field_states_it():
+    """sources.json's licence: the SPDX expression, else the License classifiers, else the first
+    line of `License` (matplotlib and mlflow put the whole licence text there)."""
+    from email.message import Message
+
+    def meta(**fields):
+        m = Message()
+        for key, values in fields.items():
+            for value in values if isinstance(values, list) else [values]:
+                m[key.replace("_", "-")] = value
+        return m
+
+    assert corpus.licence(meta(License_Expression="MIT", License="ignored")) == "MIT"
+    classified = meta(Classifier=["Programming Language :: Python",
+                                  "License :: OSI Approved :: BSD License"],
+                      License="Full text\nof it")  # fmt: skip
+    assert corpus.licence(classified) == "OSI Approved :: BSD License"
+    assert corpus.licence(meta(License="Apache 2.0\n\nTerms...")) == "Apache 2.0"
+    assert corpus.licence(meta()) == ""
