@@ -116,6 +116,11 @@ def tally(events, device: str, steps: int, top: int) -> dict:
         if device == "cuda":
             if e.device_type == DeviceType.CPU:
                 continue  # a host operator: its kernels are counted as themselves
+            if getattr(e, "is_user_annotation", False):
+                # a span over kernels on the GPU's timeline (torch's "Optimizer.step#AdamW.step",
+                # a record_function): its kernels are counted as themselves (the H200 profile of
+                # 2026-11-26, lease 3, counted AdamW's 9.7 ms twice: "108% of the step")
+                continue
             if e.name in CUPTI_OVERHEAD:
                 queue_full += e.name == "Command Buffer Full"
                 continue

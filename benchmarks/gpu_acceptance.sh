@@ -5,10 +5,11 @@
 #
 #   [WHEELS=DIR] bash benchmarks/gpu_acceptance.sh OUT_DIR [checks|train|all|STEP,STEP,...]
 #
-# With 15 minutes of device time (one lent session), run `fused_profile,fused_eager` (~4 min):
-# where the fused step's time goes (its kernels, with the trainers' fused AdamW), then the fused
-# step at R = 1-16 (measured on an H200 2026-11-26 with the foreach AdamW:
-# benchmarks/measured/2026-11-26-h200). `fused_grid` (Fig. 2's PPC grid as one fused group; its
+# With 15 minutes of device time (one lent session), run `fused_profile,fused_eager,fused_compile`
+# (~8 min): where the fused step's time goes (its kernels, with the trainers' fused AdamW), then
+# the fused step at R = 1-16, eager and compiled (the eager ones measured on an H200 2026-11-26:
+# benchmarks/measured/2026-11-26-h200-lease3 and -lease3b, the latter with the bias inside the
+# batched matmul). `fused_grid` (Fig. 2's PPC grid as one fused group; its
 # 1,500-step probe took 496 s with its 16 model files and scoring:
 # benchmarks/measured/2026-11-26-h200-lease2) wants a lease of its own. A tree copied without its
 # .git: `git archive C | tar x -C DIR && git rev-parse C > DIR/COMMIT`; COMMIT is exported as

@@ -230,8 +230,9 @@ def test_the_fused_profile_groups_the_step_and_names_its_top_operators(tmp_path)
 def test_the_fused_profile_counts_kernels_once_and_not_cupti_overhead():
     """The first H200 profile (2026-11-26) summed CUPTI's "Command Buffer Full" records as device
     time (915 ms in a 106 ms step) and grouped them as matmuls ("mm" in "Command"), besides the
-    host operators' kernel time on top of the kernels'. On CUDA the tally counts the device's own
-    events once and the full launch queue apart."""
+    host operators' kernel time on top of the kernels'; the third (lease 3) counted the GPU span
+    of torch's "Optimizer.step#AdamW.step" on top of AdamW's kernels. On CUDA the tally counts the
+    device's own events once and the full launch queue apart."""
     from types import SimpleNamespace
 
     from torch.autograd import DeviceType
@@ -241,8 +242,9 @@ def test_the_fused_profile_counts_kernels_once_and_not_cupti_overhead():
 
     bench = load_script(ROOT / "benchmarks" / "fused_profile.py")
 
-    def event(name, us, device=DeviceType.CUDA):
+    def event(name, us, device=DeviceType.CUDA, annotation=False):
         return SimpleNamespace(name=name, device_type=device, self_cpu_time_total=us,
+                               is_user_annotation=annotation,
                                time_range=SimpleNamespace(elapsed_us=lambda: us))  # fmt: skip
 
     events = [event("aten::bmm", 900, DeviceType.CPU),  # the host side of the kernels below
@@ -250,7 +252,8 @@ def test_the_fused_profile_counts_kernels_once_and_not_cupti_overhead():
               event("nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_NTN", 300),
               event("void at::native::bfloat16_copy_kernel_cuda", 200),
               event("void at::native::reduce_kernel<512, 1>", 100),
-              event("Command Buffer Full", 50_000), event("Command Buffer Full", 50_000)]
+              event("Command Buffer Full", 50_000), event("Command Buffer Full", 50_000),
+              event("Optimizer.step#AdamW.step", 400, annotation=True)]  # spans kernels
     found = bench.tally(events, "cuda", steps=2, top=2)
     assert found["device_busy_s"] == pytest.approx(900e-6 / 2)
     assert found["groups_s"] == pytest.approx({"matmul": 300e-6, "copy/cast": 100e-6,
