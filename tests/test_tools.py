@@ -1,4 +1,5 @@
-"""The mutation-score tool's bookkeeping (the mutation run itself takes ~30 min: tools/)."""
+"""The tools' bookkeeping: the mutation score (the mutation run itself takes ~30 min: tools/) and
+the step rates a run's logs measured."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from .conftest import ROOT
 from .helpers import load_script
 
 mutation = load_script(ROOT / "tools" / "mutation.py")
+step_rates = load_script(ROOT / "tools" / "step_rates.py")
 
 
 def test_module_of_mutant_names():
@@ -42,3 +44,23 @@ def test_equivalence_rules_match_name_and_mutated_line(monkeypatch):
     results = {**dict.fromkeys(lines, "survived"), "lengen.a.x_f__mutmut_3": "killed"}
     rules = [{"name": "lengen.a.*", "added": "device = None", "reason": "cpu"}]
     assert mutation.equivalents(results, rules) == {"lengen.a.x_f__mutmut_1": "cpu"}
+
+
+def test_step_rates_sum_a_jobs_sittings_and_name_its_kind(tmp_path):
+    """A resumed job's log holds two sittings (the bar's clock restarts); each counts its own steps
+    over its own seconds; the kind is the estimate's longest match (rope_pose's underscore too)."""
+    bar = "rope_pose/k1/seed2: {p}%|##| {n}/24000 [{t}<09:14, 10.8it/s, loss=0.1]"
+    first = [bar.format(p=0, n=0, t="00:00"), bar.format(p=4, n=1000, t="01:40")]
+    second = [bar.format(p=4, n=1000, t="00:02"), bar.format(p=12, n=3000, t="1:00:02")]
+    log = tmp_path / "parity_scratchpad" / "train_rope_pose_k1_seed2.log"
+    log.parent.mkdir()
+    log.write_text("\r".join(first) + "\nresuming from step 1000\n" + "\r".join(second) + "\n")
+    assert step_rates.sittings(log.read_text()) == [(1000, 100), (2000, 3600)]
+    kinds = ["parity_scratchpad/rope_pose/k1", "parity_scratchpad/ppc/k1", "sparse_parity/neox"]
+    assert step_rates.kind_of(log, kinds) == "parity_scratchpad/rope_pose/k1"
+    neox = tmp_path / "sparse_parity" / "train_neox_k8_seed0.log"
+    assert step_rates.kind_of(neox, kinds) == "sparse_parity/neox"
+    estimate = {"kinds": [{"kind": k, "s_per_step": 0.5} for k in kinds]}
+    (row,) = step_rates.rates(tmp_path, estimate)
+    assert row["steps"] == 3000 and row["s_per_step"] == 3700 / 3000
+    assert row["ratio"] == 3700 / 3000 / 0.5
