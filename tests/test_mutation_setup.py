@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import re
 import tomllib
+from fnmatch import fnmatch
 
 import yaml
 
@@ -39,3 +40,21 @@ def test_every_equivalence_rule_names_an_existing_function():
         module = importlib.import_module(found[1])
         function = found[2].split("__")[0]  # a method: x_Class__method
         assert hasattr(module, function), name
+
+
+def test_the_mutation_shards_are_the_mutated_modules_each_once():
+    """tools/mutation.py's SHARDS cover every module pyproject.toml mutates, each in one shard."""
+    from .helpers import load_script
+
+    shards = load_script(ROOT / "tools" / "mutation.py").SHARDS
+    modules = {
+        ".".join(path.relative_to(ROOT / "src").with_suffix("").parts).removesuffix(".__init__")
+        for pattern in _mutmut()["only_mutate"]
+        for path in ROOT.glob(pattern)
+        if path.suffix == ".py"
+    }
+    assert len(modules) > 20
+    for module in modules:
+        name = f"{module}.x_f__mutmut_1"
+        found = [s for s, patterns in shards.items() if any(fnmatch(name, p) for p in patterns)]
+        assert len(found) == 1, (module, found)

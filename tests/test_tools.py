@@ -64,3 +64,31 @@ def test_step_rates_sum_a_jobs_sittings_and_name_its_kind(tmp_path):
     (row,) = step_rates.rates(tmp_path, estimate)
     assert row["steps"] == 3000 and row["s_per_step"] == 3700 / 3000
     assert row["ratio"] == 3700 / 3000 / 0.5
+
+
+def test_mutation_shards_resume_and_only_a_whole_core_is_a_score():
+    """A shard not started is named by its patterns; a resumed one by its mutants still to check
+    (mutmut retests every mutant it is named); a finished one runs nothing. The score is whole only
+    when every shard has mutants and all are checked."""
+    results = {
+        "lengen.report.report.x_f__mutmut_1": "killed",
+        "lengen.report.claims.base.x_g__mutmut_1": "not checked",
+        "lengen.report.effects.x_h__mutmut_2": "check was interrupted by user",
+        "lengen.tasks.majority.x_f__mutmut_1": "not checked",
+        "lengen.core.batch.x_f__mutmut_1": "survived",
+    }
+    assert mutation.shard_selection("tasks", results) == ["lengen.tasks.*"]
+    to_check = ["lengen.report.claims.base.x_g__mutmut_1", "lengen.report.effects.x_h__mutmut_2"]
+    assert mutation.shard_selection("report", results) == to_check
+    assert mutation.shard_selection("analysis", results) == []
+    progress = mutation.shard_progress(results).set_index("shard")
+    assert progress.loc["report"].tolist() == [3, 1] and progress.loc["analysis"].tolist() == [1, 1]
+    assert not mutation.complete(results)
+    done = dict.fromkeys(results, "killed")
+    assert mutation.complete(done)
+    assert not mutation.complete({n: st for n, st in done.items() if ".tasks." not in n})
+    sittings = [{"shard": "report", "minutes": 50.0, "commit": "abc"},
+                {"shard": "report", "minutes": 20.5, "commit": "abc"}]  # fmt: skip
+    times = mutation.shard_times(sittings, done).set_index("shard")
+    assert times.loc["report", ["mutants", "minutes", "sittings"]].tolist() == [3, 70.5, 2]
+    assert times.loc["tasks", "minutes"] == 0

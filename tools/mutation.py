@@ -4,6 +4,8 @@
     python tools/mutation.py lengen.analysis.decode lengen.tasks.sparse_parity   # some modules only
     python tools/mutation.py --retest             # only the last run's survivors, again
     python tools/mutation.py --report             # the table of the last run (mutants/)
+    python tools/mutation.py --shard report       # one shard (SHARDS), resumable, < 2 h on 2 cores
+    python tools/mutation.py --shards             # each shard's progress
 
 mutmut (configured in pyproject.toml, [tool.mutmut]) plants one small change at a time in the core
 modules (an operator, a constant, a comparison, a returned value...) and runs the tests that execute
@@ -14,12 +16,21 @@ equivalents are rules in tools/mutation_equivalent.yaml, each with its reason: a
 pattern and a regular expression on the mutated line (`mutmut show NAME`), so that they survive
 renumbering. The table is written to reference/mutation_score.csv and every survivor is listed,
 with its rule's reason or as a missing test.
+
+Shards. A whole score is ~6,000 mutants, more than one sitting of 2 cores; `--shard NAME` runs one
+of SHARDS (module groups that together are the core, tested) and can be stopped at any time: run
+again, it tests only that shard's mutants not yet checked. Results accumulate in mutants/; the
+committed table is written only once every mutant of the core is checked (before that the table
+goes to mutants/partial_score.csv), with each shard's minutes in reference/mutation_shards.csv.
+Start a new score with `--fresh` (deletes mutants/).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import fnmatch
+import json
 import os
 import re
 import shutil
@@ -35,6 +46,17 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 EQUIVALENT = ROOT / "tools" / "mutation_equivalent.yaml"
 OUT = ROOT / "reference" / "mutation_score.csv"
+SHARD_TIMES = ROOT / "reference" / "mutation_shards.csv"
+PARTIAL = ROOT / "mutants" / "partial_score.csv"
+SITTINGS = ROOT / "mutants" / "shard_sittings.json"
+# module groups, each meant to take under 2 h on 2 cores (measured: reference/mutation_shards.csv
+# once a whole score is done); together they are pyproject's only_mutate (tested)
+SHARDS = {
+    "report": ["lengen.report.*"],
+    "tasks": ["lengen.tasks.*"],
+    "analysis": ["lengen.analysis.*", "lengen.core.*"],
+}
+TO_DO = {"not checked", "check was interrupted by user"}
 LINE = re.compile(r"^\s*(?P<name>[\w.ǁ]+__mutmut_\d+): (?P<status>.+?)\s*$")
 
 
@@ -49,6 +71,40 @@ def read_results() -> dict[str, str]:
     out = subprocess.run(["mutmut", "results", "--all", "true"], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout  # fmt: skip
     return {m["name"]: m["status"] for m in map(LINE.match, out.splitlines()) if m}
+
+
+def shard_of(name: str) -> str:
+    """The shard a mutant (or a module) belongs to."""
+    for shard, patterns in SHARDS.items():
+        if any(fnmatch.fnmatch(name, p) for p in patterns):
+            return shard
+    raise KeyError(f"{name} is in no shard of tools/mutation.py's SHARDS")
+
+
+def shard_selection(shard: str, results: dict[str, str]) -> list[str]:
+    """What `mutmut run` is given for a shard: its module patterns when none of its mutants has a
+    result yet (mutmut then generates them), else only its mutants still to check (a resumed shard
+    never retests what it checked; mutmut retests every mutant it is named)."""
+    mine = {n: st for n, st in results.items() if shard_of(n) == shard}
+    if not mine or all(st in TO_DO for st in mine.values()):
+        return list(SHARDS[shard])
+    return sorted(n for n, st in mine.items() if st in TO_DO)
+
+
+def shard_progress(results: dict[str, str]) -> pd.DataFrame:
+    """Checked / mutants per shard (a shard never generated has 0 mutants)."""
+    rows = []
+    for shard in SHARDS:
+        mine = [st for n, st in results.items() if shard_of(n) == shard]
+        rows.append({"shard": shard, "mutants": len(mine),
+                     "checked": sum(st not in TO_DO for st in mine)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def complete(results: dict[str, str]) -> bool:
+    """Every shard generated and every mutant checked: the table is a whole score."""
+    progress = shard_progress(results)
+    return bool((progress.mutants > 0).all() and (progress.checked == progress.mutants).all())
 
 
 def mutated_lines(name: str) -> str:
@@ -97,6 +153,36 @@ def score_table(results: dict[str, str], equivalent: dict[str, str]) -> pd.DataF
     return table
 
 
+def commit() -> str:
+    out = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"], cwd=ROOT,
+                         capture_output=True, text=True)  # fmt: skip
+    return out.stdout.strip() or "unknown"
+
+
+def log_sitting(shard: str, before: dict[str, str], after: dict[str, str], minutes: float) -> None:
+    """Append one sitting of a shard (minutes, mutants checked in it) to mutants/."""
+    sittings = json.loads(SITTINGS.read_text()) if SITTINGS.exists() else []
+    new = [n for n, st in after.items()
+           if st not in TO_DO and before.get(n, "not checked") in TO_DO]  # fmt: skip
+    checked = sum(shard_of(n) == shard for n in new)
+    sittings.append({"shard": shard, "minutes": round(minutes, 1), "checked": checked,
+                     "commit": commit(), "date": datetime.date.today().isoformat()})  # fmt: skip
+    SITTINGS.parent.mkdir(parents=True, exist_ok=True)
+    SITTINGS.write_text(json.dumps(sittings, indent=1))
+
+
+def shard_times(sittings: list[dict], results: dict[str, str]) -> pd.DataFrame:
+    """Per shard: its mutants, its minutes over all its sittings, how many sittings, the commit."""
+    progress = shard_progress(results).set_index("shard")
+    rows = []
+    for shard in SHARDS:
+        mine = [s for s in sittings if s["shard"] == shard]
+        rows.append({"shard": shard, "mutants": int(progress.loc[shard, "mutants"]),
+                     "minutes": round(sum(s["minutes"] for s in mine), 1), "sittings": len(mine),
+                     "commits": " ".join(sorted({s["commit"] for s in mine}))})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("modules", nargs="*", help="only these modules (default: the whole core)")
@@ -108,31 +194,61 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--keep", action="store_true",
                         help="reuse the last run's results for unchanged functions")  # fmt: skip
+    parser.add_argument("--shard", choices=sorted(SHARDS),
+                        help="run one shard's mutants not yet checked (resumable)")  # fmt: skip
+    parser.add_argument("--shards", action="store_true", help="print each shard's progress")
+    parser.add_argument("--fresh", action="store_true", help="delete mutants/ first (with --shard)")
     parser.add_argument("--children", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args(argv)
+    if args.shards:
+        progress = shard_progress(read_results() if (ROOT / "mutants").exists() else {})
+        print(progress.to_string(index=False))
+        return 0
     if not args.report:
-        if not args.keep and not args.modules and not args.retest:
+        whole = not args.keep and not args.modules and not args.retest and not args.shard
+        if whole or args.fresh:
             shutil.rmtree(ROOT / "mutants", ignore_errors=True)  # a score from scratch
         start = time.time()
         env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
         names = [f"{m}.*" for m in args.modules]
+        before = read_results() if (ROOT / "mutants").exists() else {}
         if args.retest:
-            names = [n for n, st in read_results().items() if st != "killed"]
-        subprocess.run(["mutmut", "run", "--max-children", str(args.children), *names], cwd=ROOT,
-                       env=env, check=True)  # fmt: skip
-        print(f"mutation run: {(time.time() - start) / 60:.1f} min")
+            names = [n for n, st in before.items() if st != "killed"]
+        if args.shard:
+            names = shard_selection(args.shard, before)
+            what = "patterns" if names == SHARDS[args.shard] else "mutants to check"
+            print(f"shard {args.shard}: {len(names)} {what}")
+        if args.shard and not names:
+            print(f"shard {args.shard}: every mutant is checked")  # `mutmut run` alone runs all
+        else:
+            subprocess.run(["mutmut", "run", "--max-children", str(args.children), *names],
+                           cwd=ROOT, env=env, check=True)  # fmt: skip
+            minutes = (time.time() - start) / 60
+            print(f"mutation run: {minutes:.1f} min")
+            if args.shard:
+                log_sitting(args.shard, before, read_results(), minutes)
     results = read_results()
-    if args.modules:
-        results = {n: st for n, st in results.items() if module_of(n) in args.modules}
     if not results:
         print("no mutmut results: run without --report first", file=sys.stderr)
         return 1
+    whole_core = complete(results)
+    if args.modules:
+        results = {n: st for n, st in results.items() if module_of(n) in args.modules}
     rules = yaml.safe_load(EQUIVALENT.read_text()) or [] if EQUIVALENT.exists() else []
     equivalent = equivalents(results, rules)
     table = score_table(results, equivalent)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(OUT, index=False)
+    out = OUT if whole_core and not args.modules else PARTIAL
+    out.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out, index=False)
+    if out == OUT and SITTINGS.exists():
+        shard_times(json.loads(SITTINGS.read_text()), results).to_csv(SHARD_TIMES, index=False)
     print(table.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
+    if out == PARTIAL:
+        progress = shard_progress(read_results())
+        left = progress[(progress.checked < progress.mutants) | (progress.mutants == 0)].shard
+        where = f"written to {out.relative_to(ROOT)}, not {OUT.relative_to(ROOT)}"
+        print(f"\nnot a whole score (shards not finished: {', '.join(left) or 'none'}; "
+              f"or only some modules): {where}")  # fmt: skip
     for reason, n in Counter(equivalent.values()).most_common():
         print(f"\nequivalent ({n}): {reason}")
     survivors = sorted(n for n, st in results.items() if st != "killed" and n not in equivalent)
