@@ -240,3 +240,35 @@ def test_every_repository_path_the_docs_name_exists():
                 named += 1
                 assert (ROOT / path).exists(), f"{page.relative_to(ROOT)} names {path}"
     assert named > 50
+
+
+def test_every_module_and_function_the_docs_name_imports():
+    """A backticked `lengen.a.b` (or `lengen.a.b()`) in README, config/README.md or docs/ is a
+    module, or an attribute of one, that exists today."""
+    import importlib
+    import importlib.util
+
+    def resolves(name: str) -> bool:
+        parts = name.split(".")
+        for i in range(len(parts), 0, -1):
+            try:
+                spec = importlib.util.find_spec(".".join(parts[:i]))
+            except ModuleNotFoundError:  # a parent is a module, not a package
+                spec = None
+            if spec is None:
+                continue
+            obj = importlib.import_module(".".join(parts[:i]))
+            for attribute in parts[i:]:
+                if not hasattr(obj, attribute):
+                    return False
+                obj = getattr(obj, attribute)
+            return True
+        return False
+
+    pages = [ROOT / "README.md", ROOT / "config" / "README.md", *(ROOT / "docs").glob("*.md")]
+    dotted = re.compile(r"`(lengen(?:\.\w+)+)(?:\(\))?`")
+    named = [(page.relative_to(ROOT), name) for page in pages
+             for name in dotted.findall(page.read_text())]  # fmt: skip
+    assert len(named) > 30
+    missing = [f"{page} names {name}" for page, name in named if not resolves(name)]
+    assert not missing, missing
