@@ -33,6 +33,11 @@ def _times():
     return load_script(ROOT / "tools" / "times.py")
 
 
+def _pages() -> list[Path]:
+    """What a user reads: README and docs/ (tools/times.py's documents) and config/README.md."""
+    return [*_times().documents(ROOT), ROOT / "config" / "README.md"]
+
+
 def test_every_time_the_docs_state_is_the_measured_one():
     """issue 48: each time README and docs state is benchmarks/measured/times.yaml's, in a span
     tools/times.py writes; docs/pipeline.md's table gives each its date, machine and method."""
@@ -231,10 +236,8 @@ def test_every_repository_path_the_docs_name_exists():
     src/, tests/, tools/, workflow/, config/, benchmarks/, probes/ or docs/) exists: a move or a
     rename updates the docs (issue 48: docs/pipeline.md named four files that no longer existed)."""
     tops = ("src/", "tests/", "tools/", "workflow/", "config/", "benchmarks/", "probes/", "docs/")
-    docs = sorted((ROOT / "docs").glob("*.md"))
-    pages = [ROOT / "README.md", ROOT / "config" / "README.md", *docs]
     named = 0
-    for page in pages:
+    for page in _pages():
         for path in re.findall(r"`([\w./-]+?)(?:::\w+)?`", page.read_text()):
             if path.startswith(tops) and "*" not in path:
                 named += 1
@@ -265,9 +268,8 @@ def test_every_module_and_function_the_docs_name_imports():
             return True
         return False
 
-    pages = [ROOT / "README.md", ROOT / "config" / "README.md", *(ROOT / "docs").glob("*.md")]
     dotted = re.compile(r"`(lengen(?:\.\w+)+)(?:\(\))?`")
-    named = [(page.relative_to(ROOT), name) for page in pages
+    named = [(page.relative_to(ROOT), name) for page in _pages()
              for name in dotted.findall(page.read_text())]  # fmt: skip
     assert len(named) > 30
     missing = [f"{page} names {name}" for page, name in named if not resolves(name)]

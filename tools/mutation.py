@@ -67,7 +67,9 @@ def module_of(name: str) -> str:
 
 
 def read_results() -> dict[str, str]:
-    """Mutant name -> status from `mutmut results --all true`."""
+    """Mutant name -> status from `mutmut results --all true` (none before a first run)."""
+    if not (ROOT / "mutants").exists():
+        return {}
     out = subprocess.run(["mutmut", "results", "--all", "true"], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout  # fmt: skip
     return {m["name"]: m["status"] for m in map(LINE.match, out.splitlines()) if m}
@@ -101,10 +103,14 @@ def shard_progress(results: dict[str, str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def unfinished(progress: pd.DataFrame) -> list[str]:
+    """The shards not generated yet or with mutants still to check."""
+    return progress[(progress.mutants == 0) | (progress.checked < progress.mutants)].shard.tolist()
+
+
 def complete(results: dict[str, str]) -> bool:
     """Every shard generated and every mutant checked: the table is a whole score."""
-    progress = shard_progress(results)
-    return bool((progress.mutants > 0).all() and (progress.checked == progress.mutants).all())
+    return not unfinished(shard_progress(results))
 
 
 def mutated_lines(name: str) -> str:
@@ -201,9 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--children", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args(argv)
     if args.shards:
-        progress = shard_progress(read_results() if (ROOT / "mutants").exists() else {})
-        print(progress.to_string(index=False))
+        print(shard_progress(read_results()).to_string(index=False))
         return 0
+    sitting = None  # (shard, results before, minutes) of a shard run here
     if not args.report:
         whole = not args.keep and not args.modules and not args.retest and not args.shard
         if whole or args.fresh:
@@ -211,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         start = time.time()
         env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
         names = [f"{m}.*" for m in args.modules]
-        before = read_results() if (ROOT / "mutants").exists() else {}
+        before = read_results()
         if args.retest:
             names = [n for n, st in before.items() if st != "killed"]
         if args.shard:
@@ -226,26 +232,27 @@ def main(argv: list[str] | None = None) -> int:
             minutes = (time.time() - start) / 60
             print(f"mutation run: {minutes:.1f} min")
             if args.shard:
-                log_sitting(args.shard, before, read_results(), minutes)
+                sitting = (args.shard, before, minutes)
     results = read_results()
+    if sitting:
+        shard, before, minutes = sitting
+        log_sitting(shard, before, results, minutes)
     if not results:
         print("no mutmut results: run without --report first", file=sys.stderr)
         return 1
-    whole_core = complete(results)
+    left = unfinished(shard_progress(results))
     if args.modules:
         results = {n: st for n, st in results.items() if module_of(n) in args.modules}
     rules = yaml.safe_load(EQUIVALENT.read_text()) or [] if EQUIVALENT.exists() else []
     equivalent = equivalents(results, rules)
     table = score_table(results, equivalent)
-    out = OUT if whole_core and not args.modules else PARTIAL
+    out = OUT if not left and not args.modules else PARTIAL
     out.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(out, index=False)
     if out == OUT and SITTINGS.exists():
         shard_times(json.loads(SITTINGS.read_text()), results).to_csv(SHARD_TIMES, index=False)
     print(table.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
     if out == PARTIAL:
-        progress = shard_progress(read_results())
-        left = progress[(progress.checked < progress.mutants) | (progress.mutants == 0)].shard
         where = f"written to {out.relative_to(ROOT)}, not {OUT.relative_to(ROOT)}"
         print(f"\nnot a whole score (shards not finished: {', '.join(left) or 'none'}; "
               f"or only some modules): {where}")  # fmt: skip
