@@ -9,6 +9,8 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import ROOT
 from .helpers import load_script
 
@@ -73,11 +75,41 @@ def test_the_estimates_are_the_benchmarks_own():
 
     tool = _times()
     for key, entry in tool.load().items():
-        if "estimate" in entry and not entry.keys() & {"step_times", "fused"}:
+        if "estimate" in entry and not entry.keys() & {"step_times", "fused", "config"}:
             bench = json.loads((ROOT / entry["estimate"]).read_text())
             same = bench["estimate"]["node_gpus"] == entry["node_gpus"]
             if same or entry["field"] == "one_device_h":
                 assert abs(tool.hours(entry) - bench["estimate"][entry["field"]]) < 1e-9, key
+
+
+def test_the_default_tier_time_is_its_config_at_the_measured_shared_rate(tmp_path):
+    """issue 44 item 7: the default tier's stated time counts the jobs config/config.yaml trains
+    now (variable assignment is the gpu tier's: no such kind), each at its single-job step time,
+    scheduled two at a time, times the slowdown its reference run measured with two jobs side by
+    side (step_rates.txt's last line). A step_rates file without that line is an error."""
+    import json
+    import shutil
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from schedule import training_hours
+
+    tool = _times()
+    entry = tool.load()["default_tier"]
+    bench = json.loads((ROOT / entry["estimate"]).read_text())
+    jobs = tool.tier_jobs(entry, bench)
+    assert not [k for k in jobs if k.startswith("variable_assignment")]
+    assert sum(j["jobs"] for j in jobs.values()) == 52
+    step = {k["kind"]: k["s_per_step"] for k in bench["kinds"]}
+    alone = training_hours(jobs, step, 2)["node_h"]
+    assert tool.slowdown(entry) == 1.50
+    assert abs(tool.hours(entry) - 1.50 * alone) < 1e-9
+    assert tool.hours(entry) < 10  # item 7's bound, before evaluation (~0.5 h)
+    shutil.copytree(ROOT / "benchmarks" / "measured", tmp_path / "benchmarks" / "measured")
+    (tmp_path / entry["slowdown_from"]).write_text("job steps s/step estimate ratio\n")
+    with pytest.raises(ValueError, match="step_rates.py's last line"):
+        tool.slowdown(entry, tmp_path)
+    assert tool.slowdown({}) == 1.0
 
 
 def test_the_gpu_tier_time_follows_its_config(tmp_path):

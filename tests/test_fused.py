@@ -192,7 +192,11 @@ def test_training_fused_equals_training_each_run_alone():
                 active[r] = False
     for r, a in enumerate(alone):
         for pname, p in a.named_parameters():
-            torch.testing.assert_close(fused.w(pname)[r], p, atol=1e-5, rtol=1e-4)
+            # the key bias's gradient is 0 in exact arithmetic (softmax is shift-invariant per
+            # query), so AdamW normalizes rounding noise into its steps: its ~1e-5 entries differ
+            # by up to 1.07e-5 between kernels' summation orders (AMD EPYC, 2026-11-27); 1% of lr
+            atol = 3e-5 if pname.endswith("query_key_value.bias") else 1e-5
+            torch.testing.assert_close(fused.w(pname)[r], p, atol=atol, rtol=1e-4)
 
 
 def test_the_fused_benchmark_runs_and_reports_its_ratio(tmp_path):

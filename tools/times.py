@@ -51,7 +51,20 @@ def hours(entry: dict, root: Path = ROOT) -> float:
     jobs = tier_jobs(entry, bench, root)
     if missing := sorted(jobs.keys() - step.keys()):
         raise KeyError(f"{TIMES}: {missing} have no measured step time in {entry['estimate']}")
-    return training_hours(jobs, step, entry["node_gpus"])[entry["field"]]
+    return training_hours(jobs, step, entry["node_gpus"])[entry["field"]] * slowdown(entry, root)
+
+
+def slowdown(entry: dict, root: Path = ROOT) -> float:
+    """How much slower than the single-job step times the tier's jobs step where they share the
+    machine: the overall ratio (`all: ... 1.50x`, the last line) of the tools/step_rates.py output
+    an entry's `slowdown_from` names, measured over a real run's training logs; 1 without one."""
+    if "slowdown_from" not in entry:
+        return 1.0
+    path = root / entry["slowdown_from"]
+    found = re.search(r"^all: .* ([\d.]+)x$", path.read_text(), re.M)
+    if not found:
+        raise ValueError(f"{path}: no 'all: ... N.NNx' line (tools/step_rates.py's last line)")
+    return float(found[1])
 
 
 def fused_steps(fused: dict, root: Path = ROOT) -> dict[str, float]:
