@@ -92,3 +92,21 @@ def test_mutation_shards_resume_and_only_a_whole_core_is_a_score():
     times = mutation.shard_times(sittings, done).set_index("shard")
     assert times.loc["report", ["mutants", "minutes", "sittings"]].tolist() == [3, 70.5, 2]
     assert times.loc["tasks", "minutes"] == 0
+
+
+def test_held_back_science_still_applies_to_head():
+    """benchmarks/pending/*.patch: science held while a reference run freezes main's (its header
+    says when to apply it); each must still apply to HEAD, or it has rotted unnoticed."""
+    import shutil
+    import subprocess
+
+    import pytest
+
+    patches = sorted((ROOT / "benchmarks" / "pending").glob("*.patch"))
+    if not patches or not shutil.which("git") or not (ROOT / ".git").exists():
+        pytest.skip("no pending patch, or not a git checkout")
+    for patch in patches:
+        assert patch.read_text().splitlines()[0].strip(), f"{patch.name}: a header says what it is"
+        done = subprocess.run(["git", "apply", "--check", str(patch)], cwd=ROOT,
+                              capture_output=True, text=True)  # fmt: skip
+        assert done.returncode == 0, f"{patch.name} no longer applies: {done.stderr}"

@@ -62,8 +62,10 @@ PY
 fi
 if [[ -n ${REFRESH:-} ]]; then
   [[ -d $WT ]] || { echo "$WT: no such run; start it with: bash $0 $COMMIT $CONFIG" >&2; exit 1; }
+  # ALLOW_REMOVAL=1: the run lacks files the committed reference has, on purpose (an experiment
+  # that moved to another tier: variable assignment, 2026-11-27); the refresh names them first
   (cd "$WT" && PYTHONPATH=$WT/src python -m lengen.report.refresh --configfile "$CONFIG" \
-    --project "$ROOT")
+    --project "$ROOT" ${ALLOW_REMOVAL:+--allow-removal})
   if [[ $TIER == default ]]; then
     python tools/results_tables.py --write
     python tools/readme_verdicts.py --write
