@@ -118,6 +118,8 @@ def table(root: Path = ROOT) -> str:
     lines = [BEGIN, "| time | value | date | machine | how |", "| --- | --- | --- | --- | --- |"]
     for key, entry in load(root).items():
         how = entry["how"] if "seconds" in entry else f"{entry['how']} (`{entry['estimate']}`)"
+        if "slowdown_from" in entry:  # the ratio from its file, not typed beside it
+            how += f"; x {slowdown(entry, root):.2f} (`{entry['slowdown_from']}`)"
         lines.append(f"| `{key}` | {text(entry, root)} | {entry['date']} | {entry['machine']} | "
                      f"{how} |")  # fmt: skip
     return "\n".join([*lines, END])
