@@ -306,3 +306,49 @@ def test_every_module_and_function_the_docs_name_imports():
     assert len(named) > 30
     missing = [f"{page} names {name}" for page, name in named if not resolves(name)]
     assert not missing, missing
+
+
+def test_a_quoted_number_of_the_results_doc_is_read_from_the_reference(tmp_path):
+    """docs/results.md's prose quotes the reference through `<!-- ref:TABLE col=value ... -->`
+    spans (tools/results_tables.py): the mean, extremes, run count or shared text of the rows a
+    query selects; a stale quote is named with its line, a query that matches nothing or names
+    an unknown column is an error, and --write rewrites the quotes."""
+    tool = load_script(ROOT / "tools" / "results_tables.py")
+    ref = tmp_path / "reference" / "default"
+    ref.mkdir(parents=True)
+    (ref / "toy_accuracy.csv").write_text(
+        "variant,run,length,accuracy,git_commit\n"
+        "a,a/seed0,10,1.0,c0\na,a/seed1,10,0.5,c0\na,a/seed0,20,0.25,c0\nb,b/seed0,10,0.125,c0\n"
+    )
+    (ref / "verdicts.csv").write_text(
+        'id,paper,measured,rule,verdict\n"SP-1 [x]",p,0.5,>= 0.9,not reproduced\n'
+    )
+    assert tool.quote("toy_accuracy variant=a length=10", tmp_path) == "0.75"
+    assert tool.quote("toy_accuracy variant=a stat=min fmt=.1%", tmp_path) == "25.0%"
+    assert tool.quote("toy_accuracy variant=a stat=runs", tmp_path) == "2"
+    assert tool.quote("toy_accuracy stat=rows", tmp_path) == "4"
+    assert tool.quote('verdicts id="SP-1 [x]" col=verdict stat=value', tmp_path) == "not reproduced"
+    for bad, says in [("toy_accuracy variant=c", "no row"), ("toy_accuracy k=1", "no column k"),
+                      ("nothing x=1", "no table"), ("toy_accuracy stat=mode", "stat=mode"),
+                      ("toy_accuracy col=variant stat=value", "2 different variant")]:  # fmt: skip
+        with pytest.raises(ValueError, match=says):
+            tool.quote(bad, tmp_path)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "results.md").write_text(
+        "A holds <!-- ref:toy_accuracy variant=a length=10 -->0.80<!-- /ref --> at 10,\n"
+        "b <!-- ref:toy_accuracy variant=b -->0.12<!-- /ref -->; "
+        "<!-- ref:toy_accuracy variant=z -->1<!-- /ref -->\n"
+    )
+    found = tool.problems(tmp_path)
+    assert any("results.md:1: ref:toy_accuracy variant=a length=10 reads '0.80'" in p
+               and "gives '0.75'" in p for p in found), found  # fmt: skip
+    assert any("line 2: ref:toy_accuracy variant=z: no row" in p for p in found), found
+    assert not any("variant=b reads" in p for p in found), found  # 0.125 -> 0.12 is current
+    with pytest.raises(SystemExit, match="variant=z"):  # an unreadable quote stops --write
+        tool.write(tmp_path)
+    (docs / "results.md").write_text("<!-- ref:toy_accuracy variant=a stat=max -->0<!-- /ref -->")
+    tool.write(tmp_path)
+    assert (docs / "results.md").read_text() == (
+        "<!-- ref:toy_accuracy variant=a stat=max -->1.00<!-- /ref -->"
+    )

@@ -1,20 +1,31 @@
 """docs/results.md's tables, from the committed default reference (reference/default/): for each
 tidy accuracy table the report reads, the mean accuracy over runs at every tested length, with
 the lowest and highest run where there are several; Table 1's perplexities; and the reference's
-verdict rows of each experiment, as verdicts.csv has them.
+verdict rows of each experiment, as verdicts.csv has them; and every number the prose quotes.
 
     python tools/results_tables.py           # print every block
-    python tools/results_tables.py --write   # replace the blocks in docs/results.md
+    python tools/results_tables.py --write   # rewrite docs/results.md's blocks and quotes
 
 A block sits between `<!-- results:NAME begin (tools/results_tables.py) -->` and
-`<!-- results:NAME end -->`; tests/test_docs.py fails when docs/results.md's blocks differ from
-what this prints, or when a table of the reference has no block. The prose around the blocks
-names no number of its own."""
+`<!-- results:NAME end -->`. A number of the prose is a *quote*, a query over one table of the
+reference written in the span around it:
+
+    <!-- ref:sparse_parity_accuracy variant=neox k_train=8 k_test=8 length=500 -->0.49<!-- /ref -->
+
+`ref:TABLE` names reference/default/TABLE.csv; each `column=value` keeps the rows whose column
+reads that value (quote a value with spaces: `id="SP-1 [loglen]"`); `col=` is the column read
+(default accuracy), `stat=` what is made of it: mean (default), min, max, median, sum, `value`
+(the one value the rows share, for text such as a verdict), `runs` (how many distinct runs) or
+`rows`; `fmt=` a Python format spec (default .2f; `.1%` for a percentage, `,.0f` for counts).
+tests/test_docs.py fails when docs/results.md's blocks or quotes differ from what the reference
+gives, when a quote matches no row or names an unknown column, or when a table of the reference
+has no block: a new reference rewrites them all, or the test names what went stale."""
 
 from __future__ import annotations
 
 import argparse
 import re
+import shlex
 from pathlib import Path
 
 import pandas as pd
@@ -29,6 +40,8 @@ ACCURACY_TABLES = ("sparse_parity_accuracy", "parity_scratchpad_accuracy",
                    "variable_assignment_accuracy", "majority_accuracy")  # fmt: skip
 BLOCK = re.compile(r"<!-- results:(\w+) begin \(tools/results_tables.py\) -->.*?"
                    r"<!-- results:\1 end -->", re.S)  # fmt: skip
+QUOTE = re.compile(r"<!-- ref:(?P<query>[^>]*?) -->(?P<text>.*?)<!-- /ref -->", re.S)
+STATS = {"mean", "min", "max", "median", "sum", "value", "runs", "rows"}
 
 
 def _cell(values: pd.Series) -> str:
@@ -97,16 +110,78 @@ def blocks(root: Path = ROOT) -> dict[str, str]:
     return out
 
 
+def quote(query: str, root: Path = ROOT) -> str:
+    """What a quote's query reads in the reference (the module docstring's grammar); a ValueError
+    names what is wrong with the query."""
+    words = shlex.split(query)
+    if not words:
+        raise ValueError("empty quote: <!-- ref:TABLE column=value ... -->")
+    name, options, filters = words[0], {"col": "accuracy", "stat": "mean", "fmt": ".2f"}, {}
+    for word in words[1:]:
+        key, eq, value = word.partition("=")
+        if not eq:
+            raise ValueError(f"ref:{query}: '{word}' is not column=value")
+        (options if key in options else filters)[key] = value
+    path = root / REFERENCE / f"{name}.csv"
+    if not path.is_file():
+        raise ValueError(f"ref:{query}: no table {REFERENCE}/{name}.csv")
+    table = pd.read_csv(path, keep_default_na=False, dtype=str)
+    stat, col = options["stat"], options["col"]
+    if stat not in STATS:
+        raise ValueError(f"ref:{query}: stat={stat} is none of {sorted(STATS)}")
+    unknown = [c for c in [*filters, col] if c not in table.columns]
+    if unknown:
+        raise ValueError(f"ref:{query}: {path.name} has no column {', '.join(unknown)}")
+    for key, value in filters.items():
+        table = table[table[key] == value]
+    if table.empty:
+        raise ValueError(f"ref:{query}: no row of {path.name} matches")
+    if stat == "rows":
+        return f"{len(table):,}"
+    if stat == "runs":
+        return f"{table['run'].nunique():,}"
+    if stat == "value":
+        values = sorted(set(table[col]))
+        if len(values) != 1:
+            raise ValueError(f"ref:{query}: {len(values)} different {col} values {values[:4]}")
+        return values[0]
+    number = getattr(pd.to_numeric(table[col], errors="raise"), stat)()
+    return format(float(number), options["fmt"])
+
+
+def quotes(doc: str, root: Path = ROOT) -> tuple[str, list[str]]:
+    """The document with every quote rewritten from the reference, and each query's error."""
+    errors = []
+
+    def one(match: re.Match) -> str:
+        try:
+            text = quote(match["query"], root)
+        except ValueError as err:
+            errors.append(f"line {doc.count(chr(10), 0, match.start()) + 1}: {err}")
+            return match[0]
+        return f"<!-- ref:{match['query']} -->{text}<!-- /ref -->"
+
+    return QUOTE.sub(one, doc), errors
+
+
 def wrapped(name: str, body: str) -> str:
     return (f"<!-- results:{name} begin (tools/results_tables.py) -->\n{body}\n"
             f"<!-- results:{name} end -->")  # fmt: skip
 
 
 def problems(root: Path = ROOT) -> list[str]:
-    """Blocks of docs/results.md that differ from the reference, and tables with no block."""
+    """Blocks and quotes of docs/results.md that differ from the reference, quotes that cannot
+    be read, and tables with no block."""
     doc = (root / DOC).read_text()
     found = {m[1]: m[0] for m in BLOCK.finditer(doc)}
-    out = []
+    rewritten, out = quotes(doc, root)
+    out = [f"{DOC}: {e}" for e in out]
+    # a quote that cannot be read stays as it is, so old and new quotes pair up in order
+    for was, now in zip(QUOTE.finditer(doc), QUOTE.finditer(rewritten), strict=True):
+        if was["text"] != now["text"]:
+            line = doc.count("\n", 0, was.start()) + 1
+            out.append(f"{DOC}:{line}: ref:{was['query']} reads {was['text']!r}, the reference "
+                       f"gives {now['text']!r}")  # fmt: skip
     for name, body in blocks(root).items():
         if name not in found:
             out.append(f"{DOC}: no block results:{name}")
@@ -116,11 +191,15 @@ def problems(root: Path = ROOT) -> list[str]:
 
 
 def write(root: Path = ROOT) -> None:
-    """Replace every block docs/results.md has (a new table's block is placed by hand)."""
+    """Replace every block and quote docs/results.md has (a new table's block is placed by
+    hand); a quote that cannot be read stops it, naming the query."""
     path = root / DOC
     new = blocks(root)
-    path.write_text(BLOCK.sub(lambda m: wrapped(m[1], new[m[1]]) if m[1] in new else m[0],
-                              path.read_text()))  # fmt: skip
+    doc = BLOCK.sub(lambda m: wrapped(m[1], new[m[1]]) if m[1] in new else m[0], path.read_text())
+    doc, errors = quotes(doc, root)
+    if errors:
+        raise SystemExit("\n".join(f"{DOC}: {e}" for e in errors))
+    path.write_text(doc)
 
 
 def main() -> None:
