@@ -347,6 +347,13 @@ def test_a_quoted_number_of_the_results_doc_is_read_from_the_reference(tmp_path)
     assert not any("variant=b reads" in p for p in found), found  # 0.125 -> 0.12 is current
     with pytest.raises(SystemExit, match="variant=z"):  # an unreadable quote stops --write
         tool.write(tmp_path)
+    # a block whose table the reference no longer has (a refresh with ALLOW_REMOVAL) is stale too
+    (docs / "results.md").write_text(
+        "<!-- results:variable_assignment_accuracy begin (tools/results_tables.py) -->\nold\n"
+        "<!-- results:variable_assignment_accuracy end -->\n"
+    )
+    assert any("results:variable_assignment_accuracy has no table" in p
+               for p in tool.problems(tmp_path))  # fmt: skip
     (docs / "results.md").write_text("<!-- ref:toy_accuracy variant=a stat=max -->0<!-- /ref -->")
     tool.write(tmp_path)
     assert (docs / "results.md").read_text() == (
