@@ -191,7 +191,6 @@ def main(argv: list[str] | None = None) -> None:
     log_to_models(table, models, [args.out, args.out.with_suffix(".md")])
 
 
-# pragma: no mutate start  (MLflow output)
 def log_to_models(table: pd.DataFrame, models: dict[str, Path], files: list[Path]) -> None:
     """Each language model's perplexities (`perplexity_len<L>`) and Table 1's files in its own
     MLflow run (the one its training opened, from mlflow_run_id beside its model.pt), as the
@@ -210,9 +209,6 @@ def log_to_models(table: pd.DataFrame, models: dict[str, Path], files: list[Path
         for f in files:
             tracking.log_artifact(f)
         tracking.end_run()
-
-
-# pragma: no mutate end
 
 
 if __name__ == "__main__":
