@@ -141,3 +141,31 @@ def test_mutmut_reads_every_pragma_of_the_core():
             pragmas.get_ignored_lines(path, source, cst.MetadataWrapper(cst.parse_module(source)))
         except pragmas.PragmaParseError as err:
             pytest.fail(f"mutmut cannot read {path}'s pragmas: {err}")
+
+
+def test_every_equivalence_rule_names_a_function_of_todays_core():
+    """tools/mutation_equivalent.yaml's `name` patterns follow the modules as they are: a rule
+    whose module or function was moved or renamed would silently stop matching, and its mutants
+    would count as missing tests (or, worse, a new function of that name would inherit it)."""
+    import fnmatch
+    import importlib.util
+    import inspect
+
+    import yaml
+
+    mutation = load_script(ROOT / "tools" / "mutation.py")
+    rules = yaml.safe_load((ROOT / "tools" / "mutation_equivalent.yaml").read_text())
+    core = [p for patterns in mutation.SHARDS.values() for p in patterns]
+    for rule in rules:
+        pattern = rule.get("name")
+        if pattern is None:
+            continue
+        if ".x_" not in pattern:  # a whole package ("lengen.tasks.*"): it exists, it is mutated
+            package = pattern.removesuffix(".*")
+            assert importlib.util.find_spec(package) and f"{package}.*" in core, pattern
+            continue
+        module_name, _, function = pattern.rstrip("*").partition(".x_")
+        assert any(fnmatch.fnmatch(module_name, c) for c in core), f"{pattern}: in no shard"
+        module = importlib.import_module(module_name)
+        names = {n for n, _ in inspect.getmembers(module, inspect.isfunction)}
+        assert function in names, f"{pattern}: {module_name} has no function {function}"
