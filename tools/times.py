@@ -98,11 +98,13 @@ def tier_jobs(entry: dict, bench: dict, root: Path = ROOT) -> dict[str, dict]:
 
 
 def text(entry: dict, root: Path = ROOT) -> str:
-    """How the docs write an entry: `~2 min`, `14 min 54 s`, `9.7 h`, `432 h`."""
+    """How the docs write an entry: `~2 min`, `14 min 54 s`, `9.7 h` (also a measurement >= 2 h)."""
     if "seconds" not in entry:
         h = hours(entry, root)
         return f"{h:.0f} h" if h >= 100 else f"{h:.1f} h"
     s = int(entry["seconds"])
+    if s >= 7200:  # a tier's run: hours read better than `312 min 41 s`
+        return f"{s / 3600:.1f} h"
     if entry.get("approx"):
         return f"~{round(s / 60)} min"
     m, s = divmod(s, 60)
