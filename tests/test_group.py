@@ -96,6 +96,22 @@ def test_a_crashed_group_resumes_to_the_same_end(tiny_spec, tmp_path, copy_task)
     assert sorted(steps) == list(range(10, 61, 10))  # step 30, trained twice, logged once
 
 
+def test_a_checkpoint_of_another_fused_layout_is_refused(tiny_spec, tmp_path, copy_task,
+                                                         monkeypatch):
+    """A group checkpoint records how the fused model lays out its linear weights
+    (lengen.model.fused.LAYOUT); one written by code of another layout is refused with the
+    checkpoint's path, not loaded transposed (a square weight would load without an error)."""
+    import lengen.train.group as group_module
+
+    specs = run_specs(tiny_spec, seeds=(0, 1))
+    outs = [tmp_path / f"run{r}" for r in range(2)]
+    with monkeypatch.context() as patched:  # code of the layout before: the checkpoint says so
+        patched.setattr(group_module, "LAYOUT", "linear weights [R, out, in]")
+        train_group(specs, outs, stop_after=30)  # the last checkpoint is step 20
+    with pytest.raises(RuntimeError, match=r"group_ckpt.*another fused layout.*\[R, out, in\]"):
+        train_group(specs, outs)
+
+
 def test_a_spent_budget_ends_every_run_where_it_is(tiny_spec, tmp_path, copy_task):
     """budget_s (a probe on a lent GPU's minutes): once spent, every active run writes its
     model.pt at the step it reached, stop reason "budget", and the group's checkpoint goes."""

@@ -2,7 +2,9 @@
 are stacked along a leading run dimension, so that every kernel carries all R runs' work and the
 host pays for one step, not R.
 
-Each linear layer is one batched matmul over [R, tokens, in] x [R, in, out]; each embedding one
+Each linear layer is one batched matmul over [R, tokens, in] x [R, in, out], its weights stored
+in that layout (nn.Linear's [out, in] transposed), so that neither the matmul nor its gradient
+needs a transposed copy; each embedding one
 lookup in the R tables laid end to end; LayerNorm normalises once and applies each run's scale
 and shift; attention folds the runs into the batch dimension ([R x B, H, T, D]: one fused
 attention kernel for all runs). The position schemes are lengen.model.model's own pieces (RoPE
@@ -24,15 +26,27 @@ from torch import nn
 from lengen.model.model import GPTNeoX, KVCache, ModelConfig, log_length_scale
 from lengen.model.positions import alibi_bias
 
+# how FusedGPTNeoX lays out a linear layer's stacked weight; a group checkpoint records it, and
+# a checkpoint of another layout is refused, not loaded transposed (a square weight would fit)
+LAYOUT = "linear weights [R, in, out]"
 
-def _stack(models: list[GPTNeoX], name: str) -> nn.Parameter:
-    """The named parameter of every model, stacked along a new leading run dimension."""
-    return nn.Parameter(torch.stack([m.get_parameter(name).detach() for m in models]).clone())
+
+def linear_weights(model: GPTNeoX) -> set[str]:
+    """The parameter names of the model's nn.Linear weights (stored transposed when fused)."""
+    return {f"{n}.weight" for n, mod in model.named_modules() if isinstance(mod, nn.Linear)}
+
+
+def _stack(models: list[GPTNeoX], name: str, transpose: bool) -> nn.Parameter:
+    """The named parameter of every model, stacked along a new leading run dimension (a linear
+    weight as [in, out])."""
+    weights = [m.get_parameter(name).detach() for m in models]
+    return nn.Parameter(torch.stack([w.T if transpose else w for w in weights]).contiguous())
 
 
 class FusedGPTNeoX(nn.Module):
     """R GPT-NeoX models of one ModelConfig, trained as one: parameters are the members' own,
-    stacked (name -> [R, *shape], named as in GPTNeoX with '.' replaced by '__'). forward takes
+    stacked (name -> [R, *shape], named as in GPTNeoX with '.' replaced by '__'; a linear layer's
+    weight [R, in, out], nn.Linear's [out, in] transposed, the layout bmm reads). forward takes
     input_ids and position_ids of shape (R, B, T), one batch per run, and returns what each
     member would: logits (R, B, T, V), and with the PPC head, next-position logits too."""
 
@@ -44,29 +58,36 @@ class FusedGPTNeoX(nn.Module):
         self.cfg: ModelConfig = models[0].cfg
         self.runs = len(models)
         self.names = [name for name, _ in models[0].named_parameters()]
+        self.transposed = linear_weights(models[0])
         self.weights = nn.ParameterDict(
-            {n.replace(".", "__"): _stack(models, n) for n in self.names}
+            {n.replace(".", "__"): _stack(models, n, n in self.transposed) for n in self.names}
         )
         template = models[0]  # the position pieces hold no weights (RoPE inv_freq, ALiBi slopes)
         self.rope = template.rope
         self.register_buffer("alibi", template.alibi, persistent=False)
 
     def w(self, name: str) -> torch.Tensor:
-        """The stacked parameter of GPTNeoX's `name` ([R, *shape])."""
+        """The stacked parameter of GPTNeoX's `name` ([R, *shape]; a linear weight [R, in, out])."""
         return self.weights[name.replace(".", "__")]
 
     def linear(self, x: torch.Tensor, name: str) -> torch.Tensor:
         """x (R, B, T, in) through each run's nn.Linear `name`: one batched matmul."""
         R, B, T, _ = x.shape
-        y = torch.bmm(x.reshape(R, B * T, -1), self.w(f"{name}.weight").transpose(1, 2))
-        if f"{name}.bias" in self.names:
-            y = y + self.w(f"{name}.bias")[:, None]
+        x, weight = x.reshape(R, B * T, -1), self.w(f"{name}.weight")  # (R, in, out)
+        if f"{name}.bias" in self.names:  # the bias inside the matmul, as nn.Linear's addmm: one
+            # kernel in the autocast dtype (a bias added after a bf16 bmm made the sum fp32 and
+            # cast every activation back at the next matmul: docs/performance.md, fused runs)
+            y = torch.baddbmm(self.w(f"{name}.bias")[:, None], x, weight)
+        else:
+            y = torch.bmm(x, weight)
         return y.view(R, B, T, -1)
 
     def layer_norm(self, x: torch.Tensor, name: str) -> torch.Tensor:
         """Each run's LayerNorm `name`: normalise, then its own scale and shift."""
         y = F.layer_norm(x, x.shape[-1:], eps=self.cfg.layer_norm_eps)
-        return y * self.w(f"{name}.weight")[:, None, None] + self.w(f"{name}.bias")[:, None, None]
+        # shift + y * scale in one kernel (addcmul), not a product and a sum
+        scale = self.w(f"{name}.weight")[:, None, None]
+        return torch.addcmul(self.w(f"{name}.bias")[:, None, None], y, scale)
 
     def embedding(self, ids: torch.Tensor, name: str) -> torch.Tensor:
         """ids (R, B, T) looked up in each run's own table: the R tables end to end, one lookup."""
@@ -135,7 +156,7 @@ class FusedGPTNeoX(nn.Module):
     def member(self, r: int) -> GPTNeoX:
         """Run r as a plain GPTNeoX (a copy of its weights)."""
         model = GPTNeoX(self.cfg)
-        state = {name: self.w(name)[r].detach().clone() for name in self.names}
+        state = {name: self.member_weight(name, r).clone() for name in self.names}
         model.load_state_dict(state, strict=False)  # buffers (RoPE, ALiBi) are the model's own
         return model
 
@@ -143,7 +164,12 @@ class FusedGPTNeoX(nn.Module):
         """Copy a plain GPTNeoX's weights into run r (a resumed or restored member)."""
         with torch.no_grad():
             for name, p in model.named_parameters():
-                self.w(name)[r].copy_(p)
+                self.w(name)[r].copy_(p.T if name in self.transposed else p)
+
+    def member_weight(self, name: str, r: int, grad: bool = False) -> torch.Tensor:
+        """Run r's parameter `name` (or its gradient) in GPTNeoX's layout: a detached view."""
+        w = (self.w(name).grad if grad else self.w(name))[r].detach()
+        return w.T if name in self.transposed else w
 
     def run_grad_norms(self) -> torch.Tensor:
         """Each run's gradient L2 norm over all its parameters (R,)."""

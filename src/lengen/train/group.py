@@ -33,7 +33,7 @@ from lengen.core import provenance, tracking
 from lengen.core.batch import step_rng
 from lengen.core.files import space_for, write_text_atomic
 from lengen.core.specs import Spec, read_spec
-from lengen.model.fused import FusedGPTNeoX
+from lengen.model.fused import LAYOUT, FusedGPTNeoX
 from lengen.model.modelfile import write_model_file
 from lengen.tasks import parse_spec
 from lengen.train import runtime
@@ -243,6 +243,12 @@ def train_group(specs: list[Spec | dict], outs: list[Path], stop_after: int | No
     start, tag = 0, _resume_tag(ckpt_dir, lambda msg: print(msg, file=sys.stderr, flush=True))
     if tag is not None:
         _, client = engine.load_checkpoint(str(ckpt_dir), tag=tag)
+        if client.get("layout") != LAYOUT:  # a square weight would load transposed, silently
+            raise RuntimeError(
+                f"{ckpt_dir / tag}: a group checkpoint of another fused layout "
+                f"({client.get('layout', 'linear weights [R, out, in]')}; this code's: {LAYOUT}); "
+                f"delete {ckpt_dir} to train the group from its start"
+            )
         start = client["step"]
         group.load(client["group"])
         for stopper, streak in zip(stoppers or [], client["streaks"], strict=True):
@@ -278,7 +284,7 @@ def _loop(engine, fused, group: Group, runs: Runs, stoppers, task, start: int, s
         if not group.active.any():
             break
         if done % cfg.checkpoint_every == 0 and done < cfg.steps:
-            client = {"step": done, "group": group.state(),
+            client = {"step": done, "group": group.state(), "layout": LAYOUT,
                       "streaks": [s.streak for s in stoppers or []]}  # fmt: skip
             with space_for(ckpt_dir, f"the group's checkpoint step_{done}"):
                 engine.save_checkpoint(str(ckpt_dir), tag=f"step_{done}", client_state=client)
