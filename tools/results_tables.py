@@ -110,9 +110,10 @@ def blocks(root: Path = ROOT) -> dict[str, str]:
     return out
 
 
-def quote(query: str, root: Path = ROOT) -> str:
+def quote(query: str, root: Path = ROOT, tables: dict[Path, pd.DataFrame] | None = None) -> str:
     """What a quote's query reads in the reference (the module docstring's grammar); a ValueError
-    names what is wrong with the query."""
+    names what is wrong with the query. `tables` keeps each CSV read once across a document's
+    quotes."""
     words = shlex.split(query)
     if not words:
         raise ValueError("empty quote: <!-- ref:TABLE column=value ... -->")
@@ -125,7 +126,10 @@ def quote(query: str, root: Path = ROOT) -> str:
     path = root / REFERENCE / f"{name}.csv"
     if not path.is_file():
         raise ValueError(f"ref:{query}: no table {REFERENCE}/{name}.csv")
-    table = pd.read_csv(path, keep_default_na=False, dtype=str)
+    tables = {} if tables is None else tables
+    if path not in tables:
+        tables[path] = pd.read_csv(path, keep_default_na=False, dtype=str)
+    table = tables[path]
     stat, col = options["stat"], options["col"]
     if stat not in STATS:
         raise ValueError(f"ref:{query}: stat={stat} is none of {sorted(STATS)}")
@@ -151,11 +155,11 @@ def quote(query: str, root: Path = ROOT) -> str:
 
 def quotes(doc: str, root: Path = ROOT) -> tuple[str, list[str]]:
     """The document with every quote rewritten from the reference, and each query's error."""
-    errors = []
+    errors, tables = [], {}
 
     def one(match: re.Match) -> str:
         try:
-            text = quote(match["query"], root)
+            text = quote(match["query"], root, tables)
         except ValueError as err:
             errors.append(f"line {doc.count(chr(10), 0, match.start()) + 1}: {err}")
             return match[0]
