@@ -112,6 +112,28 @@ def test_the_default_tier_time_is_its_config_at_the_measured_shared_rate(tmp_pat
     assert tool.slowdown({}) == 1.0
 
 
+def test_the_default_branches_partition_the_tier():
+    """docs/results.md's branch table: each `default_branch_<experiment>` estimate counts that
+    experiment's job kinds of the tier and no other, the branches together are the whole tier,
+    and an experiment the tier does not train is an error naming it."""
+    import json
+
+    tool = _times()
+    entries = tool.load()
+    tier = entries["default_tier_fast"]
+    bench = json.loads((ROOT / tier["estimate"]).read_text())
+    branches = {k: e for k, e in entries.items() if k.startswith("default_branch_")}
+    kinds = {k: set(tool.tier_jobs(e, bench)) for k, e in branches.items()}
+    assert all(kind.split("/")[0] == branches[k]["experiment"]
+               for k, found in kinds.items() for kind in found)  # fmt: skip
+    assert set().union(*kinds.values()) == set(tool.tier_jobs(tier, bench))
+    # a branch alone can only be shorter than the tier, and no two branches share a job
+    assert all(tool.hours(e) < tool.hours(tier) for e in branches.values())
+    assert sum(map(len, kinds.values())) == len(tool.tier_jobs(tier, bench))
+    with pytest.raises(KeyError, match="variable_assignment"):
+        tool.tier_jobs({**tier, "experiment": "variable_assignment"}, bench)
+
+
 def test_the_gpu_tier_time_follows_its_config(tmp_path):
     """The gpu tier's stated time counts the runs and steps config/gpu.yaml says now (the paper's
     grid: 145 synthetic runs at 50,000 steps, 2 language models), each at its measured step: ten

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A tier's from-scratch reference run of one commit, in sittings (docs/results.md, "Making the
-# new reference"): a git worktree pinned to COMMIT under .runs/ (ignored by git, kept between
+# reference"): a git worktree pinned to COMMIT under .runs/ (ignored by git, kept between
 # sittings), Snakemake with the CPU kernels pinned as the references are made
 # (lengen.core.floats), every sitting's start and end in .runs/<tier>-<commit>.log. Run it again
 # after an interruption: finished jobs stay done and each training resumes from its checkpoints.

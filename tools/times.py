@@ -90,17 +90,26 @@ def fused_steps(fused: dict, root: Path = ROOT) -> dict[str, float]:
 def tier_jobs(entry: dict, bench: dict, root: Path = ROOT) -> dict[str, dict]:
     """Kind -> {jobs, steps, gpus}: the tier config's own runs when the entry names a `config`
     (the measurement then times each kind's step, the config says how many and how long), else
-    the jobs the benchmark JSON recorded at measurement time. Runs count one by one: a fused
-    group's step is not measured (its time would come from benchmarks/fused.py on the GPU)."""
-    if "config" not in entry:
-        return bench["jobs"]
-    return job_table(job_kinds(load_config(root / entry["config"])))
+    the jobs the benchmark JSON recorded at measurement time; an `experiment` keeps that one
+    branch's kinds. Runs count one by one: a fused group's step is not measured (its time would
+    come from benchmarks/fused.py on the GPU)."""
+    jobs = bench["jobs"]
+    if "config" in entry:
+        jobs = job_table(job_kinds(load_config(root / entry["config"])))
+    if "experiment" in entry:  # one branch of the tier: its experiment's kinds only
+        jobs = {k: j for k, j in jobs.items() if k.split("/")[0] == entry["experiment"]}
+        if not jobs:
+            raise KeyError(f"{TIMES}: experiment {entry['experiment']!r} has no job kind")
+    return jobs
 
 
 def text(entry: dict, root: Path = ROOT) -> str:
-    """How the docs write an entry: `~2 min`, `14 min 54 s`, `9.7 h` (also a measurement >= 2 h)."""
+    """How the docs write an entry: `~2 min` (also an estimate under an hour), `14 min 54 s`,
+    `9.7 h` (also a measurement >= 2 h)."""
     if "seconds" not in entry:
         h = hours(entry, root)
+        if h < 1:
+            return f"~{round(h * 60)} min"
         return f"{h:.0f} h" if h >= 100 else f"{h:.1f} h"
     s = int(entry["seconds"])
     if s >= 7200:  # a tier's run: hours read better than `312 min 41 s`
