@@ -606,3 +606,52 @@ def test_paired_effect_resamples_units_together():
     x, y = a.to_numpy(), (a - 0.1).to_numpy()
     low, high = effects._ci((x, y), lambda u, v, axis: u.mean(axis=axis) - v.mean(axis=axis))
     assert low < 0.1 - 0.5 and high > 0.1 + 0.5
+
+
+def _summary_row(id_, sentence, verdict, measured="-", kind="paper", area="experiment",
+                 counted="yes", measured_as="", paper="its own text"):  # fmt: skip
+    return {"id": id_, "sentence": sentence, "kind": kind, "area": area, "counted": counted,
+            "verdict": verdict, "measured": measured, "measured as": measured_as,
+            "paper": paper}  # fmt: skip
+
+
+def test_summary_counts_each_sentence_once_and_names_the_row_it_is_decided_on():
+    """README's verdict block (report.summary): a sentence's verdict combines its counted sub-rows
+    (the most severe, PRECEDENCE) and is shown on the first sub-row that has it; a DEPARTURE
+    sub-row is shown in REPORT.md, not here; a row without a number gives its reason, cut to 160
+    characters; the registry's sentence text replaces the row's; kinds are counted apart."""
+    reason = "not learned in distribution (< 0.9): " + "x" * 200
+    rows = pd.DataFrame([
+        _summary_row("SP-1 [loglen]", "SP-1", "reproduced", "0.95", counted="no: DEPARTURE"),
+        _summary_row("SP-1 [neox]", "SP-1", "inconclusive", "0.80 [0.7, 0.9]"),
+        _summary_row("SP-1 [other]", "SP-1", "not reproduced", "0.40 [0.3, 0.5]"),
+        _summary_row("PS-3", "PS-3", "not testable", measured_as=f"gap; not testable: {reason}"),
+        _summary_row("TH-4.3", "TH-4.3", "passed", "-0.086", kind="check", area="theory"),
+        _summary_row("TH-C3a", "TH-C3", "reproduced", "0.973", area="theory"),
+        _summary_row("TH-C3b", "TH-C3", "reproduced", "0.889", area="theory"),
+        _summary_row("NEW-1", "NEW-1", "reproduced", "1.0", kind="beyond", paper="a new claim"),
+    ])  # fmt: skip
+    lines = report.summary(rows).splitlines()
+    assert lines[0] == (
+        "Each paper sentence once: experiments 1 not reproduced, 1 not testable; theory (exact "
+        "computations on toy cases) 1 reproduced; descriptive none; checks 1 passed; beyond the "
+        "paper 1 reproduced."
+    )
+    assert lines[1:4] == ["", "| sentence | paper | verdict | decided on | measured |",
+                          "| --- | --- | --- | --- | --- |"]  # fmt: skip
+    paper = {s: report.RULES[s].paper for s in ("SP-1", "PS-3", "TH-4.3", "TH-C3")}
+    assert lines[4:] == [
+        f"| SP-1 | {paper['SP-1']} | not reproduced | SP-1 [other] | 0.40 [0.3, 0.5] |",
+        f"| PS-3 | {paper['PS-3']} | not testable | PS-3 | {reason[:160]} |",
+        f"| TH-4.3 | {paper['TH-4.3']} | passed | TH-4.3 | -0.086 |",
+        f"| TH-C3 | {paper['TH-C3']} | reproduced | TH-C3a | 0.973 |",
+        "| NEW-1 | a new claim | reproduced | NEW-1 | 1.0 |",
+    ]
+    # every counted sub-row alike: the first one decides; several verdicts of one kind sorted
+    same = pd.DataFrame([_summary_row("A [x]", "A", "underpowered", "0.5"),
+                         _summary_row("A [y]", "A", "underpowered", "0.6"),
+                         _summary_row("B", "B", "not run")])  # fmt: skip
+    text = report.summary(same)
+    assert "experiments 1 not run, 1 underpowered;" in text
+    assert "| A | its own text | underpowered | A [x] | 0.5 |" in text
+    assert "| B | its own text | not run | B |  |" in text

@@ -3,6 +3,8 @@ shows: a rule changes in one place, visibly."""
 
 from __future__ import annotations
 
+import pytest
+
 from lengen.report import claims as claims_pkg
 from lengen.report import report, rules
 from lengen.report.claims import (
@@ -85,3 +87,14 @@ def test_windows_follow_the_papers_test_to_training_ratio():
 def test_docs_hold_the_registry():
     """docs/rules.md holds `python -m lengen.report.rules`'s table as it is now."""
     assert rules.markdown() in (ROOT / "docs" / "rules.md").read_text()
+
+
+def test_the_cli_prints_the_registry(capsys):
+    """`python -m lengen.report.rules` prints exactly the table docs/rules.md holds; --help names
+    the module, not a file."""
+    rules.main([])
+    assert capsys.readouterr().out == rules.markdown() + "\n"
+    with pytest.raises(SystemExit) as exit_:
+        rules.main(["--help"])
+    assert exit_.value.code == 0
+    assert "python -m lengen.report.rules" in capsys.readouterr().out
