@@ -100,3 +100,42 @@ def test_more_runs_at_the_same_spread_decide_an_inconclusive_effect():
         m = effects.level(runs(many, n=20_000), "many")
         cleared += m.low >= 0.7
     assert cleared >= 12  # 80% power, give or take the spread's estimate from three runs
+
+
+def test_the_bootstrap_is_seeded_and_draws_the_stated_resamples():
+    """A report is deterministic (the bootstrap's generator is seeded) and its CIs rest on
+    N_RESAMPLES resamples: the statistic sees exactly that many, in batches."""
+    x = np.array([0.2, 0.9, 0.4, 0.7, 0.1, 0.8])
+    seen = []
+
+    def mean(u, axis):
+        seen.append(u.shape[0] if u.ndim > 1 else 0)
+        return u.mean(axis=axis)
+
+    first = effects._ci((x,), mean)
+    assert sum(seen) == effects.N_RESAMPLES
+    assert effects._ci((x,), mean) == first
+    assert first[0] < x.mean() < first[1]
+
+
+def test_paired_effects_align_their_units_and_take_booleans():
+    """paired(): the units are matched by index (a unit only one side has is left out, an order
+    difference is undone), a 0/1 outcome per unit works as well as a loss, and the effect of one
+    model has no between-run spread (runs_needed: None)."""
+    a = pd.Series([1.0, 2.0, 3.0, 10.0], index=["c1", "c2", "c3", "only_a"])
+    b = pd.Series([2.0, 0.0, 1.0], index=["c3", "c1", "c2"])
+    e = effects.paired(a, b, "a - b")
+    assert e.estimate == pytest.approx(1.0)  # (1-0) + (2-1) + (3-2), over 3 units
+    assert e.low == pytest.approx(1.0) and e.high == pytest.approx(1.0)
+    assert effects.runs_needed(e, 0.0) is None
+    right = pd.Series([True, True, False, True])
+    wrong = pd.Series([False, True, False, False])
+    assert effects.paired(right, wrong, "right - wrong").estimate == pytest.approx(0.5)
+
+
+def test_an_estimate_on_the_threshold_needs_infinitely_many_runs_unless_runs_agree():
+    on = effects.Effect("x", 0.3, 0.2, 0.4, (3, 3), (0.1, 0.1))
+    assert effects.runs_needed(on, 0.3) == math.inf
+    flat = effects.Effect("y", 0.3, 0.3, 0.3, (3, 3), (0.0, 0.0))
+    assert effects.runs_needed(flat, 0.3) == effects.MIN_RUNS
+    assert effects.runs_needed(effects.Effect("z", 1.3, 1.3, 1.3, (3,), (0.1,)), 0.3) == 3

@@ -41,12 +41,21 @@ def test_score_counts_every_mutant_not_killed_except_listed_equivalents():
 
 
 def test_equivalence_rules_match_name_and_mutated_line(monkeypatch):
-    lines = {"lengen.a.x_f__mutmut_1": "+ device = None", "lengen.a.x_f__mutmut_2": "+ x = 2",
-             "lengen.b.x_g__mutmut_1": "+ device = None"}  # fmt: skip
-    monkeypatch.setattr(mutation, "mutated_lines", lambda name: lines[name])
+    """A rule matches by name pattern and a regular expression on the added lines, the removed
+    lines (an argument dropped from a call over several lines adds none), or both."""
+    lines = {"lengen.a.x_f__mutmut_1": ("+ device = None", "- device = 'cpu'"),
+             "lengen.a.x_f__mutmut_2": ("+ x = 2", "- x = 1"),
+             "lengen.b.x_g__mutmut_1": ("+ device = None", "- device = 'cpu'"),
+             "lengen.a.x_f__mutmut_4": ("", "-         batch=250,"),
+             "lengen.a.x_f__mutmut_5": ("", "-         n=2000,")}  # fmt: skip
+    diff = {name: {"added": a, "removed": r} for name, (a, r) in lines.items()}
+    monkeypatch.setattr(mutation, "mutated_lines", lambda name: diff[name])
     results = {**dict.fromkeys(lines, "survived"), "lengen.a.x_f__mutmut_3": "killed"}
-    rules = [{"name": "lengen.a.*", "added": "device = None", "reason": "cpu"}]
-    assert mutation.equivalents(results, rules) == {"lengen.a.x_f__mutmut_1": "cpu"}
+    rules = [{"name": "lengen.a.*", "added": "device = None", "reason": "cpu"},
+             {"name": "lengen.a.*", "added": "^$", "removed": "batch=", "reason": "memory"},
+             {"name": "lengen.b.*", "removed": "'gpu'", "reason": "never"}]  # fmt: skip
+    assert mutation.equivalents(results, rules) == {"lengen.a.x_f__mutmut_1": "cpu",
+                                                    "lengen.a.x_f__mutmut_4": "memory"}
 
 
 def test_step_rates_sum_a_jobs_sittings_and_name_its_kind(tmp_path):

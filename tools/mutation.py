@@ -113,10 +113,12 @@ def complete(results: dict[str, str]) -> bool:
     return not unfinished(shard_progress(results))
 
 
-def mutated_lines(name: str) -> str:
-    """The '+' lines of a mutant's diff."""
+def mutated_lines(name: str) -> dict[str, str]:
+    """The '+' (added) and '-' (removed) lines of a mutant's diff."""
     out = subprocess.run(["mutmut", "show", name], cwd=ROOT, capture_output=True, text=True)
-    return "\n".join(line for line in out.stdout.splitlines() if line.startswith("+ "))
+    lines = out.stdout.splitlines()
+    return {side: "\n".join(line for line in lines if line.startswith(mark))
+            for side, mark in (("added", "+ "), ("removed", "- "))}  # fmt: skip
 
 
 def equivalents(results: dict[str, str], rules: list[dict]) -> dict[str, str]:
@@ -130,7 +132,8 @@ def equivalents(results: dict[str, str], rules: list[dict]) -> dict[str, str]:
             if not fnmatch.fnmatch(name, rule.get("name", "*")):
                 continue
             lines = mutated_lines(name) if lines is None else lines
-            if re.search(rule["added"], lines):
+            sides = [side for side in ("added", "removed") if side in rule]
+            if sides and all(re.search(rule[side], lines[side]) for side in sides):
                 found[name] = rule["reason"]
                 break
     return found
