@@ -655,3 +655,43 @@ def test_summary_counts_each_sentence_once_and_names_the_row_it_is_decided_on():
     assert "experiments 1 not run, 1 underpowered;" in text
     assert "| A | its own text | underpowered | A [x] | 0.5 |" in text
     assert "| B | its own text | not run | B |  |" in text
+
+
+def test_a_plumbing_tier_report_counts_nothing_and_compares_with_its_reference(tmp_path):
+    """A tier with `tests_the_paper: false` says so in its title and summary, counts no row, and
+    stamps every row of verdicts.csv with its seed; the report reads the tables it is given
+    (`paths`), not the tier's default places; REPORT.html renders the same text; a second run
+    compared with the first's verdicts.csv finds every verdict the same."""
+    c = {**cfg(), "tier": "toy", "tests_the_paper": False, "seed": 7,
+         "reports_dir": str(tmp_path / "nowhere")}  # fmt: skip
+    table = tmp_path / "elsewhere" / "majority.csv"
+    table.parent.mkdir()
+    majority_table(1.0, 0.95).to_csv(table, index=False)
+    out = tmp_path / "a" / "b" / "REPORT.md"
+    rows = report.write_report(c, out, paths={"majority": str(table)})
+    text = out.read_text()
+    assert text.startswith("# Tier `toy`: a plumbing check, not a test of the paper\n")
+    assert (
+        "This tier cannot test the paper (`tests_the_paper: false`): its models and lengths are "
+        "too small to learn the tasks; it shows that every job of the pipeline runs and writes "
+        f"what the report reads. Nothing is counted: its {len(rows)} rows are the rules applied "
+        "to toy numbers, and a verdict word below says what the rule makes of them, not what the "
+        "paper claims. The tiers that test the paper: default, gpu, paper (README, Tiers)."
+    ) in text
+    assert "seed 7" in text
+    assert rows.set_index("id").loc["MJ-1", "verdict"] == "reproduced"  # read from `paths`
+    assert "No committed reference for this tier" in text
+    verdicts = pd.read_csv(out.parent / "verdicts.csv", dtype=str)
+    assert verdicts.columns[0] == "id" and len(verdicts) == len(rows)
+    assert set(verdicts.counted) == {report.PLUMBING} and set(verdicts.seed) == {"7"}
+    html = (out.parent / "REPORT.html").read_text()
+    assert "<h1>Tier <code>toy</code>: a plumbing check, not a test of the paper</h1>" in html
+    assert "XX" not in html and "<table>" in html
+
+    again = tmp_path / "again" / "REPORT.md"
+    first = out.parent / "verdicts.csv"
+    report.write_report(c, again, paths={"majority": str(table)}, reference_path=first,
+                        reference_label="the first")  # fmt: skip
+    second = again.read_text()
+    assert "Reference: `the first`." in second
+    assert f"**{len(rows)} of {len(rows)} verdicts are the same as the reference's**." in second
