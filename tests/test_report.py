@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from lengen.config.config import load
 from lengen.core import stats
+from lengen.report import effects as effects_mod
 from lengen.report import report
 from lengen.report.claims import base
 from lengen.report.claims import natural_language as nlc
@@ -695,3 +698,75 @@ def test_a_plumbing_tier_report_counts_nothing_and_compares_with_its_reference(t
     second = again.read_text()
     assert "Reference: `the first`." in second
     assert f"**{len(rows)} of {len(rows)} verdicts are the same as the reference's**." in second
+
+
+def test_the_window_beyond_training_includes_its_end_and_excludes_the_training_length():
+    assert base.beyond(2.5, 20, [20, 21, 50, 51, 60]) == [21, 50]  # (L, 2.5 L]
+    assert base.beyond(1.15, 100, [115, 116]) == [115]  # 1.15 x 100 = 114.99999999999999
+
+
+def test_a_variant_with_its_own_training_range_is_judged_inside_and_beyond_it():
+    """A variant whose `section` shortens the training range (tasks.variant_section) is in
+    distribution on its own range and beyond training past its own end; the other variants and
+    a name the section does not list keep the section's range."""
+    c = cfg()
+    ps = c["parity_scratchpad"]
+    short = {"scheme": "ppc", "runs": 3, "section": {"train_max_len": 20}}
+    c = {**c, "parity_scratchpad": {**ps, "variants": {**ps["variants"], "short": short}}}
+    rows = [{"variant": v, "jump": 1, "seed": s, "length": n, "n": 192,
+             "accuracy": 1.0 if n <= 20 else 0.0}
+            for v in ("short", "ppc") for s in SEEDS for n in (10, 20, 30, 40, 60)]  # fmt: skip
+    t = base.Tables(c, {"parity_scratchpad": pd.DataFrame(rows)})
+    assert base.train_range(t, "parity_scratchpad", "short") == (10, 20)
+    assert base.train_range(t, "parity_scratchpad", "ppc") == (10, 40)
+    assert base.train_range(t, "parity_scratchpad", "unlisted") == (10, 40)
+    inside = base.in_distribution(t, "parity_scratchpad")
+    assert inside[("short", 1)] == 1.0 and inside[("ppc", 1)] == 0.0
+    assert sorted(base.beyond_rows(t, "parity_scratchpad", "short", 1, 5).length.unique()) == [
+        30, 40, 60]  # fmt: skip
+    assert base.not_learned(t, "parity_scratchpad", ["short", "ppc"]) == ["ppc jump 1 (0.00)"]
+
+
+def test_not_learned_names_every_plateau_budget_and_spares_a_model_at_the_bar():
+    rows = [{"variant": v, "jump": 1, "seed": s, "length": n, "n": 192, "accuracy": acc,
+             "steps_run": 1000 + 500 * s, "stop_reason": "did not learn in N steps"}
+            for v, acc in (("absolute", 0.5), ("rope_pose", base.NEAR_PERFECT))
+            for s in (0, 1) for n in (20, 40)]  # fmt: skip
+    t = base.Tables(cfg(), {"parity_scratchpad": pd.DataFrame(rows)})
+    assert base.not_learned(t, "parity_scratchpad", ["absolute", "rope_pose"]) == [
+        "absolute jump 1 (0.50; 2 run(s) did not learn in 1000/1500 steps)"]  # fmt: skip
+
+
+def test_sparse_parity_competence_counts_both_ends_of_the_training_range():
+    """sp_competent: every k_test <= K_train at every length in [train_min_len, train_max_len]
+    at least NEAR_PERFECT (the bar itself passes); one bad cell at either end fails the model,
+    and a bad cell outside the range or at k_test > K_train does not."""
+    c = cfg()
+    low, high = c["sparse_parity"]["train_min_len"], c["sparse_parity"]["train_max_len"]
+
+    def table(bad_length=None, bad_k_test=4):
+        return pd.DataFrame([
+            {"k_train": k, "k_test": kt, "length": n, "seed": 0,
+             "accuracy": 0.5 if (k == 8 and n == bad_length and kt == bad_k_test)
+             else base.NEAR_PERFECT}
+            for k in (4, 8) for kt in (4, 6, 10) for n in (low - 10, low, high, high + 10)
+        ])  # fmt: skip
+
+    assert spc.sp_competent(table(), c) == [4, 8]
+    assert spc.sp_competent(table(low), c) == [4]
+    assert spc.sp_competent(table(high), c) == [4]
+    assert spc.sp_competent(table(high + 10), c) == [4, 8]
+    assert spc.sp_competent(table(low, bad_k_test=10), c) == [4, 8]
+
+
+def test_spearman_of_two_points_is_their_order():
+    assert spc._spearman(pd.Series([1, 2]), pd.Series([0.3, 0.1])) == pytest.approx(-1.0)
+    assert math.isnan(spc._spearman(pd.Series([1]), pd.Series([0.3])))
+
+
+def test_an_influence_fit_names_the_runs_it_lacks_only_below_three():
+    x = np.array([0.1, 0.5, 1.0, 2.0, 0.0, 0.3, -0.4, 0.8])
+    one = nlc.near_diagonal(x, 0.9 * x)
+    assert one.needed.startswith("one model: >= 3 models")
+    assert nlc.near_diagonal(x, 0.9 * x, runs=effects_mod.MIN_RUNS).needed == ""
+    assert nlc.near_diagonal(x, 0.9 * x, runs=effects_mod.MIN_RUNS - 1).needed == one.needed
