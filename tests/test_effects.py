@@ -139,3 +139,35 @@ def test_an_estimate_on_the_threshold_needs_infinitely_many_runs_unless_runs_agr
     flat = effects.Effect("y", 0.3, 0.3, 0.3, (3, 3), (0.0, 0.0))
     assert effects.runs_needed(flat, 0.3) == effects.MIN_RUNS
     assert effects.runs_needed(effects.Effect("z", 1.3, 1.3, 1.3, (3,), (0.1,)), 0.3) == 3
+
+
+def test_verdicts_at_the_threshold_itself():
+    """The rule is "every CI >= threshold": a CI whose low end is the threshold clears it; one
+    whose high end is the threshold straddles it (inconclusive), and is no failing effect."""
+    assert effects.judge(0.9, 1.0, 0.9, 3) == "reproduced"
+    assert effects.judge(0.5, 0.9, 0.9, 3) == "inconclusive"
+    assert effects.judge(0.5, 0.89, 0.9, 3) == "not reproduced"
+    assert effects.judge(0.95, 1.0, 0.9, 2) == effects.UNDERPOWERED
+    assert effects.judge(0.95, 1.0, 0.9, None) == "reproduced"
+    edge = effects.Effect("edge", 0.8, 0.7, 0.9, (3, 3), (0.1, 0.1))
+    wide = effects.Effect("wide", 0.7, 0.4, 1.0, (3, 3), (0.1, 0.1))
+    assert effects.decisive([edge, wide], 0.9).name == "wide"  # lowest bound, none failing
+    # what would decide it: nothing when the CI's low end is on the threshold; a run count when
+    # its high end is; no run count when the estimate is the threshold
+    clear = effects.Effect("clear", 0.95, 0.9, 1.0, (3, 3), (0.1, 0.1))
+    assert effects.needed_text([clear], 0.9) == ""
+    assert effects.needed_text([edge], 0.9).endswith("runs per arm would decide it at the "
+                                                     "observed between-run spread")  # fmt: skip
+    on = effects.Effect("on", 0.9, 0.8, 1.0, (3, 3), (0.1, 0.1))
+    assert effects.needed_text([on], 0.9) == (
+        "the estimate sits on the threshold: no number of runs decides it")
+
+
+def test_between_run_spread_is_the_sample_sd_of_the_run_accuracies():
+    """_sd: ddof 1 over the runs' pooled accuracies, nan for one run; a gap carries both arms'."""
+    assert effects._sd(np.array([50.0, 70, 90]), np.array([100.0, 100, 100])) == pytest.approx(0.2)
+    assert effects._sd(np.array([50.0, 70]), np.array([100.0, 100])) == pytest.approx(0.02**0.5)
+    assert math.isnan(effects._sd(np.array([50.0]), np.array([100.0])))
+    g = effects.gap(runs([0.5, 0.7, 0.9], n=100), runs([0.1, 0.1, 0.1], n=100), "g")
+    assert g.sds == pytest.approx((0.2, 0.0))
+    assert g.estimate == pytest.approx(0.6)

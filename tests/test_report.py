@@ -770,3 +770,51 @@ def test_an_influence_fit_names_the_runs_it_lacks_only_below_three():
     assert one.needed.startswith("one model: >= 3 models")
     assert nlc.near_diagonal(x, 0.9 * x, runs=effects_mod.MIN_RUNS).needed == ""
     assert nlc.near_diagonal(x, 0.9 * x, runs=effects_mod.MIN_RUNS - 1).needed == one.needed
+
+
+def _claim(value, kind="paper", threshold=None, holds=lambda v: True, id_="SP-1"):
+    return base.Claim(id=id_, section="s", paper="p", measured_as="m", measure=lambda t: value,
+                      rule="r", holds=holds, threshold=threshold, kind=kind)  # fmt: skip
+
+
+def test_a_row_reads_its_measure_by_kind_and_run_count():
+    """report.verdict: no number shows '-' (not testable, with its reason; not run); a run-level
+    number with fewer than 3 runs is underpowered only in a claim of runs (paper, beyond), not in
+    a descriptive row; 3 runs are enough; a check passes or fails, and keeps any other verdict;
+    the runs and what would decide an undecided row are stamped."""
+    t = base.Tables(cfg())
+    row = report.verdict(_claim(base.NotTestable("never learned")), t)
+    assert (row["verdict"], row["measured"]) == ("not testable", "-")
+    assert row["measured as"] == "m; not testable: never learned"
+    row = report.verdict(_claim(None), t)
+    assert (row["verdict"], row["measured"], row["runs_needed"]) == ("not run", "-", "")
+    assert math.isnan(row["runs"])
+    two = base.Measured({"estimate": 0.5}, runs=2, needed="more runs")
+    row = report.verdict(_claim(two), t)
+    assert row["verdict"] == "underpowered" and row["runs"] == 2
+    assert row["measured"] == "estimate 0.500, 2 runs per arm; more runs"
+    assert row["runs_needed"] == "more runs"
+    assert report.verdict(_claim(two, kind="beyond"), t)["verdict"] == "underpowered"
+    row = report.verdict(_claim(two, kind="descriptive"), t)
+    assert row["verdict"] == "reproduced" and row["measured"] == "estimate 0.500, 2 runs per arm"
+    three = base.Measured({"estimate": 0.5}, runs=3, needed="more runs")
+    assert report.verdict(_claim(three), t)["verdict"] == "reproduced"
+    assert report.verdict(_claim(0.1, kind="check", holds=lambda v: v < 0.5), t)["verdict"] == (
+        "passed")  # fmt: skip
+    assert report.verdict(_claim(0.9, kind="check", holds=lambda v: v < 0.5), t)["verdict"] == (
+        "failed")  # fmt: skip
+    ci = base.Measured({"estimate": 0.5, "ci_low": 0.4, "ci_high": 0.6}, runs=3, needed="n")
+    row = report.verdict(_claim(ci, kind="check", threshold=0.5), t)
+    assert row["verdict"] == "inconclusive" and row["measured"].endswith("; n")
+    decided = base.Measured({"estimate": 0.9, "ci_low": 0.8, "ci_high": 1.0}, runs=3, needed="n")
+    assert report.verdict(_claim(decided, threshold=0.5), t)["measured"] == (
+        "estimate 0.900 [0.800, 1.000], 3 runs per arm")  # fmt: skip
+
+
+def test_report_html_is_html5_inside_its_own_styled_block(tmp_path):
+    out = tmp_path / "REPORT.html"
+    report.write_html("# T\n\none\n\n---\n\n| a |\n| --- |\n| 1 |", out)
+    html = out.read_text()
+    assert html.startswith('<div class="lengen-report">') and html.rstrip().endswith("</div>")
+    assert "<h1>T</h1>" in html and "<hr>" in html and "<hr />" not in html
+    assert "<td>1</td>" in html
