@@ -50,7 +50,8 @@ def test_equivalence_rules_match_name_and_mutated_line(monkeypatch):
              "lengen.a.x_f__mutmut_5": ("", "-         n=2000,")}  # fmt: skip
     diff = {name: {"added": a, "removed": r} for name, (a, r) in lines.items()}
     monkeypatch.setattr(mutation, "mutated_lines", lambda name: diff[name])
-    results = {**dict.fromkeys(lines, "survived"), "lengen.a.x_f__mutmut_3": "killed"}
+    results = {**dict.fromkeys(lines, "survived"), "lengen.a.x_f__mutmut_3": "killed",
+               "lengen.a.x_f__mutmut_6": "not checked"}  # fmt: skip  (never shown: not a survivor)
     rules = [{"name": "lengen.a.*", "added": "device = None", "reason": "cpu"},
              {"name": "lengen.a.*", "added": "^$", "removed": "batch=", "reason": "memory"},
              {"name": "lengen.b.*", "removed": "'gpu'", "reason": "never"}]  # fmt: skip

@@ -125,7 +125,7 @@ def equivalents(results: dict[str, str], rules: list[dict]) -> dict[str, str]:
     """Survivor -> the reason of the first rule it matches (name pattern and mutated line)."""
     found = {}
     for name, status in results.items():
-        if status == "killed":
+        if status == "killed" or status in TO_DO:  # not a survivor (yet)
             continue
         lines = None
         for rule in rules:
