@@ -179,3 +179,18 @@ def test_every_equivalence_rule_names_a_function_of_todays_core():
         module = importlib.import_module(module_name)
         names = {n for n, _ in inspect.getmembers(module, inspect.isfunction)}
         assert function in names, f"{pattern}: {module_name} has no function {function}"
+
+
+def test_a_resumed_mutation_run_tests_with_todays_tests(tmp_path):
+    """mutmut copies a test file into mutants/ only once: sync_tests brings today's tests (new
+    and changed files) into an existing mutants/, and does nothing before there is one."""
+    mutation = load_script(ROOT / "tools" / "mutation.py")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text("new")
+    (tmp_path / "tests" / "test_b.py").write_text("added")
+    assert not mutation.sync_tests(tmp_path) and not (tmp_path / "mutants").exists()
+    (tmp_path / "mutants" / "tests").mkdir(parents=True)
+    (tmp_path / "mutants" / "tests" / "test_a.py").write_text("old")
+    assert mutation.sync_tests(tmp_path)
+    assert (tmp_path / "mutants" / "tests" / "test_a.py").read_text() == "new"
+    assert (tmp_path / "mutants" / "tests" / "test_b.py").read_text() == "added"

@@ -103,6 +103,16 @@ def shard_progress(results: dict[str, str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def sync_tests(root: Path = ROOT) -> bool:
+    """Copy today's tests into an existing mutants/ (mutmut copies a file there only once, so a
+    resumed shard or a --retest would otherwise run the tests of the sitting that created it;
+    mutmut then collects the new tests' coverage itself). False when there is no mutants/."""
+    if not (root / "mutants").is_dir():
+        return False
+    shutil.copytree(root / "tests", root / "mutants" / "tests", dirs_exist_ok=True)
+    return True
+
+
 def unfinished(progress: pd.DataFrame) -> list[str]:
     """The shards not generated yet or with mutants still to check."""
     return progress[(progress.mutants == 0) | (progress.checked < progress.mutants)].shard.tolist()
@@ -222,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         names = [f"{m}.*" for m in args.modules]
         before = read_results()
         if args.retest:
-            names = [n for n, st in before.items() if st != "killed"]
+            names = [n for n, st in before.items() if st != "killed" and st not in TO_DO]
         if args.shard:
             names = shard_selection(args.shard, before)
             what = "patterns" if names == SHARDS[args.shard] else "mutants to check"
@@ -230,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.shard and not names:
             print(f"shard {args.shard}: every mutant is checked")  # `mutmut run` alone runs all
         else:
+            sync_tests()
             subprocess.run(["mutmut", "run", "--max-children", str(args.children), *names],
                            cwd=ROOT, env=env, check=True)  # fmt: skip
             minutes = (time.time() - start) / 60
