@@ -13,9 +13,11 @@ from lengen.core import stats
 from lengen.report import effects as effects_mod
 from lengen.report import report
 from lengen.report.claims import base
+from lengen.report.claims import majority as mjc
 from lengen.report.claims import natural_language as nlc
 from lengen.report.claims import parity_scratchpad as psc
 from lengen.report.claims import sparse_parity as spc
+from lengen.report.claims import theory as thc
 from lengen.report.claims import variable_assignment as vac
 from lengen.report.claims.theory import COUPLED, PLAIN, POSITIVE
 
@@ -818,3 +820,62 @@ def test_report_html_is_html5_inside_its_own_styled_block(tmp_path):
     assert html.startswith('<div class="lengen-report">') and html.rstrip().endswith("</div>")
     assert "<h1>T</h1>" in html and "<hr>" in html and "<hr />" not in html
     assert "<td>1</td>" in html
+
+
+def test_ps_rows_say_why_they_cannot_be_judged_and_use_ppcs_own_range():
+    one = scratchpad("jump", (1,), {"ppc": (1.0, 1.0)})
+    assert psc.ps_smaller_jump_better(tables(parity_scratchpad=one)) == base.NotTestable(
+        "fewer than two jumps run")  # fmt: skip
+    weak = scratchpad("jump", (1, 2), {"ppc": (0.5, 0.5)})
+    assert psc.ps_smaller_jump_better(tables(parity_scratchpad=weak)) == base.NotTestable(
+        "not learned in distribution (< 0.9): ppc jump 1 (0.50), ppc jump 2 (0.50)")  # fmt: skip
+    # PPC trained on a shorter range of its own: PS-1 reads that range only
+    c = cfg()
+    ps = c["parity_scratchpad"]
+    own = {**ps["variants"], "ppc": {"scheme": "ppc", "runs": 3, "section": {"train_max_len": 20}}}
+    t = base.Tables({**c, "parity_scratchpad": {**ps, "variants": own}},
+                    {"parity_scratchpad": scratchpad("jump", (1, 2), {"ppc": (1.0, 0.0)})})
+    t.frames["parity_scratchpad"].loc[lambda d: d.length == 40, "accuracy"] = 0.0
+    assert psc.ps_in_distribution(t)["estimate"] == 1.0
+
+
+def test_mj1_reads_absolute_pe_up_to_and_including_2l_and_names_every_weak_model():
+    c = {**cfg(), "majority": {**cfg()["majority"], "train_max_lens": [11, 21]}}
+    rows = [{"variant": v, "train_max_len": 21, "seed": s, "length": n, "n": 256,
+             "accuracy": 1.0 if v == "absolute" or n <= 21 else 0.2}
+            for v in ("absolute", "nope") for s in SEEDS for n in (11, 21, 31, 42, 43)]  # fmt: skip
+    d = pd.DataFrame(rows)
+    assert mjc.beyond_training(base.Tables(c, {"majority": d}))["estimate"] == 1.0  # nope unread
+    d.loc[(d.variant == "absolute") & (d.length == 42), "accuracy"] = 0.2  # 2L itself counts
+    assert mjc.beyond_training(base.Tables(c, {"majority": d}))["estimate"] == pytest.approx(
+        0.2, abs=0.01)  # fmt: skip
+    d.loc[(d.variant == "absolute") & (d.length == 42), "accuracy"] = 1.0
+    d.loc[(d.variant == "absolute") & (d.length == 43), "accuracy"] = 0.2  # beyond 2L: not read
+    assert mjc.beyond_training(base.Tables(c, {"majority": d}))["estimate"] == 1.0
+    both = pd.concat([d.assign(accuracy=0.5), d.assign(train_max_len=11, accuracy=0.4)])
+    assert mjc.beyond_training(base.Tables(c, {"majority": both})) == base.NotTestable(
+        "not learned in distribution (< 0.9): absolute train_max_len 11 (0.40), absolute "
+        "train_max_len 21 (0.50)")  # fmt: skip
+
+
+def test_va1_reads_the_longest_length_up_to_3l_itself():
+    longest = cfg()["variable_assignment"]["train_max_len"]
+    rows = [{"variant": "ppc", "depth": 2, "seed": s, "length": n, "n": 192,
+             "accuracy": {3 * longest: 0.5, 4 * longest: 1.0}.get(n, 1.0)}
+            for s in SEEDS for n in (longest, 2 * longest, 3 * longest, 4 * longest)]  # fmt: skip
+    m = vac.va_ppc_3x(tables(variable_assignment=pd.DataFrame(rows)))
+    assert m["estimate"] == pytest.approx(0.5) and f"at l = {3 * longest}" in m.detail
+    only_inside = [r for r in rows if r["length"] == longest]
+    assert vac.va_ppc_3x(tables(variable_assignment=pd.DataFrame(only_inside))) is None
+
+
+def test_coupling_contrast_is_plain_minus_coupled_and_needs_coupling_within_its_bound():
+    def contrast(coupled, bound=0.05):
+        rows = [theory_row(PLAIN, n, w) for n, w in ((8, 0.0), (16, 0.13), (24, 0.23))]
+        lbars = (8, 16, 24)
+        rows += [theory_row(COUPLED, n, w, bound) for n, w in zip(lbars, coupled, strict=True)]
+        return thc.coupling_contrast(tables(theory=pd.DataFrame(rows)))
+
+    assert contrast([0.0, 0.01, 0.01]) == pytest.approx(0.12)  # min over Lbar >= 2L
+    assert contrast([0.0, 0.0, 1e-12], bound=0.0) == pytest.approx(0.13)  # float tolerance
+    assert contrast([0.0, 0.0, 0.02], bound=0.0) == -math.inf  # outside Theorem 4.3's bound
