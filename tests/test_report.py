@@ -879,3 +879,15 @@ def test_coupling_contrast_is_plain_minus_coupled_and_needs_coupling_within_its_
     assert contrast([0.0, 0.01, 0.01]) == pytest.approx(0.12)  # min over Lbar >= 2L
     assert contrast([0.0, 0.0, 1e-12], bound=0.0) == pytest.approx(0.13)  # float tolerance
     assert contrast([0.0, 0.0, 0.02], bound=0.0) == -math.inf  # outside Theorem 4.3's bound
+
+
+def test_language_rows_with_one_side_missing():
+    """NL-T1c needs both models at Lbar (one missing: not run, whichever); NL-T1w names the
+    window it read."""
+    lbar = max(cfg()["natural_language"]["eval"]["lengths"])
+    only_short = chunk_nll({("h_short", 64): 17.6, ("h_short", lbar): 14.7})
+    assert nlc.nl_short_close_to_long(tables(perplexity_chunks=only_short)) is None
+    only_long = chunk_nll({("h_long", 64): 17.6, ("h_long", lbar): 14.5})
+    assert nlc.nl_short_close_to_long(tables(perplexity_chunks=only_long)) is None
+    m = nlc.nl_uses_beyond_short(tables(perplexity_window=window_table(0.05, n=2)))
+    assert m["estimate"] == pytest.approx(0.05) and "window of 64 minus full context" in m.detail
