@@ -776,7 +776,8 @@ def test_an_influence_fit_names_the_runs_it_lacks_only_below_three():
 
 def _claim(value, kind="paper", threshold=None, holds=lambda v: True, id_="SP-1"):
     return base.Claim(id=id_, section="s", paper="p", measured_as="m", measure=lambda t: value,
-                      rule="r", holds=holds, threshold=threshold, kind=kind)  # fmt: skip
+                      rule="r", holds=None if threshold is not None else holds,
+                      threshold=threshold, kind=kind)  # fmt: skip
 
 
 def test_a_row_reads_its_measure_by_kind_and_run_count():
@@ -891,3 +892,15 @@ def test_language_rows_with_one_side_missing():
     assert nlc.nl_short_close_to_long(tables(perplexity_chunks=only_long)) is None
     m = nlc.nl_uses_beyond_short(tables(perplexity_window=window_table(0.05, n=2)))
     assert m["estimate"] == pytest.approx(0.05) and "window of 64 minus full context" in m.detail
+
+
+def test_a_claim_is_judged_by_exactly_one_rule():
+    """holds (a plain number) or threshold (a run-level CI), never both nor neither: a claim
+    with both would carry a rule the report never applies."""
+    with pytest.raises(ValueError, match="claim X: give exactly one of holds and threshold"):
+        base.Claim("X", "s", "p", "m", lambda t: 0.5, "r", lambda v: True, threshold=0.5)
+    with pytest.raises(ValueError, match="claim Y"):
+        base.Claim("Y", "s", "p", "m", lambda t: 0.5, "r")
+    every = claims()
+    assert all((c.holds is None) != (c.threshold is None) for c in every)
+    assert {c.id for c in every if c.threshold is not None} >= {"SP-1", "PS-2", "MJ-1", "NL-T1w"}

@@ -70,10 +70,10 @@ class Claim:
     measured_as: str  # what the number is
     measure: Callable[[object], float | Measured | NotTestable | None]
     rule: str  # the rule, in words
-    holds: Callable[[float | Measured], bool]
-    # a rule "the whole CI >= threshold" on a run-level measurement: when given, the report
-    # judges it instead of `holds` (reproduced / inconclusive / not reproduced / underpowered,
-    # lengen.report.effects.judge)
+    # the rule as code, for a measurement without a run-level CI (None: `threshold` judges it)
+    holds: Callable[[float | Measured], bool] | None = None
+    # a rule "the whole CI >= threshold" on a run-level measurement: the report judges it
+    # (reproduced / inconclusive / not reproduced / underpowered, lengen.report.effects.judge)
     threshold: float | None = None
     # "paper": a claim of the paper; "check": cannot fail by construction (a sanity check, not a
     # reproduction); "beyond": a claim beyond the paper (another paper's prediction, an extra
@@ -85,6 +85,10 @@ class Claim:
     # sentence is counted once (lengen.report.rules.sentence_of); a sub-row that rests on a
     # DEPARTURE beyond the tier's model (log-length scaling, equal budgets) is shown, not counted
     departure: bool = False
+
+    def __post_init__(self) -> None:
+        if (self.holds is None) == (self.threshold is None):
+            raise ValueError(f"claim {self.id}: give exactly one of holds and threshold")
 
     @property
     def theory(self) -> bool:

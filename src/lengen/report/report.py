@@ -57,7 +57,7 @@ def verdict(claim: Claim, tables: Tables) -> dict:
     else:
         # a claim of runs (paper or beyond) needs effects.MIN_RUNS runs per arm for a verdict
         of_runs = getattr(value, "runs", None) if claim.kind in ("paper", "beyond") else None
-        if claim.threshold is not None and isinstance(value, Measured):
+        if claim.threshold is not None:  # a run-level CI against the claim's threshold
             result = effects.judge(value["ci_low"], value["ci_high"], claim.threshold, of_runs)
         elif of_runs is not None and of_runs < effects.MIN_RUNS:
             result = effects.UNDERPOWERED

@@ -73,12 +73,11 @@ def effect_measured(found: list[effects.Effect], threshold: float, note: str = "
 
 
 def effect_claim(threshold: float, what: str) -> dict:
-    """The rule, holds and judge of a claim judged on effects' run-level CIs against a minimum
+    """The rule and threshold of a claim judged on effects' run-level CIs against a minimum
     effect (effects.judge: underpowered below effects.MIN_RUNS runs in an arm)."""
     return {
         "rule": f"every CI >= {threshold:g} ({what}); a CI below it: not reproduced; "
         f"straddling: inconclusive; < {effects.MIN_RUNS} runs in an arm: underpowered",
-        "holds": lambda m: m["ci_low"] >= threshold,
         "threshold": threshold,
     }
 
