@@ -11,7 +11,7 @@ import pytest
 from lengen.config.config import load
 from lengen.core import stats
 from lengen.report import effects as effects_mod
-from lengen.report import report
+from lengen.report import report, rules
 from lengen.report.claims import base
 from lengen.report.claims import majority as mjc
 from lengen.report.claims import natural_language as nlc
@@ -904,3 +904,47 @@ def test_a_claim_is_judged_by_exactly_one_rule():
     every = claims()
     assert all((c.holds is None) != (c.threshold is None) for c in every)
     assert {c.id for c in every if c.threshold is not None} >= {"SP-1", "PS-2", "MJ-1", "NL-T1w"}
+
+
+def _sp(cells: dict, seeds=SEEDS) -> pd.DataFrame:
+    """A sparse-parity table from {(K_train, k_test): (accuracy in distribution, beyond)}; a
+    tuple of per-seed accuracies gives the runs different values."""
+    rows = []
+    for (k, kt), (inside, out) in cells.items():
+        for i, s in enumerate(seeds):
+            for n in (20, 50, 100, 250):
+                acc = inside if n <= 50 else out
+                acc = acc[i] if isinstance(acc, tuple) else acc
+                rows.append({"k_train": k, "k_test": kt, "seed": s, "length": n, "n": 512,
+                             "accuracy": acc})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_sp3_reads_k_train_10_and_12_each_with_two_k_tests_or_more():
+    worse = spc.sp_larger_k_worse()
+    for k in (10, 12):  # either K_train alone is enough
+        m = worse(tables(sparse_parity=_sp({(k, 4): (1.0, 0.9), (k, k): (1.0, 0.5)})))
+        assert m["estimate"] == pytest.approx(0.4, abs=0.01)
+        assert f"K_train {k}: k_test 4 minus {k}" in m.detail
+    # K_train 10 tested at one k_test only is skipped, and K_train 12 still judged
+    both = _sp({(10, 10): (1.0, 0.5), (12, 4): (1.0, 0.9), (12, 12): (1.0, 0.6)})
+    assert worse(tables(sparse_parity=both))["estimate"] == pytest.approx(0.3, abs=0.01)
+    assert worse(tables(sparse_parity=_sp({(8, 4): (1.0, 0.9), (8, 8): (1.0, 0.5)}))) is None
+    weak = _sp({(10, 4): (0.5, 0.5), (10, 10): (0.5, 0.5)})
+    assert worse(tables(sparse_parity=weak)) == base.NotTestable(
+        "neither K_train = 10 nor 12 is >= 0.9 in distribution")  # fmt: skip
+
+
+def test_sp2_needs_a_k_test_above_k_train_and_names_what_would_decide_it():
+    fails = spc.sp_large_k_fails()
+    assert fails(tables(sparse_parity=_sp({(4, 4): (1.0, 1.0), (6, 6): (1.0, 1.0)}))) is None
+    # error 0.2-0.3 over three runs: the CI straddles the rule's 0.25, runs would decide it
+    spread = (0.68, 0.74, 0.8)
+    m = fails(tables(sparse_parity=_sp({(4, 4): (1.0, 1.0), (4, 6): (spread, spread)})))
+    assert m["ci_low"] < 0.25 < m["ci_high"]
+    assert m.needed.endswith("runs per arm would decide it at the observed between-run spread")
+
+
+def test_a_row_belongs_to_its_longest_sentence_or_to_itself():
+    assert rules.sentence_of("NL-T1w") == "NL-T1w" and rules.sentence_of("NL-T1b") == "NL-T1"
+    assert rules.sentence_of("ZZ-9 [x]") == "ZZ-9 [x]"
