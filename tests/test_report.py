@@ -948,3 +948,40 @@ def test_sp2_needs_a_k_test_above_k_train_and_names_what_would_decide_it():
 def test_a_row_belongs_to_its_longest_sentence_or_to_itself():
     assert rules.sentence_of("NL-T1w") == "NL-T1w" and rules.sentence_of("NL-T1b") == "NL-T1"
     assert rules.sentence_of("ZZ-9 [x]") == "ZZ-9 [x]"
+
+
+def test_prop_c3_reads_lbar_from_2l_and_needs_training_risk_at_most_its_bound():
+    def failure(train_risk, risks=((8, 0.0), (16, 0.97), (24, 0.99))):
+        rows = [theory_row("a", n, w, local=False) for n, w in risks]
+        d = pd.DataFrame(rows).assign(train_risk=train_risk)
+        return thc.theory_failure("a", "local")(tables(theory=d))
+
+    assert failure(0.0) == pytest.approx(0.97)  # Lbar = 8 < 2L is not read
+    assert failure(1e-12) == pytest.approx(0.97)  # training risk 0 up to float noise
+    assert failure(0.5) == 0.0  # not the construction: it does not fit its training lengths
+
+
+# resamples of mostly-zero gains are all zero at times: their slope is nan (0 / 0), as on real data
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+def test_influence_panels_need_three_points_and_a_gain_whose_ci_is_above_zero():
+    def panel(x, scored="h_short"):
+        rows = [dict(scored_by=scored, chosen_by="h_short", short_minus_long=v,
+                     short_minus_sparse=0.9 * v) for v in x]  # fmt: skip
+        rows += [dict(scored_by="h_long", chosen_by="h_short", short_minus_long=-1.0,
+                      short_minus_sparse=-1.0) for _ in x]  # fmt: skip
+        return nlc._influence_fit("h_short", "h_short")(tables(influence=pd.DataFrame(rows)))
+
+    assert panel([0.5, 0.6]) is None
+    assert isinstance(panel([0.5, 0.6, 0.7]), base.Measured)  # the h_long rows are not read
+    assert isinstance(panel([0.0] * 9 + [1.0]), base.NotTestable)  # CI low end at 0
+
+
+def test_table1_rows_need_the_whole_ci_on_their_side():
+    by_id = {c.id: c for c in nlc.claims(cfg())}
+    ci = lambda low, high: base.Measured({"estimate": 0.0, "ci_low": low, "ci_high": high})  # noqa: E731
+    for row in ("NL-T1", "NL-T1b"):  # a gain: the CI below zero
+        assert by_id[row].holds(ci(-0.5, -0.1)) and not by_id[row].holds(ci(-0.5, 0.0))
+        assert not by_id[row].holds(ci(-0.5, 0.5))
+    close = nlc.CLOSE
+    assert by_id["NL-T1c"].holds(ci(-close, close))  # the bounds are inside
+    assert not by_id["NL-T1c"].holds(ci(-close - 0.01, 0.0))
