@@ -985,3 +985,96 @@ def test_table1_rows_need_the_whole_ci_on_their_side():
     close = nlc.CLOSE
     assert by_id["NL-T1c"].holds(ci(-close, close))  # the bounds are inside
     assert not by_id["NL-T1c"].holds(ci(-close - 0.01, 0.0))
+
+
+def test_verdicts_csv_numbers_are_the_headline_and_its_ci():
+    """report.numbers: a Measured's first number and its CI (ci_low / ci_high for an
+    estimate, NAME_ci_low / NAME_ci_high for the others), a plain float as it is, nothing for
+    no number or a flag."""
+    est = base.Measured({"estimate": 0.5, "ci_low": 0.4, "ci_high": 0.6})
+    assert report.numbers(est) == {"value": 0.5, "ci_low": 0.4, "ci_high": 0.6}
+    fit = base.Measured({"slope": 1.1, "slope_ci_low": 0.9, "slope_ci_high": 1.3, "spread": 0.2})
+    assert report.numbers(fit) == {"value": 1.1, "ci_low": 0.9, "ci_high": 1.3}
+    bare = report.numbers(base.Measured({"slope": 1.1}))
+    assert bare["value"] == 1.1 and math.isnan(bare["ci_low"]) and math.isnan(bare["ci_high"])
+    three = report.numbers(3)
+    assert three["value"] == 3.0 and math.isnan(three["ci_low"]) and math.isnan(three["ci_high"])
+    for nothing in (None, True, base.NotTestable("x")):
+        assert all(math.isnan(v) for v in report.numbers(nothing).values())
+        assert set(report.numbers(nothing)) == {"value", "ci_low", "ci_high"}
+
+
+def test_summary_counts_descriptive_rows_apart():
+    rows = pd.DataFrame([_summary_row("NL-T1", "NL-T1", "reproduced", "-0.5", kind="descriptive"),
+                         _summary_row("NL-T1b", "NL-T1", "reproduced", "-1.2",
+                                      kind="descriptive")])  # fmt: skip
+    first = report.summary(rows).splitlines()[0]
+    assert "experiments none;" in first and "descriptive 1 reproduced;" in first
+
+
+def test_theory_rows_at_their_bounds():
+    """Each Prop. C.3 case is the construction only when it fits its training lengths (risk
+    0, or <= 0.1 for the repaired (c)); a failure exactly at Omega(1), an excess exactly at
+    the float tolerance and a contrast exactly at its minimum all hold."""
+    def v(rows):
+        return verdicts(tables(theory=pd.DataFrame(rows)))
+
+    for case, flag, risk in (("a", "local", 0.5), ("b", "relative", 0.5),
+                             ("c'", "realizable", 0.2), ("d", "coverage", 0.5)):  # fmt: skip
+        fitted = theory_row(case, 16, 0.97, **{flag: False})
+        assert v([fitted])[f"TH-C3{case}"] == "reproduced"
+        assert v([{**fitted, "train_risk": risk}])[f"TH-C3{case}"] == "not reproduced"
+    assert v([theory_row("a", 16, thc.OMEGA_1, local=False)])["TH-C3a"] == "reproduced"
+    for case, row in ((POSITIVE[0], "TH-4.3 (delta 0)"), (POSITIVE[1], "TH-4.3")):
+        assert v([theory_row(case, 16, 1e-12, 0.0)])[row] == "passed"
+        assert v([theory_row(case, 16, 0.5, 0.0)])[row] == "failed"
+    contrast = [theory_row(PLAIN, 16, thc.CONTRAST), theory_row(COUPLED, 16, 0.0, 0.0)]
+    assert v(contrast)["TH-4.4"] == "reproduced"
+
+
+def test_ablation_gaps_are_read_at_the_values_both_models_ran():
+    """compare_beyond: PPC is compared at the jumps it and an ablation both ran (an ablation's
+    extra jump is not read), and every model that did not learn is named."""
+    ps = scratchpad("jump", (1,), {"ppc": (1.0, 1.0), "absolute": (1.0, 0.2)})
+    extra = scratchpad("jump", (2,), {"rope_pose": (1.0, 0.2)})
+    m = psc.ps_ablations_worse(tables(parity_scratchpad=pd.concat([ps, extra])))
+    assert "jump 1: ppc minus absolute" in m.detail and "jump 2" not in m.detail
+    weak = scratchpad("jump", (1,), {"ppc": (1.0, 1.0), "absolute": (0.5, 0.2),
+                                     "rope_pose": (0.4, 0.2)})  # fmt: skip
+    assert psc.ps_ablations_worse(tables(parity_scratchpad=weak)) == base.NotTestable(
+        "not learned in distribution (< 0.9): absolute jump 1 (0.50), rope_pose jump 1 (0.40)")
+
+
+def test_sparse_parity_rows_per_variant_and_without_a_section():
+    """One unlabelled set of SP rows without variants (or without a sparse-parity section);
+    with several, each set tagged and its measurement labelled."""
+    bare = spc.claims({})
+    assert [c.id for c in bare] == ["SP-1", "SP-2", "SP-3"]
+    assert all(c.measured_as.endswith("shown") for c in bare)
+    one = spc.sp_claims({"neox": "GPT-NeoX"})
+    assert [c.id for c in one] == ["SP-1", "SP-2", "SP-3"]
+    assert all(c.measured_as.endswith("shown") for c in one)
+    two = spc.sp_claims({"neox": "GPT-NeoX", "loglen": "log"}, {"loglen"})
+    assert two[0].id == "SP-1 [neox]" and two[0].measured_as.endswith("shown (GPT-NeoX)")
+    assert [c.departure for c in two] == [False] * 3 + [True] * 3
+
+
+def test_sparse_parity_rows_of_a_variant_and_of_a_table_without_variants():
+    table = _sp({(4, 4): (1.0, 1.0)})
+    t = tables(sparse_parity=table)
+    assert spc._sp_rows(t, "neox") is table  # a table without a variant column is every model's
+    labelled = tables(sparse_parity=table.assign(variant="neox"))
+    assert len(spc._sp_rows(labelled, "neox")) == len(table)
+    assert spc._sp_rows(labelled, "loglen") is None
+
+
+def test_table1_gain_needs_both_eval_lengths():
+    lbar = max(cfg()["natural_language"]["eval"]["lengths"])
+    for length in (64, lbar):
+        only = chunk_nll({("h_short", length): 17.0})
+        assert nlc.nl_perplexity_gain("h_short")(tables(perplexity_chunks=only)) is None
+
+
+def test_a_section_without_variants_trains_on_its_own_range():
+    c = {**cfg(), "parity_scratchpad": {"train_min_len": 10, "train_max_len": 40}}
+    assert base.train_range(base.Tables(c), "parity_scratchpad", "ppc") == (10, 40)

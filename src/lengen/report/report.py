@@ -139,8 +139,7 @@ def summary(rows: pd.DataFrame) -> str:
     ]
     for s in per.itertuples():
         sub = rows[(rows.sentence == s.sentence) & (rows.counted == "yes")]
-        same = sub[sub.verdict == s.verdict]
-        first = (same if len(same) else sub).iloc[0]
+        first = sub[sub.verdict == s.verdict].iloc[0]  # combined() picks a sub-row's verdict
         measured = first["measured"]
         if measured == "-":  # not testable / not run: the reason, shortened
             measured = first["measured as"].split("not testable: ")[-1][:160]
