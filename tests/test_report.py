@@ -801,7 +801,8 @@ def test_a_row_reads_its_measure_by_kind_and_run_count():
     row = report.verdict(_claim(two, kind="descriptive"), t)
     assert row["verdict"] == "reproduced" and row["measured"] == "estimate 0.500, 2 runs per arm"
     three = base.Measured({"estimate": 0.5}, runs=3, needed="more runs")
-    assert report.verdict(_claim(three), t)["verdict"] == "reproduced"
+    row = report.verdict(_claim(three), t)
+    assert row["verdict"] == "reproduced" and row["value"] == 0.5 and row["runs"] == 3
     assert report.verdict(_claim(0.1, kind="check", holds=lambda v: v < 0.5), t)["verdict"] == (
         "passed")  # fmt: skip
     assert report.verdict(_claim(0.9, kind="check", holds=lambda v: v < 0.5), t)["verdict"] == (
@@ -1078,3 +1079,10 @@ def test_table1_gain_needs_both_eval_lengths():
 def test_a_section_without_variants_trains_on_its_own_range():
     c = {**cfg(), "parity_scratchpad": {"train_min_len": 10, "train_max_len": 40}}
     assert base.train_range(base.Tables(c), "parity_scratchpad", "ppc") == (10, 40)
+
+
+def test_sp1_reads_k_train_up_to_8_only():
+    """SP-1 is about K_train <= 8: a K_train 9 model that fails beyond training is not read."""
+    good = {(k, k): (1.0, 1.0) for k in (4, 8)}
+    t = tables(sparse_parity=_sp({**good, (9, 9): (1.0, 0.3)}))
+    assert spc.sp_small_k_generalizes()(t)["estimate"] == 1.0

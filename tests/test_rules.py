@@ -97,4 +97,6 @@ def test_the_cli_prints_the_registry(capsys):
     with pytest.raises(SystemExit) as exit_:
         rules.main(["--help"])
     assert exit_.value.code == 0
-    assert "python -m lengen.report.rules" in capsys.readouterr().out
+    usage = capsys.readouterr().out
+    assert "python -m lengen.report.rules" in usage
+    assert "The claims' rules, fixed before the data" in usage  # the module's docstring
