@@ -87,3 +87,15 @@ def test_majority_trains_and_evaluates_end_to_end(scheme, tmp_path, smoke_config
     table = evaluate_scratchpad(path, cfg["majority"]["eval"], 0, tmp_path / "eval.csv")
     assert sorted(table["length"]) == [3, 7, 11] and table["accuracy"].between(0, 1).all()
     assert set(table["train_max_len"]) == {7}
+
+
+@pytest.mark.parametrize("scheme", ["absolute", "rope_pose"])
+def test_majority_heldout_is_a_training_draw_at_test_time_ids(scheme):
+    from tests.helpers import make_spec
+
+    spec = make_spec("majority", task={"scheme": scheme})
+    held = mj.heldout_example(spec, np.random.default_rng(3))
+    train = mj.draw_train(spec, np.random.default_rng(3))
+    assert (held.tokens == train.tokens).all()
+    want = np.broadcast_to(np.arange(1, held.tokens.shape[1] + 1), held.tokens.shape)
+    assert (held.position_ids == want).all()  # test-time IDs: no random shift

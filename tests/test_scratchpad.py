@@ -458,3 +458,27 @@ def test_nope_and_alibi_schemes_train_and_evaluate_end_to_end(scheme, tmp_path, 
     assert not any("abs_pos" in k or "rope" in k for k in state)
     table = evaluate_scratchpad(path, cfg["parity_scratchpad"]["eval"], 0, tmp_path / "eval.csv")
     assert sorted(table["length"]) == [8, 16] and table["accuracy"].between(0, 1).all()
+
+
+def test_sample_options_of_parity_with_scratchpad():
+    """`lengen sample parity_scratchpad`: --length is required, --jump defaults to 1, and both
+    say what they mean in --help."""
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    ps.add_sample_arguments(parser)
+    assert parser.parse_args(["--length", "16"]).jump == 1
+    with pytest.raises(SystemExit):
+        parser.parse_args([])
+    text = " ".join(parser.format_help().split())
+    assert "k: scratchpad bit i = parity of k*i bits" in text
+    assert "2l; l is the number of input bits" in text
+
+
+def test_variable_assignment_spec_of_one_model():
+    """A variable-assignment model's task section: its depth, the variant's scheme and
+    scratchpad, and the section's lengths and number of variables (App. E.3.1)."""
+    section = {"train_min_len": 6, "train_max_len": 18, "l_max": 60, "n_vars": 20, "depths": [2]}
+    spec = va.task_spec(section, {"scheme": "rope_pose", "scratchpad": False, "runs": 3}, 3)
+    assert spec == {"depth": 3, "scheme": "rope_pose", "train_min_len": 6, "train_max_len": 18,
+                    "l_max": 60, "n_vars": 20, "scratchpad": False}  # fmt: skip
