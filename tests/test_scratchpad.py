@@ -473,6 +473,10 @@ def test_sample_options_of_parity_with_scratchpad():
     text = " ".join(parser.format_help().split())
     assert "k: scratchpad bit i = parity of k*i bits" in text
     assert "2l; l is the number of input bits" in text
+    assert "position IDs: coupled (ppc) or true IDs 1..T (absolute, rope_pose)" in text
+    odd = parser.parse_args(["--length", "15", "--scheme", "ppc"])
+    with pytest.raises(ValueError, match=r"--length must be even \(it is 2l\), got 15"):
+        ps.sample_records(odd)
 
 
 def test_variable_assignment_spec_of_one_model():

@@ -223,3 +223,40 @@ def test_sample_streams_in_chunks_and_keeps_its_first_draws(capsys, monkeypatch)
     assert all(json.loads(line)["length"] == 8 for line in lines)
     gen = cli._stream(cli.argparse.Namespace(n=10**9, seed=0, fn=lambda a: [a.n] * a.n))
     assert [next(gen) for _ in range(3)] == [2, 2, 2]  # drawn lazily: 10^9 is never built
+
+
+def test_the_integer_columns_and_order_of_each_tasks_eval_table():
+    from lengen import tasks
+
+    assert tasks.table_keys("sparse_parity") == sp.TABLE_KEYS
+    assert tasks.table_keys("parity_scratchpad") == ("jump", "seed", "length", "n")
+    assert tasks.table_order("variable_assignment") == ("variant", "depth", "seed", "length")
+    assert tasks.table_keys("natural_language") == () == tasks.table_order("natural_language")
+
+
+def test_a_sparse_parity_run_spec_takes_its_seed_variant_and_scheme_keys():
+    """train_spec: run r of a model has seed = the config's + r (run 0 by default), the first
+    variant by default; a variant's model keys override the section's; an extra scheme of the
+    schemes figure is found too."""
+    from lengen.config.config import load
+    from tests.conftest import ROOT
+
+    cfg = load(ROOT / "config" / "smoke.yaml")
+    first = next(iter(cfg["sparse_parity"]["variants"]))
+    base_spec = sp.train_spec(cfg, 4)
+    assert base_spec["seed"] == cfg["seed"] and base_spec["run_name"].startswith(f"{first}/K4/")
+    assert sp.train_spec(cfg, 4, first, run=2)["seed"] == cfg["seed"] + 2
+    assert sp.train_spec(cfg, 4, "loglen")["model"]["attn_scale"] == "log_length"
+    assert "attn_scale" not in sp.train_spec(cfg, 4, "neox")["model"]
+    for scheme in ("nope", "alibi"):  # the smoke tier's schemes figure
+        assert sp.train_spec(cfg, 8, scheme)["run_name"].startswith(f"{scheme}/K8/")
+    assert sp.vocab_size(make_spec("sparse_parity", task={"n": 16})) == len(sp.SPECIALS) + 16
+
+
+def test_sample_refuses_k_at_l_and_says_the_limit():
+    import argparse
+
+    args = argparse.Namespace(length=8, k=4, vocab_n=16, seed=0, n=1)
+    with pytest.raises(ValueError, match=r"--k must be below l = --length / 2 = 4 \(App"):
+        sp.sample_records(args)
+    assert len(sp.sample_records(argparse.Namespace(length=8, k=3, vocab_n=16, seed=0, n=1))) == 1
