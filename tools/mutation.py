@@ -123,6 +123,12 @@ def complete(results: dict[str, str]) -> bool:
     return not unfinished(shard_progress(results))
 
 
+def survived(status: str) -> bool:
+    """A mutant checked and not killed (survived, no test reaches it, timeout...): a missing
+    test or an equivalent; one still to check is neither."""
+    return status != "killed" and status not in TO_DO
+
+
 def mutated_lines(name: str) -> dict[str, str]:
     """The '+' (added) and '-' (removed) lines of a mutant's diff."""
     out = subprocess.run(["mutmut", "show", name], cwd=ROOT, capture_output=True, text=True)
@@ -135,7 +141,7 @@ def equivalents(results: dict[str, str], rules: list[dict]) -> dict[str, str]:
     """Survivor -> the reason of the first rule it matches (name pattern and mutated line)."""
     found = {}
     for name, status in results.items():
-        if status == "killed" or status in TO_DO:  # not a survivor (yet)
+        if not survived(status):
             continue
         lines = None
         for rule in rules:
@@ -232,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         names = [f"{m}.*" for m in args.modules]
         before = read_results()
         if args.retest:
-            names = [n for n, st in before.items() if st != "killed" and st not in TO_DO]
+            names = [n for n, st in before.items() if survived(st)]
         if args.shard:
             names = shard_selection(args.shard, before)
             what = "patterns" if names == SHARDS[args.shard] else "mutants to check"
@@ -272,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
               f"or only some modules): {where}")  # fmt: skip
     for reason, n in Counter(equivalent.values()).most_common():
         print(f"\nequivalent ({n}): {reason}")
-    survivors = sorted(n for n, st in results.items() if st != "killed" and n not in equivalent)
+    survivors = sorted(n for n, st in results.items() if survived(st) and n not in equivalent)
     if survivors:
         print(f"\n{len(survivors)} survivors without a reason (inspect: mutmut show NAME):")
         print("\n".join(f"  {n}: {results[n]}" for n in survivors))
