@@ -67,3 +67,17 @@ def load_script(path: Path, name: str | None = None) -> ModuleType:
     sys.modules[name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
+
+
+def edited(section: dict, **edits) -> dict:
+    """A deep copy of a config section with keys replaced; `a__b=v` sets section["a"]["b"]."""
+    import copy
+
+    out = copy.deepcopy(section)
+    for path, value in edits.items():
+        *parents, leaf = path.split("__")
+        node = out
+        for key in parents:
+            node = node[key]
+        node[leaf] = value
+    return out

@@ -12,7 +12,7 @@ from lengen import cli, tasks
 from lengen.config.config import ConfigError, validate
 from lengen.core import tracking
 from lengen.tasks import majority as mj
-from tests.helpers import make_spec
+from tests.helpers import edited, make_spec
 
 
 def test_labels_and_layout_known_answers():
@@ -99,3 +99,23 @@ def test_majority_heldout_is_a_training_draw_at_test_time_ids(scheme):
     assert (held.tokens == train.tokens).all()
     want = np.broadcast_to(np.arange(1, held.tokens.shape[1] + 1), held.tokens.shape)
     assert (held.position_ids == want).all()  # test-time IDs: no random shift
+
+
+def test_config_checks_each_constraint_alone(smoke_config):
+    """Each even length (training minimum, a model's maximum, a test length) and each coupled
+    scheme is exactly one error naming its key; the smoke section passes; the task's lengths are
+    the shortest and the longest training length, and its longest input is <BOS>, n, <SEP>, y."""
+
+    def errors(**edits):
+        return mj.config_checks("mj", edited(smoke_config["majority"], **edits))
+
+    tie = "even: a majority of an even number of bits can tie"
+    assert errors() == []
+    assert errors(train_min_len=4) == [("mj.train_min_len", f"[4] {tie}")]
+    assert errors(train_max_lens=[7, 8, 10]) == [("mj.train_max_lens", f"[8, 10] {tie}")]
+    assert errors(eval__lengths=[3, 6]) == [("mj.eval.lengths", f"[6] {tie}")]
+    variants = {"absolute": {"scheme": "absolute"}, "p": {"scheme": "ppc"}}
+    coupled = ("mj.variants.p.scheme", "ppc feeds coupled IDs: majority has none")
+    assert errors(variants=variants) == [coupled]
+    assert mj.train_lengths(edited(smoke_config["majority"], train_max_lens=[9, 5])) == (3, 9)
+    assert mj.longest_tokens(smoke_config["majority"], 11) == 14

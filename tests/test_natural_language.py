@@ -20,7 +20,7 @@ from lengen.data import corpus, tokens
 from lengen.model.model import GPTNeoX, ModelConfig
 from lengen.tasks import natural_language, parse_spec
 from tests.conftest import ROOT
-from tests.helpers import make_spec
+from tests.helpers import edited, make_spec
 
 LONG, SHORT = 16, 6  # Lbar, L for tiny checks
 
@@ -653,3 +653,68 @@ def test_a_distributions_licence_is_read_from_whichever_field_states_it():
     assert corpus.licence(classified) == "OSI Approved :: BSD License"
     assert corpus.licence(meta(License="Apache 2.0\n\nTerms...")) == "Apache 2.0"
     assert corpus.licence(meta()) == ""
+
+
+def test_train_spec_sections_of_both_models(smoke_config):
+    """App. F / Sec. 5.3: h_short trains at context L with PoSE from `pose_start` on, h_long at
+    Lbar without; both models hold IDs up to Lbar (l_max = Lbar + 1); the scheme defaults to
+    rope_pose; the section's ds_config, loss_chunk_tokens and zero_stage reach the runtime."""
+    cfg = copy.deepcopy(smoke_config)
+    nl = cfg["natural_language"]
+    short, long = (natural_language.train_spec(cfg, w) for w in ("short", "long"))
+    assert (short["task"]["context"], long["task"]["context"]) == (64, 128)
+    for spec in (short, long):
+        assert spec["task"]["l_max"] == spec["model"]["l_max"] == 129
+        assert spec["model"]["position"] == "rope" and spec["model"]["n_layer"] == 1
+        assert spec["task"]["train_tokens"].endswith("natural_language/tokens/train.bin")
+        assert spec["experiment"] == "natural_language" and spec["seed"] == cfg["seed"]
+        assert "loss_chunk_tokens" not in spec["runtime"] and "ds_config" not in spec["runtime"]
+    assert (short["run_name"], long["run_name"]) == ("h_short", "h_long")
+    assert (short["task"]["pose_start"], long["task"]["pose_start"]) == (3, None)
+    assert (short["train"], long["train"]) == (nl["short"]["train"], nl["long"]["train"])
+    del nl["scheme"]  # the default: the paper's RoPE with PoSE
+    assert natural_language.train_spec(cfg, "short")["task"]["pose_start"] == 3
+    assert natural_language.train_spec(cfg, "short")["model"]["position"] == "rope"
+    nl["scheme"] = "alibi"
+    assert natural_language.train_spec(cfg, "short")["task"]["pose_start"] is None
+    nl |= {"loss_chunk_tokens": 256, "zero_stage": 2, "ds_config": "config/ds_config_lm.json"}
+    runtime = natural_language.train_spec(cfg, "long")["runtime"]
+    assert runtime["loss_chunk_tokens"] == 256 and runtime["zero_stage"] == 2
+    assert runtime["ds_config"]["zero_optimization"]["overlap_comm"] is True
+
+
+def test_config_checks_each_constraint_alone(smoke_config):
+    """Sec. 5.3's constraints, each broken alone on the smoke section, give exactly its error
+    (key and message); the smoke section itself passes. Language models take true IDs, with or
+    without PoSE: no coupled scheme, no training shift."""
+    from lengen.core.positions import SCHEME_TABLE
+
+    def errors(**edits):
+        section = edited(smoke_config["natural_language"], **edits)
+        return natural_language.config_checks("nl", section)
+
+    assert errors() == []
+    assert errors(short_context=128) == [
+        ("nl.short_context", "must be below long_context (L < Lbar)"),
+        ("nl.influence.k", "must be below Lbar - L - 1 = -1"),
+    ]
+    divides = ("nl.eval.lengths", "must divide and end at long_context (128)")
+    assert errors(eval__lengths=[64, 96]) == [divides]  # does not end at Lbar
+    assert errors(eval__lengths=[48, 128]) == [divides]  # 48 does not divide 128
+    assert errors(influence__k=63) == [("nl.influence.k", "must be below Lbar - L - 1 = 63")]
+    assert errors(influence__k=62) == []
+    pose = ("nl.short.pose_start", "must be below short.train.steps")
+    assert errors(short__pose_start=4) == [pose]
+    assert errors(short__pose_start=None) == []
+    hub = ("nl.tokenizer.name", "required when source is hub")
+    assert errors(tokenizer={"source": "hub"}) == [hub]
+    c4 = ("nl.corpus.c4_dir", "required when source is c4_dir")
+    assert errors(corpus={"source": "c4_dir"}) == [c4]
+    assert errors(corpus={"source": "docstrings"}) == [
+        (f"nl.corpus.{f}", "required for source docstrings")
+        for f in ("packages", "validation_fraction", "max_doc_chars", "docs_per_shard")
+    ]
+    debian = errors(corpus__source="debian", corpus__packages=[{"name": "x", "glob": "*"}])
+    assert debian == [("nl.corpus.packages.0.format", "required when source is debian")]
+    supported = {n for n, s in SCHEME_TABLE.items() if natural_language.supports(s)}
+    assert supported == {"rope_pose", "nope", "alibi"}  # not ppc (coupled), not absolute (shift)

@@ -10,7 +10,7 @@ import pytest
 from lengen import cli
 from lengen.tasks import parse_spec
 from lengen.tasks import sparse_parity as sp
-from tests.helpers import make_spec
+from tests.helpers import edited, make_spec
 
 
 @pytest.mark.parametrize("k,half", [(1, 10), (4, 10), (12, 25), (16, 250)])
@@ -260,3 +260,35 @@ def test_sample_refuses_k_at_l_and_says_the_limit():
     with pytest.raises(ValueError, match=r"--k must be below l = --length / 2 = 4 \(App"):
         sp.sample_records(args)
     assert len(sp.sample_records(argparse.Namespace(length=8, k=3, vocab_n=16, seed=0, n=1))) == 1
+
+
+def test_config_checks_each_constraint_alone(smoke_config):
+    """App. E.1.1's constraints on the section, each broken alone on the smoke tier's, give
+    exactly its error (key and message), at the boundary; the smoke section itself passes."""
+
+    def errors(**edits):
+        return sp.config_checks("sp", edited(smoke_config["sparse_parity"], **edits))
+
+    assert errors() == []
+    assert errors(train_min_len=12) == []  # a single training length
+    assert errors(train_min_len=13) == [("sp.train_min_len", "must be <= train_max_len")]
+    # the longest input: max(eval 24, train 12) + 2 = 26 tokens, below l_max
+    assert errors(l_max=27) == []
+    assert errors(l_max=26) == [("sp.l_max", "must exceed the longest input (26 tokens)")]
+    assert errors(train_max_len=30, l_max=32) == [("sp.l_max", "must exceed the longest input "
+                                                   "(32 tokens)")]  # fmt: skip
+    assert errors(figures__fig1=[2, 5, 4]) == [("sp.figures.fig1", "K_train [4, 5] not in k_train")]
+    large = "not below l = train_max_len / 2 = 6: no training length could show them"
+    assert errors(k_train=[1, 2, 3, 5]) == []
+    assert errors(k_train=[1, 2, 3, 6, 7]) == [("sp.k_train", f"[6, 7] {large}")]
+    assert errors(schemes__k_train=4) == [("sp.schemes.k_train", "not in k_train (its comparison)")]
+    clash = {"neox": {"label": "x", "position": "nope"}}
+    clashes = [("sp.schemes.variants", "['neox'] are also variants")]
+    assert errors(schemes__variants=clash) == clashes
+    no_schemes = {k: v for k, v in smoke_config["sparse_parity"].items() if k != "schemes"}
+    assert sp.config_checks("sp", no_schemes) == []
+    unseen = "not below l = 12 of the longest eval length: no test example could have them"
+    assert errors(eval__k_test=[1, 11]) == []
+    assert errors(eval__k_test=[1, 12, 13]) == [("sp.eval.k_test", f"[12, 13] {unseen}")]
+    attention = ("sp.figures.attention.k_train", "not in k_train")
+    assert errors(figures__attention={"k_train": 4}) == [attention]

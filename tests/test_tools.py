@@ -4,7 +4,10 @@ the step rates a run's logs measured."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from .conftest import ROOT
 from .helpers import load_script
@@ -105,6 +108,40 @@ def test_mutation_shards_resume_and_only_a_whole_core_is_a_score():
     times = mutation.shard_times(sittings, done).set_index("shard")
     assert times.loc["report", ["mutants", "minutes", "sittings"]].tolist() == [3, 70.5, 2]
     assert times.loc["tasks", "minutes"] == 0
+    untimed = sittings + [{"shard": "report", "minutes": None, "checked": 40, "commit": "d"}]
+    times = mutation.shard_times(untimed, done).set_index("shard")
+    assert times.loc["report", ["minutes", "sittings", "untimed_checked"]].tolist() == [70.5, 3, 40]
+    assert times.loc["report", "commits"] == "abc d" and times.loc["tasks", "untimed_checked"] == 0
+
+
+def test_an_interrupted_mutation_sitting_stops_mutmut_and_is_still_logged(tmp_path, monkeypatch):
+    """A shard's sitting killed by SIGTERM (a scheduler, `kill`) or Ctrl-C stops the whole mutmut
+    process group and returns, so that its minutes are logged and the shard resumes; a failing
+    mutmut is an error."""
+    import os
+    import signal
+    import threading
+    import time
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "mutmut"
+    fake.write_text("#!/bin/sh\nsleep 30 & echo $! > \"$PIDFILE\"\nwait\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PIDFILE", str(tmp_path / "pid"))
+    threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    start = time.time()
+    assert mutation.run_mutmut(["lengen.tasks.*"], 1) is True
+    assert time.time() - start < 20
+    grandchild = int((tmp_path / "pid").read_text())
+    time.sleep(0.2)
+    stat = Path(f"/proc/{grandchild}/stat")  # the sleep mutmut started is gone too (or a zombie)
+    assert not stat.exists() or stat.read_text().split(")")[1].split()[0] == "Z"
+    assert signal.getsignal(signal.SIGTERM) is not None
+    fake.write_text("#!/bin/sh\nexit 3\n")
+    with pytest.raises(subprocess.CalledProcessError):
+        mutation.run_mutmut([], 1)
 
 
 def test_held_back_science_still_applies_to_head(tmp_path):

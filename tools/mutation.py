@@ -34,6 +34,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -197,15 +198,51 @@ def log_sitting(shard: str, before: dict[str, str], after: dict[str, str], minut
 
 
 def shard_times(sittings: list[dict], results: dict[str, str]) -> pd.DataFrame:
-    """Per shard: its mutants, its minutes over all its sittings, how many sittings, the commit."""
+    """Per shard: its mutants, its minutes over its timed sittings, how many sittings, the
+    mutants checked in sittings nobody timed (minutes null: a sitting killed before this script
+    logged interrupted ones; its minutes are then a lower bound), the commits."""
     progress = shard_progress(results).set_index("shard")
     rows = []
     for shard in SHARDS:
         mine = [s for s in sittings if s["shard"] == shard]
+        timed = [s for s in mine if s["minutes"] is not None]
         rows.append({"shard": shard, "mutants": int(progress.loc[shard, "mutants"]),
-                     "minutes": round(sum(s["minutes"] for s in mine), 1), "sittings": len(mine),
+                     "minutes": round(sum(s["minutes"] for s in timed), 1), "sittings": len(mine),
+                     "untimed_checked": sum(s["checked"] for s in mine if s["minutes"] is None),
                      "commits": " ".join(sorted({s["commit"] for s in mine}))})  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def run_mutmut(names: list[str], children: int) -> bool:
+    """`mutmut run` on these names; True when it was interrupted (Ctrl-C, or SIGTERM as a job
+    scheduler or `kill` sends it), so that the sitting is still logged (mutmut has saved each
+    mutant it finished) and the shard resumes where it stopped."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    proc = subprocess.Popen(["mutmut", "run", "--max-children", str(children), *names], cwd=ROOT,
+                            env=env, start_new_session=True)  # fmt: skip
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        if proc.wait() != 0:
+            raise subprocess.CalledProcessError(proc.returncode, "mutmut run")
+        return False
+    except KeyboardInterrupt:
+        os.killpg(proc.pid, signal.SIGINT)  # mutmut records its running mutants as interrupted
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pass
+        try:  # then whatever of its group is left (workers that ignored SIGINT)
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        return True
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -234,7 +271,6 @@ def main(argv: list[str] | None = None) -> int:
         if whole or args.fresh:
             shutil.rmtree(ROOT / "mutants", ignore_errors=True)  # a score from scratch
         start = time.time()
-        env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
         names = [f"{m}.*" for m in args.modules]
         before = read_results()
         if args.retest:
@@ -247,10 +283,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"shard {args.shard}: every mutant is checked")  # `mutmut run` alone runs all
         else:
             sync_tests()
-            subprocess.run(["mutmut", "run", "--max-children", str(args.children), *names],
-                           cwd=ROOT, env=env, check=True)  # fmt: skip
+            interrupted = run_mutmut(names, args.children)
             minutes = (time.time() - start) / 60
-            print(f"mutation run: {minutes:.1f} min")
+            print(f"mutation run: {minutes:.1f} min" + (" (interrupted)" if interrupted else ""))
             if args.shard:
                 sitting = (args.shard, before, minutes)
     results = read_results()
