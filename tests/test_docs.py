@@ -395,3 +395,21 @@ def test_a_quoted_number_of_the_results_doc_is_read_from_the_reference(tmp_path)
     assert (docs / "results.md").read_text() == (
         "<!-- ref:toy_accuracy variant=a stat=max -->1.00<!-- /ref -->"
     )
+
+
+def test_the_mutation_score_in_the_docs_is_the_committed_table():
+    """docs/testing.md's score (per module, per shard) is the rendering of
+    reference/mutation_score.csv and reference/mutation_shards.csv (`python tools/mutation.py
+    --write-docs`); before a whole score is committed the page shows none."""
+    import pandas as pd
+
+    tool = load_script(ROOT / "tools" / "mutation.py")
+    doc = (ROOT / "docs" / "testing.md").read_text()
+    block = tool.DOC_BLOCK.search(doc)
+    if not tool.SHARD_TIMES.exists():
+        assert block is None, "docs/testing.md shows a score that reference/ does not hold"
+        return
+    body = tool.docs_block(pd.read_csv(tool.OUT), pd.read_csv(tool.SHARD_TIMES,
+                                                              keep_default_na=False))  # fmt: skip
+    assert block is not None, "docs/testing.md has no mutation:score block"
+    assert body in block[0], "stale: run `python tools/mutation.py --write-docs`"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -192,3 +194,67 @@ def test_combine_sorts_by_setting_seed_length(tmp_path):
     pd.DataFrame(rows).to_csv(own, index=False)
     out = combine([*paths, own], tmp_path / "with_equal.csv")
     assert sorted(out[out.variant == "ppc_equal"].length) == [6, 12, 18]
+
+
+def test_a_fused_groups_evaluation_equals_each_model_alone(tmp_path, smoke_config, monkeypatch):
+    """`evaluate generate` with a fused group's models (lengen.analysis.evaluate: its members
+    that share a test set decode it as one model) writes each member the table it gets alone:
+    PPC parity at jump 1 with two seeds (one fused pass) and jump 2 (its own test set). Scoring
+    is swapped for a hash of what each run generated, so every accuracy depends on the run's own
+    tokens (untrained models would score 0 everywhere and prove nothing)."""
+    import pandas as pd
+
+    from lengen import tasks
+    from lengen.analysis import evaluate
+    from lengen.model.modelfile import write_model_file
+    from lengen.tasks import parse_spec
+    from lengen.train.train import build_model
+
+    def content(gen, tokens, ids, check_positions):  # a row "passes" by what it generated
+        return (gen.tokens.sum(-1) + gen.position_ids.sum(-1) + tokens.sum(-1)) % 3 == 0
+
+    monkeypatch.setattr(evaluate, "exact_match", content)
+    paths = []
+    for jump, run in ((1, 0), (1, 1), (2, 0)):
+        spec = tasks.generation_spec(smoke_config, "parity_scratchpad", "ppc", jump, run)
+        spec = parse_spec(spec)
+        folder = tmp_path / f"k{jump}" / f"seed{run}"
+        folder.mkdir(parents=True)
+        write_model_file(build_model(spec), spec, folder / "model.pt", 7, "steps")
+        paths.append(folder / "model.pt")
+    eval_cfg = {**smoke_config["parity_scratchpad"]["eval"], "n_examples": 24, "batch_size": 10}
+    alone = [evaluate.evaluate_scratchpad(p, eval_cfg, 0, p.parent / "alone.csv") for p in paths]
+    outs = [p.parent / "fused.csv" for p in paths]
+    evaluate.main(["generate", "--model", *map(str, paths), "--eval", json.dumps(eval_cfg),
+                   "--seed", "0", "--out", *map(str, outs)])  # fmt: skip
+    for want, out in zip(alone, outs, strict=True):
+        pd.testing.assert_frame_equal(pd.read_csv(out), pd.read_csv(out.parent / "alone.csv"))
+        assert len(want) == len(eval_cfg["lengths"])
+    # the two runs decoded in one pass generated different things: a swap would show
+    assert list(alone[0]["accuracy"]) != list(alone[1]["accuracy"])
+
+
+def test_check_lengths_holds_each_variant_to_its_grid(tmp_path):
+    """A table is held to the grid the config asks for, variant by variant: the same lengths pass;
+    a missing or an extra length, or a variant the config does not score, is a TableError
+    naming the file, the lengths and the fix; a table without variants is held to ''."""
+    from lengen.analysis.evaluate import check_lengths
+
+    path = tmp_path / "eval.csv"
+    table = pd.DataFrame({"variant": ["a", "a", "b"], "length": [10, 20, 10]})
+    check_lengths(table, {"a": [20, 10], "b": [10], "c": [5]}, path, "FIX")
+    cut = rf"{path}: a scored at lengths \[10, 20\], the config asks for \[10, 20, 30\] " \
+          r"\(missing \[30\], not asked \[\]: cut off, or an older config's\?\); FIX$"  # fmt: skip
+    with pytest.raises(TableError, match=cut):
+        check_lengths(table, {"a": [10, 20, 30], "b": [10]}, path, "FIX")
+    extra = r"b scored at lengths \[10\], the config asks for \[\] \(missing \[\], not asked \[10\]"
+    with pytest.raises(TableError, match=extra):
+        check_lengths(table, {"a": [10, 20], "b": []}, path, "FIX")
+    unknown = rf"{path}: variant 'b' is not one the config scores \(\['a'\]\); FIX$"
+    with pytest.raises(TableError, match=unknown):
+        check_lengths(table, {"a": [10, 20]}, path, "FIX")
+    plain = pd.DataFrame({"length": [4, 8]})
+    check_lengths(plain, {"": [8, 4]}, path, "FIX")
+    no_variant = r"csv: scored at lengths \[4, 8\], the config asks for \[4\]"
+    with pytest.raises(TableError, match=no_variant):
+        check_lengths(plain, {"": [4]}, path, "FIX")

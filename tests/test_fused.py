@@ -91,44 +91,6 @@ def test_fused_greedy_decoding_equals_each_model(name):
             assert (together.position_ids[r] == alone.position_ids).all(), (r, use_cache)
 
 
-def test_a_fused_groups_evaluation_equals_each_model_alone(tmp_path, smoke_config, monkeypatch):
-    """`evaluate generate` with a fused group's models (lengen.analysis.evaluate: its members
-    that share a test set decode it as one model) writes each member the table it gets alone:
-    PPC parity at jump 1 with two seeds (one fused pass) and jump 2 (its own test set). Scoring
-    is swapped for a hash of what each run generated, so every accuracy depends on the run's own
-    tokens (untrained models would score 0 everywhere and prove nothing)."""
-    import pandas as pd
-
-    from lengen import tasks
-    from lengen.analysis import evaluate
-    from lengen.model.modelfile import write_model_file
-    from lengen.tasks import parse_spec
-    from lengen.train.train import build_model
-
-    def content(gen, tokens, ids, check_positions):  # a row "passes" by what it generated
-        return (gen.tokens.sum(-1) + gen.position_ids.sum(-1) + tokens.sum(-1)) % 3 == 0
-
-    monkeypatch.setattr(evaluate, "exact_match", content)
-    paths = []
-    for jump, run in ((1, 0), (1, 1), (2, 0)):
-        spec = tasks.generation_spec(smoke_config, "parity_scratchpad", "ppc", jump, run)
-        spec = parse_spec(spec)
-        folder = tmp_path / f"k{jump}" / f"seed{run}"
-        folder.mkdir(parents=True)
-        write_model_file(build_model(spec), spec, folder / "model.pt", 7, "steps")
-        paths.append(folder / "model.pt")
-    eval_cfg = {**smoke_config["parity_scratchpad"]["eval"], "n_examples": 24, "batch_size": 10}
-    alone = [evaluate.evaluate_scratchpad(p, eval_cfg, 0, p.parent / "alone.csv") for p in paths]
-    outs = [p.parent / "fused.csv" for p in paths]
-    evaluate.main(["generate", "--model", *map(str, paths), "--eval", json.dumps(eval_cfg),
-                   "--seed", "0", "--out", *map(str, outs)])  # fmt: skip
-    for want, out in zip(alone, outs, strict=True):
-        pd.testing.assert_frame_equal(pd.read_csv(out), pd.read_csv(out.parent / "alone.csv"))
-        assert len(want) == len(eval_cfg["lengths"])
-    # the two runs decoded in one pass generated different things: a swap would show
-    assert list(alone[0]["accuracy"]) != list(alone[1]["accuracy"])
-
-
 def test_a_group_needs_one_shape():
     a = members(SCHEMES["NoPE"])[0]
     b = GPTNeoX(ModelConfig(vocab_size=V, n_layer=1, n_head=2, d_model=16, position="nope"))
@@ -220,7 +182,6 @@ def test_the_fused_profile_groups_the_step_and_names_its_top_operators(tmp_path)
     """benchmarks/fused_profile.py (the next GPU lease's look at the fused step's time): on the
     CPU it profiles a tiny group's step, groups the operators (matmuls among them) and writes
     them."""
-    import json
 
     from .conftest import ROOT
     from .helpers import load_script

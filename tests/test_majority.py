@@ -67,6 +67,8 @@ def test_config_checks_name_the_key(smoke_config):
 def test_it_is_a_generation_task_registered_once():
     assert tasks.get("majority") is mj and "majority" in tasks.generation_tasks()
     assert mj.SETTING.key == "train_max_len" and mj.longest_tokens({}, 11) == 14
+    with pytest.raises(KeyError, match=r"unknown task 'majorty'; known: \['majority', "):
+        tasks.get("majorty")
 
 
 @pytest.mark.parametrize("scheme", ["absolute", "nope", "alibi", "rope_pose"])
@@ -118,4 +120,3 @@ def test_config_checks_each_constraint_alone(smoke_config):
     coupled = ("mj.variants.p.scheme", "ppc feeds coupled IDs: majority has none")
     assert errors(variants=variants) == [coupled]
     assert mj.train_lengths(edited(smoke_config["majority"], train_max_lens=[9, 5])) == (3, 9)
-    assert mj.longest_tokens(smoke_config["majority"], 11) == 14

@@ -486,3 +486,19 @@ def test_variable_assignment_spec_of_one_model():
     spec = va.task_spec(section, {"scheme": "rope_pose", "scratchpad": False, "runs": 3}, 3)
     assert spec == {"depth": 3, "scheme": "rope_pose", "train_min_len": 6, "train_max_len": 18,
                     "l_max": 60, "n_vars": 20, "scratchpad": False}  # fmt: skip
+
+
+def test_variable_assignment_model_spec_is_its_variant_and_depth(smoke_config):
+    """A variable-assignment model's task section (App. E.3.1): depth d, the variant's scheme
+    and scratchpad, the section's lengths and number of variables."""
+    from lengen import tasks
+
+    section = smoke_config["variable_assignment"]
+    for variant, scheme, scratchpad in (("no_scratchpad", "rope_pose", False),
+                                        ("ppc", "ppc", True)):  # fmt: skip
+        spec = tasks.generation_spec(smoke_config, "variable_assignment", variant, 2, 0)
+        assert spec["task"] == {"depth": 2, "scheme": scheme, "train_min_len": 6,
+                                "train_max_len": 12, "l_max": 40, "n_vars": 20,
+                                "scratchpad": scratchpad}  # fmt: skip
+    assert va.task_spec(section, {"scheme": "nope", "scratchpad": True}, 5)["depth"] == 5
+    assert va.train_lengths(section) == (6, 12)

@@ -7,6 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from .conftest import ROOT
@@ -22,6 +23,10 @@ def test_module_of_mutant_names():
     assert mutation.module_of(name) == "lengen.tasks.natural_language"
     name = "lengen.core.batch.xǁExampleǁmodel_inputs__mutmut_3"
     assert mutation.module_of(name) == "lengen.core.batch"
+    assert mutation.in_modules(name, []) and mutation.in_modules(name, ["lengen.core"])
+    assert mutation.in_modules(name, ["lengen.tasks", "lengen.core.batch"])
+    assert not mutation.in_modules(name, ["lengen.core.bat", "lengen.tasks"])
+    assert mutation.in_modules("lengen.tasks.x_get__mutmut_2", ["lengen.tasks"])
 
 
 def test_score_counts_every_mutant_not_killed_except_listed_equivalents():
@@ -231,3 +236,30 @@ def test_a_resumed_mutation_run_tests_with_todays_tests(tmp_path):
     assert mutation.sync_tests(tmp_path)
     assert (tmp_path / "mutants" / "tests" / "test_a.py").read_text() == "new"
     assert (tmp_path / "mutants" / "tests" / "test_b.py").read_text() == "added"
+
+
+def test_the_docs_block_renders_the_score_and_the_shards(tmp_path, monkeypatch):
+    results = {"lengen.a.x_f__mutmut_1": "killed", "lengen.a.x_f__mutmut_2": "survived",
+               "lengen.b.x_g__mutmut_1": "killed"}  # fmt: skip
+    score = mutation.score_table(results, {})
+    shards = pd.DataFrame([{"shard": "report", "mutants": 3, "minutes": 12.34, "sittings": 2,
+                            "untimed_checked": 0, "commits": "abc def"}])  # fmt: skip
+    body = mutation.docs_block(score, shards)
+    assert "| a | 2 | 1 | 1 | 0 | 0 | 0.50 |" in body and "| b | 1 | 1 | 0 | 0 | 0 | 1.00 |" in body
+    assert "| **core (all)** | 3 | 2 | 1 | 0 | 0 | 0.67 |" in body
+    assert "| report | 3 | 12.3 | 2 | 0 | abc def |" in body
+    assert body.endswith("Lowest module: a at 0.50; the whole core at 0.67.")
+    doc = tmp_path / "testing.md"
+    doc.write_text("before\n<!-- mutation:score begin (tools/mutation.py --write-docs) -->\nold\n"
+                   "<!-- mutation:score end -->\nafter\n")  # fmt: skip
+    score.to_csv(tmp_path / "score.csv", index=False)
+    shards.to_csv(tmp_path / "shards.csv", index=False)
+    monkeypatch.setattr(mutation, "OUT", tmp_path / "score.csv")
+    monkeypatch.setattr(mutation, "SHARD_TIMES", tmp_path / "shards.csv")
+    mutation.write_docs(doc)
+    text = doc.read_text()
+    assert text.startswith("before\n") and text.endswith("after\n") and "old" not in text
+    assert mutation.docs_block(score, shards) in text
+    doc.write_text("no block")
+    with pytest.raises(SystemExit, match="no <!-- mutation:score begin"):
+        mutation.write_docs(doc)

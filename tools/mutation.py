@@ -67,6 +67,12 @@ def module_of(name: str) -> str:
     return name.split("__mutmut_")[0].rsplit(".", 1)[0]
 
 
+def in_modules(name: str, modules: list[str]) -> bool:
+    """Whether a mutant is in one of these modules or packages (all of them when none)."""
+    module = module_of(name)
+    return not modules or any(module == m or module.startswith(m + ".") for m in modules)
+
+
 def read_results() -> dict[str, str]:
     """Mutant name -> status from `mutmut results --all true` (none before a first run)."""
     if not (ROOT / "mutants").exists():
@@ -245,6 +251,44 @@ def run_mutmut(names: list[str], children: int) -> bool:
         signal.signal(signal.SIGTERM, previous)
 
 
+DOC = ROOT / "docs" / "testing.md"
+DOC_BLOCK = re.compile(r"<!-- mutation:score begin \(tools/mutation.py --write-docs\) -->.*?"
+                       r"<!-- mutation:score end -->", re.S)  # fmt: skip
+
+
+def docs_block(score: pd.DataFrame, shards: pd.DataFrame) -> str:
+    """docs/testing.md's account of the committed score, rendered from the two committed tables
+    (held equal to them by tests/test_docs.py): the score per module, then each shard's time."""
+    lines = ["| module | mutants | killed | survived | no test | equivalent | score |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for row in score.itertuples():
+        name = row.module.removeprefix("lengen.")
+        lines.append(f"| {'**' + name + '**' if name == 'core (all)' else name} | {row.mutants} "
+                     f"| {row.killed} | {row.survived} | {row.no_tests} | {row.equivalent} "
+                     f"| {row.score:.2f} |")  # fmt: skip
+    lines += ["", "| shard | mutants | minutes on 2 cores | sittings | checked in untimed "
+              "sittings | commits |", "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for row in shards.itertuples():
+        lines.append(f"| {row.shard} | {row.mutants} | {row.minutes:.1f} | {row.sittings} "
+                     f"| {row.untimed_checked} | {row.commits} |")  # fmt: skip
+    lowest = score[score.module != "core (all)"].sort_values("score").iloc[0]
+    lines += ["", f"Lowest module: {lowest.module.removeprefix('lengen.')} at "
+              f"{lowest.score:.2f}; the whole core at "
+              f"{score[score.module == 'core (all)'].score.iloc[0]:.2f}."]  # fmt: skip
+    return "\n".join(lines)
+
+
+def write_docs(doc: Path = DOC) -> None:
+    """Replace docs/testing.md's score block with the committed tables' rendering."""
+    body = docs_block(pd.read_csv(OUT), pd.read_csv(SHARD_TIMES, keep_default_na=False))
+    text = doc.read_text()
+    if not DOC_BLOCK.search(text):
+        raise SystemExit(f"{doc}: no <!-- mutation:score begin ... --> block to fill")
+    block = (f"<!-- mutation:score begin (tools/mutation.py --write-docs) -->\n{body}\n"
+             "<!-- mutation:score end -->")  # fmt: skip
+    doc.write_text(DOC_BLOCK.sub(lambda m: block, text))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("modules", nargs="*", help="only these modules (default: the whole core)")
@@ -252,7 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--retest",
         action="store_true",
-        help="run the last run's surviving mutants again (after adding tests)",
+        help="run the last run's surviving mutants again (after adding tests); with modules, "
+        "only theirs",
     )
     parser.add_argument("--keep", action="store_true",
                         help="reuse the last run's results for unchanged functions")  # fmt: skip
@@ -261,7 +306,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shards", action="store_true", help="print each shard's progress")
     parser.add_argument("--fresh", action="store_true", help="delete mutants/ first (with --shard)")
     parser.add_argument("--children", type=int, default=os.cpu_count() or 1)
+    parser.add_argument(
+        "--write-docs",
+        action="store_true",
+        help="fill docs/testing.md's score block from the committed tables",
+    )
     args = parser.parse_args(argv)
+    if args.write_docs:
+        write_docs()
+        return 0
     if args.shards:
         print(shard_progress(read_results()).to_string(index=False))
         return 0
@@ -273,8 +326,9 @@ def main(argv: list[str] | None = None) -> int:
         start = time.time()
         names = [f"{m}.*" for m in args.modules]
         before = read_results()
-        if args.retest:
-            names = [n for n, st in before.items() if survived(st)]
+        if args.retest:  # the survivors of the named modules (packages), or of the whole core
+            names = [n for n, st in before.items()
+                     if survived(st) and in_modules(n, args.modules)]  # fmt: skip
         if args.shard:
             names = shard_selection(args.shard, before)
             what = "patterns" if names == SHARDS[args.shard] else "mutants to check"
@@ -297,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     left = unfinished(shard_progress(results))
     if args.modules:
-        results = {n: st for n, st in results.items() if module_of(n) in args.modules}
+        results = {n: st for n, st in results.items() if in_modules(n, args.modules)}
     rules = yaml.safe_load(EQUIVALENT.read_text()) or [] if EQUIVALENT.exists() else []
     equivalent = equivalents(results, rules)
     table = score_table(results, equivalent)

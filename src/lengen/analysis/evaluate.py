@@ -133,7 +133,7 @@ def evaluate_scratchpad_group(
     members that share a test set (one experiment, variant and jump / depth: their task specs
     are equal, only their seeds differ) decode it as one fused model (lengen.model.fused), a
     length's prompts once for all of them; each member gets its own table, file and MLflow
-    metrics, equal to evaluating it alone (tests/test_fused.py)."""
+    metrics, equal to evaluating it alone (tests/test_evaluate.py)."""
     device = eval_device()
     saved = [read_model_file(path, device) for path in model_paths]
     specs = [parse_spec(s["spec"]) for s in saved]
@@ -219,7 +219,8 @@ def check_lengths(table: pd.DataFrame, lengths: dict[str, list[int]], path: Path
         if got != want:
             missing, extra = sorted(want - got), sorted(got - want)
             raise TableError(
-                f"{path}: {variant} scored at lengths {sorted(got)}, the config asks for "
+                f"{path}: {f'{variant} ' if variant else ''}scored at lengths {sorted(got)}, "
+                f"the config asks for "
                 f"{sorted(want)} (missing {missing}, not asked {extra}: cut off, or an older "
                 f"config's?); {fix}"
             )
