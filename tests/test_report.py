@@ -151,6 +151,11 @@ def test_sp1_is_the_worst_length_not_the_last():
     d = sparse_parity("good")
     d.loc[(d.k_train == 8) & (d.k_test == 8) & (d.length == 100), "accuracy"] = 0.2
     assert verdicts(tables(sparse_parity=d))["SP-1"] == "not reproduced"
+    # only K_train <= 8 counts ("for K_train <= 8"): a K_train 9 model that fails leaves it
+    nine = sparse_parity("good")
+    nine = nine[nine.k_train == 8].assign(k_train=9, accuracy=0.2)
+    d = pd.concat([sparse_parity("good"), nine], ignore_index=True)
+    assert verdicts(tables(sparse_parity=d))["SP-1"] == "reproduced"
 
 
 PS_IDS, VA_IDS = ("PS-1", "PS-2", "PS-3"), ("VA-1", "VA-2", "VA-3", "VA-4")

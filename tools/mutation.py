@@ -144,6 +144,11 @@ def mutated_lines(name: str) -> dict[str, str]:
             for side, mark in (("added", "+ "), ("removed", "- "))}  # fmt: skip
 
 
+def read_rules() -> list[dict]:
+    """tools/mutation_equivalent.yaml's rules (none without the file)."""
+    return (yaml.safe_load(EQUIVALENT.read_text()) or []) if EQUIVALENT.exists() else []
+
+
 def equivalents(results: dict[str, str], rules: list[dict]) -> dict[str, str]:
     """Survivor -> the reason of the first rule it matches (name pattern and mutated line)."""
     found = {}
@@ -326,9 +331,12 @@ def main(argv: list[str] | None = None) -> int:
         start = time.time()
         names = [f"{m}.*" for m in args.modules]
         before = read_results()
-        if args.retest:  # the survivors of the named modules (packages), or of the whole core
-            names = [n for n, st in before.items()
-                     if survived(st) and in_modules(n, args.modules)]  # fmt: skip
+        if args.retest:  # the survivors of the named modules (packages), or of the whole core,
+            # but not the equivalents: they survive by construction and count in no score
+            mine = {n: st for n, st in before.items()
+                    if survived(st) and in_modules(n, args.modules)}  # fmt: skip
+            names = sorted(set(mine) - set(equivalents(mine, read_rules())))
+            print(f"retest: {len(names)} survivors ({len(mine) - len(names)} equivalents left out)")
         if args.shard:
             names = shard_selection(args.shard, before)
             what = "patterns" if names == SHARDS[args.shard] else "mutants to check"
@@ -352,8 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     left = unfinished(shard_progress(results))
     if args.modules:
         results = {n: st for n, st in results.items() if in_modules(n, args.modules)}
-    rules = yaml.safe_load(EQUIVALENT.read_text()) or [] if EQUIVALENT.exists() else []
-    equivalent = equivalents(results, rules)
+    equivalent = equivalents(results, read_rules())
     table = score_table(results, equivalent)
     out = OUT if not left and not args.modules else PARTIAL
     out.parent.mkdir(parents=True, exist_ok=True)
