@@ -258,3 +258,76 @@ def test_check_lengths_holds_each_variant_to_its_grid(tmp_path):
     no_variant = r"csv: scored at lengths \[4, 8\], the config asks for \[4\]"
     with pytest.raises(TableError, match=no_variant):
         check_lengths(plain, {"": [4]}, path, "FIX")
+
+
+def _sp_rows(**over) -> pd.DataFrame:
+    """A sparse-parity eval table: one model (K_train 4, seed 0), lengths 20, 40, k_test 1, 3."""
+    rows = [dict(experiment="sparse_parity", variant="neox", k_train=4, seed=0, length=n,
+                 k_test=k, n=8, accuracy=0.5) for n in (20, 40) for k in (1, 3)]  # fmt: skip
+    return pd.DataFrame(rows).assign(**over)
+
+
+def test_read_eval_table_names_each_defect_and_its_column(tmp_path):
+    """read_eval_table: an unreadable file names its parser error; no rows or no experiment; NaN
+    and non-integral values name every such key column (the last one, `n`, too); an accuracy
+    outside [0, 1] names 'accuracy'; integral floats come back int64; with `lengths`, the grid
+    is checked naming the file and its fix."""
+    from lengen.analysis.evaluate import read_eval_table
+
+    path = tmp_path / "eval.csv"
+    fix = f"delete {path} and rerun its eval rule"
+
+    def refused(table: pd.DataFrame | str) -> str:
+        path.write_text(table) if isinstance(table, str) else table.to_csv(path, index=False)
+        with pytest.raises(TableError) as err:
+            read_eval_table(path)
+        assert str(err.value).startswith(f"{path}: ") and str(err.value).endswith(fix)
+        return str(err.value)
+
+    assert "unreadable (EmptyDataError: " in refused("")
+    no_experiment = _sp_rows().drop(columns="experiment")
+    assert f"no rows or no 'experiment' column; {fix}" in refused(no_experiment)
+    nan_and_half = _sp_rows(seed=[0, 0, 0, None], length=[20, 20, 40.5, 40])
+    assert "values in ['seed', 'length'] (a file cut mid-line?)" in refused(nan_and_half)
+    assert "values in ['n'] " in refused(_sp_rows(n=[8, 8, 8, 8.5]))
+    assert "values in ['k_train'] " in refused(_sp_rows(k_train=[4, 4, 4.5, 4]))
+    assert "values in ['accuracy'] " in refused(_sp_rows(accuracy=[0.5, 0.5, 0.5, 1.5]))
+    assert "values in ['accuracy'] " in refused(_sp_rows(accuracy=[0.5, -0.1, 0.5, 0.5]))
+    _sp_rows(n=8.0, length=[20.0, 20.0, 40.0, 40.0]).to_csv(path, index=False)
+    table = read_eval_table(path)
+    assert (table.dtypes[["k_train", "seed", "length", "k_test", "n"]] == "int64").all()
+    assert read_eval_table(path, {"neox": [40, 20]}).equals(table)
+    with pytest.raises(TableError, match=rf"^{path}: neox scored at lengths \[20, 40\], the "
+                                         rf"config asks for \[20\] .*; {fix}$"):  # fmt: skip
+        read_eval_table(path, {"neox": [20]})
+
+
+def test_combine_checks_the_grid_per_variant_and_writes_where_asked(tmp_path):
+    """combine: with `lengths`, each table is held to the config's grid; of a variant's tables
+    the one with fewer test points is named, whichever comes first (grids that do not nest
+    included); tables without a variant column and a single row combine; the output folder is
+    made, however deep."""
+    from lengen.analysis.evaluate import combine
+
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    _sp_rows().to_csv(a, index=False)
+    _sp_rows(seed=1).to_csv(b, index=False)
+    out = tmp_path / "x" / "y" / "all.csv"
+    assert len(combine([a, b], out, {"neox": [20, 40]})) == 8 and out.exists()
+    with pytest.raises(TableError, match=r"a.csv: neox scored at lengths \[20, 40\]"):
+        combine([a, b], out, {"neox": [20, 40, 60]})
+    # grids that do not nest: a has (20, 40) x (1, 3); c has (20, 60, 80) x (1, 3) -> a is short
+    c = tmp_path / "c.csv"
+    rows = [dict(experiment="sparse_parity", variant="neox", k_train=4, seed=2, length=n,
+                 k_test=k, n=8, accuracy=0.5) for n in (20, 60, 80) for k in (1, 3)]  # fmt: skip
+    pd.DataFrame(rows).to_csv(c, index=False)
+    with pytest.raises(TableError, match=r"a.csv: 4 test points where the other tables of its "
+                                         r"variant have 6"):  # fmt: skip
+        combine([a, c], out)
+    plain = [tmp_path / "p0.csv", tmp_path / "p1.csv"]
+    for seed, path in enumerate(plain):
+        _sp_rows(seed=seed).drop(columns="variant").to_csv(path, index=False)
+    assert combine(plain, out)["seed"].tolist() == [0] * 4 + [1] * 4
+    one = tmp_path / "one.csv"
+    _sp_rows().iloc[:1].to_csv(one, index=False)
+    assert len(combine([one], out)) == 1

@@ -718,3 +718,30 @@ def test_config_checks_each_constraint_alone(smoke_config):
     assert debian == [("nl.corpus.packages.0.format", "required when source is debian")]
     supported = {n for n, s in SCHEME_TABLE.items() if natural_language.supports(s)}
     assert supported == {"rope_pose", "nope", "alibi"}  # not ppc (coupled), not absolute (shift)
+
+
+def test_window_table_needs_a_target_beyond_the_window():
+    """Chunks of window + 2 tokens have one target beyond the window (it is scored); chunks of
+    window + 1 have none: a ValueError naming the chunk length and the window."""
+    chunks = np.random.default_rng(0).integers(0, 50, (2, SHORT + 2))
+    table = perplexity.window_table(LastToken(), chunks, SHORT, 4, progress=False)
+    assert set(table.n_targets) == {1} and len(table) == 4
+    with pytest.raises(ValueError, match=rf"^chunks of {SHORT + 1} tokens have no target beyond "
+                                         rf"{SHORT}$"):  # fmt: skip
+        perplexity.window_table(LastToken(), chunks[:, :-1], SHORT, 4, progress=False)
+
+
+def test_analyse_passes_its_memory_bound_to_every_forward(model, monkeypatch):
+    """analyse's rows_per_pass (the CLI's memory budget) reaches the leave-one-out pass, the one
+    with Lbar - L - 1 masked copies (the three contexts' pass has 3 rows)."""
+    seen = []
+    original = influence.target_logprob
+
+    def spy(model, x, keep, rows_per_pass=None):
+        seen.append(rows_per_pass)
+        return original(model, x, keep, rows_per_pass)
+
+    monkeypatch.setattr(influence, "target_logprob", spy)
+    examples = np.stack([_seq(3).numpy()])
+    influence.analyse({"h_short": model}, examples, SHORT, k=2, rows_per_pass=5)
+    assert seen[0] == 5 and LONG - SHORT - 1 > 5
