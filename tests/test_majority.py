@@ -120,3 +120,15 @@ def test_config_checks_each_constraint_alone(smoke_config):
     coupled = ("mj.variants.p.scheme", "ppc feeds coupled IDs: majority has none")
     assert errors(variants=variants) == [coupled]
     assert mj.train_lengths(edited(smoke_config["majority"], train_max_lens=[9, 5])) == (3, 9)
+
+
+def test_the_test_set_is_fixed_by_seed_and_length(capsys):
+    """testset: one fixed draw per length from (seed, length): the same twice, another seed
+    another draw; `lengen sample majority` takes any odd length (9 too)."""
+    spec = make_spec("majority", task={"train_min_len": 3, "train_max_len": 7, "l_max": 20})
+    eval_cfg = {"lengths": [9, 5], "n_examples": 16}
+    a, b, c = (mj.testset(spec, eval_cfg, seed) for seed in (0, 0, 1))
+    assert list(a) == [5, 9] and all((a[n].tokens == b[n].tokens).all() for n in a)
+    assert not (a[9].tokens == c[9].tokens).all() and a[9].tokens.shape == (16, 12)
+    cli.main(["sample", "majority", "--length", "9", "--n", "1"])
+    assert json.loads(capsys.readouterr().out)["length"] == 9

@@ -75,6 +75,7 @@ def test_variable_assignment_paper_example_w2_d2():
     assert ids.tolist() == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0, 6, 7, 8, 9, 10, 11]
     no_pad, no_pad_ids = va.encode(chains, np.array([1, 0, 0, 1]), scratchpad=False)
     assert words(no_pad, vocab)[-2:] == ["<SEP2>", "v3"] and len(no_pad_ids) == len(no_pad)
+    assert no_pad_ids.tolist() == ids[:16].tolist() + [0]  # the answer, like <SEP2>: ID 0
 
 
 @pytest.mark.parametrize("depth", [2, 3, 4, 5])
@@ -502,3 +503,29 @@ def test_variable_assignment_model_spec_is_its_variant_and_depth(smoke_config):
                                 "scratchpad": scratchpad}  # fmt: skip
     assert va.task_spec(section, {"scheme": "nope", "scratchpad": True}, 5)["depth"] == 5
     assert va.train_lengths(section) == (6, 12)
+
+
+def test_longest_inputs_and_the_variables_a_length_needs():
+    """longest_tokens is the longest sequence a length gives (the position-ID range): parity
+    at jump 1 (<BOS>, l bits, <SEP>, l scratchpad bits) and variable assignment with its
+    scratchpad at the section's deepest depth; without the scratchpad (the spec's own flag,
+    also in a training draw) it is shorter. A length needs w (d + 1) variables, no more; l = k
+    bits is the shortest parity input at jump k."""
+    rng = np.random.default_rng(0)
+    assert ps.sample(rng, 2, 12, 1).tokens.shape[1] == ps.longest_tokens({}, 12) == 14
+    assert ps.n_bits(4, 2) == 2 and ps.n_bits(9, 2) == 4
+    with pytest.raises(ValueError, match=r"length 2l=3 is too short for jump 2"):
+        ps.n_bits(3, 2)
+    section = {"depths": [2, 3]}
+    for length in (9, 18):
+        full = va.sample(rng, 2, length, 3, 40).tokens.shape[1]
+        assert full == va.longest_tokens(section, length) == length + 4 + 9
+        assert va.sample(rng, 2, length, 3, 40, scratchpad=False).tokens.shape[1] < full
+    task = {"depth": 2, "n_vars": 20, "train_min_len": 12, "train_max_len": 12,
+            "scratchpad": False}  # fmt: skip
+    spec = make_spec("variable_assignment", task=task)
+    assert va.draw_train(spec, rng).tokens.shape[1] == 1 + 1 + 1 + 12 + 1 + 1
+    w = va.n_chains(12, 3)  # 1 chain of 4 variables
+    assert va.sample(rng, 1, 12, 3, w * 4).tokens.shape[1] > 0
+    with pytest.raises(ValueError, match=rf"^{w} chains of depth 3 need more than {w * 4 - 1} "):
+        va.sample(rng, 1, 12, 3, w * 4 - 1)
