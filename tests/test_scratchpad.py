@@ -16,7 +16,7 @@ from lengen.model.model import GPTNeoX, ModelConfig
 from lengen.tasks import parity_scratchpad as ps
 from lengen.tasks import variable_assignment as va
 from lengen.train.loss import training_loss
-from tests.helpers import make_spec
+from tests.helpers import edited, make_spec
 
 
 def words(tokens, vocab):
@@ -503,6 +503,13 @@ def test_variable_assignment_model_spec_is_its_variant_and_depth(smoke_config):
                                 "scratchpad": scratchpad}  # fmt: skip
     assert va.task_spec(section, {"scheme": "nope", "scratchpad": True}, 5)["depth"] == 5
     assert va.train_lengths(section) == (6, 12)
+    # a variant's own model and train keys override the section's; run r trains from seed + r
+    cfg = edited(smoke_config, variable_assignment__variants__no_coupling__train={"lr": 0.5})
+    spec = tasks.generation_spec(cfg, "variable_assignment", "no_coupling", 2, 3)
+    assert spec["model"]["attn_scale"] == "log_length" and spec["model"]["n_layer"] == 1
+    assert spec["train"]["lr"] == 0.5 and spec["train"]["steps"] == section["train"]["steps"]
+    assert (spec["seed"], spec["variant"]) == (cfg["seed"] + 3, "no_coupling")
+    assert spec["run_name"] == "no_coupling/d2/seed3"
 
 
 def test_longest_inputs_and_the_variables_a_length_needs():
