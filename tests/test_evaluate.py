@@ -103,6 +103,17 @@ def test_sparse_parity_evaluate_known_answers(tmp_path, monkeypatch):
         assert set(table.variant) == {"neox"} and set(table.run) == {"r"}
         written = ev.read_eval_table(tmp_path / "eval.csv")
         assert written.accuracy.tolist() == table.accuracy.tolist()
+    # beside a model with an MLflow run, the accuracies go to that run (the spec's store)
+    calls = []
+    fake = type("Tracking", (), {name: staticmethod(lambda *a, n=name: calls.append((n, a)))
+                                 for name in ("resume_run", "log_metrics", "log_artifact",
+                                              "end_run")})  # fmt: skip
+    monkeypatch.setattr(ev, "tracking", fake)
+    (tmp_path / "mlflow_run_id").write_text("abc")
+    ev.evaluate(tmp_path / "m.pt", tmp_path / "test.npz", 4, tmp_path / "eval.csv")
+    assert calls[0] == ("resume_run", (spec["tracking"]["uri"], tmp_path / "mlflow_run_id"))
+    assert calls[1][0] == "log_metrics" and calls[1][1][0]["acc_len20_k6"] == 1.0
+    assert [c[0] for c in calls[2:]] == ["log_artifact", "end_run"]
 
 
 def test_generation_evaluate_known_answers(tmp_path, monkeypatch):

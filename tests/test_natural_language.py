@@ -749,3 +749,51 @@ def test_analyse_passes_its_memory_bound_to_every_forward(model, monkeypatch):
     examples = np.stack([_seq(3).numpy()])
     influence.analyse({"h_short": model}, examples, SHORT, k=2, rows_per_pass=5)
     assert seen[0] == 5 and LONG - SHORT - 1 > 5
+
+
+def test_a_hugging_face_gpt2_scores_like_its_own_forward_and_non_causal_models_are_refused(
+    tmp_path,
+):
+    """HFCausalLM on a GPT-2 (an *LMHeadModel with learned absolute positions, so its IDs must
+    be 0..T-1 exactly): the fully kept row's log-probability is the model's own forward's.
+    Directories that are not causal language models are one ValueError naming the directory and
+    the architecture (or the model type): no config.json, a masked LM, an encoder-decoder
+    whatever its architectures say; a BERT marked as a decoder passes the check."""
+    import json
+
+    from transformers import BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=50, n_positions=32, n_embd=16, n_layer=1,
+                                      n_head=2)).eval()  # fmt: skip
+    gpt2.save_pretrained(tmp_path / "gpt2")
+    hf = influence.HFCausalLM.from_pretrained(tmp_path / "gpt2")
+    x = _seq(2)
+    keep = torch.ones(1, LONG - 1, dtype=torch.bool)
+    with torch.no_grad():
+        logits = gpt2(x[None, :-1]).logits[0, -1]
+    want = torch.log_softmax(logits, -1)[x[-1]]
+    torch.testing.assert_close(influence.target_logprob(hf, x, keep)[0], want, atol=1e-5,
+                               rtol=1e-5)  # fmt: skip
+    not_causal = re.escape("is not a causal (next-token) language model; leave-one-out (Eq. 6) "
+                           "scores p(next token | context)")
+    with pytest.raises(ValueError, match=rf"^{tmp_path}: not a local transformers model "
+                                         r"directory \(no config.json there\)$"):  # fmt: skip
+        influence.HFCausalLM.from_pretrained(tmp_path)
+    BertForMaskedLM(BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1,
+                               num_attention_heads=2, intermediate_size=32)).save_pretrained(
+        tmp_path / "bert")  # fmt: skip
+    with pytest.raises(ValueError, match=rf"^{tmp_path / 'bert'}: BertForMaskedLM {not_causal}"):
+        influence.HFCausalLM.from_pretrained(tmp_path / "bert")
+    config = json.loads((tmp_path / "bert" / "config.json").read_text())
+    (tmp_path / "bert" / "config.json").write_text(json.dumps({**config, "is_decoder": True}))
+    assert isinstance(influence.HFCausalLM.from_pretrained(tmp_path / "bert"), influence.HFCausalLM)
+    for name, archs in (("ed", ["GPT2LMHeadModel"]), ("ed_bare", None)):
+        folder = tmp_path / name
+        folder.mkdir()
+        config = {"model_type": "gpt2", "is_encoder_decoder": True}
+        (folder / "config.json").write_text(json.dumps(
+            config | ({"architectures": archs} if archs else {})))  # fmt: skip
+        what = "GPT2LMHeadModel" if archs else "gpt2"
+        with pytest.raises(ValueError, match=rf"^{folder}: {what} {not_causal}"):
+            influence.HFCausalLM.from_pretrained(folder)

@@ -161,3 +161,17 @@ def test_a_new_scheme_that_only_changes_ids_is_one_entry_in_the_scheme_table(
     monkeypatch.delitem(positions.SCHEME_TABLE, toy.name)
     with pytest.raises(ConfigError, match="parity_scratchpad.variants.rope_pose.scheme"):
         validate(cfg)
+
+
+def test_shift_accepts_ids_up_to_l_max_and_names_ids_beyond():
+    """IDs whose maximum is l_max itself fit (offset 0 only); one beyond is a ValueError naming
+    both numbers; a scheme's label is its figure label, an unknown name stays as it is."""
+    from lengen.core.positions import scheme_label
+
+    at_top = np.array([[0, 5, 10], [0, 1, 2]])
+    shifted = shift_position_ids(np.random.default_rng(0), at_top, 10)
+    assert (shifted[0] == at_top[0]).all()
+    with pytest.raises(ValueError, match=r"^position IDs up to 11 exceed l_max=10$"):
+        shift_position_ids(np.random.default_rng(0), at_top + 1, 10)
+    assert scheme_label("ppc") == "Predictive Position Coupling"
+    assert scheme_label("no_such_scheme") == "no_such_scheme"

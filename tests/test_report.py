@@ -1091,3 +1091,27 @@ def test_sp1_reads_k_train_up_to_8_only():
     good = {(k, k): (1.0, 1.0) for k in (4, 8)}
     t = tables(sparse_parity=_sp({**good, (9, 9): (1.0, 0.3)}))
     assert spc.sp_small_k_generalizes()(t)["estimate"] == 1.0
+
+
+def test_bootstrap_cis_are_the_documented_95_percent_percentile_intervals():
+    """lengen.core.stats: mean_with_ci and diagonal_fit are percentile 95% CIs of 2,000
+    resamples of the points drawn from default_rng(seed = 0), every point drawable (the first
+    one too); the slope's sign is each resample's own."""
+    from lengen.core import stats
+
+    x = np.array([5.0, 0.1, 0.2, 0.3, 0.0, 0.1, 0.2, 0.4, 0.1, 0.3])
+    idx = np.random.default_rng(0).integers(0, len(x), size=(2000, len(x)))
+    lo, hi = np.percentile(x[idx].mean(axis=1), [2.5, 97.5])
+    assert stats.mean_with_ci(x) == (pytest.approx(x.mean()), pytest.approx(lo), pytest.approx(hi))
+    assert stats.mean_with_ci(x, seed=1) != stats.mean_with_ci(x)
+    assert stats.mean_with_ci(x)[2] > 0.9  # resamples that hold the first point's 5.0
+    y = x * 1.1 + np.linspace(-0.1, 0.1, len(x))
+    fit = stats.diagonal_fit(x, y)
+    slope, spread = stats._slope_spread(x[idx], y[idx])
+    assert [fit["slope_ci_low"], fit["slope_ci_high"]] == pytest.approx(
+        np.percentile(slope, [2.5, 97.5]))  # fmt: skip
+    assert [fit["spread_ci_low"], fit["spread_ci_high"]] == pytest.approx(
+        np.percentile(spread, [2.5, 97.5]))  # fmt: skip
+    rows = stats._slope_spread(np.array([[1.0, 2.0], [1.0, 2.0]]), np.array([[1.0, 2.0],
+                                                                             [-1.0, -2.0]]))
+    assert rows[0].tolist() == [1.0, -1.0]
