@@ -81,3 +81,19 @@ def edited(section: dict, **edits) -> dict:
             node = node[key]
         node[leaf] = value
     return out
+
+
+def sample_options(task) -> tuple:
+    """A task's `lengen sample` options as a parser, and its --help text on one line."""
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    task.add_sample_arguments(parser)
+    return parser, " ".join(parser.format_help().split())
+
+
+def argparse_namespace(args, **more):
+    """A parsed namespace with more attributes (what `lengen sample` adds: --n, --seed)."""
+    import argparse
+
+    return argparse.Namespace(**vars(args), **more)

@@ -12,7 +12,7 @@ from lengen import cli, tasks
 from lengen.config.config import ConfigError, validate
 from lengen.core import tracking
 from lengen.tasks import majority as mj
-from tests.helpers import edited, make_spec
+from tests.helpers import edited, make_spec, sample_options
 
 
 def test_labels_and_layout_known_answers():
@@ -132,3 +132,15 @@ def test_the_test_set_is_fixed_by_seed_and_length(capsys):
     assert not (a[9].tokens == c[9].tokens).all() and a[9].tokens.shape == (16, 12)
     cli.main(["sample", "majority", "--length", "9", "--n", "1"])
     assert json.loads(capsys.readouterr().out)["length"] == 9
+
+
+def test_sample_options_of_majority():
+    """`lengen sample majority`: --length (odd) required, absolute IDs by default, no coupled
+    scheme offered; --help says what --length is."""
+    parser, text = sample_options(mj)
+    assert parser.parse_args(["--length", "5"]).scheme == "absolute"
+    with pytest.raises(SystemExit):
+        parser.parse_args([])
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--length", "5", "--scheme", "ppc"])
+    assert "n, odd: the bits" in text

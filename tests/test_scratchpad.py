@@ -16,7 +16,7 @@ from lengen.model.model import GPTNeoX, ModelConfig
 from lengen.tasks import parity_scratchpad as ps
 from lengen.tasks import variable_assignment as va
 from lengen.train.loss import training_loss
-from tests.helpers import edited, make_spec
+from tests.helpers import argparse_namespace, edited, make_spec, sample_options
 
 
 def words(tokens, vocab):
@@ -489,9 +489,9 @@ def test_variable_assignment_spec_of_one_model():
                     "l_max": 60, "n_vars": 20, "scratchpad": False}  # fmt: skip
 
 
-def test_variable_assignment_model_spec_is_its_variant_and_depth(smoke_config):
-    """A variable-assignment model's task section (App. E.3.1): depth d, the variant's scheme
-    and scratchpad, the section's lengths and number of variables."""
+def test_a_variable_assignment_run_spec_is_its_variant_its_depth_and_its_run(smoke_config):
+    """tasks.generation_spec for variable assignment: the task section of the variant at depth
+    d (App. E.3.1), the variant's own model and train keys over the section's, seed + run."""
     from lengen import tasks
 
     section = smoke_config["variable_assignment"]
@@ -501,7 +501,6 @@ def test_variable_assignment_model_spec_is_its_variant_and_depth(smoke_config):
         assert spec["task"] == {"depth": 2, "scheme": scheme, "train_min_len": 6,
                                 "train_max_len": 12, "l_max": 40, "n_vars": 20,
                                 "scratchpad": scratchpad}  # fmt: skip
-    assert va.task_spec(section, {"scheme": "nope", "scratchpad": True}, 5)["depth"] == 5
     assert va.train_lengths(section) == (6, 12)
     # a variant's own model and train keys override the section's; run r trains from seed + r
     cfg = edited(smoke_config, variable_assignment__variants__no_coupling__train={"lr": 0.5})
@@ -536,3 +535,21 @@ def test_longest_inputs_and_the_variables_a_length_needs():
     assert va.sample(rng, 1, 12, 3, w * 4).tokens.shape[1] > 0
     with pytest.raises(ValueError, match=rf"^{w} chains of depth 3 need more than {w * 4 - 1} "):
         va.sample(rng, 1, 12, 3, w * 4 - 1)
+
+
+def test_sample_options_of_variable_assignment():
+    """`lengen sample variable_assignment`: --depth and --length required, 200 variables and the
+    ppc IDs by default, the scratchpad unless --no-scratchpad (Fig. 3c); --help says each."""
+    parser, text = sample_options(va)
+    args = parser.parse_args(["--depth", "2", "--length", "12"])
+    assert (args.n_vars, args.no_scratchpad, args.scheme) == (200, False, "ppc")
+    for missing in (["--depth", "2"], ["--length", "12"]):
+        with pytest.raises(SystemExit):
+            parser.parse_args(missing)
+    ids = "position IDs: coupled (ppc) or true IDs 1..T (absolute, rope_pose)"
+    for phrase in ("d, assignments per chain", "l, bound on the assignment part",
+                   "number of variables", "answer token only (Fig. 3c)", ids):  # fmt: skip
+        assert phrase in text
+    args = parser.parse_args(["--depth", "2", "--length", "12", "--no-scratchpad"])
+    rows = va.sample_records(argparse_namespace(args, n=2, seed=0))
+    assert all(r["tokens"][-2] == "<SEP2>" for r in rows)  # the answer right after <SEP2>

@@ -10,7 +10,7 @@ import pytest
 from lengen import cli
 from lengen.tasks import parse_spec
 from lengen.tasks import sparse_parity as sp
-from tests.helpers import edited, make_spec
+from tests.helpers import edited, make_spec, sample_options
 
 
 @pytest.mark.parametrize("k,half", [(1, 10), (4, 10), (12, 25), (16, 250)])
@@ -292,3 +292,16 @@ def test_config_checks_each_constraint_alone(smoke_config):
     assert errors(eval__k_test=[1, 12, 13]) == [("sp.eval.k_test", f"[12, 13] {unseen}")]
     attention = ("sp.figures.attention.k_train", "not in k_train")
     assert errors(figures__attention={"k_train": 4}) == [attention]
+
+
+def test_sample_options_say_what_they_mean():
+    """`lengen sample sparse_parity`: --k and --length are required, --vocab-n defaults to the
+    paper's N = 20, each says what it is in --help."""
+    parser, text = sample_options(sp)
+    assert parser.parse_args(["--k", "2", "--length", "10"]).vocab_n == 20
+    for missing in (["--k", "2"], ["--length", "10"]):
+        with pytest.raises(SystemExit):
+            parser.parse_args(missing)
+    for phrase in ("number of flagged positions", "2l, the length of the J/bit part",
+                   "N, the integer alphabet size"):  # fmt: skip
+        assert phrase in text
