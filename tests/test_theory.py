@@ -159,3 +159,60 @@ def test_couple_makes_the_planted_pair_adjacent_with_rank_labels():
     assert labels[0, 1] == 1 and labels[0, 2] == 2
     expanded, valid = tc.expand(out[:, [1, 2]])
     assert valid[0] and expanded[0].tolist() == [2, 3]
+
+
+def test_monte_carlo_samples_follow_mu_q_pos_and_q_voc():
+    """samples() when mu is not a point mass (Def. 3.2): every row is background tokens drawn
+    from mu with S* ~ q_pos(l) overwritten by Z ~ q_voc, labelled g*(Z), weights 1/n; the draw
+    is fixed by (seed, l). The exact branch: one row per (S*, Z), labels as floats, weights
+    q_pos x q_voc. risk_table's error bar is the sample standard deviation (ddof 1) / sqrt(n),
+    of 4,000 draws by default; an exact risk has none."""
+    from lengen.analysis.theory import samples
+
+    base = tc._ensemble("mc", lambda n: {(1, 2): 0.8, (3, 5): 0.2},
+                        q_voc={(2, 2): 0.7, (2, 1): 0.3})  # fmt: skip
+    ens = type(base)(**{**base.__dict__, "mu": {1: 0.9, 2: 0.1}})
+    s = samples(ens, 6, n_mc=20000)
+    assert not s.exact and s.X.shape == (20000, 6) and s.w.sum() == pytest.approx(1.0)
+    assert (s.w == 1 / 20000).all()
+    on_12 = (s.X[:, 0] == 2) & np.isin(s.X[:, 1], [1, 2])  # Z = (2, .) at S* = (1, 2)
+    assert 0.78 < on_12.mean() < 0.86  # S* = (1, 2) w.p. 0.8 (+ background lookalikes)
+    other = ~on_12
+    assert (s.X[other][:, 2] == 2).mean() > 0.85  # S* = (3, 5): its first token is Z_1 = 2
+    z2 = np.where(on_12, s.X[:, 1], 0)
+    assert 0.65 < (z2[on_12] == 2).mean() < 0.75  # Z = (2, 2) w.p. 0.7
+    assert set(s.Y) == {ens.g_star((2, 2)), ens.g_star((2, 1))}
+    assert 0.08 < (s.X[:, 5] == 2).mean() < 0.12  # position 6 is background: mu(2) = 0.1
+    again, longer = samples(ens, 6, n_mc=20000), samples(ens, 7, n_mc=50)
+    assert (again.X == s.X).all() and longer.X.shape == (50, 7)
+    assert not (samples(ens, 6, n_mc=50, seed=1).X == s.X[:50]).all()
+    exact = samples(base, 6)
+    assert exact.exact and exact.Y.dtype == float and exact.X.dtype == np.int64
+    assert exact.w.tolist() == pytest.approx([0.8 * 0.7, 0.8 * 0.3, 0.2 * 0.7, 0.2 * 0.3])
+    case = tc.drop_coverage(L)
+    r = risk_table([case.g_key[0]], case.g_val, ens, 6)
+    mc = samples(ens, 6, 4000)
+    loss = np.abs(predictions([case.g_key[0]], case.g_val, mc.X, 2) - mc.Y)
+    assert r.risk[0, 0] == pytest.approx(loss.mean())
+    assert r.stderr[0, 0] == pytest.approx(loss.std(axis=-1, ddof=1)[0, 0] / np.sqrt(4000))
+    assert r.exact is False
+    exact_r = risk_table([case.g_key[0]], case.g_val, base, 6)
+    assert exact_r.exact is True and (exact_r.stderr == 0).all()
+
+
+def test_attention_weights_stay_finite_for_large_scores_and_relativity_checks_every_shift():
+    """Def. 3.3's softmax over k-sets is computed stably: scores of 1,000 weigh like scores of
+    0 (no overflow). Assumption 3.3 item 2 needs g0(S + i, x) = g0(S, x) for every shift i in
+    [1, probe): a key that changes with a shift of 1 only, or one that is -inf past a position,
+    is not relative."""
+    val = Fn("first", lambda x: x[..., 0].astype(float))
+    X = np.array([[5, 7, 9]])
+    big = Fn("big", lambda S, x: np.where(S[..., 0] == 1, 1000.0, 999.0))
+    w1 = np.exp(1.0) / (2 * np.exp(1.0) + 1)  # the sets {1,2}, {1,3} weigh e, {2,3} weighs 1
+    assert predictions([big], [val], X, 2)[0, 0, 0] == pytest.approx(5 * 2 * w1 + 7 * (1 - 2 * w1))
+    vocab = (1, 2)
+    odd = Fn("odd", lambda S, x: (S[..., 0] % 2).astype(float))  # shift 2 leaves it as it is
+    capped = Fn("capped", lambda S, x: np.where(S[..., -1] > 4, NEG_INF, 0.0))
+    flat = Fn("flat", lambda S, x: x[..., 0].astype(float))
+    assert is_relative([flat], 2, vocab, 4)
+    assert not is_relative([odd], 2, vocab, 3) and not is_relative([capped], 2, vocab, 4)
