@@ -270,3 +270,21 @@ def test_the_docs_block_renders_the_score_and_the_shards(tmp_path, monkeypatch):
     doc.write_text("no block")
     with pytest.raises(SystemExit, match="no <!-- mutation:score begin"):
         mutation.write_docs(doc)
+
+
+def test_a_sitting_is_logged_with_the_commit_it_started_at(tmp_path, monkeypatch):
+    """A shard's sitting records its minutes, the mutants of that shard it checked, and the commit
+    it started at (the code mutated, the tests copied), not the one HEAD has when it ends."""
+    import json
+
+    monkeypatch.setattr(mutation, "SITTINGS", tmp_path / "m" / "sittings.json")
+    before = {"lengen.tasks.x_f__mutmut_1": "not checked", "lengen.tasks.x_f__mutmut_2": "killed",
+              "lengen.report.report.x_g__mutmut_1": "not checked"}  # fmt: skip
+    after = {**before, "lengen.tasks.x_f__mutmut_1": "survived",
+             "lengen.report.report.x_g__mutmut_1": "killed"}  # fmt: skip
+    mutation.log_sitting("tasks", before, after, 12.34, "abc1234")
+    mutation.log_sitting("report", before, after, 1.0, "def5678")
+    first, second = json.loads((tmp_path / "m" / "sittings.json").read_text())
+    assert (first["shard"], first["minutes"], first["checked"], first["commit"]) == (
+        "tasks", 12.3, 1, "abc1234")  # fmt: skip
+    assert (second["checked"], second["commit"]) == (1, "def5678")

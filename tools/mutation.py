@@ -196,14 +196,16 @@ def commit() -> str:
     return out.stdout.strip() or "unknown"
 
 
-def log_sitting(shard: str, before: dict[str, str], after: dict[str, str], minutes: float) -> None:
-    """Append one sitting of a shard (minutes, mutants checked in it) to mutants/."""
+def log_sitting(shard: str, before: dict[str, str], after: dict[str, str], minutes: float,
+                started_at: str) -> None:  # fmt: skip
+    """Append one sitting of a shard (minutes, mutants checked in it, the commit it started
+    at: the code mutmut mutated and the tests it copied) to mutants/."""
     sittings = json.loads(SITTINGS.read_text()) if SITTINGS.exists() else []
     new = [n for n, st in after.items()
            if st not in TO_DO and before.get(n, "not checked") in TO_DO]  # fmt: skip
     checked = sum(shard_of(n) == shard for n in new)
     sittings.append({"shard": shard, "minutes": round(minutes, 1), "checked": checked,
-                     "commit": commit(), "date": datetime.date.today().isoformat()})  # fmt: skip
+                     "commit": started_at, "date": datetime.date.today().isoformat()})  # fmt: skip
     SITTINGS.parent.mkdir(parents=True, exist_ok=True)
     SITTINGS.write_text(json.dumps(sittings, indent=1))
 
@@ -328,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         whole = not args.keep and not args.modules and not args.retest and not args.shard
         if whole or args.fresh:
             shutil.rmtree(ROOT / "mutants", ignore_errors=True)  # a score from scratch
-        start = time.time()
+        start, started_at = time.time(), commit()
         names = [f"{m}.*" for m in args.modules]
         before = read_results()
         if args.retest:  # the survivors of the named modules (packages), or of the whole core,
@@ -349,11 +351,10 @@ def main(argv: list[str] | None = None) -> int:
             minutes = (time.time() - start) / 60
             print(f"mutation run: {minutes:.1f} min" + (" (interrupted)" if interrupted else ""))
             if args.shard:
-                sitting = (args.shard, before, minutes)
+                sitting = (args.shard, before, minutes, started_at)
     results = read_results()
     if sitting:
-        shard, before, minutes = sitting
-        log_sitting(shard, before, results, minutes)
+        log_sitting(*sitting[:2], results, *sitting[2:])
     if not results:
         print("no mutmut results: run without --report first", file=sys.stderr)
         return 1
