@@ -379,6 +379,28 @@ def test_exact_match_known_answers():
         False,
         False,
     ]
+    # a fused group's generation (R = 2 runs, B = 4 rows, n_new = 3) against the shared targets
+    both = lambda a: np.stack([a, a[::-1]])  # noqa: E731
+    fused = Generation(tokens=both(gen.tokens), position_ids=both(gen.position_ids))
+    assert exact_match(fused, tokens, ids, check_positions=True).tolist() == [
+        [True, False, False, False], [False, False, False, True]]  # fmt: skip
+
+
+def test_decoding_without_a_position_head_continues_the_last_id():
+    """A model with no PPC head (true IDs) is fed last ID + 1 at each step, from the prompt's
+    own last ID (here a shifted prompt, 5..9), cached or not."""
+    torch.manual_seed(0)
+    cfg = ModelConfig(vocab_size=12, n_layer=1, n_head=2, d_model=16, position="learned",
+                      l_max=30)  # fmt: skip
+    model = Spy(GPTNeoX(cfg).eval())
+    prompt = np.random.default_rng(0).integers(0, 12, (3, 5))
+    ids = np.tile(np.arange(5, 10), (3, 1))
+    gen = greedy_decode(model, prompt, ids, 4)
+    assert (gen.position_ids == np.arange(10, 14)).all()
+    assert torch.cat(model.fed[1:], dim=1).tolist() == [[10, 11, 12]] * 3
+    uncached = greedy_decode(model.model, prompt, ids, 4, use_cache=False)
+    assert (uncached.tokens == gen.tokens).all()
+    assert (uncached.position_ids == gen.position_ids).all()
 
 
 # --- training and held-out draws ----------------------------------------------------------------
@@ -553,3 +575,18 @@ def test_sample_options_of_variable_assignment():
     args = parser.parse_args(["--depth", "2", "--length", "12", "--no-scratchpad"])
     rows = va.sample_records(argparse_namespace(args, n=2, seed=0))
     assert all(r["tokens"][-2] == "<SEP2>" for r in rows)  # the answer right after <SEP2>
+
+
+def test_a_padded_batch_reaches_the_smallest_bucket_edge_and_scores_no_padding():
+    """Example.padded: up to the smallest edge >= its length (edges in any order), padding
+    tokens 0 at position ID 0 never scored; itself when it is at an edge or beyond them all."""
+    from lengen.core.batch import Example
+
+    ex = Example(np.array([[4, 5, 6], [7, 8, 9]]), np.array([[1, 2, 3], [3, 4, 5]]),
+                 np.array([[0, 0, 1], [0, 1, 1]]))  # fmt: skip
+    out = ex.padded((8, 4, 16))
+    assert out.tokens.tolist() == [[4, 5, 6, 0], [7, 8, 9, 0]]
+    assert out.position_ids.tolist() == [[1, 2, 3, 0], [3, 4, 5, 0]]
+    assert out.target_mask.tolist() == [[0, 0, 1, 0], [0, 1, 1, 0]]
+    assert ex.padded((3, 8)) is ex and ex.padded((2,)) is ex and ex.padded(()) is ex
+    assert ex.padded((5,)).tokens.shape == (2, 5)
