@@ -52,8 +52,9 @@ def measure(cfg: ModelConfig, runs: int, batch: int, length: int, device: str, s
     ids = torch.randint(0, cfg.vocab_size, (runs, batch, length), device=device)
     pos = torch.arange(length, device=device).expand(runs, batch, length).contiguous()
     labels = torch.roll(ids, -1, dims=-1)
-    # the trainers' AdamW (train.make_engine, group.make_engine): torch's fused one on CUDA (the
-    # 2026-11-26 H200 numbers predate this and used the foreach one, both sides alike)
+    # the trainers' AdamW (lengen.train.lifecycle.make_engine, alone and fused): torch's fused
+    # one on CUDA (the 2026-11-26 H200 numbers predate this and used the foreach one, both sides
+    # alike)
     fused_adam = True if device == "cuda" else None
     opts = [torch.optim.AdamW(m.parameters(), lr=1e-4, fused=fused_adam) for m in models]
 

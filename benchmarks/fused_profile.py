@@ -60,8 +60,9 @@ def fused_step(cfg: ModelConfig, runs: int, batch: int, length: int, device: str
         torch.manual_seed(seed)
         models.append(GPTNeoX(cfg).to(device))
     fused = FusedGPTNeoX(models).to(device)
-    # the trainer's AdamW (group.make_engine): torch's fused one on CUDA (the first H200 profile,
-    # 2026-11-26, predates this and ran the foreach one: its multi_tensor_apply kernels)
+    # the trainer's AdamW (lengen.train.lifecycle.make_engine): torch's fused one on CUDA (the
+    # first H200 profile, 2026-11-26, predates this and ran the foreach one: its
+    # multi_tensor_apply kernels)
     opt = torch.optim.AdamW(fused.parameters(), lr=1e-4, fused=True if device == "cuda" else None)
     ids = torch.randint(0, cfg.vocab_size, (runs, batch, length), device=device)
     pos = torch.arange(length, device=device).expand(runs, batch, length).contiguous()

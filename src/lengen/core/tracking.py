@@ -185,6 +185,22 @@ def log_metrics(metrics: Mapping[str, float], step: int) -> None:
         _retry_locked(lambda: mlflow.log_metrics(fresh, step=step))
 
 
+def log_run_metrics(client: MlflowClient, run_id: str, metrics: Mapping[str, float], step: int,
+                    logged: Mapping[str, int]) -> None:  # fmt: skip
+    """log_metrics for a run by id, not the active one (a training run's members each log to
+    their own): one write, steps already held (`logged`, as logged_steps gives them at a resume)
+    not logged twice, a locked store waited for."""
+    import time
+
+    from mlflow.entities import Metric
+
+    stamp = int(time.time() * 1000)
+    fresh = unlogged(metrics, step, logged)
+    found = [Metric(k, float(v), stamp, step) for k, v in fresh.items()]
+    if found:
+        _retry_locked(lambda: client.log_batch(run_id, metrics=found))
+
+
 def _retry_locked(write):
     """Run an MLflow write; a store still locked after BUSY_TIMEOUT_S gets one more wait, then an
     error naming the store and what holds such a lock (not ~300 lines of SQLAlchemy)."""

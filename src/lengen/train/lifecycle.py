@@ -1,0 +1,595 @@
+"""One training life cycle (App. E "Shared model"), for a run trained alone (lengen.train.train)
+and for a fused group of runs (lengen.train.group): read top to bottom, it is
+
+1. the engine: the model, AdamW and the warm-up + decay schedule in one DeepSpeed engine
+   (`build_model`, `lr_lambda`, `make_engine`);
+2. the host's batches, made a step ahead of the device on CUDA (`HostBatches`);
+3. each member's own state: its loss window checked finite before anything is written from its
+   weights (`LossWindow`), its early or plateau stop (`EarlyStop`), its MLflow run (`Runs`);
+4. checkpoints, kept two deep, and resume from the newest readable one (`Checkpoints`);
+5. the loop that runs them (`fit`).
+
+What differs between the two is only the thing trained, a `Trainee`: one GPTNeoX (data parallel
+over processes, micro-batches accumulated: train.Alone) or a FusedGPTNeoX of R runs (one
+process, per-run clipping, a stopped run frozen: group.Fused). Everything the GPU work adds to a
+step is written once, in a Trainee's `step`, or here for both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import shutil
+import sys
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import torch
+from tqdm import tqdm
+
+from lengen import tasks
+from lengen.core import provenance, tracking
+from lengen.core.batch import IGNORE, VALID_STREAM, step_rng
+from lengen.core.files import UnreadableState, read_state, space_for, write_text_atomic
+from lengen.core.specs import Spec, TrainSpec
+from lengen.model.model import GPTNeoX, ModelConfig
+from lengen.train import runtime
+
+
+def log(message: str) -> None:
+    """One line on stderr (the job's log), flushed."""
+    print(message, file=sys.stderr, flush=True)
+
+
+# 1. The engine ------------------------------------------------------------------------------
+
+
+def build_model(spec: Spec) -> GPTNeoX:
+    """The spec's model, with weights drawn from the spec's seed."""
+    torch.manual_seed(spec.seed)
+    task = tasks.get(spec.experiment)
+    return GPTNeoX(ModelConfig(vocab_size=task.vocab_size(spec), **spec.model))
+
+
+def lr_lambda(train: TrainSpec):
+    """Multiplier of the peak lr at each step: linear warm-up, then linear/cosine/constant."""
+    warm, total, floor = train.warmup_steps, train.steps, train.min_lr_ratio
+
+    def f(step: int) -> float:
+        if step < warm:
+            return (step + 1) / warm
+        if train.schedule == "constant":
+            return 1.0
+        frac = min(1.0, (step - warm) / max(1, total - warm))
+        if train.schedule == "linear":
+            return floor + (1 - floor) * (1 - frac)
+        return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * frac))
+
+    return f
+
+
+def make_engine(spec: Spec, module: torch.nn.Module, engine_clips: bool = True):
+    """DeepSpeed engine wrapping `module` with a client AdamW and the lr schedule, compiled as
+    `runtime.compile` says. On CUDA the AdamW is torch's fused one (one kernel for all
+    parameters); on CPU the default (foreach) implementation, whose results the committed CPU
+    tables were made with. engine_clips=False turns DeepSpeed's clipping (one global norm) off,
+    for a module that clips per run itself (FusedGPTNeoX.clip_run_grads_)."""
+    train = spec.train
+    optimizer = torch.optim.AdamW(
+        module.parameters(),
+        lr=train.lr,
+        weight_decay=train.weight_decay,
+        betas=train.betas,
+        fused=True if spec.runtime.device == "cuda" else None,
+    )
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(train))
+    if not engine_clips:
+        spec = dataclasses.replace(spec, train=dataclasses.replace(train, grad_clip=0.0))
+    engine = runtime.deepspeed_engine(spec, module, optimizer, scheduler)
+    runtime.compile_engine(engine, spec.runtime)
+    return engine
+
+
+# 2. Batches ---------------------------------------------------------------------------------
+
+
+class HostBatches:
+    """A step's micro-batches, made on the host by `host(step)` (a subclass's: a list of
+    (inputs: name -> CPU tensor, what the step counts of them)). With `prefetch` (on by default
+    where the device is CUDA), a worker thread makes step s + 1's batches while step s runs on the
+    device, in pinned host memory so their copies to the device are non-blocking: the host off the
+    critical path. Each batch is drawn from (seed, step, stream), so what a step gets never
+    depends on when it was made."""
+
+    def __init__(self, device, prefetch: bool | None = None):
+        self.device = device
+        self.pin = torch.device(device).type == "cuda"
+        prefetch = self.pin if prefetch is None else prefetch
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="batches") if prefetch else None
+        self.ahead: dict[int, Future] = {}
+
+    def host(self, step: int) -> list[tuple[dict[str, torch.Tensor], object]]:
+        raise NotImplementedError
+
+    def pinned(self, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The inputs in pinned memory where they go to a GPU (else as they are)."""
+        return {k: v.pin_memory() for k, v in inputs.items()} if self.pin else inputs
+
+    def get(self, step: int) -> list[tuple[dict[str, torch.Tensor], object]]:
+        """Step's micro-batches on the device; starts making step + 1's when prefetching."""
+        future = self.ahead.pop(step, None)
+        made = future.result() if future is not None else self.host(step)
+        if self.pool is not None:
+            self.ahead = {step + 1: self.pool.submit(self.host, step + 1)}
+        return [
+            ({k: v.to(self.device, non_blocking=self.pin) for k, v in inputs.items()}, count)
+            for inputs, count in made
+        ]
+
+    def close(self) -> None:
+        """Stop the worker (a batch made ahead for a step that never runs is dropped)."""
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.ahead = {}
+
+
+# 3. Each member's state ---------------------------------------------------------------------
+
+
+class NonFiniteLoss(FloatingPointError):
+    """Training diverged: a loss is infinite or NaN (no model.pt is written; the run is FAILED)."""
+
+
+def check_finite(losses: list[float], step: int, spec: Spec, out: Path) -> None:
+    """Raise NonFiniteLoss naming the step, the run and its lr when a loss is not finite."""
+    bad = [x for x in losses if not math.isfinite(x)]
+    if bad:
+        raise NonFiniteLoss(
+            f"{spec.run_name} ({out}): training loss {bad[0]} at step {step}: the run diverged "
+            f"(train.lr = {spec.train.lr:g}, train.grad_clip = {spec.train.grad_clip:g}); lower "
+            "the lr or check the data, then rerun (no model was written)"
+        )
+
+
+class LossWindow:
+    """One run's training losses since the last log, kept on the device until checked: `check`
+    (one host sync) runs before a checkpoint and before a model is written, where a non-finite
+    loss stops the run (check_finite) before anything is written from its weights; `take`, at
+    each log_every step, checks too and hands over every loss since the last take (checked ones
+    included)."""
+
+    def __init__(self):
+        self.pending: list[tuple[int, torch.Tensor]] = []  # (step, its micro-batch losses)
+        self.values: list[float] = []  # checked, not yet taken
+
+    def add(self, step: int, losses: torch.Tensor) -> None:
+        self.pending.append((step, losses))
+
+    def check(self, spec: Spec, out: Path) -> None:
+        """Read the pending losses (checked finite, naming the first bad step)."""
+        if not self.pending:
+            return
+        rows = torch.stack([losses for _, losses in self.pending]).tolist()  # the one host sync
+        for (step, _), row in zip(self.pending, rows, strict=True):
+            check_finite(row, step, spec, out)
+            self.values += row
+        self.pending = []
+
+    def take(self, spec: Spec, out: Path) -> list[float]:
+        """Every loss since the last take, checked; empties the window."""
+        self.check(spec, out)
+        values, self.values = self.values, []
+        return values
+
+
+class EarlyStop:
+    """`train.early_stop`: stop once held-out exact match >= target at `patience` checks in a row
+    (not before min_steps), or at the plateau budget when still below plateau_accuracy.
+
+    The held-out set is fixed (seed, streams VALID_STREAM + i) and comes from the training
+    distribution at its final curriculum stage: `n_draws` training batches (each of one length
+    drawn from the training range) of n_examples / n_draws examples, at the test's position IDs
+    where the task defines `heldout_example`; it never sees a test length.
+    """
+
+    def __init__(self, spec: Spec, task, device):
+        self.cfg = spec.train.early_stop
+        draws = self.cfg.n_draws
+        draw_spec = spec.with_batch_size(max(1, self.cfg.n_examples // draws))
+        last = spec.train.steps
+        heldout = getattr(task, "heldout_example", None)  # a test-time view, where a task has one
+        rngs = [step_rng(spec.seed, 0, VALID_STREAM + i) for i in range(draws)]
+        self.draws = [
+            (
+                heldout(draw_spec, rng) if heldout else task.train_batch(draw_spec, rng, last)
+            ).model_inputs(device)
+            for rng in rngs
+        ]
+        self.streak = 0
+
+    def due(self, done: int) -> bool:
+        """Whether step `done` is a check step."""
+        return done % self.cfg.every == 0
+
+    @torch.no_grad()
+    def accuracy(self, module) -> float:
+        """Fraction of held-out examples with every scored token (and PPC ID) right (teacher-
+        forced: each prediction from the true prefix)."""
+        was_training = module.training
+        module.eval()
+        right = total = 0
+        for inputs in self.draws:
+            out = module(inputs["input_ids"], inputs["position_ids"])
+            outputs = out if isinstance(out, tuple) else (out,)
+            labels = (inputs["labels"], inputs["position_labels"])[: len(outputs)]
+            ok = torch.ones(len(inputs["labels"]), dtype=torch.bool, device=labels[0].device)
+            for logits, lab in zip(outputs, labels, strict=True):
+                scored = lab != IGNORE
+                ok &= ((logits.argmax(-1) == lab) | ~scored).all(dim=1)
+            right, total = right + int(ok.sum()), total + len(ok)
+        module.train(was_training)
+        return right / total
+
+    def update(self, acc: float, done: int) -> str | None:
+        """Record one check at step `done`; the reason to stop now, or None."""
+        cfg = self.cfg
+        self.streak = self.streak + 1 if acc >= cfg.target_accuracy else 0
+        if self.streak >= cfg.patience and done >= cfg.min_steps:
+            target, patience = cfg.target_accuracy, cfg.patience
+            return f"held-out exact match >= {target} at {patience} checks in a row"
+        budget = cfg.plateau_steps
+        if budget and done >= budget and acc < cfg.plateau_accuracy:
+            return f"did not learn in {done} steps (held-out exact match {acc:.2f})"
+        return None
+
+
+@dataclass
+class Member:
+    """One run being trained: its spec and folder, its loss window, its early stop (None without
+    `train.early_stop`), the tokens it was fed since the last log, and where and why it stopped
+    (None while it trains)."""
+
+    spec: Spec
+    out: Path
+    stopper: EarlyStop | None
+    window: LossWindow = field(default_factory=LossWindow)
+    tokens: int = 0
+    last_loss: float = math.nan  # the mean training loss at the last log
+    stopped: tuple[int, str] | None = None
+
+
+def forget_other_spec(out: Path, spec: Spec) -> bool:
+    """A folder last used by a different spec (a changed value or seed, then a rerun) starts a
+    new run; the old spec's model.pt, spec.json and MLflow run id move to replaced/<its run id>/
+    (its MLflow run, which stays as it was, has its model_path tag pointed there), so nothing
+    trained is lost; its checkpoints go. Only the same spec resumes. True when it forgot one."""
+    old = out / "spec.json"
+    if not old.exists():
+        return False
+    try:
+        same = json.loads(read_state(old, "the spec this folder trained")) == json.loads(
+            json.dumps(spec.source)
+        )
+    except json.JSONDecodeError as err:  # cut, not another spec: never a reason to delete
+        raise UnreadableState(
+            f"{old}: not readable JSON ({err}); it was cut by a kill or a full disk. Delete it "
+            "to resume from this folder's checkpoints (ckpt/), which are kept"
+        ) from None
+    if same:
+        return False
+    run_file = out / "mlflow_run_id"
+    run_id = read_state(run_file, "the old spec's MLflow run id") if run_file.exists() else None
+    keep = out / "replaced" / (run_id or provenance.config_hash(json.loads(old.read_text())))
+    keep.mkdir(parents=True, exist_ok=True)
+    for name in ("model.pt", "spec.json", "mlflow_run_id"):
+        if (out / name).exists():
+            os.replace(out / name, keep / name)
+    shutil.rmtree(out / "ckpt", ignore_errors=True)
+    if run_id and (keep / "model.pt").exists():
+        moved = {"model_path": (keep / "model.pt").resolve()}
+        tracking.set_run_tags(spec.tracking.uri, run_id, moved)
+    log(f"{old}: another spec trained here before; starting a new run (the old one's model and "
+        f"MLflow run id kept in {keep})")
+    return True
+
+
+class Runs:
+    """Each member's own MLflow run: opened (or resumed, from its folder's mlflow_run_id) with the
+    spec's params and provenance at the start, its metrics as it trains, its stop, model path
+    and hash at its end; a failure or a kill closes every unfinished run FAILED or KILLED, never
+    RUNNING. Only the lead process (rank 0) logs: elsewhere (`lead` False) every call is a no-op.
+    """
+
+    def __init__(self, members: list[Member], model, resumed: bool, lead: bool = True):
+        from mlflow.tracking import MlflowClient
+
+        self.members, self.ids, self.logged, self.clients = members, [], [], []
+        if not lead:
+            return
+        try:
+            for m in members:
+                m.out.mkdir(parents=True, exist_ok=True)
+                write_text_atomic(m.out / "spec.json",
+                                  json.dumps(m.spec.source, indent=2, sort_keys=True))  # fmt: skip
+                trk = m.spec.tracking
+                client = MlflowClient(tracking_uri=trk.uri)
+                run = tracking.start_run(trk.uri, trk.experiment, m.spec.run_name,
+                                         m.out / "mlflow_run_id")  # fmt: skip
+                self.ids.append(run.info.run_id)
+                self.clients.append(client)
+                if not resumed:
+                    tracking.log_params_once(m.spec.source, model)
+                    tracking.set_tags(provenance.record(m.spec.source, m.spec.seed))
+                tracking.end_run()
+            # after a resume, the steps since the last checkpoint are not logged twice
+            self.logged = [tracking.logged_steps(m.spec.tracking.uri, i)
+                           for m, i in zip(members, self.ids, strict=True)]  # fmt: skip
+            for client, run_id in zip(self.clients, self.ids, strict=True):
+                client.update_run(run_id, status="RUNNING")
+        except BaseException as err:  # a SIGTERM while the runs open: none is left RUNNING
+            tracking.close_failed_run(err)
+            self.fail(err)
+            raise
+
+    def log(self, r: int, metrics: dict[str, float], step: int) -> None:
+        if self.ids:
+            tracking.log_run_metrics(self.clients[r], self.ids[r], metrics, step, self.logged[r])
+
+    def finish(self, r: int, path: Path) -> None:
+        """Member r's run ends FINISHED with its stop and its model file's path and hash."""
+        if not self.ids:
+            return
+        steps_run, reason = self.members[r].stopped
+        self.log(r, {"stopped_at": steps_run}, steps_run)
+        client, run_id = self.clients[r], self.ids[r]
+        for k, v in {"early_stop": reason, "model_path": str(path.resolve()),
+                     "model_sha256": provenance.file_sha256(path)}.items():  # fmt: skip
+            client.set_tag(run_id, k, v)
+        client.set_terminated(run_id, "FINISHED")
+
+    def fail(self, err: BaseException, finished: set[int] = frozenset()) -> None:
+        """Every run not in `finished` ends KILLED (an interrupt, a SIGTERM's exit) or FAILED; a
+        store that refuses the write too (a full disk) is named on stderr, and the first cause
+        stays the one raised."""
+        status = "KILLED" if isinstance(err, KeyboardInterrupt | SystemExit) else "FAILED"
+        for r, (client, run_id) in enumerate(zip(self.clients, self.ids, strict=True)):
+            if r in finished:
+                continue
+            try:
+                client.set_terminated(run_id, status)
+            except Exception as close_err:  # noqa: BLE001 - the store may be what failed
+                log(f"the MLflow run {run_id} could not be closed ({type(close_err).__name__}: "
+                    f"{str(close_err).splitlines()[0][:200]}); it may still show RUNNING")
+
+
+# 4. Checkpoints -----------------------------------------------------------------------------
+
+
+KEEP_CHECKPOINTS = 2  # a checkpoint cut off by a kill never leaves the run without a good one
+
+
+class Checkpoints:
+    """A folder of DeepSpeed checkpoints, one step_N tag each, the newest KEEP_CHECKPOINTS kept.
+    Each holds the engine (weights, AdamW moments, schedule) and a client state: the step, each
+    member's early-stop streak and stop, and what the Trainee adds (`client_state`)."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+
+    def tags(self) -> list[str]:
+        """Checkpoint tags (step_N directories), newest first."""
+        tags = [p.name for p in self.folder.glob("step_*") if p.is_dir()]
+        return sorted(tags, key=lambda t: int(t.removeprefix("step_")), reverse=True)
+
+    def unreadable(self, tag: str) -> str | None:
+        """None if every file of a checkpoint loads, else what is wrong with the first that does
+        not (a checkpoint cut off by a kill, a full disk)."""
+        files = sorted((self.folder / tag).glob("*.pt"))
+        if not files:
+            return "no *.pt files"
+        for f in files:
+            try:
+                torch.load(f, map_location="cpu", weights_only=False)
+            except Exception as err:  # noqa: BLE001 - any unreadable file disqualifies the tag
+                return f"{f.name}: {type(err).__name__}: {err}"
+        return None
+
+    def resume_tag(self) -> str | None:
+        """Newest checkpoint whose files all load; unreadable ones are named in the log and
+        skipped (an older one, or a fresh start, instead)."""
+        for tag in self.tags():
+            problem = self.unreadable(tag)
+            if problem is None:
+                return tag
+            log(f"checkpoint {self.folder / tag} is unreadable ({problem}); trying an older one")
+        if self.folder.exists() and any(self.folder.iterdir()):
+            log(f"no readable checkpoint in {self.folder}: training from step 0")
+        return None
+
+    def load(self, engine) -> tuple[str, dict] | None:
+        """Load the newest readable checkpoint into the engine: (its tag, its client state)."""
+        tag = self.resume_tag()
+        if tag is None:
+            return None
+        _, client = engine.load_checkpoint(str(self.folder), tag=tag)
+        return tag, client
+
+    def save(self, engine, done: int, client: dict, lead: bool) -> None:
+        """Checkpoint step `done` (every process: DeepSpeed's save is collective); the lead
+        prunes to the newest KEEP_CHECKPOINTS."""
+        tag = f"step_{done}"
+        with space_for(self.folder, f"checkpoint {tag}"):  # a full disk, named
+            engine.save_checkpoint(str(self.folder), tag=tag, client_state=client)
+        if lead:
+            for old in self.tags()[KEEP_CHECKPOINTS:]:
+                shutil.rmtree(self.folder / old, ignore_errors=True)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+# 5. The loop --------------------------------------------------------------------------------
+
+
+class Trainee(Protocol):
+    """What `fit` trains: one model (train.Alone) or R runs fused (group.Fused)."""
+
+    engine: object  # the DeepSpeed engine
+    lead: bool  # whether this process logs and writes (rank 0)
+
+    def step(self, step: int) -> tuple[torch.Tensor, list[int]]:
+        """One optimizer step: each run's micro-batch losses (R, M), on the device (not read),
+        and the tokens each run was fed (bucket padding not counted)."""
+
+    def model(self, r: int) -> torch.nn.Module:
+        """Run r's model, on the device, for its held-out check."""
+
+    def write(self, r: int, steps_run: int, reason: str) -> Path:
+        """Write run r's model.pt (lead only); its path."""
+
+    def freeze(self, r: int) -> None:
+        """Run r stopped: it stops changing from now on."""
+
+    def client_state(self) -> dict:
+        """What a checkpoint records beyond the step and the stops."""
+
+    def load_client_state(self, client: dict, where: Path) -> None:
+        """Check and take a resumed checkpoint's client state."""
+
+    def close(self) -> None:
+        """Release the batch worker."""
+
+
+def fit(trainee: Trainee, members: list[Member], ckpt_dir: Path, *, desc: str,
+        stop_after: int | None = None, budget_s: float | None = None) -> list[Path]:  # fmt: skip
+    """Train every member to its end: from the newest readable checkpoint in ckpt_dir when there
+    is one, each run logged to its own MLflow run, each stopped by its own early or plateau stop
+    (writing its model.pt then), or at train.steps; the checkpoints are removed once every
+    model.pt is written. stop_after simulates a crash after that many steps (tests): the runs end
+    KILLED, as a killed job leaves them. budget_s, seconds of training: once spent, every active
+    run ends at the step it reached, stop reason "budget" (a probe on a lent GPU's few minutes;
+    the workflow never sets it). Returns the members' model paths."""
+    ckpts = Checkpoints(ckpt_dir)
+    try:
+        start = _resume(trainee, members, ckpts)
+        runs = Runs(members, trainee.model(0), resumed=start > 0, lead=trainee.lead)
+        try:
+            return _loop(trainee, members, runs, ckpts, start, desc, stop_after, budget_s)
+        except BaseException as err:
+            runs.fail(err, {r for r, m in enumerate(members) if m.stopped})
+            raise
+    finally:
+        trainee.close()
+
+
+def _resume(trainee: Trainee, members: list[Member], ckpts: Checkpoints) -> int:
+    """Load the newest readable checkpoint, if any, into the engine, the trainee and the members
+    (streaks, stops); the step to go on from (0 without one)."""
+    resumed = ckpts.load(trainee.engine)
+    if resumed is None:
+        return 0
+    tag, client = resumed
+    trainee.load_client_state(client, ckpts.folder / tag)
+    log(f"resumed from {ckpts.folder / tag} (step {client['step']})")
+    # checkpoints written before the one life cycle kept these apart (a run alone's one streak,
+    # a group's stops under "group"): both still resume
+    streaks = client.get("streaks") or [client.get("early_stop_streak", 0)]
+    stopped = client.get("stopped", client.get("group", {}).get("stopped", {}))
+    for r, m in enumerate(members):
+        if m.stopper is not None:
+            m.stopper.streak = streaks[r]
+        if str(r) in stopped:
+            m.stopped = tuple(stopped[str(r)])
+            trainee.freeze(r)
+    return client["step"]
+
+
+def _loop(trainee: Trainee, members: list[Member], runs: Runs, ckpts: Checkpoints, start: int,
+          desc: str, stop_after, budget_s) -> list[Path]:  # fmt: skip
+    """fit's steps, logging, stops, checkpoints and the final models."""
+    cfg, lead = members[0].spec.train, trainee.lead
+    deadline = None if budget_s is None else time.monotonic() + budget_s
+    bar = tqdm(range(start, cfg.steps), initial=start, total=cfg.steps, desc=desc, mininterval=5,
+               disable=not lead or not members[0].spec.runtime.progress)  # fmt: skip
+    training = [r for r, m in enumerate(members) if not m.stopped]
+    t0 = time.perf_counter()
+    for step in bar:
+        losses, fed = trainee.step(step)
+        done = step + 1
+        for r in training:
+            members[r].window.add(done, losses[r])
+            members[r].tokens += fed[r]
+        if done % cfg.log_every == 0 or done == cfg.steps:
+            elapsed, t0 = time.perf_counter() - t0, time.perf_counter()
+            for r in training:
+                _log_loss(members[r], runs, r, trainee.engine.get_lr()[0], elapsed, done)
+            if lead and len(members) == 1:
+                bar.set_postfix(loss=f"{members[0].last_loss:.3f}")
+        if members[0].stopper is not None and members[0].stopper.due(done):
+            for r in list(training):
+                reason = _check_stop(trainee, members[r], runs, r, done)
+                if reason and done < cfg.steps:
+                    _end(trainee, members[r], runs, r, done, reason)
+                    training.remove(r)
+                    bar.write(f"{members[r].spec.run_name}: early stop at step {done}: {reason}")
+        if not training:
+            break
+        if done % cfg.checkpoint_every == 0 and done < cfg.steps:
+            for r in training:  # no checkpoint of a diverged run
+                members[r].window.check(members[r].spec, members[r].out)
+            ckpts.save(trainee.engine, done, _client_state(trainee, members, done), lead)
+        if stop_after is not None and done >= stop_after:
+            for r in training:
+                members[r].window.check(members[r].spec, members[r].out)
+            runs.fail(KeyboardInterrupt(), {r for r, m in enumerate(members) if m.stopped})
+            return [m.out / "model.pt" for m in members]
+        if deadline is not None and time.monotonic() >= deadline and done < cfg.steps:
+            for r in training:
+                _end(trainee, members[r], runs, r, done, "budget")
+            training = []
+            break
+    for r in training:
+        _end(trainee, members[r], runs, r, cfg.steps, "steps")
+    if lead:
+        ckpts.remove()
+    return [m.out / "model.pt" for m in members]
+
+
+def _log_loss(member: Member, runs: Runs, r: int, lr: float, elapsed: float, done: int) -> None:
+    """Member r's mean training loss since the last log, the lr and its tokens per second."""
+    values = member.window.take(member.spec, member.out)
+    member.last_loss = sum(values) / len(values)
+    rate, member.tokens = member.tokens / elapsed, 0
+    runs.log(r, {"train_loss": member.last_loss, "lr": lr, "tokens_per_s": rate}, done)
+
+
+def _check_stop(trainee: Trainee, member: Member, runs: Runs, r: int, done: int) -> str | None:
+    """Member r's held-out check at step `done`, logged; the reason it stops now, or None."""
+    acc = member.stopper.accuracy(trainee.model(r))
+    runs.log(r, {"heldout_exact_match": acc}, done)
+    return member.stopper.update(acc, done)
+
+
+def _end(trainee: Trainee, member: Member, runs: Runs, r: int, steps_run: int, reason: str):
+    """Member r stops here: its losses checked, it is frozen, its model.pt written and its MLflow
+    run finished (the lead's part)."""
+    member.window.check(member.spec, member.out)  # no model of a diverged run
+    member.stopped = (steps_run, reason)
+    trainee.freeze(r)
+    if trainee.lead:
+        runs.finish(r, trainee.write(r, steps_run, reason))
+
+
+def _client_state(trainee: Trainee, members: list[Member], done: int) -> dict:
+    """A checkpoint's client state: the step, each member's streak and stop, the trainee's own."""
+    return {
+        "step": done,
+        "streaks": [m.stopper.streak if m.stopper else 0 for m in members],
+        "stopped": {str(r): list(m.stopped) for r, m in enumerate(members) if m.stopped},
+        **trainee.client_state(),
+    }

@@ -1,0 +1,130 @@
+"""One training life cycle (lengen.train.lifecycle): a run alone and a fused group go through the
+same engine build, loop, checkpoints and MLflow runs; what a group gained from sharing it (a
+diverged member named, its tokens per second logged, a changed spec starting the group again);
+and no module reaches into another's private names."""
+
+from __future__ import annotations
+
+import ast
+import json
+
+import pytest
+import torch
+
+from lengen.train import group as group_module
+from lengen.train.group import train_group
+from lengen.train.lifecycle import NonFiniteLoss
+from tests.conftest import ROOT
+from tests.test_group import run_specs
+from tests.test_train import _copy_task
+
+SRC = ROOT / "src" / "lengen"
+
+
+@pytest.fixture
+def copy_task(monkeypatch):
+    from lengen import tasks
+
+    monkeypatch.setitem(tasks.REGISTRY, "copy", _copy_task())
+
+
+def _calls(name: str) -> list[str]:
+    """The modules of lengen.train that call `name` (an attribute or a bare name)."""
+    found = []
+    for path in sorted((SRC / "train").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                func = node.func
+                called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if called == name:
+                    found.append(path.relative_to(SRC).as_posix())
+    return found
+
+
+def test_the_engine_loop_and_checkpoints_are_written_once():
+    """The optimizer, the schedule, the DeepSpeed engine, a checkpoint's save and load, and the
+    loop's progress bar each have one call site in the trainers: the life cycle's."""
+    for name in ("AdamW", "LambdaLR", "deepspeed_engine", "save_checkpoint", "load_checkpoint",
+                 "tqdm"):  # fmt: skip
+        assert _calls(name) == ["train/lifecycle.py"], name
+
+
+def test_no_module_imports_another_modules_private_names():
+    """`from lengen.x import _y` nowhere in src, tools, benchmarks or probes (a private name is
+    its module's own)."""
+    crossing = []
+    for folder in ("src", "tools", "benchmarks", "probes"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lengen"):
+                    private = [a.name for a in node.names if a.name.startswith("_")]
+                    crossing += [f"{path.name}: {name}" for name in private
+                                 if not name.startswith("__")]  # fmt: skip
+    assert crossing == []
+
+
+def test_a_diverged_member_is_named_and_nothing_is_written(tiny_spec, tmp_path, copy_task,
+                                                           monkeypatch):  # fmt: skip
+    """A member whose loss turns NaN stops the group with NonFiniteLoss naming that run and its
+    step (as a run alone names itself), before any model.pt or checkpoint is written from it;
+    every member's MLflow run ends FAILED."""
+    from mlflow.tracking import MlflowClient
+
+    specs = run_specs(tiny_spec, seeds=(0, 1))
+    real, calls = group_module.run_losses, []
+
+    def nan_in_the_second(*args):
+        losses = real(*args)
+        calls.append(1)
+        return losses * torch.tensor([1.0, float("nan")]) if len(calls) == 3 else losses
+
+    monkeypatch.setattr(group_module, "run_losses", nan_in_the_second)
+    outs = [tmp_path / "a", tmp_path / "b"]
+    with pytest.raises(NonFiniteLoss, match=r"copy/seed1 \(.*b\): training loss nan at step 3"):
+        train_group(specs, outs)
+    assert not any((o / "model.pt").exists() for o in outs)
+    assert not (outs[0] / "group_ckpt").exists()  # the first checkpoint (step 20) never came
+    client = MlflowClient(tracking_uri=specs[0]["tracking"]["uri"])
+    for out in outs:
+        assert client.get_run((out / "mlflow_run_id").read_text()).info.status == "FAILED"
+
+
+def test_each_member_logs_its_loss_lr_and_tokens_per_second(tiny_spec, tmp_path, copy_task):
+    """The metrics a run alone logs, per member of a group: train_loss, lr and tokens_per_s (its
+    own tokens fed, the group's padding not counted) at every log_every step."""
+    from mlflow.tracking import MlflowClient
+
+    specs = run_specs(tiny_spec, seeds=(0, 1))
+    outs = [tmp_path / "a", tmp_path / "b"]
+    train_group(specs, outs)
+    client = MlflowClient(tracking_uri=specs[0]["tracking"]["uri"])
+    for out in outs:
+        run_id = (out / "mlflow_run_id").read_text()
+        for metric in ("train_loss", "lr", "tokens_per_s"):
+            history = client.get_metric_history(run_id, metric)
+            assert [m.step for m in history] == list(range(10, 61, 10)), metric
+        assert all(m.value > 0 for m in client.get_metric_history(run_id, "tokens_per_s"))
+
+
+def test_a_group_whose_member_changed_trains_from_its_start(tiny_spec, tmp_path, copy_task,
+                                                            capfd):  # fmt: skip
+    """As a run alone does: a member folder last trained by another spec keeps that spec's run
+    id aside (replaced/), and the group's checkpoint, made with the old spec, is not resumed."""
+    specs = run_specs(tiny_spec, seeds=(0, 1))
+    outs = [tmp_path / "a", tmp_path / "b"]
+    train_group(specs, outs, stop_after=30)  # a checkpoint at step 20
+    assert (outs[0] / "group_ckpt" / "step_20").is_dir()
+    changed = [specs[0], dict(specs[1], seed=7)]
+    old_id = (outs[1] / "mlflow_run_id").read_text()
+    train_group(changed, outs)
+    err = capfd.readouterr().err
+    assert "another spec trained here before" in err and "the group trains from its start" in err
+    assert "resumed from" not in err
+    assert (outs[1] / "replaced" / old_id / "spec.json").is_file()
+    saved = json.loads((outs[1] / "spec.json").read_text())
+    assert saved["seed"] == 7
+    alone = train_group(changed, [tmp_path / "c", tmp_path / "d"])  # the same from scratch
+    for a, b in zip(alone, [o / "model.pt" for o in outs], strict=True):
+        want, got = (torch.load(p, weights_only=True)["state_dict"] for p in (a, b))
+        for name in want:
+            torch.testing.assert_close(got[name], want[name], rtol=0, atol=0)
