@@ -12,6 +12,7 @@ if not workflow.overwrite_configfiles:
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/mlflow.smk"
+include: "workflow/rules/synthetic.smk"
 include: "workflow/rules/sparse_parity.smk"
 include: "workflow/rules/generation.smk"
 include: "workflow/rules/theory.smk"

@@ -6,11 +6,10 @@ README and docs state) share it."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from lengen import tasks
+from lengen.config import plan
 from lengen.tasks import natural_language
 
 
@@ -29,28 +28,20 @@ def job_kinds(cfg: dict, lm_tokens: Path | None = None) -> list[Kind]:
     spec: sparse parity per variant (K_train changes no shape), the scratchpad tasks per
     (variant, setting), each language model. The language models read `lm_tokens` (random
     tokens of the tokenizer's size: the step's cost does not depend on the text; None: counting
-    only). A kind's `jobs` counts runs, fused or not (fused_group_jobs counts the fused jobs)."""
+    only). A kind's `jobs` counts runs, fused or not (lengen.config.plan.group_jobs counts the
+    fused jobs)."""
     kinds = []
-    if "sparse_parity" in cfg:
-        sp, task = cfg["sparse_parity"], tasks.get("sparse_parity")
-        for variant in sp["variants"]:
-            spec = task.train_spec(cfg, max(sp["k_train"]), variant)
-            runs = sp["variants"][variant]["runs"]
-            kinds.append(Kind(f"sparse_parity/{variant}", spec, len(sp["k_train"]) * runs))
-        schemes = sp.get("schemes") or {}  # the extra figure's NoPE / ALiBi models, one each
-        for variant in schemes.get("variants", {}):
-            spec = task.train_spec(cfg, schemes["k_train"], variant)
-            kinds.append(Kind(f"sparse_parity/{variant}", spec, 1))
-    for exp, task in tasks.generation_tasks().items():
-        if exp not in cfg:
-            continue
-        setting = task.SETTING
-        for variant, var in cfg[exp]["variants"].items():
-            section = tasks.variant_section(cfg[exp], variant)  # its own jumps / depths
-            for value in section[setting.values]:
-                spec = tasks.generation_spec(cfg, exp, variant, value, 0)
-                name = f"{exp}/{variant}/{setting.prefix}{value}"
-                kinds.append(Kind(name, spec, var["runs"]))
+    for exp in plan.experiments(cfg):  # the synthetic runs, as the workflow plans them
+        for variant in plan.variants(cfg, exp):
+            runs = plan.runs(cfg, exp, variant)
+            if exp == plan.SPARSE_PARITY:  # K_train changes no shape: one kind per variant
+                spec = plan.Run(exp, variant, max(r.value for r in runs), 0).spec(cfg)
+                kinds.append(Kind(f"{exp}/{variant}", spec, len(runs)))
+                continue
+            for value in plan.values(cfg, exp, variant):
+                run = plan.Run(exp, variant, value, 0)
+                kinds.append(Kind(f"{exp}/{variant}/{run.setting}", run.spec(cfg),
+                                  plan.run_count(cfg, exp, variant)))  # fmt: skip
     if "natural_language" in cfg:
         nl = cfg["natural_language"]
         for which in ("short", "long"):
@@ -73,30 +64,6 @@ def training_hours(jobs: dict[str, dict], s_per_step: dict[str, float], node_gpu
     for kind, job in jobs.items():
         hours += [(s_per_step[kind] * job["steps"] / 3600, job["gpus"])] * job["jobs"]
     return node_hours(hours, node_gpus)
-
-
-def fused_group_jobs(cfg: dict) -> dict[str, int]:
-    """The workflow's fused training jobs (runtime.fuse_runs > 1) by rule: each sparse-parity
-    variant's (K_train, run) members and each generation-task variant's (setting, run) members,
-    fuse_runs to a job (workflow/rules: sp_members, fused_members); {} when runs train one by
-    one. The extra schemes figure's sparse-parity models train one by one."""
-    fuse = cfg["runtime"].get("fuse_runs", 1)
-    if fuse <= 1:
-        return {}
-    jobs = {}
-    if "sparse_parity" in cfg:
-        sp = cfg["sparse_parity"]
-        jobs["sparse_parity_train_group"] = sum(
-            math.ceil(len(sp["k_train"]) * var["runs"] / fuse) for var in sp["variants"].values()
-        )
-    groups = 0
-    for exp, task in tasks.generation_tasks().items():
-        for variant, var in cfg.get(exp, {}).get("variants", {}).items():
-            values = tasks.variant_section(cfg[exp], variant)[task.SETTING.values]
-            groups += math.ceil(len(values) * var["runs"] / fuse)
-    if groups:
-        jobs["generation_train_group"] = groups
-    return jobs
 
 
 def node_hours(jobs: list[tuple[float, int]], node_gpus: int) -> dict:

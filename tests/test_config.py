@@ -289,12 +289,41 @@ def test_config_readme_lists_every_key_of_the_schema():
     assert markdown() in (ROOT / "config" / "README.md").read_text()
 
 
+def test_every_default_is_the_dataclass_default_and_written_once():
+    """Issue 62: config/README.md's default column is the dataclasses' (an absent key's value
+    in the job), for every section they parse: grad_clip 1.0, betas, checkpoint_every, log_every
+    and the early stop's n_examples 512 among them; no description restates one ("absent: ...");
+    a variant's override keys show none (absent, they are the section's); and the prose's file
+    sizes are the files'."""
+    import re
+
+    from lengen.config.keys import rows, tier_sizes
+
+    table = {path: (required, default, text) for path, _, required, default, text in rows()}
+    for section in ("sparse_parity", "parity_scratchpad", "natural_language.short"):
+        train = f"{section}.train"
+        assert table[f"{train}.grad_clip"][1] == "1.0"
+        assert table[f"{train}.betas"][1] == "[0.9, 0.999]"
+        assert table[f"{train}.checkpoint_every"][1] == "1000"
+        assert table[f"{train}.log_every"][1] == "50"
+        assert table[f"{train}.steps"][:2] == ("yes", "")  # required: no default
+        assert table[f"{train}.early_stop.n_examples"][1] == "512"
+    assert table["runtime.fuse_runs"][1] == "1" and table["runtime.compile"][1] == "none"
+    assert table["sparse_parity.pose_skip"][1] == "paper"
+    assert table["sparse_parity.model.init_std"][1] == "0.02"
+    assert table["parity_scratchpad.variants.<name>.train.grad_clip"][1] == ""  # the section's
+    assert [p for p, (_, d, t) in table.items() if d and "absent" in t] == []
+    readme = (ROOT / "config" / "README.md").read_text()
+    stated = dict(re.findall(r"<!-- size:(\w+) -->(\d+)<!-- /size -->", readme))
+    assert {k: int(v) for k, v in stated.items()} == tier_sizes(ROOT)
+
+
 def test_every_config_key_has_a_description():
     """Every key of the schema says what it sets (issue 46: config/README.md describes every
     key); the description lives beside the key in schema.yaml."""
     from lengen.config.keys import rows
 
-    assert [path for path, _, _, text in rows() if not text] == []
+    assert [path for path, _, _, _, text in rows() if not text] == []
 
 
 def test_the_schema_and_the_spec_dataclasses_name_the_same_keys():

@@ -76,7 +76,7 @@ def test_a_new_generation_task_is_three_files_and_its_tier_section(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     stats = job_stats(proc)  # its 3 models (one per variant), each evaluated, the figure
     models = len(yaml.safe_load((root / "config" / "smoke.yaml").read_text())[NAME]["variants"])
-    assert stats["generation_train"] == stats["generation_eval"] == models
+    assert stats["synthetic_train"] == stats["generation_eval"] == models
     assert stats["figure"] == 1
     assert f"results/smoke/{NAME}/" in proc.stdout
     sample = subprocess.run([sys.executable, "-m", "lengen.cli", "sample", NAME, "--length", "5",

@@ -25,8 +25,7 @@ from .test_workflow import assert_same_as_the_smoke_reference, job_stats
 
 pytestmark = pytest.mark.slurm
 CLUSTER = ROOT / "tools" / "slurm_cluster.sh"
-GROUPS = ("setup", "natural_language_data", "sparse_parity_tables", "generation_tables",
-          "natural_language_eval")  # fmt: skip
+GROUPS = ("setup", "natural_language_data", "tables", "natural_language_eval")
 
 
 @pytest.fixture(params=["accounting", "none"])
@@ -97,7 +96,7 @@ def test_the_smoke_tier_on_slurm_equals_the_local_run_in_grouped_jobs(cluster, t
     dry = _snakemake(tmp_path, env, profile, "-n")
     plan = job_stats(subprocess.CompletedProcess([], 0, dry, ""))
     # one job per model (training + evaluation), per language model, the report, and one per group
-    trainings = ("sparse_parity_train", "generation_train", "natural_language_train")
+    trainings = ("synthetic_train", "natural_language_train")
     expected = sum(plan[rule] for rule in trainings) + 1
     expected += len(GROUPS)
     t = time.perf_counter()

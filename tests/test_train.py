@@ -354,3 +354,52 @@ def test_a_changed_seed_keeps_the_old_model_beside_its_run(tiny_spec, tmp_path):
     client = MlflowClient(tracking_uri=tiny_spec["tracking"]["uri"])
     assert client.get_run(old_id).data.tags["model_path"] == str((kept / "model.pt").resolve())
     assert (out / "mlflow_run_id").read_text() != old_id  # the new spec's own run
+
+
+def test_a_ds_config_may_add_communication_only_and_names_any_other_key(tmp_path):
+    """Issue 62: a ds_config JSON beside the YAML may add communication, buckets and logging
+    (DS_CONFIG_MAY_ADD); a key the YAML owns (precision: fp16 / bf16 / amp / torch_autocast,
+    ZeRO, clipping, batch sizes, optimizer, schedule) passes only where it agrees, and any other
+    key is refused, named, at validation and where the engine's config is built. Before, an
+    fp16 section beside precision fp32 passed silently."""
+    import json
+
+    from lengen.config.config import ConfigError, load, validate
+    from lengen.train.runtime import deepspeed_config
+
+    from .conftest import ROOT
+
+    cfg = load(ROOT / "config" / "paper.yaml")  # the language models: bf16, ZeRO 2
+    spec = natural_language.train_spec(cfg, "long")
+    refused = (
+        ({"fp16": {"enabled": True}}, r"fp16.enabled = True, but runtime.precision gives bf16"),
+        ({"amp": {"enabled": True}}, r"amp.enabled = True, but runtime.precision"),
+        ({"torch_autocast": {"enabled": True}}, r"torch_autocast.enabled = True"),
+        ({"bf16": {"enabled": True, "immediate_grad_update": True}},
+         r"bf16.immediate_grad_update: precision is runtime.precision's alone"),
+        ({"optimizer": {"type": "Adam"}}, r"optimizer: the YAML owns it \(train.lr"),
+        ({"scheduler": {"type": "WarmupLR"}}, r"scheduler: the YAML owns it \(train.warmup"),
+        ({"zero_optimization": {"offload_optimizer": {"device": "cpu"}}},
+         r"zero_optimization.offload_optimizer.device: not a key a ds_config may add"),
+        ({"data_types": {"grad_accum_dtype": "fp32"}}, r"data_types.grad_accum_dtype: not a key"),
+    )  # fmt: skip
+    for i, (user, message) in enumerate(refused):
+        path = tmp_path / f"ds{i}.json"
+        path.write_text(json.dumps(user))
+        bad = {**cfg, "natural_language": {**cfg["natural_language"], "ds_config": str(path)}}
+        where = "natural_language.ds_config: ds_config sets "
+        with pytest.raises(ConfigError, match=rf"{where}{message}"):
+            validate(bad)
+        spec["runtime"]["ds_config"] = user
+        with pytest.raises(ValueError, match=rf"ds_config sets {message}"):
+            deepspeed_config(parse_spec(spec), world=8)
+    agreed = {"fp16": {"enabled": False}, "bf16": {"enabled": True}, "gradient_clipping": 1.0,
+              "zero_optimization": {"stage": 2, "overlap_comm": True, "reduce_bucket_size": 10},
+              "train_batch_size": spec["train"]["batch_size"], "steps_per_print": 100,
+              "communication_data_type": "fp32", "wall_clock_breakdown": True}  # fmt: skip
+    spec["runtime"]["ds_config"] = agreed
+    ds = deepspeed_config(parse_spec(spec), world=8)
+    assert ds["zero_optimization"]["reduce_bucket_size"] == 10 and ds["steps_per_print"] == 100
+    path = tmp_path / "agreed.json"
+    path.write_text(json.dumps(agreed))
+    validate({**cfg, "natural_language": {**cfg["natural_language"], "ds_config": str(path)}})

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from lengen.config import plan
 from lengen.config.config import load
 from lengen.core.floats import portable
 
@@ -45,11 +46,10 @@ def test_dry_run_of_the_full_dag(tmp_path, tier):
     for rule in (
         "mlflow_setup",
         "sparse_parity_testset",
-        "sparse_parity_train",
+        "synthetic_train",
         "sparse_parity_eval",
-        "generation_train",
         "generation_eval",
-        "generation_table",
+        "synthetic_table",
         "figure",
     ):
         assert rule in out
@@ -65,15 +65,14 @@ def test_dry_run_of_the_full_dag(tmp_path, tier):
     counts = dict(re.findall(r"^(\w+_train(?:_group)?)\s+(\d+)$", proc.stdout, re.M))
     schedule = load_script(ROOT / "benchmarks" / "schedule.py")
     cfg = load(ROOT / "config" / f"{tier}.yaml")
-    rule = {"sparse_parity": "sparse_parity_train", "natural_language": "natural_language_train"}
+    rule = {"natural_language": "natural_language_train"}  # the rest: synthetic_train
     by_rule = {}
     for k in schedule.job_kinds(cfg, tmp_path / "train.bin"):
-        name = rule.get(k.name.split("/")[0], "generation_train")
+        name = rule.get(k.name.split("/")[0], "synthetic_train")
         by_rule[name] = by_rule.get(name, 0) + k.jobs
-    if groups := schedule.fused_group_jobs(cfg):
+    if groups := plan.group_jobs(cfg):
         assert tier == "gpu"  # the one fused tier: its 145 paper-grid runs in 21 jobs
-        assert (by_rule.pop("sparse_parity_train"), by_rule.pop("generation_train")) == (5, 140)
-        assert groups == {"sparse_parity_train_group": 1, "generation_train_group": 20}
+        assert by_rule.pop("synthetic_train") == 145 and groups == {"synthetic_train_group": 21}
         by_rule |= groups
     assert by_rule == {name: int(n) for name, n in counts.items()}
 
@@ -105,7 +104,7 @@ def test_slurm_profile_dry_runs_the_paper_dag(tmp_path):
         str(ROOT / "config" / "paper.yaml"),
     )
     out = proc.stdout + proc.stderr
-    train = out[out.index("rule generation_train:") :][:1500]
+    train = out[out.index("rule synthetic_train:") :][:1500]
     assert "gpu=1" in train and "runtime=1440" in train and "cpus_per_task=8" in train
     assert "slurm_partition=gpu" in out and "report" in out
     # the 1.3B language models: 8 GPUs on one node, their own CPUs, memory and time
@@ -217,7 +216,7 @@ def test_a_fresh_clone_plans_every_job(tmp_path):
             )
         )
         assert planned == baseline, tier
-        assert planned["sparse_parity_train"] > 0 and planned["generation_train"] > 0
+        assert planned["synthetic_train"] > 0 and planned["synthetic_table"] > 0
         assert planned["report"] == 1 and "extended by additional config" not in proc.stdout
 
 
@@ -436,20 +435,21 @@ def test_fused_groups_are_planned_and_run_as_one_job_each(tmp_path):
         for variant, var in cfg[exp]["variants"].items():
             values = tasks.variant_section(cfg[exp], variant)[task.SETTING.values]
             groups += -(-len(values) * var["runs"] // 2)
-    assert planned["generation_train_group"] == groups and "generation_train" not in planned
     assert groups < 15  # fewer jobs than runs
     # sparse parity's K_train x runs too; the extra schemes figure's models train one by one
     sp = cfg["sparse_parity"]
     per_variant = [len(sp["k_train"]) * v["runs"] for v in sp["variants"].values()]
     members = sum(per_variant)
-    assert planned["sparse_parity_train_group"] == sum(-(-n // 2) for n in per_variant)
-    assert planned.get("sparse_parity_train", 0) == len(sp.get("schemes", {}).get("variants", {}))
-    assert planned["sparse_parity_eval"] == members + planned.get("sparse_parity_train", 0)
+    sp_groups = sum(-(-n // 2) for n in per_variant)
+    assert planned["synthetic_train_group"] == groups + sp_groups
+    schemes = len(sp.get("schemes", {}).get("variants", {}))
+    assert planned.get("synthetic_train", 0) == schemes  # only the schemes' models train alone
+    assert planned["sparse_parity_eval"] == members + schemes
     # evaluated as groups too (one pass each), each run's eval.csv its group's table
     assert planned["generation_eval_group"] == groups and planned["generation_eval"] == 15
     target = "results/smoke/parity_scratchpad/ppc/k1/seed1/eval.csv"
     proc = snakemake(tmp_path, target, "--cores", "2", "--configfile", str(path))
-    assert "generation_train_group" in proc.stdout + proc.stderr
+    assert "synthetic_train_group" in proc.stdout + proc.stderr
     run = tmp_path / "results" / "smoke" / "parity_scratchpad" / "ppc" / "k1"
     for seed in (0, 1):  # the group wrote both runs' files, as two train jobs would
         assert {"model.pt", "spec.json", "mlflow_run_id"} <= {
@@ -471,7 +471,7 @@ def test_fused_groups_are_planned_and_run_as_one_job_each(tmp_path):
     # sparse parity: K_train 1 and 2 of a variant train as one group, each scored on its own
     sp_eval = "results/smoke/sparse_parity/neox/K2/seed0/eval.csv"
     proc = snakemake(tmp_path, sp_eval, "--cores", "2", "--configfile", str(path))
-    assert "sparse_parity_train_group" in proc.stdout + proc.stderr
+    assert "synthetic_train_group" in proc.stdout + proc.stderr
     sp_dir = tmp_path / "results" / "smoke" / "sparse_parity" / "neox"
     assert (sp_dir / "K1" / "seed0" / "model.pt").is_file() and (sp_dir / "fused0.done").is_file()
     scored = pd.read_csv(tmp_path / sp_eval)

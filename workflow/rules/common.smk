@@ -8,7 +8,7 @@ import os
 import shlex
 
 from lengen import tasks
-from lengen.config import artifacts, figure_jobs
+from lengen.config import artifacts, figure_jobs, plan
 from lengen.config.code import code_hash
 from lengen.config.cluster import too_large
 from lengen.config.config import ConfigError, read_tier, read_yaml, validate
@@ -82,86 +82,36 @@ def out_dir(wildcards, output):
     return os.path.dirname(output[0])
 
 
-def sp_evals(variants, ks):
-    """eval.csv of every run of every sparse-parity model of the given variants and K_train
-    values (a `schemes` model: one run)."""
-    return figure_jobs.sparse_parity_evals(config, variants, ks)
-
-
 def eval_lengths(exp):
     """JSON {variant: the eval lengths its models are scored at}: the grid the table rules check
     every per-model table against (lengen.analysis.evaluate.read_eval_table)."""
     return figure_jobs.eval_lengths(config, exp)
 
 
-def generation_evals(exp, variants=None):
-    """eval.csv of every run of the given variants (all by default) of one generation-scored
-    experiment (each variant at its own jumps / depths)."""
-    return figure_jobs.generation_evals(config, exp, variants)
+def run_of(w):
+    """The plan's run (lengen.config.plan.Run) a rule's wildcards name: experiment, variant,
+    setting (K8, k2, d3, ...) or sparse parity's K, and run."""
+    experiment = getattr(w, "experiment", "sparse_parity")
+    setting = w.setting.removeprefix(plan.prefix(experiment)) if hasattr(w, "setting") else w.K
+    return plan.Run(experiment, w.variant, int(setting), int(w.run))
 
 
-FUSE_RUNS = config["runtime"].get("fuse_runs", 1)  # runs trained as one job (lengen.train.group)
-
-
-def generation_run(w, run=None, value=None):
-    """The folder of one run of a generation-task variant: its wildcards' setting and run, or
-    the given jump / depth `value` and `run`."""
-    run = w.run if run is None else run
-    prefix = GENERATION_TASKS[w.experiment].SETTING.prefix
-    setting = w.setting if value is None else f"{prefix}{value}"
-    return os.path.join(RESULTS, w.experiment, w.variant, setting, f"seed{run}")
-
-
-def fused_members(experiment, variant):
-    """Every (jump / depth, run) of a generation-task variant, in the order fused groups take
-    them: its settings' runs one after another (they share every shape: lengen.train.group)."""
-    section = tasks.variant_section(config[experiment], variant)
-    values = section[GENERATION_TASKS[experiment].SETTING.values]
-    runs = config[experiment]["variants"][variant]["runs"]
-    return [(value, run) for value in values for run in range(runs)]
-
-
-def fused_group(w):
-    """The (jump / depth, run) members of a fused group job (its `group` wildcard): FUSE_RUNS
-    consecutive members of the variant, the last group what is left."""
-    members = fused_members(w.experiment, w.variant)
-    return members[int(w.group) * FUSE_RUNS : (int(w.group) + 1) * FUSE_RUNS]
-
-
-def fused_marker(w, what):
-    """A generation run's fused group's marker: `done` (trained) or `evaluated`."""
-    value = int(w.setting.removeprefix(GENERATION_TASKS[w.experiment].SETTING.prefix))
-    group = fused_members(w.experiment, w.variant).index((value, int(w.run))) // FUSE_RUNS
-    return os.path.join(RESULTS, w.experiment, w.variant, f"fused{group}.{what}")
+def group_of(w):
+    """The runs of a fused group job (its `group` wildcard), lengen.config.plan's."""
+    return plan.group(config, w.experiment, w.variant, int(w.group))
 
 
 def trained(w):
-    """What a generation run's evaluation waits for: its model.pt, or its fused group's job."""
-    if FUSE_RUNS == 1:
-        return os.path.join(generation_run(w), "model.pt")
-    return fused_marker(w, "done")
+    """What a run's evaluation waits for: its model.pt, or its fused group's job."""
+    return plan.trained(config, run_of(w))
 
 
+def evaluated(w):
+    """A fused generation run's group evaluation marker (its table is written there)."""
+    run = run_of(w)
+    return plan.marker(config, run.experiment, run.variant, plan.group_index(config, run),
+                       "evaluated")  # fmt: skip
+
+
+FUSED = plan.fuse_runs(config) > 1  # runs trained fuse_runs to a job (lengen.train.group)
 FUSED_EVAL = "eval_fused.csv"  # a member's table as its group's evaluation wrote it
-
-
-def sp_members(variant):
-    """Every (K_train, run) of a sparse-parity variant, in the order fused groups take them (they
-    share every shape: K_train changes the data only)."""
-    sp = config["sparse_parity"]
-    return [(k, run) for k in sp["k_train"] for run in range(sp["variants"][variant]["runs"])]
-
-
-def sp_group(w):
-    """The (K_train, run) members of a fused sparse-parity group job (its `group` wildcard)."""
-    return sp_members(w.variant)[int(w.group) * FUSE_RUNS : (int(w.group) + 1) * FUSE_RUNS]
-
-
-def sp_model(variant, k, run):
-    """A sparse-parity model's file, or what stands for it in a tier with fused runs: its
-    group's job (the extra schemes figure's models train one by one)."""
-    folder = f"{RESULTS}/sparse_parity/{variant}"
-    if FUSE_RUNS == 1 or variant not in config["sparse_parity"]["variants"]:
-        return f"{folder}/K{k}/seed{run}/model.pt"
-    group = sp_members(variant).index((int(k), int(run))) // FUSE_RUNS
-    return f"{folder}/fused{group}.done"

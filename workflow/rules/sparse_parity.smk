@@ -1,4 +1,6 @@
-# Sparse parity (Sec. 5.1, App. E.1): Fig. 1 (K_train 8, 10) and Fig. 7 (K_train 4, 6, 12).
+# Sparse parity (Sec. 5.1, App. E.1): Fig. 1 (K_train 8, 10) and Fig. 7 (K_train 4, 6, 12): its
+# test set, evaluation and diagnostics. Its training and table are the synthetic rules'
+# (synthetic.smk).
 SP = config["sparse_parity"]
 SP_DIR = f"{RESULTS}/sparse_parity"
 SPARSE_PARITY_TABLE = artifacts.table(config, "sparse_parity")
@@ -40,74 +42,10 @@ rule sparse_parity_testset:
         " --n {params.n} --seed {params.seed} --out {output:q} > {log:q} 2>&1"
 
 
-rule sparse_parity_train:
-    # One model per (variant, K_train, run); resumes from its ckpt/ after a crash.
-    input:
-        f"{RESULTS}/mlflow/sparse_parity.ready",
-    output:
-        f"{SP_DIR}/{{variant}}/K{{K}}/seed{{run}}/model.pt",
-    log:
-        f"{LOGS}/sparse_parity/train_{{variant}}_K{{K}}_seed{{run}}.log",
-    benchmark:
-        f"{BENCHMARKS}/sparse_parity/train_{{variant}}_K{{K}}_seed{{run}}.tsv"
-    conda:
-        CONDA_ENV
-    threads: config["runtime"]["threads_per_job"]
-    resources:
-        **job_resources("train"),
-        gpu=config["runtime"]["gpus_per_job"],  # read by the SLURM plugin (--gpus)
-    params:
-        code=code_hash("lengen.train.train"),  # reruns when the code it runs changes
-        spec=lambda w: to_json(
-            tasks.get("sparse_parity").train_spec(config, int(w.K), w.variant, int(w.run))
-        ),
-        launcher=launcher(config),
-        out=out_dir,
-    shell:
-        "{params.launcher} lengen.train.train --spec {params.spec:q}"
-        " --out {params.out:q} > {log:q} 2>&1"
-
-
-rule sparse_parity_train_group:
-    # Up to FUSE_RUNS runs of one variant (its K_train values and seeds share every shape) trained
-    # as one fused model (one job, one GPU): each run's model.pt, spec.json and MLflow run in its
-    # own folder, as alone (issue 45).
-    input:
-        f"{RESULTS}/mlflow/sparse_parity.ready",
-    output:
-        touch(f"{SP_DIR}/{{variant}}/fused{{group}}.done"),
-    log:
-        f"{LOGS}/sparse_parity/train_{{variant}}_fused{{group}}.log",
-    benchmark:
-        f"{BENCHMARKS}/sparse_parity/train_{{variant}}_fused{{group}}.tsv"
-    wildcard_constraints:
-        group=r"\d+",
-    conda:
-        CONDA_ENV
-    threads: config["runtime"]["threads_per_job"]
-    resources:
-        **job_resources("train"),
-        gpu=config["runtime"]["gpus_per_job"],  # read by the SLURM plugin (--gpus)
-    params:
-        code=code_hash("lengen.train.group"),  # reruns when the code it runs changes
-        specs=lambda w: to_json(
-            [
-                tasks.get("sparse_parity").train_spec(config, k, w.variant, run)
-                for k, run in sp_group(w)
-            ]
-        ),
-        outs=lambda w: " ".join(
-            shlex.quote(f"{SP_DIR}/{w.variant}/K{k}/seed{run}") for k, run in sp_group(w)
-        ),
-    shell:
-        "python -m lengen.train.group --specs {params.specs:q} --out {params.outs}"
-        " > {log:q} 2>&1"
-
-
 rule sparse_parity_eval:
     # Final-token accuracy over the test grid, batched by length.
     input:
-        trained=lambda w: sp_model(w.variant, w.K, w.run),
+        trained=trained,
         testset=f"{SP_DIR}/testset.npz",
     output:
         f"{SP_DIR}/{{variant}}/K{{K}}/seed{{run}}/eval.csv",
@@ -128,28 +66,6 @@ rule sparse_parity_eval:
         " --batch-size {params.batch_size} --out {output:q} > {log:q} 2>&1"
 
 
-rule sparse_parity_table:
-    # Every model's accuracy in one tidy table (k_train, length, k_test, n, accuracy, ...).
-    input:
-        sp_evals(SP_VARIANTS, SP["k_train"]),
-    output:
-        report(SPARSE_PARITY_TABLE, caption="../report/tables.rst", category="Tables"),
-    log:
-        f"{LOGS}/sparse_parity/table.log",
-    benchmark:
-        f"{BENCHMARKS}/sparse_parity/table.tsv"
-    conda:
-        CONDA_ENV
-    resources:
-        **job_resources("small"),
-    params:
-        code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
-        lengths=eval_lengths("sparse_parity"),  # the grid every table is checked against
-    shell:
-        "python -m lengen.analysis.evaluate combine --tables {input:q} --lengths {params.lengths:q}"
-        " --out {output:q} > {log:q} 2>&1"
-
-
 SP_ATTENTION = SP["figures"].get("attention")
 SPARSE_PARITY_DIAGNOSTIC = (  # the tables; their figures are the figure rule's
     expand(f"{REPORTS}/sparse_parity_attention_{{v}}.csv", v=SP_VARIANTS) if SP_ATTENTION else []
@@ -160,7 +76,9 @@ rule sparse_parity_attention:
     # Diagnostic (lengen.analysis.attention), one per variant: attention mass of the predicting <SEP>
     # token on flagged / unflagged tokens per head vs test length; accuracy by flagged ones.
     input:
-        lambda w: sp_model(w.variant, SP_ATTENTION["k_train"], 0),  # run 0
+        lambda w: plan.trained(
+            config, plan.Run("sparse_parity", w.variant, SP_ATTENTION["k_train"], 0)  # run 0
+        ),
     output:
         f"{REPORTS}/sparse_parity_attention_{{variant}}.csv",
     log:
@@ -191,7 +109,7 @@ SPARSE_PARITY_SCHEMES = [artifacts.table(config, "sparse_parity_schemes")] if SP
 rule sparse_parity_schemes_table:
     # The extra figure's models and the variants at its K_train, in one tidy table.
     input:
-        sp_evals(*SP_SCHEMES_MODELS),
+        plan.evals(config, "sparse_parity", *SP_SCHEMES_MODELS),
     output:
         artifacts.table(config, "sparse_parity_schemes"),
     log:

@@ -12,7 +12,7 @@ import yaml
 from lengen import tasks
 from lengen.config import artifacts
 from lengen.core.positions import get_scheme, scheme_names
-from lengen.core.specs import ds_config_clashes, read_ds_config
+from lengen.core.specs import ds_config_clashes, ds_config_unknown, read_ds_config
 from lengen.tasks import natural_language
 
 
@@ -161,7 +161,8 @@ def _cross_checks(cfg: dict) -> list[tuple[str, str]]:
             scope = cfg["natural_language"] if key.startswith("natural") else cfg
             stage = scope.get("zero_stage", rt["zero_stage"])
             clips = {t["grad_clip"] for _, t in _walk(scope) if "grad_clip" in t and "steps" in t}
-            found = ds_config_clashes(user, bf16=rt["precision"] == "bf16", zero_stage=stage)
+            found = ds_config_unknown(user)
+            found += ds_config_clashes(user, bf16=rt["precision"] == "bf16", zero_stage=stage)
             found += [m for clip in sorted(clips) for m in ds_config_clashes(user, grad_clip=clip)]
             errors += [(key, m) for m in found]
     return errors + _memory_checks(cfg)

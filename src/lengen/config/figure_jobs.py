@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 
 from lengen import tasks
-from lengen.config import artifacts
+from lengen.config import artifacts, plan
 
 CATEGORIES = {  # a section's heading in Snakemake's report.html (generation tasks: one heading)
     "sparse_parity": "Sparse parity",
@@ -55,31 +55,6 @@ def results(cfg: dict, *parts) -> str:
     return "/".join([cfg["results_dir"], *map(str, parts)])
 
 
-def sparse_parity_evals(cfg: dict, variants: list[str], ks: list[int]) -> list[str]:
-    """eval.csv of every run of every sparse-parity model of the given variants and K_train
-    values (a `schemes` model: one run)."""
-    runs = {v: e["runs"] for v, e in cfg["sparse_parity"]["variants"].items()}
-    return [
-        results(cfg, "sparse_parity", v, f"K{k}", f"seed{r}", "eval.csv")
-        for v in variants
-        for k in ks
-        for r in range(runs.get(v, 1))
-    ]
-
-
-def generation_evals(cfg: dict, exp: str, variants: list[str] | None = None) -> list[str]:
-    """eval.csv of every run of the given variants (all by default) of one generation-scored
-    experiment (each variant at its own jumps / depths)."""
-    setting = tasks.generation_tasks()[exp].SETTING
-    return [
-        results(cfg, exp, variant, f"{setting.prefix}{value}", f"seed{run}", "eval.csv")
-        for variant in (variants or cfg[exp]["variants"])
-        for section in [tasks.variant_section(cfg[exp], variant)]
-        for value in section[setting.values]
-        for run in range(section["variants"][variant]["runs"])
-    ]
-
-
 def eval_lengths(cfg: dict, exp: str) -> str:
     """JSON {variant: the eval lengths its models are scored at}: the grid the table and figure
     jobs check every per-model table against (lengen.analysis.evaluate.read_eval_table)."""
@@ -109,7 +84,7 @@ def _sparse_parity(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], list[st
             "--train-range", str(sp["train_min_len"]), str(sp["train_max_len"]),
             "--labels", to_json([[v, labels[v]] for v in variants]),  # config order: row order
             "--lengths", eval_lengths(cfg, "sparse_parity")]  # fmt: skip
-    return sparse_parity_evals(cfg, variants, ks), args
+    return plan.evals(cfg, "sparse_parity", variants, ks), args
 
 
 def _generation(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], list[str]]:
@@ -124,7 +99,7 @@ def _generation(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], list[str]]
             "--style", to_json(section["figures"].get("style", {})),
             "--train-range", str(low), str(high),
             "--lengths", eval_lengths(cfg, fig.section)]  # fmt: skip
-    return generation_evals(cfg, fig.section, panels), args
+    return plan.evals(cfg, fig.section, panels), args
 
 
 def _influence(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], list[str]]:

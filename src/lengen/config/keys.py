@@ -2,9 +2,18 @@
 config/README.md, it describes every key). `python -m lengen.config.keys` prints it;
 tests/test_config.py fails when config/README.md and the schema differ or a key has no
 description.
+
+Its default column is read from the dataclasses that parse each section (a schema node's
+`x-defaults` names them, module:Class): TrainSpec, EarlyStopSpec, RuntimeSpec, ModelConfig, a
+task's TaskSpec, plan.Fusion. What a job does with an absent key is what that column says, as
+the defaults live nowhere else. (Reading ModelConfig imports torch: this table is made by the
+command and the tests, never by a config's validation.)
 """
 
 from __future__ import annotations
+
+import dataclasses
+import importlib
 
 from lengen.config.config import schema
 from lengen.core.cli import command_parser
@@ -38,8 +47,35 @@ def _kind(node: dict) -> str:
     return kind
 
 
-def rows(node: dict | None = None, path: str = "", required: bool = True, defs=None) -> list:
-    """(key path, type, required, description) for every key under `node`, depth first."""
+def shown(value) -> str:
+    """A default as the YAML would write it (null, true, [0.9, 0.999], 1000, paper)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, tuple | list):
+        return "[" + ", ".join(shown(v) for v in value) + "]"
+    return str(value)
+
+
+def defaults(node: dict) -> dict[str, str]:
+    """The defaults of a schema node's keys: each field with a default of the dataclasses its
+    `x-defaults` names (module:Class), as `shown` writes it."""
+    out = {}
+    for ref in node.get("x-defaults", []):
+        module, _, name = ref.partition(":")
+        for f in dataclasses.fields(getattr(importlib.import_module(module), name)):
+            if f.default is not dataclasses.MISSING:
+                out[f.name] = shown(f.default)
+            elif f.default_factory is not dataclasses.MISSING:
+                out[f.name] = shown(f.default_factory())
+    return out
+
+
+def rows(node: dict | None = None, path: str = "", required: bool = True, defs=None,
+         default: str = "") -> list:  # fmt: skip
+    """(key path, type, required, default, description) for every key under `node`, depth
+    first (the default: where the key is optional and its section's dataclass has one)."""
     if node is None:
         node = schema()
         defs = node.get("$defs", {})
@@ -47,10 +83,11 @@ def rows(node: dict | None = None, path: str = "", required: bool = True, defs=N
     out = []
     if path:
         text = " ".join(str(node.get("description", "")).split())
-        out.append((path, _kind(node), "yes" if required else "", text))
-    needed = set(node.get("required", []))
+        out.append((path, _kind(node), "yes" if required else "", default, text))
+    needed, given = set(node.get("required", [])), defaults(node)
     for key, child in node.get("properties", {}).items():
-        out += rows(child, f"{path}.{key}" if path else key, key in needed, defs)
+        fallback = "" if key in needed else given.get(key, "")
+        out += rows(child, f"{path}.{key}" if path else key, key in needed, defs, fallback)
     extra = node.get("additionalProperties")
     if isinstance(extra, dict):
         out += rows(extra, f"{path}.{MAP}" if path else MAP, False, defs)
@@ -59,10 +96,40 @@ def rows(node: dict | None = None, path: str = "", required: bool = True, defs=N
 
 def markdown() -> str:
     """The table of every key."""
-    lines = ["| key | type | required | what it sets |", "| --- | --- | --- | --- |"]
+    lines = ["| key | type | required | default | what it sets |",
+             "| --- | --- | --- | --- | --- |"]  # fmt: skip
     bar = "\\|"  # a literal | inside a table cell
-    lines += [f"| `{p}` | {k} | {r} | {d.replace('|', bar)} |" for p, k, r, d in rows()]
+    lines += [f"| `{p}` | {k} | {r} | {f'`{d}`' if d else ''} | {t.replace('|', bar)} |"
+              for p, k, r, d, t in rows()]  # fmt: skip
     return "\n".join(lines)
+
+
+def tier_sizes(root) -> dict[str, int]:
+    """What config/README.md says of the tier files' sizes: gpu.yaml's and paper.yaml's lines,
+    and the values (leaves of the whole config) of smoke and paper, and how many of them differ
+    from config.yaml's."""
+    from pathlib import Path
+
+    from lengen.config.config import load
+
+    def leaves(d: dict, prefix: str = "") -> dict:
+        out = {}
+        for k, v in d.items():
+            if isinstance(v, dict) and v:
+                out.update(leaves(v, f"{prefix}{k}."))
+            else:
+                out[f"{prefix}{k}"] = v
+        return out
+
+    folder = Path(root) / "config"
+    base = leaves(load(folder / "config.yaml"))
+    sizes = {f"{t}_lines": len((folder / f"{t}.yaml").read_text().splitlines())
+             for t in ("gpu", "paper")}  # fmt: skip
+    for tier in ("smoke", "paper"):
+        values = leaves(load(folder / f"{tier}.yaml"))
+        sizes[f"{tier}_values"] = len(values)
+        sizes[f"{tier}_differ"] = sum(base.get(k, object()) != v for k, v in values.items())
+    return sizes
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -242,7 +242,7 @@ def run_spec(
 ) -> dict:
     """A job's spec: the task's own `sections` (task, model, train) inside what every job shares
     (its runtime and MLflow tracking). Each task module builds its sections (e.g.
-    `tasks.sparse_parity.train_spec`; the generation-scored tasks through `generation_train`)."""
+    `tasks.sparse_parity.train_spec`; the generation-scored tasks through `generation_spec`)."""
     return {
         "experiment": experiment,
         **({"variant": variant} if variant is not None else {}),
@@ -294,24 +294,106 @@ def read_ds_config(path: str | Path) -> dict:
     return data
 
 
+# What a DeepSpeed config JSON may add to the computed one: communication, buckets and
+# bookkeeping, which change how a step is carried out, not what it computes. Every other key is
+# the YAML's (precision, ZeRO stage, clipping, batch sizes, optimizer and schedule): a JSON that
+# sets one is refused unless it agrees (ds_config_clashes), one that sets anything else is
+# refused by name (ds_config_unknown).
+DS_CONFIG_MAY_ADD = {
+    "zero_optimization": {
+        "allgather_bucket_size", "allgather_partitions", "contiguous_gradients", "overlap_comm",
+        "reduce_bucket_size", "reduce_scatter", "round_robin_gradients",
+        "stage3_max_live_parameters", "stage3_max_reuse_distance", "stage3_prefetch_bucket_size",
+        "stage3_param_persistence_threshold", "sub_group_size", "use_multi_rank_bucket_allreduce",
+    },
+    "communication_data_type": None,
+    "comms_logger": None,
+    "flops_profiler": None,
+    "steps_per_print": None,
+    "wall_clock_breakdown": None,
+    "memory_breakdown": None,
+    "dump_state": None,
+}  # fmt: skip
+# The keys the YAML owns, each with the config key that sets it (a JSON may repeat its value)
+DS_CONFIG_OWNED = {
+    "train_batch_size": "train.batch_size",
+    "train_micro_batch_size_per_gpu": "train.micro_batch_size",
+    "gradient_accumulation_steps": "train.batch_size / train.micro_batch_size",
+    "gradient_clipping": "train.grad_clip",
+    "bf16.enabled": "runtime.precision",
+    "fp16.enabled": "runtime.precision",
+    "amp.enabled": "runtime.precision",
+    "torch_autocast.enabled": "runtime.precision",
+    "zero_optimization.stage": "runtime.zero_stage (natural_language.zero_stage for the language "
+    "models)",
+    "optimizer": "train.lr, train.betas and train.weight_decay (the trainer's AdamW)",
+    "scheduler": "train.warmup_steps, train.schedule and train.min_lr_ratio",
+}
+
+
+PRECISION_SECTIONS = ("bf16", "fp16", "amp", "torch_autocast")
+
+
+def _dotted(user: dict, prefix: str = "") -> dict[str, object]:
+    """A nested JSON object as {dotted key: value}, descending into objects."""
+    out = {}
+    for key, value in user.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value and name not in DS_CONFIG_OWNED:
+            out.update(_dotted(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
+def ds_config_unknown(user: dict) -> list[str]:
+    """The keys of a DeepSpeed config JSON that neither the YAML owns (DS_CONFIG_OWNED) nor a
+    JSON may add (DS_CONFIG_MAY_ADD), each named in a message."""
+    allowed = [k for k, sub in DS_CONFIG_MAY_ADD.items() if sub is None]
+    allowed += [f"{k}.{s}" for k, sub in DS_CONFIG_MAY_ADD.items() if sub for s in sorted(sub)]
+    return [
+        f"ds_config sets {key}: not a key a ds_config may add (communication, buckets and logging "
+        "only: lengen.core.specs.DS_CONFIG_MAY_ADD); what trains is set in the YAML"
+        for key in _dotted(user)
+        if key not in DS_CONFIG_OWNED and key.split(".")[0] not in PRECISION_SECTIONS
+        and not any(key == a or key.startswith(f"{a}.") for a in allowed)
+    ]
+
+
 def ds_config_clashes(
     user: dict,
     grad_clip: float | None = None,
     bf16: bool | None = None,
     zero_stage: int | None = None,
 ) -> list[str]:
-    """Where a DeepSpeed config JSON sets what the spec computes (one source per setting: the
-    config's train.grad_clip, runtime.precision, runtime.zero_stage) to another value than the
-    given one (None: not compared); equal values pass. Each message names both keys."""
-    found = {
-        "gradient_clipping": (user.get("gradient_clipping"), grad_clip, "train.grad_clip"),
-        "bf16.enabled": ((user.get("bf16") or {}).get("enabled"), bf16, "runtime.precision"),
-        "zero_optimization.stage": ((user.get("zero_optimization") or {}).get("stage"),
-                                    zero_stage, "runtime.zero_stage (natural_language.zero_stage "
-                                    "for the language models)"),
-    }  # fmt: skip
-    return [
-        f"ds_config sets {key} = {got}, but {where} gives {want}: set it there, not in the JSON"
-        for key, (got, want, where) in found.items()
-        if got is not None and want is not None and got != want
+    """Where a DeepSpeed config JSON sets what the YAML owns (one source per setting: the
+    config's train.grad_clip, runtime.precision, runtime.zero_stage, the trainer's optimizer and
+    schedule) to another value than the given one (None: not compared); equal values pass. Each
+    message names both keys. The batch keys are compared where the process count is known
+    (lengen.train.runtime.deepspeed_config)."""
+    keys = _dotted(user)
+    precision = None if bf16 is None else "bf16" if bf16 else "fp32"
+    want = {
+        "gradient_clipping": grad_clip,
+        "bf16.enabled": bf16,
+        "fp16.enabled": None if bf16 is None else False,  # fp32 or bf16: never fp16
+        "amp.enabled": None if bf16 is None else False,
+        "torch_autocast.enabled": None if bf16 is None else False,
+        "zero_optimization.stage": zero_stage,
+    }
+    found = [
+        f"ds_config sets {key} = {keys[key]}, but {DS_CONFIG_OWNED[key]} gives "
+        f"{precision if key.endswith('.enabled') else value}: set it there, not in the JSON"
+        for key, value in want.items()
+        if key in keys and value is not None and keys[key] != value
     ]
+    for section in PRECISION_SECTIONS:  # a precision section may say `enabled`, nothing else
+        extra = [k for k in keys if k.startswith(f"{section}.") and k != f"{section}.enabled"]
+        found += [f"ds_config sets {k}: precision is runtime.precision's alone (set it there)"
+                  for k in extra]  # fmt: skip
+    found += [
+        f"ds_config sets {key}: the YAML owns it ({DS_CONFIG_OWNED[key]}); set it there, not in "
+        "the JSON"
+        for key in ("optimizer", "scheduler") if key in keys
+    ]
+    return found

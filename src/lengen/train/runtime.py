@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from lengen.core.specs import ds_config_clashes, merge_dicts
+from lengen.core.specs import ds_config_clashes, ds_config_unknown, merge_dicts
 
 if TYPE_CHECKING:
     from lengen.core.specs import RuntimeSpec, Spec
@@ -68,7 +68,8 @@ def deepspeed_config(spec: Spec, world: int) -> dict:
                 f"(batch_size {train.batch_size}, {world} processes): set it in the config"
             )
     bf16 = runtime.precision == "bf16"
-    for message in ds_config_clashes(user, train.grad_clip, bf16, runtime.zero_stage):
+    clashes = ds_config_clashes(user, train.grad_clip, bf16, runtime.zero_stage)
+    for message in [*ds_config_unknown(user), *clashes]:
         raise ValueError(message)
     return merge_dicts(computed, user)
 

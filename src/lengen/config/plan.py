@@ -1,0 +1,180 @@
+"""The plan of a tier's synthetic training runs and their jobs: config in, runs and jobs out
+(pure functions; no torch, no Snakemake). The workflow's rules (workflow/rules/synthetic.smk,
+sparse_parity.smk, generation.smk), the figures' jobs (lengen.config.figure_jobs) and the
+time estimates (benchmarks/schedule.py) all ask it, so which runs a tier trains, where each one
+lives and which fused group trains it are decided here once.
+
+A run of a synthetic task is (experiment, variant, setting value, run): sparse parity's K_train,
+a generation task's jump / depth / longest training length (the task's SETTING). Its folder is
+results/<experiment>/<variant>/<setting>/seed<run> (the setting as K8, k2, d3, ...). With
+`runtime.fuse_runs` > 1 a variant's runs train fuse_runs to a job as one fused model
+(lengen.train.group), in the order `runs` gives: its settings' runs one after another (they share
+every shape: the setting is data). Sparse parity's extra `schemes` models (one run each at
+schemes.k_train, not in the paper) always train one by one.
+
+    plan.runs(cfg, "parity_scratchpad", "ppc")       # every Run of a variant, in fused order
+    plan.groups(cfg, "parity_scratchpad", "ppc")     # the fused groups' members
+    plan.trained(cfg, run)                            # what its evaluation waits for
+    plan.group_jobs(cfg)                              # {rule: fused jobs}
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from lengen import tasks
+
+SPARSE_PARITY = "sparse_parity"
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """`runtime.fuse_runs`: runs of one variant trained as one fused model in one job (the
+    default, 1: one job per run). The default column of config/README.md reads it here."""
+
+    fuse_runs: int = 1
+
+
+def fuse_runs(cfg: dict) -> int:
+    """The tier's runtime.fuse_runs (absent: Fusion's default)."""
+    return cfg["runtime"].get("fuse_runs", Fusion.fuse_runs)
+
+
+def prefix(experiment: str) -> str:
+    """A run's setting as its folder names it: K (sparse parity's K_train), else the generation
+    task's SETTING.prefix (k: jump, d: depth, ...)."""
+    if experiment == SPARSE_PARITY:
+        return "K"
+    return tasks.generation_tasks()[experiment].SETTING.prefix
+
+
+def experiments(cfg: dict) -> list[str]:
+    """The synthetic experiments the config trains runs of: sparse parity and every
+    generation-scored task with a section."""
+    return [e for e in (SPARSE_PARITY, *tasks.generation_tasks()) if e in cfg]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One training run: its experiment, variant, setting value and run index (seed: the
+    config's + run)."""
+
+    experiment: str
+    variant: str
+    value: int
+    run: int
+
+    @property
+    def setting(self) -> str:
+        return f"{prefix(self.experiment)}{self.value}"
+
+    def folder(self, cfg: dict) -> str:
+        """results/<experiment>/<variant>/<setting>/seed<run>: its model.pt, eval.csv, spec."""
+        return "/".join([cfg["results_dir"], self.experiment, self.variant, self.setting,
+                         f"seed{self.run}"])  # fmt: skip
+
+    def model(self, cfg: dict) -> str:
+        return f"{self.folder(cfg)}/model.pt"
+
+    def eval(self, cfg: dict) -> str:
+        return f"{self.folder(cfg)}/eval.csv"
+
+    def spec(self, cfg: dict) -> dict:
+        """Its training job's spec (the task module's builder)."""
+        if self.experiment == SPARSE_PARITY:
+            return tasks.get(SPARSE_PARITY).train_spec(cfg, self.value, self.variant, self.run)
+        return tasks.generation_spec(cfg, self.experiment, self.variant, self.value, self.run)
+
+
+def variants(cfg: dict, experiment: str) -> list[str]:
+    """An experiment's variants (sparse parity's extra `schemes` models after its own)."""
+    section = cfg[experiment]
+    schemes = (section.get("schemes") or {}) if experiment == SPARSE_PARITY else {}
+    return [*section["variants"], *schemes.get("variants", {})]
+
+
+def is_scheme(cfg: dict, experiment: str, variant: str) -> bool:
+    """Whether a variant is one of sparse parity's extra `schemes` models (one run each)."""
+    return experiment == SPARSE_PARITY and variant not in cfg[experiment]["variants"]
+
+
+def values(cfg: dict, experiment: str, variant: str) -> list[int]:
+    """The setting values a variant trains: sparse parity's k_train (a scheme model: its one
+    schemes.k_train), a generation task's jumps / depths as the variant sees its section."""
+    if experiment == SPARSE_PARITY:
+        sp = cfg[SPARSE_PARITY]
+        return [sp["schemes"]["k_train"]] if is_scheme(cfg, experiment, variant) else sp["k_train"]
+    setting = tasks.generation_tasks()[experiment].SETTING
+    return tasks.variant_section(cfg[experiment], variant)[setting.values]
+
+
+def run_count(cfg: dict, experiment: str, variant: str) -> int:
+    """Runs per setting value (seeds seed, seed + 1, ...); a scheme model: one."""
+    if is_scheme(cfg, experiment, variant):
+        return 1
+    return cfg[experiment]["variants"][variant]["runs"]
+
+
+def runs(cfg: dict, experiment: str, variant: str, only: list[int] | None = None) -> list[Run]:
+    """Every run of a variant (at the setting values `only`, else all), in the order fused
+    groups take them: each value's runs one after another."""
+    return [
+        Run(experiment, variant, value, run)
+        for value in (values(cfg, experiment, variant) if only is None else only)
+        for run in range(run_count(cfg, experiment, variant))
+    ]
+
+
+def evals(cfg: dict, experiment: str, variants_: list[str] | None = None,
+          only: list[int] | None = None) -> list[str]:  # fmt: skip
+    """eval.csv of every run of the given variants (default: the experiment's own, not sparse
+    parity's scheme models), at the setting values `only` (default: each variant's own)."""
+    chosen = cfg[experiment]["variants"] if variants_ is None else variants_
+    return [r.eval(cfg) for v in chosen for r in runs(cfg, experiment, v, only)]
+
+
+def fused(cfg: dict, experiment: str, variant: str) -> bool:
+    """Whether a variant's runs train in fused groups (fuse_runs > 1; never a scheme model)."""
+    return fuse_runs(cfg) > 1 and not is_scheme(cfg, experiment, variant)
+
+
+def groups(cfg: dict, experiment: str, variant: str) -> list[list[Run]]:
+    """A fused variant's groups: fuse_runs consecutive runs each, the last what is left."""
+    every, n = runs(cfg, experiment, variant), fuse_runs(cfg)
+    return [every[i : i + n] for i in range(0, len(every), n)]
+
+
+def group(cfg: dict, experiment: str, variant: str, index: int) -> list[Run]:
+    """The members of a variant's fused group `index` (the rule's `group` wildcard)."""
+    return groups(cfg, experiment, variant)[index]
+
+
+def group_index(cfg: dict, run: Run) -> int:
+    """Which of its variant's fused groups trains a run."""
+    return runs(cfg, run.experiment, run.variant).index(run) // fuse_runs(cfg)
+
+
+def marker(cfg: dict, experiment: str, variant: str, index: int, what: str) -> str:
+    """A fused group job's marker file: `done` (trained) or `evaluated`."""
+    return "/".join([cfg["results_dir"], experiment, variant, f"fused{index}.{what}"])
+
+
+def trained(cfg: dict, run: Run) -> str:
+    """What a run's evaluation waits for: its model.pt, or its fused group's `done` marker."""
+    if not fused(cfg, run.experiment, run.variant):
+        return run.model(cfg)
+    return marker(cfg, run.experiment, run.variant, group_index(cfg, run), "done")
+
+
+def group_jobs(cfg: dict) -> dict[str, int]:
+    """The fused training jobs a tier runs, by the rule that runs them ({} when runs train one
+    by one): every fused variant's groups."""
+    if fuse_runs(cfg) <= 1:
+        return {}
+    count = sum(
+        math.ceil(len(runs(cfg, e, v)) / fuse_runs(cfg))
+        for e in experiments(cfg)
+        for v in cfg[e]["variants"]
+    )
+    return {"synthetic_train_group": count} if count else {}
