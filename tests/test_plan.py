@@ -25,3 +25,57 @@ def test_a_dry_run_plans_the_golden_jobs(tier, tmp_path):
     assert sorted(by_output) == sorted(want), "jobs planned differ (outputs)"
     for output, job in want.items():
         assert by_output[output] == job, output
+
+
+def test_the_plan_of_a_fused_tier():
+    """lengen.config.plan on the gpu tier (runtime.fuse_runs 8): every variant's runs in fused
+    order (each setting's runs one after another), groups of 8 with the rest last, each run's
+    group and marker, what its evaluation waits for; the 145 runs in 21 jobs."""
+    from lengen.config import plan
+    from lengen.config.config import load
+
+    cfg = load(ROOT / "config" / "gpu.yaml")
+    assert plan.fuse_runs(cfg) == 8
+    assert plan.experiments(cfg) == ["sparse_parity", "parity_scratchpad", "variable_assignment"]
+    ppc = plan.runs(cfg, "parity_scratchpad", "ppc")
+    assert [(r.value, r.run) for r in ppc[:11]] == [(1, r) for r in range(10)] + [(2, 0)]
+    assert ppc[0].folder(cfg) == "results/gpu/parity_scratchpad/ppc/k1/seed0"
+    groups = plan.groups(cfg, "parity_scratchpad", "ppc")
+    assert [len(g) for g in groups] == [8, 8, 8, 8, 8]  # 4 jumps x 10 runs
+    assert sum(groups, []) == ppc and plan.group(cfg, "parity_scratchpad", "ppc", 1) == groups[1]
+    run = ppc[9]  # jump 1, run 9: the second group
+    assert plan.group_index(cfg, run) == 1
+    assert plan.trained(cfg, run) == "results/gpu/parity_scratchpad/ppc/fused1.done"
+    sp = plan.runs(cfg, "sparse_parity", "neox")
+    assert {r.setting for r in sp} == {f"K{k}" for k in cfg["sparse_parity"]["k_train"]}
+    assert sp[0].spec(cfg)["run_name"] == f"neox/K{sp[0].value}/seed0"
+    assert plan.group_jobs(cfg) == {"synthetic_train_group": 21}
+    every = [r for e in plan.experiments(cfg) for v in cfg[e]["variants"]
+             for r in plan.runs(cfg, e, v)]  # fmt: skip
+    assert len(every) == 145
+
+
+def test_the_plan_of_a_tier_without_fusion(smoke_config):
+    """The smoke tier trains each run alone: its evaluation waits for its model.pt, no group
+    jobs; sparse parity's extra scheme models are one run each at schemes.k_train, and the
+    evals a figure reads follow the variants and settings asked for."""
+    from lengen.config import plan
+
+    cfg = smoke_config
+    assert plan.fuse_runs(cfg) == 1 and plan.group_jobs(cfg) == {}
+    run = plan.runs(cfg, "parity_scratchpad", "ppc")[0]
+    assert plan.trained(cfg, run) == run.model(cfg) == f"{run.folder(cfg)}/model.pt"
+    schemes = cfg["sparse_parity"]["schemes"]
+    for variant in schemes["variants"]:
+        assert plan.is_scheme(cfg, "sparse_parity", variant)
+        assert plan.runs(cfg, "sparse_parity", variant) == [
+            plan.Run("sparse_parity", variant, schemes["k_train"], 0)]
+        assert not plan.fused({**cfg, "runtime": {**cfg["runtime"], "fuse_runs": 4}},
+                              "sparse_parity", variant)  # fmt: skip
+    assert plan.variants(cfg, "sparse_parity") == [*cfg["sparse_parity"]["variants"],
+                                                   *schemes["variants"]]  # fmt: skip
+    k = cfg["sparse_parity"]["k_train"][0]
+    evals = plan.evals(cfg, "sparse_parity", ["neox"], [k])
+    runs = cfg["sparse_parity"]["variants"]["neox"]["runs"]
+    assert evals == [f"{cfg['results_dir']}/sparse_parity/neox/K{k}/seed{r}/eval.csv"
+                     for r in range(runs)]  # fmt: skip
