@@ -1,6 +1,10 @@
 """`lengen` command line: look at the data exactly as the model is fed at test time (`sample`);
 run Eq. (6) leave-one-out on local Hugging Face causal LMs (`influence`); fetch once what a
-tier's language models read from the network (`setup`)."""
+tier's language models read from the network (`setup`).
+
+No workflow job imports this module: it is the `lengen` command users run by hand (pyproject's
+[project.scripts]): the data as the model sees it, Eq. (6) on a local model, the one-time download.
+"""
 
 from __future__ import annotations
 

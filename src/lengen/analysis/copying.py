@@ -12,6 +12,10 @@ sequences of uniformly random tokens written twice (no statistics to exploit but
   just before it (`prev_token`) and on the token after its earlier occurrence (`induction`).
 
 This is a diagnostic of our models, not a measurement of the paper's.
+
+No workflow job imports this module: it is the natural-language diagnosis's measure
+(probes/language.py, probes/README.md "Natural language: probes and diagnosis"), kept in the
+package, tested, so that the probes score models with the same code as the jobs.
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@ Its default column is read from the dataclasses that parse each section (a schem
 task's TaskSpec, plan.Fusion. What a job does with an absent key is what that column says, as
 the defaults live nowhere else. (Reading ModelConfig imports torch: this table is made by the
 command and the tests, never by a config's validation.)
+
+No workflow job imports this module: it writes config/README.md's table, which tests/test_config.py
+holds to the schema and the dataclasses.
 """
 
 from __future__ import annotations

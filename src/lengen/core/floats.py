@@ -10,6 +10,9 @@ reference to the last bit. Every x86-64 CPU since 2013 has AVX2, so the referenc
 exactly on any of them; elsewhere (ARM) the settings do nothing.
 
     eval "$(python -m lengen.core.floats)"    # then run, or refresh a reference
+
+No workflow job imports this module: it sets the float environment a reference run is made in
+(tools/reference_run.sh, the slow tests that compare with reference/smoke), before any job starts.
 """
 
 from __future__ import annotations

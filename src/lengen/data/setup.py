@@ -14,6 +14,9 @@ What it fetches follows the tier's `natural_language` section:
   reads that folder only.
 The smoke and default tiers need none of it (their corpus and tokenizer install with the
 project); a tier with nothing to fetch says so.
+
+No workflow job imports this module: it is `lengen setup`, run once on a machine with network
+before a tier whose data must be downloaded, so that no job downloads.
 """
 
 from __future__ import annotations

@@ -1,5 +1,10 @@
 """Conversion of a lengen GPT-NeoX to transformers' GPTNeoXForCausalLM with the same weights
-(used to check equal outputs and to compare speed; also handy to reuse HF tooling)."""
+(used to check equal outputs and to compare speed; also handy to reuse HF tooling).
+
+No workflow job imports this module: it holds the check that our GPT-NeoX is transformers' own
+(tests/test_model.py, equal outputs in fp32 and bf16) and the baseline of benchmarks/throughput.py;
+`lengen influence` reads any Hugging Face directory without it.
+"""
 
 from __future__ import annotations
 

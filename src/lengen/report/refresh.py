@@ -23,6 +23,10 @@ The science of a commit is what decides a run's files, and nothing else:
 - the tier's own config, through its config hash (the other tiers' files are not this run's).
 A long reference run (~10 h on 2 cores, in sittings from one pinned worktree) therefore survives
 commits that change tests, docs, docstrings, other tiers or this module; no job imports it.
+
+No workflow job imports this module: a maintainer runs it by hand after a from-scratch run of
+committed code (README, "Where results land"; tools/reference_run.sh), and it stays beside
+lengen.report.reference, whose comparison it commits.
 """
 
 from __future__ import annotations
