@@ -163,25 +163,30 @@ print("XX-1" in rules.RULES, mine.verdict, mine.counted, mine.sentence)
 
 
 @pytest.mark.slow
-def test_a_figure_of_a_new_kind_is_four_files_and_no_rule(tmp_path):
-    """docs/extending.md, "A figure": a new kind is its drawer and CLI kind (figures.py), its
-    FIGURES entry (artifacts.py), how its job is made (figure_jobs.py) and its caption
-    (figure.rst); in a copy of the project with only those four files changed, the one figure
-    rule plans it, the CLI draws it, and the registry checks pass."""
+def test_a_figure_of_a_new_kind_is_one_object_and_its_entry(tmp_path):
+    """docs/extending.md, "A figure": a new kind is one FigureKind (its job, drawer and caption)
+    in figures.py's KINDS, and its figure a FIGURES entry (artifacts.py); in a copy of the
+    project with only those two files changed, the one figure rule plans it, its job carries
+    its caption, the CLI draws it, and the registry checks pass."""
     root = tmp_path / "project"
     _copy_project(root)
     src = root / "src" / "lengen"
-    figures = src / "report" / "figures.py"  # 1. the drawer and its CLI kind
+    figures = src / "report" / "figures.py"  # 1. the kind: its job, drawer and caption
     text = figures.read_text()
-    text = text.replace('"theory", "attention")\n', '"theory", "attention", "toy")\n', 1)
     text = text.replace(
-        "    elif args.figure == \"theory\":\n",
-        "    elif args.figure == \"toy\":\n"
-        "        fig, ax = plt.subplots()\n"
-        "        ax.hist(table[\"accuracy\"])\n"
-        "        _save(fig, args.out, 100, meta)\n"
-        "    elif args.figure == \"theory\":\n",
+        "KINDS: dict[str, FigureKind] = {",
+        "def _draw_toy(table, args, meta):\n"
+        "    plt, _ = _pyplot()\n"
+        "    fig, ax = plt.subplots()\n"
+        "    ax.hist(table[\"accuracy\"])\n"
+        "    _save(fig, args.out, 100, meta)\n\n\n"
+        "TOY = FigureKind(\"toy\", lambda cfg, fig: ("
+        "[artifacts.table(cfg, \"sparse_parity\")], []),"
+        " _draw_toy, lambda cfg: \"A toy histogram of every accuracy of the sparse-parity "
+        "table, one bar per bin, drawn to check that a kind is one object.\")\n\n"
+        "KINDS: dict[str, FigureKind] = {",
     )
+    text = text.replace("              THEORY, ATTENTION)", "              THEORY, ATTENTION, TOY)")
     figures.write_text(text)
     artifacts = src / "config" / "artifacts.py"  # 2. its registry entry
     text = artifacts.read_text().replace(
@@ -190,20 +195,9 @@ def test_a_figure_of_a_new_kind_is_four_files_and_no_rule(tmp_path):
         '    "fig_toy": Figure("sparse_parity", "toy", None, "Toy"),\n',
     )
     artifacts.write_text(text)
-    jobs = src / "config" / "figure_jobs.py"  # 3. its job: the tables it reads, its arguments
-    text = jobs.read_text().replace(
-        '    "attention": _attention,\n',
-        '    "attention": _attention,\n'
-        '    "toy": lambda cfg, fig: ([artifacts.table(cfg, "sparse_parity")], []),\n',
-    )
-    jobs.write_text(text)
-    caption = root / "workflow" / "report" / "figure.rst"  # 4. its caption
-    caption.write_text(caption.read_text().replace(
-        "{% endif %}", '{% elif kind == "toy" %}\nA toy histogram.\n{% endif %}'))
     changed = sorted(str(p.relative_to(root)) for p in root.rglob("*")
                      if p.is_file() and p.read_bytes() != (ROOT / p.relative_to(root)).read_bytes())
-    assert changed == ["src/lengen/config/artifacts.py", "src/lengen/config/figure_jobs.py",
-                       "src/lengen/report/figures.py", "workflow/report/figure.rst"]  # fmt: skip
+    assert changed == ["src/lengen/config/artifacts.py", "src/lengen/report/figures.py"]
     env = {**os.environ, "PYTHONPATH": str(root / "src")}
     cmd = [sys.executable, "-m", "snakemake", "reports/smoke/fig_toy.png", "-n", "-p", "--cores",
            "1", "--configfile", "config/smoke.yaml"]  # fmt: skip
@@ -217,6 +211,11 @@ def test_a_figure_of_a_new_kind_is_four_files_and_no_rule(tmp_path):
                     str(ROOT / "reference" / "smoke" / "sparse_parity_accuracy.csv"), "--out",
                     str(out)], cwd=root, env=env, check=True)  # fmt: skip
     assert out.stat().st_size > 1000
+    caption = subprocess.run([sys.executable, "-c", "from lengen.config import config; from "
+                              "lengen.report import figures; print(figures.figure_job(config.load("
+                              "'config/smoke.yaml'), 'fig_toy').caption)"], cwd=root, env=env,
+                             capture_output=True, text=True, check=True)  # fmt: skip
+    assert caption.stdout.startswith("A toy histogram")
     check = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                             "tests/test_figure_jobs.py", "-k", "kind"], cwd=root, env=env,
                            capture_output=True, text=True)  # fmt: skip

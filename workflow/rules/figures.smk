@@ -1,8 +1,10 @@
 # Every figure of the run (Figs. 1-8, the theory's, the attention diagnostic, the extras a config
-# adds), drawn by one rule: its tables and arguments come from its registry entry
-# (lengen.config.artifacts.FIGURES, read by lengen.config.figure_jobs), its report.html caption
-# from its kind (workflow/report/figure.rst), so no figure is special-cased here.
-FIGURE_JOBS = figure_jobs.figure_jobs(config)  # stem -> FigureJob, the figures this config draws
+# adds), drawn by one rule: its tables, arguments and report.html caption come from its kind
+# (lengen.report.figures.KINDS: job, drawer and caption in one object) and its registry entry
+# (lengen.config.artifacts.FIGURES, or a figure the tier adds), so no figure is special-cased here.
+from lengen.report import figures
+
+FIGURE_JOBS = figures.figure_jobs(config)  # stem -> FigureJob, the figures this config draws
 FIGURE_OUTPUTS = [artifacts.figure(config, stem) for stem in FIGURE_JOBS]
 
 
@@ -29,6 +31,7 @@ rule figure:
     params:
         code=code_hash("lengen.report.figures"),  # reruns when the code it runs changes
         kind=lambda w: FIGURE_JOBS[w.stem].kind,
+        caption=lambda w: FIGURE_JOBS[w.stem].caption,  # report.html's (workflow/report/figure.rst)
         args=lambda w: FIGURE_JOBS[w.stem].args,
         tracking=lambda w: figure_tracking(FIGURE_JOBS[w.stem].section),
     shell:

@@ -38,13 +38,12 @@ REPORT_READS = (
 
 @dataclass(frozen=True)
 class Figure:
-    """One figure of the run, described once: the config section that makes it, its `kind` (the
-    drawer of `python -m lengen.report.figures`; lengen.config.figure_jobs turns the entry and the
-    config into the job's inputs and arguments), the section's `figures` key it reads (Fig. 1's
-    K_train list, a scratchpad figure's panels; an `optional` figure is drawn only where the
-    config has that key), its default title ({tier} is filled in), and for Figs. 4 / 6 the (model
-    scored, model choosing J) pair of each panel. Its caption in Snakemake's report.html is its
-    kind's, in workflow/report/figure.rst."""
+    """One figure of the run, described once: the config section that makes it, its `kind` (one
+    object of lengen.report.figures.KINDS: how the entry and the config make the job's inputs and
+    arguments, how it is drawn, its caption in Snakemake's report.html), the section's `figures`
+    key it reads (Fig. 1's K_train list, a scratchpad figure's panels; an `optional` figure is
+    drawn only where the config has that key), its default title ({tier} is filled in), and for
+    Figs. 4 / 6 the (model scored, model choosing J) pair of each panel."""
 
     section: str
     kind: str

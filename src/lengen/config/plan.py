@@ -1,6 +1,6 @@
 """The plan of a tier's synthetic training runs and their jobs: config in, runs and jobs out
 (pure functions; no torch, no Snakemake). The workflow's rules (workflow/rules/synthetic.smk,
-sparse_parity.smk, generation.smk), the figures' jobs (lengen.config.figure_jobs) and the
+sparse_parity.smk, generation.smk), the figures' jobs (lengen.report.figures) and the
 time estimates (benchmarks/schedule.py) all ask it, so which runs a tier trains, where each one
 lives and which fused group trains it are decided here once.
 

@@ -1,41 +1,80 @@
-"""Figures with seaborn: accuracy vs test length for sparse parity (Figs. 1, 7; Sec. 5.1) and the
-scratchpad tasks with their ablations (Figs. 2, 8, 3a-d; Sec. 5.2); the natural-language loss
-scatters (Figs. 4, 6) and mask illustration (Fig. 5) of Sec. 5.3; the theory's exact risks
-(Prop. C.3, Theorem 4.3, Prop. 4.4). Each is one `kind` of lengen.config.artifacts.FIGURES."""
+"""Every kind of figure, one object each (`FigureKind`, the registry `KINDS`): how its job is made
+from the config (the tables it reads and the arguments of `python -m lengen.report.figures
+<kind>`), how it is drawn, and its caption in Snakemake's report.html. The kinds: accuracy vs test
+length for sparse parity (Figs. 1, 7; Sec. 5.1) and the tasks scored by generation with their
+ablations (Figs. 2, 8, 3a-d; Sec. 5.2); the natural-language loss scatters (Figs. 4, 6) and mask
+illustration (Fig. 5) of Sec. 5.3; the theory's exact risks (Prop. C.3, Theorem 4.3, Prop. 4.4);
+sparse parity's attention diagnostic. A figure (lengen.config.artifacts.FIGURES, or one a tier
+adds) names its kind; the workflow's one figure rule asks `figure_jobs(cfg)` for every figure
+of a run.
+
+Importing this module is cheap (the Snakefile reads it when it plans): matplotlib, seaborn,
+pandas and the analysis code are imported by the drawers, when a figure is drawn."""
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
-
-from lengen import tasks  # noqa: E402
-from lengen.analysis.attention import selectivity  # noqa: E402
-from lengen.analysis.evaluate import read_eval_table  # noqa: E402
-from lengen.config import artifacts  # noqa: E402
-from lengen.core import provenance  # noqa: E402
-from lengen.core.claims import NEAR_PERFECT  # noqa: E402
+from lengen import tasks
+from lengen.config import artifacts, plan
+from lengen.config.figure_jobs import CATEGORIES, FigureJob, eval_lengths, results, to_json
+from lengen.core.claims import NEAR_PERFECT
 from lengen.core.cli import command_parser
-from lengen.core.positions import scheme_label  # noqa: E402
-from lengen.core.stats import diagonal_fit  # noqa: E402
-from lengen.report import effects  # noqa: E402
+from lengen.core.positions import scheme_label
+
+if TYPE_CHECKING:
+    import argparse
+
+    import pandas as pd
+
+
+def _pyplot():
+    """matplotlib's pyplot (the Agg backend: files, no display) and seaborn, imported when a
+    figure is drawn."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    return plt, sns
+
 
 DEFAULT_STYLE = {"context": "paper", "height": 3.0, "aspect": 1.15, "dpi": 150}
 
 
 def _save(fig, out: Path, dpi: int, metadata: dict | None) -> None:
     """Write a figure (provenance in the PNG's metadata) and free it."""
+    plt, _ = _pyplot()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=dpi, bbox_inches="tight", metadata=metadata)
     plt.close(fig)
+
+
+# The kinds ------------------------------------------------------------------------------------
+# Each kind: `job` (config, figure) -> (the tables it reads, its other CLI arguments), `draw`
+# (table, the CLI's arguments, PNG metadata) -> the PNG at args.out, `caption` (config) -> its
+# report.html caption (reStructuredText), `reads`: "eval" (per-model eval tables, read and checked
+# as the table rule reads them), "tables" (report-level tables), "nothing" (drawn from code).
+
+
+@dataclass(frozen=True)
+class FigureKind:
+    """One kind of figure: how its job is made, how it is drawn, what its caption says."""
+
+    name: str
+    job: Callable[[dict, artifacts.Figure], tuple[list[str], list[str]]]
+    draw: Callable[[pd.DataFrame, argparse.Namespace, dict], None]
+    caption: Callable[[dict], str]
+    reads: str = "tables"
+
+
+# Sparse parity (Figs. 1, 7) -------------------------------------------------------------------
 
 
 def sparse_parity_figure(
@@ -49,6 +88,7 @@ def sparse_parity_figure(
 ) -> None:
     """Accuracy vs test length 2l, a line per k_test, a panel per K_train (Figs. 1, 7), a row
     per model variant (labelled by `labels`); training lengths shaded, chance (0.5) dotted."""
+    plt, sns = _pyplot()
     style = {**DEFAULT_STYLE, **style}
     sns.set_theme(context=style["context"], style="whitegrid")
     table = table.rename(columns={"length": "test length 2l", "k_test": "k_test"})
@@ -117,6 +157,42 @@ def sparse_parity_figure(
     _save(grid.figure, out, style["dpi"], metadata)
 
 
+def _sparse_parity_job(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], list[str]]:
+    sp = cfg["sparse_parity"]
+    schemes = sp.get("schemes") or {}
+    variants = list(sp["variants"])
+    if fig.key == "schemes":  # NoPE / ALiBi beside the variants at one K_train
+        variants += list(schemes["variants"])
+        ks = [schemes["k_train"]]
+        title = fig.title.format(tier=cfg["tier"], k_train=schemes["k_train"])
+    else:
+        ks = sp["figures"][fig.key]
+        title = fig.title.format(tier=cfg["tier"], k_train=ks)
+    labels = {v: e["label"] for v, e in {**sp["variants"], **schemes.get("variants", {})}.items()}
+    args = ["--title", title, "--style", to_json(sp["figures"].get("style", {})),
+            "--train-range", str(sp["train_min_len"]), str(sp["train_max_len"]),
+            "--labels", to_json([[v, labels[v]] for v in variants]),  # config order: row order
+            "--lengths", eval_lengths(cfg, "sparse_parity")]  # fmt: skip
+    return plan.evals(cfg, "sparse_parity", variants, ks), args
+
+
+def _draw_sparse_parity(table: pd.DataFrame, args, meta: dict) -> None:
+    labels = dict(json.loads(args.labels))  # insertion order = row order
+    sparse_parity_figure(table, args.title, args.out, json.loads(args.style), args.train_range,
+                         meta, labels)  # fmt: skip
+
+
+SPARSE_PARITY = FigureKind(
+    "sparse_parity", _sparse_parity_job, _draw_sparse_parity,
+    lambda cfg: "Sparse parity (Sec. 5.1, Figs. 1 and 7): final-token accuracy vs test length "
+    "2l, a line per k_test, a panel per K_train; training lengths shaded, chance dotted.",
+    reads="eval",
+)  # fmt: skip
+
+
+# Tasks scored by generation (Figs. 2, 8, 3a-d; majority) --------------------------------------
+
+
 VARIANT_LABELS = {  # variants named for what they drop; a scheme's own name: its label
     "no_coupling": "scratchpad, no coupling",
     "no_scratchpad": "RoPE + PoSE, no scratchpad",
@@ -131,6 +207,10 @@ def panel_label(variant: str) -> str:
 def run_bands(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Per cell of `keys` (+ length): the run-mean accuracy, its run-level 95% CI (the report's
     hierarchical bootstrap, lengen.report.effects.level) and the number of runs."""
+    import pandas as pd
+
+    from lengen.report import effects
+
     rows = []
     for cell, g in table.groupby([*keys, "length"]):
         e = effects.level(g, "")
@@ -162,6 +242,9 @@ def generation_figure(
     seeds), a panel per variant in `panels` order (Figs. 2, 8, 3a-d). A line whose models did
     not learn the training range (run mean < NEAR_PERFECT there) is drawn dashed and faint and
     named so in the legend: it is not a length-generalization result."""
+    plt, sns = _pyplot()
+    from lengen.report import effects
+
     style = {**DEFAULT_STYLE, **style}
     sns.set_theme(context=style["context"], style="whitegrid")
     setting = next(  # the task whose per-model setting (jump, depth, ...) the table has
@@ -201,6 +284,40 @@ def generation_figure(
     _save(fig, out, style["dpi"], metadata)
 
 
+def _generation_job(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], list[str]]:
+    section = cfg[fig.section]
+    spec = section["figures"][fig.key]
+    panels = spec["panels"]
+    low, high = tasks.generation_tasks()[fig.section].train_lengths(  # the first panel's
+        tasks.variant_section(section, panels[0])
+    )
+    args = ["--panels", *panels,
+            "--title", spec.get("title", fig.title) + f" ({cfg['tier']} tier)",
+            "--style", to_json(section["figures"].get("style", {})),
+            "--train-range", str(low), str(high),
+            "--lengths", eval_lengths(cfg, fig.section)]  # fmt: skip
+    return plan.evals(cfg, fig.section, panels), args
+
+
+def _draw_generation(table: pd.DataFrame, args, meta: dict) -> None:
+    generation_figure(table, args.panels, args.title, args.out, json.loads(args.style),
+                      args.train_range, meta)  # fmt: skip
+
+
+GENERATION = FigureKind(
+    "generation", _generation_job, _draw_generation,
+    lambda cfg: "Tasks scored by greedy generation (the scratchpad tasks of Sec. 5.2, Figs. 2, 8, "
+    "3a-d; majority): exact-match accuracy (every scratchpad token and, for Predictive Position "
+    "Coupling, every predicted position ID; the answer token without a scratchpad) vs test "
+    "length, a line per jump or depth (mean over training runs, 95% CI band), a panel per "
+    "variant.",
+    reads="eval",
+)  # fmt: skip
+
+
+# Natural language: the loss recovered by k influential tokens (Figs. 4, 6) --------------------
+
+
 INFLUENCE_PANELS = {  # figure -> (model scored, model choosing J) per panel (Sec. 5.3)
     stem.removesuffix("_influence"): list(fig.panels)
     for stem, fig in artifacts.FIGURES.items()
@@ -214,6 +331,11 @@ def influence_figure(
     """Figs. 4 / 6: per test sequence, (L_short - L_long, L_short - L_short,sparse), one panel per
     (model scored, model choosing J), the diagonal (dashed), the fitted slope through the origin
     and the slope and spread with their 95% CIs (lengen.core.stats.diagonal_fit)."""
+    plt, sns = _pyplot()
+    from matplotlib.ticker import MaxNLocator
+
+    from lengen.core.stats import diagonal_fit
+
     style = {**DEFAULT_STYLE, **style}
     sns.set_theme(context=style["context"], style="whitegrid")
     panels = INFLUENCE_PANELS[fig]
@@ -255,6 +377,32 @@ def influence_figure(
     _save(fig_, out, style["dpi"], metadata)
 
 
+def _influence_job(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], list[str]]:
+    nl = cfg["natural_language"]
+    title = fig.title.format(k=nl["influence"]["k"], tier=cfg["tier"])
+    style = to_json(nl.get("figures", {}).get("style", {}))
+    return [artifacts.table(cfg, "influence")], ["--title", title, "--style", style]
+
+
+def _influence_kind(name: str) -> FigureKind:
+    """Fig. 4 or Fig. 6: one kind each (their panels differ: INFLUENCE_PANELS)."""
+
+    def draw(table: pd.DataFrame, args, meta: dict) -> None:
+        influence_figure(table, name, args.title, args.out, json.loads(args.style), meta)
+
+    return FigureKind(
+        name, _influence_job, draw,
+        lambda cfg: "Natural language (Sec. 5.3, Figs. 4, 6): for each held-out sequence of Lbar "
+        "tokens, the loss recovered on the last token by the whole far context (x: L_short - "
+        "L_long) against that recovered by only the k leave-one-out influential far tokens of "
+        "Eq. (6) (y: L_short - L_short,sparse); one panel per (model scored, model choosing J), "
+        "the diagonal dashed, Pearson r in the title.",
+    )  # fmt: skip
+
+
+# Natural language: the masks (Fig. 5) ---------------------------------------------------------
+
+
 def mask_illustration(
     out: Path, long_len: int = 8, short_len: int = 2, J: tuple[int, ...] = (2, 4),
     metadata: dict | None = None,
@@ -262,6 +410,7 @@ def mask_illustration(
     """Fig. 5: which tokens L_short, L_long and L_short,sparse attend to (gray = masked, blue =
     attended, outlined = the predicted token X_Lbar), drawn from lengen.analysis.influence's
     masks."""
+    plt, _ = _pyplot()
     from matplotlib.patches import Rectangle
 
     from lengen.core.contexts import context_keeps
@@ -287,9 +436,23 @@ def mask_illustration(
     _save(fig, out, 150, metadata)
 
 
+MASKS = FigureKind(
+    "fig5", lambda cfg, fig: ([], []),  # drawn from the code that builds the masks
+    lambda table, args, meta: mask_illustration(args.out, metadata=meta),
+    lambda cfg: "Fig. 5 (Sec. 5.3): which tokens each loss attends to with Lbar = 8, L = 2, k = "
+    "2, J = {2, 4}; gray = masked in every attention computation (position IDs unchanged), blue "
+    "= attended, outlined = the predicted token. Drawn from the masks the influence code uses.",
+    reads="nothing",
+)  # fmt: skip
+
+
+# The theory's exact risks ---------------------------------------------------------------------
+
+
 def theory_figure(table: pd.DataFrame, out: Path, metadata: dict | None = None) -> None:
     """The theory table (lengen.analysis.theory_cases): test risk of the best and worst risk
     minimiser of Eq. (3) vs Lbar, a panel per case (Prop. C.3, Theorem 4.3, Prop. 4.4)."""
+    plt, sns = _pyplot()
     sns.set_theme(context="paper", style="whitegrid")
     cases = list(dict.fromkeys(table["case"]))
     ncol = 4
@@ -319,6 +482,17 @@ def theory_figure(table: pd.DataFrame, out: Path, metadata: dict | None = None) 
     _save(fig, out, 150, metadata)
 
 
+THEORY = FigureKind(
+    "theory", lambda cfg, fig: ([artifacts.table(cfg, "theory")], []),
+    lambda table, args, meta: theory_figure(table, args.out, meta),
+    lambda cfg: "Executable theory (Prop. C.3, Theorem 4.3, Prop. 4.4): exact population risk "
+    "at test lengths Lbar of the best and worst minimiser of Eq. (3), a panel per construction.",
+)  # fmt: skip
+
+
+# Sparse parity's attention diagnostic ---------------------------------------------------------
+
+
 def attention_figure(
     table: pd.DataFrame, k_train: int, title: str, out: Path, metadata: dict | None = None
 ) -> None:
@@ -327,6 +501,9 @@ def attention_figure(
     per head vs 2l, accuracy by number m of flagged ones; plus, when a k_test above K_train was
     tested, accuracy by m there (SP-2: does the model fail at unseen k, or only at counts m it
     never saw?)."""
+    plt, sns = _pyplot()
+    from lengen.analysis.attention import selectivity
+
     mass = table[table["table"] == "attention_mass"]
     by_ones = table[table["table"] == "accuracy_by_ones"]
     sns.set_theme(context="paper", style="whitegrid")
@@ -364,14 +541,54 @@ def attention_figure(
     _save(fig, out, 150, metadata)
 
 
-KINDS = ("sparse_parity", "generation", "fig4", "fig6", "fig5", "theory", "attention")
-EVAL_TABLE_KINDS = ("sparse_parity", "generation")  # drawn from per-model eval tables
+def _attention_job(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], list[str]]:
+    k = cfg["sparse_parity"]["figures"]["attention"]["k_train"]
+    table = str(artifacts.reports(cfg) / f"sparse_parity_attention_{fig.variant}.csv")
+    model = plan.Run("sparse_parity", fig.variant, k, 0).spec(cfg)["run_name"]  # run 0
+    return [table], ["--title", fig.title.format(tier=cfg["tier"]), "--k-train", str(k),
+                     "--models", model]  # fmt: skip
+
+
+ATTENTION = FigureKind(
+    "attention", _attention_job,
+    lambda table, args, meta: attention_figure(table, args.k_train, args.title, args.out, meta),
+    lambda cfg: "Sparse-parity diagnostic (``lengen.analysis.attention``): for the K_train = "
+    f"{cfg['sparse_parity']['figures']['attention']['k_train']} model, the attention mass of the "
+    "predicting ``<SEP>`` token on the 2k flagged tokens and on the unflagged J's and bits, per "
+    "layer and head, vs test length 2l; and accuracy by the number m of flagged ones. Mass "
+    "moving from flagged to unflagged tokens as 2l grows is dilution; accuracy below chance at "
+    "some m is a systematic miscount.",
+)  # fmt: skip
+
+# The registry, the jobs, the CLI --------------------------------------------------------------
+
+
+KINDS: dict[str, FigureKind] = {  # a figure's `kind` -> how it is made, drawn and captioned
+    k.name: k
+    for k in (SPARSE_PARITY, GENERATION, _influence_kind("fig4"), _influence_kind("fig6"), MASKS,
+              THEORY, ATTENTION)
+}  # fmt: skip
+
+
+def figure_job(cfg: dict, stem: str) -> FigureJob:
+    """The job of one figure this config draws (artifacts.all_figures): its kind's."""
+    fig = artifacts.all_figures(cfg)[stem]
+    kind = KINDS[fig.kind]
+    tables, args = kind.job(cfg, fig)
+    ready = results(cfg, "mlflow", f"{fig.section}.ready")
+    category = CATEGORIES.get(fig.section, "Generation tasks")
+    return FigureJob(fig.section, fig.kind, tables, args, ready, category, kind.caption(cfg))
+
+
+def figure_jobs(cfg: dict) -> dict[str, FigureJob]:
+    """Every figure this config draws (artifacts.drawn_figures), by stem."""
+    return {stem: figure_job(cfg, stem) for stem in artifacts.drawn_figures(cfg)}
 
 
 def cli_parser():
-    """The CLI's arguments (lengen.config.figure_jobs writes them for each figure of a run)."""
+    """The CLI's arguments (`figure_jobs` writes them for each figure of a run)."""
     parser = command_parser(__spec__, __doc__)
-    parser.add_argument("figure", choices=KINDS, help="an artifacts.Figure's kind")
+    parser.add_argument("figure", choices=list(KINDS), help="an artifacts.Figure's kind")
     parser.add_argument("--k-train", type=int, help="attention: the model's K_train")
     parser.add_argument(
         "--models", nargs="+", help="the training runs the figure shows (MLflow), where its "
@@ -396,16 +613,21 @@ def cli_parser():
 
 
 def main(argv: list[str] | None = None) -> None:
-    """CLI: python -m lengen.report.figures KIND --tables A.csv ... --out fig.png (KIND: an
-    artifacts.Figure's kind: sparse_parity, generation, fig4, fig6, fig5, theory, attention)."""
+    """CLI: python -m lengen.report.figures KIND --tables A.csv ... --out fig.png (KIND: a key of
+    KINDS, an artifacts.Figure's kind)."""
+    import pandas as pd
+
+    from lengen.analysis.evaluate import read_eval_table
+    from lengen.core import provenance
+
     args = cli_parser().parse_args(argv)
-    style = json.loads(args.style)
-    if args.figure == "fig5":
-        mask_illustration(args.out, metadata=provenance.png_metadata({"figure": "fig5"}, ""))
+    kind = KINDS[args.figure]
+    if kind.reads == "nothing":
+        kind.draw(pd.DataFrame(), args, provenance.png_metadata({"figure": args.figure}, ""))
         if args.tracking_uri:
             log_figure(args.out, pd.DataFrame(), args.tracking_uri, args.experiment)
         return
-    if args.figure in EVAL_TABLE_KINDS:  # per-model eval tables, checked as the table rule
+    if kind.reads == "eval":  # per-model eval tables, checked as the table rule
         tables = [read_eval_table(p, args.lengths) for p in args.tables]  # checks them
     else:  # report-level tables (the leave-one-out, theory, attention tables)
         tables = [pd.read_csv(p, dtype=provenance.DTYPES) for p in args.tables]
@@ -414,18 +636,7 @@ def main(argv: list[str] | None = None) -> None:
     setup = {k: v for k, v in vars(args).items()
              if k not in ("tables", "out", "tracking_uri", "experiment")}  # fmt: skip
     setup["inputs"] = sorted(table["config_hash"].unique()) if "config_hash" in table else []
-    meta = provenance.png_metadata(setup, provenance.table_seeds(table))
-    if args.figure in INFLUENCE_PANELS:
-        influence_figure(table, args.figure, args.title, args.out, style, meta)
-    elif args.figure == "theory":
-        theory_figure(table, args.out, meta)
-    elif args.figure == "attention":
-        attention_figure(table, args.k_train, args.title, args.out, meta)
-    elif args.figure == "sparse_parity":
-        labels = dict(json.loads(args.labels))  # insertion order = row order
-        sparse_parity_figure(table, args.title, args.out, style, args.train_range, meta, labels)
-    else:
-        generation_figure(table, args.panels, args.title, args.out, style, args.train_range, meta)
+    kind.draw(table, args, provenance.png_metadata(setup, provenance.table_seeds(table)))
     if args.tracking_uri:
         shown = table[table.variant.isin(args.panels)] if args.panels else table
         models = args.models  # the influence figures: the models their panels score and choose
