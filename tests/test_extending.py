@@ -220,3 +220,53 @@ def test_a_figure_of_a_new_kind_is_one_object_and_its_entry(tmp_path):
                             "tests/test_figure_jobs.py", "-k", "kind"], cwd=root, env=env,
                            capture_output=True, text=True)  # fmt: skip
     assert check.returncode == 0, check.stdout[-3000:]
+
+
+SETTING_PATHS = {  # docs/extending.md, "A setting's path": the files, in order
+    "lr": ["config/<tier>.yaml", "src/lengen/config/schema.yaml", "workflow/rules/synthetic.smk",
+           "src/lengen/config/plan.py", "src/lengen/tasks/sparse_parity.py",
+           "src/lengen/core/specs.py", "src/lengen/train/train.py",
+           "src/lengen/train/lifecycle.py"],
+    "fuse_runs": ["config/<tier>.yaml", "src/lengen/config/schema.yaml",
+                  "src/lengen/config/plan.py", "workflow/rules/synthetic.smk",
+                  "workflow/rules/generation.smk", "src/lengen/core/specs.py"],
+}  # fmt: skip
+PATH_LIMITS = {"lr": 8, "fuse_runs": 6}  # issue 62
+
+
+def _names_in_code(path, key: str) -> bool:
+    """Whether a Python or Snakemake file's code names `key` (a name, or a string that is the key
+    alone; comments and docstrings do not count)."""
+    import io
+    import tokenize
+
+    tokens = tokenize.generate_tokens(io.StringIO(path.read_text()).readline)
+    return any((t.type == tokenize.NAME and t.string == key)
+               or (t.type == tokenize.STRING and t.string.strip("\"'") == key)
+               for t in tokens)  # fmt: skip
+
+
+@pytest.mark.parametrize("key", sorted(SETTING_PATHS))
+def test_a_settings_path_is_the_files_docs_name(key):
+    """Issue 62: the files a setting crosses from its YAML key to where it is used are the ones
+    docs/extending.md names, in order, and no more than PATH_LIMITS: every product file whose
+    code names the key is on the path, each file on it exists, and the YAML and the schema
+    hold the key."""
+    import re
+
+    path = SETTING_PATHS[key]
+    doc = (ROOT / "docs" / "extending.md").read_text()
+    row = next(line for line in doc.splitlines() if f"<!-- path:{key} -->" in line)
+    assert int(re.search(rf"<!-- path:{key} -->(\d+)<!-- /path -->", row)[1]) == len(path)
+    assert re.findall(r"`((?:config|src|workflow)/[^`]+)`", row.split("| ")[-1])[: len(path)] == (
+        path)
+    assert len(path) <= PATH_LIMITS[key]
+    for name in path[1:]:
+        assert (ROOT / name).is_file(), name
+    assert re.search(rf"\b{key}:", (ROOT / "config" / "gpu.yaml").read_text() + (
+        ROOT / "config" / "config.yaml").read_text())
+    assert re.search(rf"^\s+{key}:", (ROOT / path[1]).read_text(), re.M)
+    code = [*(ROOT / "src" / "lengen").rglob("*.py"), *(ROOT / "workflow" / "rules").glob("*.smk"),
+            ROOT / "Snakefile"]  # fmt: skip
+    naming = {str(p.relative_to(ROOT)) for p in code if _names_in_code(p, key)}
+    assert naming and naming <= set(path), naming - set(path)

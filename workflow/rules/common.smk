@@ -96,8 +96,8 @@ def run_of(w):
     return plan.Run(experiment, w.variant, int(setting), int(w.run))
 
 
-def group_of(w):
-    """The runs of a fused group job (its `group` wildcard), lengen.config.plan's."""
+def members(w):
+    """The runs of a fused group job (its `group` wildcard), as lengen.config.plan groups them."""
     return plan.group(config, w.experiment, w.variant, int(w.group))
 
 
@@ -113,5 +113,3 @@ def evaluated(w):
                        "evaluated")  # fmt: skip
 
 
-FUSED = plan.fuse_runs(config) > 1  # runs trained fuse_runs to a job (lengen.train.group)
-FUSED_EVAL = "eval_fused.csv"  # a member's table as its group's evaluation wrote it

@@ -13,7 +13,10 @@ GENERATION_WILDCARDS = {
 }
 
 
-if not FUSED:
+FUSED_EVAL = "eval_fused.csv"  # a member's table as its group's evaluation wrote it
+
+
+if plan.fuse_runs(config) == 1:  # each run alone: its own evaluation
 
     rule generation_eval:
         # Greedy generation from the prompt over the test lengths; exact-match accuracy per length.
@@ -65,9 +68,9 @@ else:
             code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
             eval=lambda w: to_json(tasks.variant_section(config[w.experiment], w.variant)["eval"]),
             seed=config["seed"],
-            models=lambda w: " ".join(shlex.quote(run.model(config)) for run in group_of(w)),
+            models=lambda w: " ".join(shlex.quote(run.model(config)) for run in members(w)),
             outs=lambda w: " ".join(
-                shlex.quote(f"{run.folder(config)}/{FUSED_EVAL}") for run in group_of(w)
+                shlex.quote(f"{run.folder(config)}/{FUSED_EVAL}") for run in members(w)
             ),
         shell:
             "python -m lengen.analysis.evaluate generate --model {params.models}"

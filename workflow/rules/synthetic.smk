@@ -62,8 +62,8 @@ rule synthetic_train_group:
         gpu=config["runtime"]["gpus_per_job"],  # read by the SLURM plugin (--gpus)
     params:
         code=code_hash("lengen.train.group"),  # reruns when the code it runs changes
-        specs=lambda w: to_json([run.spec(config) for run in group_of(w)]),
-        outs=lambda w: " ".join(shlex.quote(run.folder(config)) for run in group_of(w)),
+        specs=lambda w: to_json([run.spec(config) for run in members(w)]),
+        outs=lambda w: " ".join(shlex.quote(run.folder(config)) for run in members(w)),
     shell:
         "python -m lengen.train.group --specs {params.specs:q} --out {params.outs}"
         " > {log:q} 2>&1"
