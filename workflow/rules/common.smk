@@ -111,5 +111,3 @@ def evaluated(w):
     run = run_of(w)
     return plan.marker(config, run.experiment, run.variant, plan.group_index(config, run),
                        "evaluated")  # fmt: skip
-
-
