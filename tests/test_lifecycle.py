@@ -128,3 +128,40 @@ def test_a_group_whose_member_changed_trains_from_its_start(tiny_spec, tmp_path,
         want, got = (torch.load(p, weights_only=True)["state_dict"] for p in (a, b))
         for name in want:
             torch.testing.assert_close(got[name], want[name], rtol=0, atol=0)
+
+
+def test_a_checkpoint_written_before_the_one_life_cycle_still_resumes(tmp_path, capfd):
+    """Checkpoints of the two loops before issue 62 kept their state apart (a run alone: one
+    `early_stop_streak`; a group: its stops under `group`); both still resume into the members,
+    as the one life cycle's own format does."""
+    import types
+
+    from lengen.train import lifecycle
+
+    frozen = []
+    trainee = types.SimpleNamespace(engine=None, freeze=frozen.append,
+                                    load_client_state=lambda client, where: None)  # fmt: skip
+
+    def members(n):
+        stopper = types.SimpleNamespace(streak=0)
+        return [lifecycle.Member(None, tmp_path, types.SimpleNamespace(**vars(stopper)))
+                for _ in range(n)]  # fmt: skip
+
+    def resume(client, n):
+        ckpts = types.SimpleNamespace(folder=tmp_path, load=lambda engine: ("step_20", client))
+        runs = members(n)
+        frozen.clear()
+        return lifecycle._resume(trainee, runs, ckpts), runs
+
+    step, alone = resume({"step": 20, "early_stop_streak": 2}, 1)
+    assert step == 20 and alone[0].stopper.streak == 2 and alone[0].stopped is None
+    old_group = {"step": 30, "streaks": [1, 0], "layout": "x",
+                 "group": {"active": [True, False], "stopped": {"1": [20, "target"]}}}
+    step, group = resume(old_group, 2)
+    assert step == 30 and [m.stopper.streak for m in group] == [1, 0]
+    assert group[1].stopped == (20, "target") and frozen == [1] and group[0].stopped is None
+    new = {"step": 40, "streaks": [0, 3], "stopped": {"0": [10, "plateau"]}}
+    step, group = resume(new, 2)
+    assert step == 40 and group[0].stopped == (10, "plateau") and frozen == [0]
+    assert group[1].stopper.streak == 3
+    assert "resumed from" in capfd.readouterr().err
