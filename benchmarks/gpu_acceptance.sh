@@ -32,6 +32,11 @@
 # fused_grid: Fig. 2's PPC grid (jumps 1-4 x 4 runs) of the gpu tier's model trained as one fused
 #   group and each member scored (probe GPU_PS_ppc_fused: set its steps from fused_eager's step
 #   time first), 16 rows appended to probes/scratchpad_probes.csv, copied to OUT_DIR.
+# gpu_smoke: the gpu-smoke tier whole (config/gpu-smoke.yaml: every branch of the gpu tier's DAG,
+#   fused groups of the paper's 12 x 1024 model, 200 steps, evaluation, figures, REPORT, MLflow;
+#   goal <= 5 min on one H100, never measured yet), from scratch in GPU_SMOKE_DIR; its
+#   reports/gpu-smoke/ (to commit as reference/gpu-smoke/), every job's benchmark and log copied
+#   to OUT_DIR/gpu-smoke. Needs snakemake beside the project (WHEELS on an offline host).
 set -uo pipefail
 OUT=${1:?usage: gpu_acceptance.sh OUT_DIR [checks|train|all|STEP,...]}
 PART=${2:-all}
@@ -78,7 +83,7 @@ want() {  # want STEP: asked for by PART (all, its group, or a comma list naming
     pytest_cuda | throughput_paper | step_time_paper | step_time_gpu | loo_paper | decode_paper | \
       prefetch | fused | decode_fused | loss_memory)
       [[ $PART == checks ]] ;;
-    train | fused_grid | fused_profile) [[ $PART == "$1" ]] ;;
+    train | fused_grid | fused_profile | gpu_smoke) [[ $PART == "$1" ]] ;;
     *) return 1 ;;
   esac
 }
@@ -129,5 +134,15 @@ fi
 if want fused_grid; then
   step fused_grid "${TRAIN_LIMIT:-600}" python probes/scratchpad.py run "${GRID_PROBE:-GPU_PS_ppc_fused_1500}"
   cp probes/scratchpad_probes.csv "$OUT/"
+fi
+if want gpu_smoke; then
+  work=${GPU_SMOKE_DIR:-/tmp/lengen-gpu-smoke}
+  rm -rf "$work" && mkdir -p "$work"
+  step gpu_smoke "${GPU_SMOKE_LIMIT:-420}" python -m snakemake -s "$PWD/Snakefile" \
+    --directory "$work" --cores all --configfile "$PWD/config/gpu-smoke.yaml"
+  mkdir -p "$OUT/gpu-smoke"
+  cp -r "$work/reports/gpu-smoke" "$OUT/gpu-smoke/reports" 2>/dev/null
+  cp -r "$work/results/gpu-smoke/benchmarks" "$work/results/gpu-smoke/logs" "$OUT/gpu-smoke/" \
+    2>/dev/null
 fi
 exit $status

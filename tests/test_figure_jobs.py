@@ -16,7 +16,7 @@ from lengen.report import figures
 
 from .conftest import ROOT
 
-TIERS = ("config", "smoke", "gpu", "paper")
+TIERS = ("config", "smoke", "gpu", "gpu-smoke", "paper")
 
 
 def test_every_kind_has_a_drawer_a_cli_choice_and_a_caption():

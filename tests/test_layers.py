@@ -48,7 +48,7 @@ def test_validating_a_config_imports_neither_torch_nor_mlflow():
         "from lengen.config import artifacts\n"
         "from lengen.config.config import load\n"
         "from lengen.core.specs import experiment_name, tracking_uri\n"
-        f"for tier in {['config', 'smoke', 'gpu', 'paper']!r}:\n"
+        f"for tier in {['config', 'smoke', 'gpu', 'gpu-smoke', 'paper']!r}:\n"
         f"    load({str(ROOT)!r} + '/config/' + tier + '.yaml')\n"
         "print(json.dumps(sorted(m for m in ('torch', 'mlflow', 'deepspeed', 'transformers',\n"
         "                                    'pandas') if m in sys.modules)))\n"

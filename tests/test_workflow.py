@@ -486,3 +486,77 @@ def test_the_rule_files_are_snakefmt_clean():
         cwd=ROOT, capture_output=True, text=True,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def shrunk_to_cpu(cfg: dict) -> dict:
+    """A GPU tier's config with the same DAG (the same runs, groups, lengths, figures) shrunk in
+    width to run on a 2-core CPU: every model 1 layer x 16 wide, a few steps, a few test
+    examples, a tiny language corpus; fuse_runs and everything that plans jobs unchanged."""
+    import copy
+
+    cfg = copy.deepcopy(cfg)
+    cfg["runtime"].update(device="cpu", precision="fp32", gpus_per_job=0, threads_per_job=1,
+                          progress=False)  # fmt: skip
+    cfg["jobs"] = {kind: {"cpus": 1, "mem_mb": 2000, "runtime": 15} for kind in cfg["jobs"]}
+    tiny = {"n_layer": 1, "n_head": 2, "d_model": 16}
+    few = {"steps": 4, "warmup_steps": 1, "checkpoint_every": 2, "log_every": 2}
+    for name in ("sparse_parity", "parity_scratchpad", "variable_assignment", "majority"):
+        if name in cfg:
+            section = cfg[name]
+            section["model"] = {**section["model"], **tiny}
+            section["train"].update(few, batch_size=8)
+            section["eval"].update(n_examples=8, batch_size=8)
+    if "attention" in cfg["sparse_parity"]["figures"]:
+        cfg["sparse_parity"]["figures"]["attention"]["n_examples"] = 8
+    nl = cfg["natural_language"]
+    nl["corpus"].update(packages=[{"name": "datasets"}], docs_per_shard=500)
+    nl["tokenizer"].update(vocab_size=512)
+    nl["max_tokens"] = {"train": 100000, "validation": 20000}
+    nl["model"] = {"n_layer": 1, "n_head": 2, "d_model": 16, "rotary_pct": 1.0}
+    nl["short"].update(pose_start=3)
+    for which, batch in (("short", 4), ("long", 2)):
+        nl[which]["train"].update(few, batch_size=batch, micro_batch_size=batch)
+    nl["eval"].update(n_chunks=4, batch_size=4)
+    nl["influence"] = {"n_examples": 3, "k": 5}
+    nl.pop("loss_chunk_tokens", None)
+    return cfg
+
+
+@pytest.mark.slow
+def test_the_gpu_smoke_dag_runs_whole_on_a_cpu(tmp_path):
+    """Issue 63: config/gpu-smoke.yaml is every branch of the gpu tier's DAG (fused groups of the
+    paper's model, their evaluation in one pass, the tables, figures, REPORT and MLflow) in a few
+    minutes of a GPU. The same DAG shrunk in width (shrunk_to_cpu: the same jobs) runs here on
+    the CPU from scratch, so CI plans and runs the gpu tier's rules."""
+    from lengen.config.config import read_tier
+
+    whole = read_tier(ROOT / "config" / "gpu-smoke.yaml")
+    path = tmp_path / "gpu-smoke-cpu.yaml"
+    path.write_text(yaml.safe_dump(shrunk_to_cpu(whole), sort_keys=False))
+    gpu = job_stats(snakemake(tmp_path / "plan", "-n", "--cores", "2", "--configfile",
+                              str(ROOT / "config" / "gpu-smoke.yaml")))  # fmt: skip
+    cpu = job_stats(snakemake(tmp_path / "run", "-n", "--cores", "2", "--configfile", str(path)))
+    assert cpu == gpu  # the same DAG
+    assert gpu["synthetic_train_group"] == plan.group_jobs(whole)["synthetic_train_group"] == 8
+    assert "synthetic_train" not in gpu and gpu["generation_eval_group"] == 7
+    snakemake(tmp_path / "run", "--cores", "2", "--configfile", str(path))
+    reports = tmp_path / "run" / "reports" / "gpu-smoke"
+    assert (reports / "REPORT.md").is_file() and (reports / "verdicts.csv").is_file()
+    for stem in figures_of(whole):
+        assert (reports / f"{stem}.png").stat().st_size > 1000, stem
+    table = pd.read_csv(reports / "parity_scratchpad_accuracy.csv")
+    assert set(table.variant) == set(whole["parity_scratchpad"]["variants"])
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{tmp_path / 'run' / 'results' / 'gpu-smoke' / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("lengen-gpu-smoke/variable_assignment")
+    runs = client.search_runs([exp.experiment_id])
+    assert {r.info.run_name for r in runs} >= {"ppc/d2/seed0", "rope_pose/d3/seed0"}
+    assert all(r.info.status == "FINISHED" for r in runs)
+
+
+def figures_of(cfg: dict) -> list[str]:
+    """The figure stems a config draws (what REPORT.md lists)."""
+    from lengen.config import artifacts
+
+    return [name.removesuffix(".png") for name in artifacts.report_figures(cfg)]

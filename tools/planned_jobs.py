@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden" / "plans"
-TIERS = ("smoke", "config", "gpu", "paper")
+TIERS = ("smoke", "config", "gpu", "gpu-smoke", "paper")
 FIELDS = ("input", "output", "log", "benchmark", "resources")
 KEPT_RESOURCES = ("cpus_per_task", "mem_mb", "runtime", "gpu")  # not the machine's tmpdir
 
