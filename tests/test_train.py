@@ -205,28 +205,36 @@ def test_early_stop_min_steps_delays_only_the_target_stop():
     assert stop.update(0.1, 30) == "did not learn in 30 steps (held-out exact match 0.10)"
 
 
-def test_corrupt_checkpoint_falls_back_to_the_older_one(tiny_spec, tmp_path, capfd):
-    """The newest two checkpoints are kept; a truncated newest one (a kill during the save) is
-    named in the log and skipped: the run resumes from the older one and ends with the same
-    weights as an uninterrupted run. With none readable it starts again from step 0."""
+def test_a_checkpoint_cut_mid_write_is_never_resumed_and_a_damaged_one_is_named(tiny_spec,
+                                                                             tmp_path, capfd):
+    """Issue 63: a checkpoint is written as step_N.partial and renamed once whole, and only the
+    newest whole one is kept (two on the disk at most, not three). A write a kill cut off is
+    removed and the run resumes from the whole one before it, to the weights of an uninterrupted
+    run; a whole one damaged afterwards is named in the log and the run starts again from step
+    0, to the same weights."""
     spec = copy.deepcopy(tiny_spec)
     spec["train"].update(steps=8, checkpoint_every=2)
     straight = torch.load(train(spec, tmp_path / "straight"), weights_only=True)["state_dict"]
     crashed = tmp_path / "crashed"
     train(spec, crashed, stop_after=5)
-    assert sorted(p.name for p in (crashed / "ckpt").glob("step_*")) == ["step_2", "step_4"]
-    for f in (crashed / "ckpt" / "step_4").glob("*.pt"):
-        f.write_bytes(f.read_bytes()[:100])
+    assert sorted(p.name for p in (crashed / "ckpt").glob("step_*")) == ["step_4"]
+    assert (crashed / "ckpt" / "latest").read_text().strip() == "step_4"
+    cut = crashed / "ckpt" / "step_6.partial"  # a kill while step 6 was being written
+    cut.mkdir()
+    (cut / "mp_rank_00_model_states.pt").write_bytes(b"cut")
     resumed = torch.load(train(spec, crashed), weights_only=True)["state_dict"]
     err = capfd.readouterr().err
-    assert "step_4 is unreadable" in err and "resumed from" in err and "step_2 (step 2)" in err
+    assert "resumed from" in err and "step_4 (step 4)" in err and not cut.exists()
     for name in straight:
         torch.testing.assert_close(straight[name], resumed[name], rtol=0, atol=0)
-    train(spec, tmp_path / "fresh", stop_after=3)
-    for f in (tmp_path / "fresh" / "ckpt").rglob("*.pt"):
-        f.write_bytes(b"")
-    train(spec, tmp_path / "fresh")
-    assert "training from step 0" in capfd.readouterr().err
+    train(spec, tmp_path / "damaged", stop_after=5)
+    for f in (tmp_path / "damaged" / "ckpt" / "step_4").glob("*.pt"):
+        f.write_bytes(f.read_bytes()[:100])
+    again = torch.load(train(spec, tmp_path / "damaged"), weights_only=True)["state_dict"]
+    err = capfd.readouterr().err
+    assert "step_4 is unreadable" in err and "training from step 0" in err
+    for name in straight:
+        torch.testing.assert_close(straight[name], again[name], rtol=0, atol=0)
 
 
 def test_a_failed_run_is_closed_failed_not_left_running(tiny_spec, tmp_path, monkeypatch):

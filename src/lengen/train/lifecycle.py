@@ -370,25 +370,32 @@ class Runs:
 # 4. Checkpoints -----------------------------------------------------------------------------
 
 
-KEEP_CHECKPOINTS = 2  # a checkpoint cut off by a kill never leaves the run without a good one
+KEEP_CHECKPOINTS = 1  # written atomically (`save`): the newest whole one is all a resume needs
+PARTIAL = ".partial"  # a checkpoint being written (a kill leaves it; it is never resumed from)
 
 
 class Checkpoints:
-    """A folder of DeepSpeed checkpoints, one step_N tag each, the newest KEEP_CHECKPOINTS kept.
-    Each holds the engine (weights, AdamW moments, schedule) and a client state: the step, each
-    member's early-stop streak and stop, and what the Trainee adds (`client_state`)."""
+    """A folder of DeepSpeed checkpoints, one step_N tag each. Each holds the engine (weights,
+    AdamW moments, schedule) and a client state: the step, each member's early-stop streak and
+    stop, and what the Trainee adds (`client_state`). A checkpoint is written under
+    step_N.partial and renamed to step_N once whole, so a kill or a full disk mid-write never
+    leaves a step_N that looks whole; the older one is removed only then. At most two are on the
+    disk at once (the newest and the one being written; before, two kept and a third being
+    written): for a group of 8 of the paper's model in bf16, 2 x ~16 GB, not 3 x
+    (`lengen.config.config.checkpoint_mb`)."""
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
 
     def tags(self) -> list[str]:
-        """Checkpoint tags (step_N directories), newest first."""
-        tags = [p.name for p in self.folder.glob("step_*") if p.is_dir()]
+        """Checkpoint tags (whole step_N directories), newest first."""
+        tags = [p.name for p in self.folder.glob("step_*")
+                if p.is_dir() and p.name.removeprefix("step_").isdigit()]  # fmt: skip
         return sorted(tags, key=lambda t: int(t.removeprefix("step_")), reverse=True)
 
     def unreadable(self, tag: str) -> str | None:
         """None if every file of a checkpoint loads, else what is wrong with the first that does
-        not (a checkpoint cut off by a kill, a full disk)."""
+        not (a file damaged after it was written)."""
         files = sorted((self.folder / tag).glob("*.pt"))
         if not files:
             return "no *.pt files"
@@ -401,7 +408,8 @@ class Checkpoints:
 
     def resume_tag(self) -> str | None:
         """Newest checkpoint whose files all load; unreadable ones are named in the log and
-        skipped (an older one, or a fresh start, instead)."""
+        skipped (an older one, or a fresh start, instead); a write a kill cut off is removed."""
+        self.remove_partial()
         for tag in self.tags():
             problem = self.unreadable(tag)
             if problem is None:
@@ -410,6 +418,11 @@ class Checkpoints:
         if self.folder.exists() and any(self.folder.iterdir()):
             log(f"no readable checkpoint in {self.folder}: training from step 0")
         return None
+
+    def remove_partial(self) -> None:
+        """Remove checkpoints whose writing was cut off (step_N.partial)."""
+        for cut in self.folder.glob(f"step_*{PARTIAL}"):
+            shutil.rmtree(cut, ignore_errors=True)
 
     def load(self, engine) -> tuple[str, dict] | None:
         """Load the newest readable checkpoint into the engine: (its tag, its client state)."""
@@ -420,11 +433,21 @@ class Checkpoints:
         return tag, client
 
     def save(self, engine, done: int, client: dict, lead: bool) -> None:
-        """Checkpoint step `done` (every process: DeepSpeed's save is collective); the lead
-        prunes to the newest KEEP_CHECKPOINTS."""
+        """Checkpoint step `done` (every process: DeepSpeed's save is collective) under
+        step_N.partial; the lead renames it step_N once whole (and points DeepSpeed's `latest`
+        at it), then removes all but the newest KEEP_CHECKPOINTS."""
+        import torch.distributed as dist
+
         tag = f"step_{done}"
+        if lead:
+            self.remove_partial()
         with space_for(self.folder, f"checkpoint {tag}"):  # a full disk, named
-            engine.save_checkpoint(str(self.folder), tag=tag, client_state=client)
+            engine.save_checkpoint(str(self.folder), tag=tag + PARTIAL, client_state=client)
+            dist.barrier()  # every process's files are written
+            if lead:  # a step_N already there (damaged, so training went back) is replaced
+                shutil.rmtree(self.folder / tag, ignore_errors=True)
+                os.replace(self.folder / (tag + PARTIAL), self.folder / tag)
+                write_text_atomic(self.folder / "latest", tag)
         if lead:
             for old in self.tags()[KEEP_CHECKPOINTS:]:
                 shutil.rmtree(self.folder / old, ignore_errors=True)
