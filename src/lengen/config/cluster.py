@@ -1,5 +1,6 @@
-"""Before submitting a tier to SLURM: does each of its jobs fit a node of the partition, and can
-the executor plugin read job states (`sacct` needs accounting, slurmdbd; without it use
+"""Before submitting a tier to SLURM: does each of its jobs fit a node of the partition and its
+checkpoints the disk of results_dir (`jobs.<kind>.disk_mb`), and can the executor plugin read job
+states (`sacct` needs accounting, slurmdbd; without it use
 workflow/profiles/slurm-squeue)? Prints what to change and exits 1 when something will not run.
 
     python -m lengen.config.cluster --configfile config/smoke.yaml [--partition gpu]
@@ -58,11 +59,36 @@ def too_large(
     return found
 
 
-def problems(cfg: dict, sizes: list[tuple[int, int]], sacct: str) -> list[str]:
-    """What will not run: a job kind no node can hold; job states sacct cannot report."""
+def free_mb(folder: str | Path) -> int:
+    """Free space, MB, on the disk that holds `folder` (its nearest existing parent)."""
+    path = Path(folder).resolve()
+    while not path.exists():
+        path = path.parent
+    return shutil.disk_usage(path).free // 2**20
+
+
+def short_of_disk(cfg: dict, free: int) -> list[str]:
+    """A line per job kind whose stated disk_mb (its checkpoints and model files under
+    results_dir) is more than the free space there: it would stop on a full disk mid-run."""
+    return [
+        f"jobs.{kind}.disk_mb is {job['disk_mb']} MB, but {cfg['results_dir']} has {free} MB "
+        "free: free space there or point results_dir at a larger disk (every job that runs at "
+        "once needs its own)"
+        for kind, job in cfg.get("jobs", {}).items()
+        if job.get("disk_mb", 0) > free
+    ]
+
+
+def problems(cfg: dict, sizes: list[tuple[int, int]], sacct: str,
+             free: int | None = None) -> list[str]:  # fmt: skip
+    """What will not run: a job kind no node can hold; a job kind whose checkpoints the
+    results_dir's disk cannot hold (`free` MB there, where known); job states sacct cannot
+    report."""
     found = []
     if sizes:
         found += too_large(cfg, max(c for c, _ in sizes), max(m for _, m in sizes))
+    if free is not None:
+        found += short_of_disk(cfg, free)
     if NO_ACCOUNTING in sacct.lower():
         found.append(
             "sacct: Slurm accounting storage is disabled: use --profile "
@@ -82,7 +108,8 @@ def main(argv: list[str] | None = None) -> None:
     if shutil.which("sinfo") is None:
         raise SystemExit("no SLURM here (sinfo not found): run this on the submit host")
     sizes = node_sizes(args.partition)
-    found = problems(cfg, sizes, run("sacct", "--noheader", "-X", "--starttime", "now"))
+    sacct = run("sacct", "--noheader", "-X", "--starttime", "now")
+    found = problems(cfg, sizes, sacct, free_mb(cfg["results_dir"]))
     for line in found:
         print(line, file=sys.stderr)
     if found:

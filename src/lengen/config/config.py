@@ -10,7 +10,7 @@ import jsonschema
 import yaml
 
 from lengen import tasks
-from lengen.config import artifacts
+from lengen.config import artifacts, plan
 from lengen.core.positions import get_scheme, scheme_names
 from lengen.core.specs import ds_config_clashes, ds_config_unknown, read_ds_config
 from lengen.tasks import natural_language
@@ -165,7 +165,7 @@ def _cross_checks(cfg: dict) -> list[tuple[str, str]]:
             found += ds_config_clashes(user, bf16=rt["precision"] == "bf16", zero_stage=stage)
             found += [m for clip in sorted(clips) for m in ds_config_clashes(user, grad_clip=clip)]
             errors += [(key, m) for m in found]
-    return errors + _memory_checks(cfg)
+    return errors + _memory_checks(cfg) + _disk_checks(cfg)
 
 
 def _models(name: str, section: dict) -> dict[str, dict]:
@@ -227,6 +227,45 @@ def _memory_checks(cfg: dict) -> list[tuple[str, str]]:
                                f"{TRAIN_BYTES_PER_PARAM} bytes), more than jobs.{job}.mem_mb "
                                f"({limit}): raise mem_mb or shrink the model"))  # fmt: skip
     return errors
+
+
+# What one run's checkpoint holds per parameter (lengen.train.lifecycle.Checkpoints): fp32
+# weights and AdamW's two moments; in bf16 also the module's bf16 copy beside DeepSpeed's fp32
+# master weights. A model.pt holds the fp32 weights.
+CHECKPOINT_BYTES_PER_PARAM = {"fp32": 12, "bf16": 14}
+MODEL_FILE_BYTES_PER_PARAM = 4
+
+
+def checkpoint_mb(cfg: dict) -> dict[str, float]:
+    """The peak disk of each synthetic experiment's largest training job, MB: its group's
+    (runtime.fuse_runs runs, or fewer where a variant has fewer) two checkpoints on the disk at
+    once (the newest and the one being written), or at its end the newest and every member's
+    model.pt, whichever is more. Counted from the layers' parameters (layer_params: the
+    synthetic tasks' embeddings are small), so a lower bound."""
+    per = CHECKPOINT_BYTES_PER_PARAM[cfg["runtime"]["precision"]]
+    out = {}
+    for name in plan.experiments(cfg):
+        models = [m for m in _models(name, cfg[name]).values()
+                  if {"d_model", "n_layer"} <= m.keys()]  # fmt: skip
+        params = max(layer_params(m) for m in models)
+        runs = max(len(g) for v in cfg[name]["variants"] for g in plan.groups(cfg, name, v))
+        ckpt = runs * params * per
+        out[name] = max(2 * ckpt, ckpt + runs * params * MODEL_FILE_BYTES_PER_PARAM) / 2**20
+    return out
+
+
+def _disk_checks(cfg: dict) -> list[tuple[str, str]]:
+    """A stated jobs.train.disk_mb below what a synthetic training job's checkpoints need
+    (checkpoint_mb) is an error naming both: the job would stop on a full disk mid-run."""
+    stated = cfg.get("jobs", {}).get("train", {}).get("disk_mb")
+    if stated is None:
+        return []
+    return [
+        ("jobs.train.disk_mb", f"{stated} MB, but {name}'s largest training job needs at least "
+         f"{need:,.0f} MB (two checkpoints of its group, lengen.config.config.checkpoint_mb): "
+         "raise disk_mb, or lower runtime.fuse_runs")
+        for name, need in checkpoint_mb(cfg).items() if need > stated
+    ]  # fmt: skip
 
 
 def _generation_checks(name: str, section: dict) -> list[tuple[str, str]]:
