@@ -165,3 +165,28 @@ def test_a_checkpoint_written_before_the_one_life_cycle_still_resumes(tmp_path, 
     assert step == 40 and group[0].stopped == (10, "plateau") and frozen == [0]
     assert group[1].stopper.streak == 3
     assert "resumed from" in capfd.readouterr().err
+
+
+def test_a_groups_batches_made_ahead_are_the_batches_made_in_the_step(tiny_spec, copy_task):
+    """A fused group's batches made a step ahead in a worker (CUDA's default, the run alone's
+    HostBatches) are the ones made in the step, bitwise, with each run's unpadded token count;
+    a batch made ahead for a step that never runs is dropped at close."""
+    from lengen import tasks
+    from lengen.model.fused import FusedGPTNeoX
+    from lengen.tasks import parse_spec
+    from lengen.train.group import GroupBatches
+    from lengen.train.lifecycle import build_model
+
+    specs = [parse_spec(s) for s in run_specs(tiny_spec, seeds=(0, 1))]
+    fused = FusedGPTNeoX([build_model(s) for s in specs])
+    made = {}
+    for prefetch in (False, True):
+        batches = GroupBatches(tasks.get("copy"), specs, fused, "cpu", prefetch=prefetch)
+        made[prefetch] = [batches.get(step) for step in range(3)]
+        assert (batches.pool is not None) == prefetch and (3 in batches.ahead) == prefetch
+        batches.close()
+        assert batches.ahead == {}
+    for (a,), (b,) in zip(made[False], made[True], strict=True):
+        assert a[1] == b[1] == [16 * 3, 16 * 3]  # each run's tokens fed (batch 16, 4 tokens)
+        for key in a[0]:
+            torch.testing.assert_close(a[0][key], b[0][key], rtol=0, atol=0)

@@ -92,8 +92,9 @@ def run_losses(output, inputs: dict, chunk: int) -> torch.Tensor:
 class GroupBatches(HostBatches):
     """Each step's one fused micro-batch (group_batch), made ahead on CUDA."""
 
-    def __init__(self, task, specs: list[Spec], fused: FusedGPTNeoX, device):
-        super().__init__(device)
+    def __init__(self, task, specs: list[Spec], fused: FusedGPTNeoX, device,
+                 prefetch: bool | None = None):  # fmt: skip
+        super().__init__(device, prefetch)
         self.task, self.specs, self.id_limit = task, specs, fused.cfg.id_limit
 
     def host(self, step: int) -> list[tuple[dict[str, torch.Tensor], list[int]]]:
