@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass
 
 from lengen import tasks
+from lengen.config import plan
 
 CATEGORIES = {  # a section's heading in Snakemake's report.html (generation tasks: one heading)
     "sparse_parity": "Sparse parity",
@@ -58,11 +59,7 @@ def results(cfg: dict, *parts) -> str:
 def eval_lengths(cfg: dict, exp: str) -> str:
     """JSON {variant: the eval lengths its models are scored at}: the grid the table and figure
     jobs check every per-model table against (lengen.analysis.evaluate.read_eval_table)."""
-    if exp == "sparse_parity":
-        sp = cfg["sparse_parity"]
-        variants = [*sp["variants"], *(sp.get("schemes") or {}).get("variants", {})]
-        return to_json({v: sp["eval"]["lengths"] for v in variants})
-    section = cfg[exp]
-    return to_json(
-        {v: tasks.variant_section(section, v)["eval"]["lengths"] for v in section["variants"]}
-    )
+    section, variants = cfg[exp], plan.variants(cfg, exp)
+    if exp == plan.SPARSE_PARITY:  # one stored test set for every model, scheme models' too
+        return to_json({v: section["eval"]["lengths"] for v in variants})
+    return to_json({v: tasks.variant_section(section, v)["eval"]["lengths"] for v in variants})

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 from pathlib import Path
 
 import torch
@@ -35,7 +34,6 @@ from lengen.model.modelfile import write_model_file
 from lengen.tasks import parse_spec
 from lengen.train import runtime
 from lengen.train.lifecycle import (
-    EarlyStop,
     HostBatches,
     Member,
     build_model,
@@ -131,12 +129,13 @@ class Fused:
         engine.backward((losses * self.active.to(losses.device)).sum())
         fused.clip_run_grads_(spec.train.grad_clip)
         frozen = ~self.active
-        kept = {n: p.detach()[frozen].clone() for n, p in fused.weights.items()
-                if frozen.any()}  # fmt: skip
+        kept = {}
+        if frozen.any():
+            kept = {n: p.detach()[frozen].clone() for n, p in fused.weights.items()}
         engine.step()
         with torch.no_grad():
-            for n, p in fused.weights.items() if kept else ():
-                p[frozen] = kept[n]
+            for n, value in kept.items():
+                fused.weights[n][frozen] = value
         return losses.detach()[:, None], real
 
     def model(self, r: int) -> torch.nn.Module:
@@ -182,14 +181,9 @@ def train_group(specs: list[Spec | dict], outs: list[Path], stop_after: int | No
     check_group(specs)
     runtime.setup(specs[0].runtime)
     trainee, ckpt_dir = Fused(specs, outs), outs[0] / "group_ckpt"
-    forgot = [forget_other_spec(o, s) for s, o in zip(specs, outs, strict=True)]
-    if any(forgot) and ckpt_dir.exists():  # a member's spec changed: the group starts again
+    if any([forget_other_spec(o, s, ckpt_dir) for s, o in zip(specs, outs, strict=True)]):
         log(f"{ckpt_dir}: a member's spec changed; the group trains from its start")
-        shutil.rmtree(ckpt_dir)
-    task = tasks.get(specs[0].experiment)
-    early = specs[0].train.early_stop
-    members = [Member(s, o, EarlyStop(s, task, trainee.engine.device) if early else None)
-               for s, o in zip(specs, outs, strict=True)]  # fmt: skip
+    members = [Member.of(s, o, trainee.engine.device) for s, o in zip(specs, outs, strict=True)]
     return fit(trainee, members, ckpt_dir, desc=f"group of {len(specs)}", stop_after=stop_after,
                budget_s=budget_s)  # fmt: skip
 

@@ -24,6 +24,7 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -262,12 +263,19 @@ class Member:
     last_loss: float = math.nan  # the mean training loss at the last log
     stopped: tuple[int, str] | None = None
 
+    @classmethod
+    def of(cls, spec: Spec, out: Path, device) -> Member:
+        """A run about to train: its held-out set drawn on `device` where it stops early."""
+        stop = spec.train.early_stop
+        return cls(spec, out, EarlyStop(spec, tasks.get(spec.experiment), device) if stop else None)
 
-def forget_other_spec(out: Path, spec: Spec) -> bool:
+
+def forget_other_spec(out: Path, spec: Spec, ckpt_dir: Path) -> bool:
     """A folder last used by a different spec (a changed value or seed, then a rerun) starts a
     new run; the old spec's model.pt, spec.json and MLflow run id move to replaced/<its run id>/
     (its MLflow run, which stays as it was, has its model_path tag pointed there), so nothing
-    trained is lost; its checkpoints go. Only the same spec resumes. True when it forgot one."""
+    trained is lost; the checkpoints it trained (`ckpt_dir`: the run's, or its group's) go. Only
+    the same spec resumes. True when it forgot one."""
     old = out / "spec.json"
     if not old.exists():
         return False
@@ -278,7 +286,7 @@ def forget_other_spec(out: Path, spec: Spec) -> bool:
     except json.JSONDecodeError as err:  # cut, not another spec: never a reason to delete
         raise UnreadableState(
             f"{old}: not readable JSON ({err}); it was cut by a kill or a full disk. Delete it "
-            "to resume from this folder's checkpoints (ckpt/), which are kept"
+            f"to resume from the checkpoints in {ckpt_dir}, which are kept"
         ) from None
     if same:
         return False
@@ -289,7 +297,7 @@ def forget_other_spec(out: Path, spec: Spec) -> bool:
     for name in ("model.pt", "spec.json", "mlflow_run_id"):
         if (out / name).exists():
             os.replace(out / name, keep / name)
-    shutil.rmtree(out / "ckpt", ignore_errors=True)
+    shutil.rmtree(ckpt_dir, ignore_errors=True)
     if run_id and (keep / "model.pt").exists():
         moved = {"model_path": (keep / "model.pt").resolve()}
         tracking.set_run_tags(spec.tracking.uri, run_id, moved)
@@ -305,12 +313,16 @@ class Runs:
     RUNNING. Only the lead process (rank 0) logs: elsewhere (`lead` False) every call is a no-op.
     """
 
-    def __init__(self, members: list[Member], model, resumed: bool, lead: bool = True):
+    def __init__(self, members: list[Member], model: Callable[[], torch.nn.Module], resumed: bool,
+                 lead: bool = True):  # fmt: skip
+        """`model()`: a member's model, for the parameter count a new run's params log (built
+        only then: a fused group's member is a copy)."""
         from mlflow.tracking import MlflowClient
 
         self.members, self.ids, self.logged, self.clients = members, [], [], []
         if not lead:
             return
+        counted = None if resumed else model()
         try:
             for m in members:
                 m.out.mkdir(parents=True, exist_ok=True)
@@ -323,7 +335,7 @@ class Runs:
                 self.ids.append(run.info.run_id)
                 self.clients.append(client)
                 if not resumed:
-                    tracking.log_params_once(m.spec.source, model)
+                    tracking.log_params_once(m.spec.source, counted)
                     tracking.set_tags(provenance.record(m.spec.source, m.spec.seed))
                 tracking.end_run()
             # after a resume, the steps since the last checkpoint are not logged twice
@@ -500,7 +512,7 @@ def fit(trainee: Trainee, members: list[Member], ckpt_dir: Path, *, desc: str,
     ckpts = Checkpoints(ckpt_dir)
     try:
         start = _resume(trainee, members, ckpts)
-        runs = Runs(members, trainee.model(0), resumed=start > 0, lead=trainee.lead)
+        runs = Runs(members, lambda: trainee.model(0), resumed=start > 0, lead=trainee.lead)
         try:
             return _loop(trainee, members, runs, ckpts, start, desc, stop_after, budget_s)
         except BaseException as err:

@@ -167,14 +167,12 @@ def _train(spec: Spec, out: Path, stop_after: int | None) -> Path:
 
     runtime.setup(spec.runtime)
     out.mkdir(parents=True, exist_ok=True)
-    alone = Alone(spec, out)
+    alone, ckpt_dir = Alone(spec, out), out / "ckpt"
     if alone.lead:
-        forget_other_spec(out, spec)
+        forget_other_spec(out, spec, ckpt_dir)
     dist.barrier()
-    task = tasks.get(spec.experiment)
-    stopper = EarlyStop(spec, task, alone.engine.device) if spec.train.early_stop else None
-    member = Member(spec, out, stopper)
-    return fit(alone, [member], out / "ckpt", desc=spec.run_name, stop_after=stop_after)[0]
+    member = Member.of(spec, out, alone.engine.device)
+    return fit(alone, [member], ckpt_dir, desc=spec.run_name, stop_after=stop_after)[0]
 
 
 def main(argv: list[str] | None = None) -> None:
