@@ -34,9 +34,11 @@
 #   time first), 16 rows appended to probes/scratchpad_probes.csv, copied to OUT_DIR.
 # gpu_smoke: the gpu-smoke tier whole (config/gpu-smoke.yaml: every branch of the gpu tier's DAG,
 #   fused groups of the paper's 12 x 1024 model, 200 steps, evaluation, figures, REPORT, MLflow;
-#   goal <= 5 min on one H100, never measured yet), from scratch in GPU_SMOKE_DIR; its
-#   reports/gpu-smoke/ (to commit as reference/gpu-smoke/), every job's benchmark and log copied
-#   to OUT_DIR/gpu-smoke. Needs snakemake beside the project (WHEELS on an offline host).
+#   goal <= 5 min on one H100), from scratch in GPU_SMOKE_DIR; its reports/gpu-smoke/ (to
+#   commit as reference/gpu-smoke/), every job's benchmark and log in OUT_DIR/gpu_smoke.tgz.
+#   Needs snakemake beside the project (WHEELS on an offline host: tools/wheelhouse.sh has it).
+# group_step: the trainer's fused step (benchmarks/group_step.py), R = 8 and 16, eager with its
+#   profile, compiled at R = 8 (~3.5 min). With one 15-minute lease: `group_step,gpu_smoke`.
 set -uo pipefail
 OUT=${1:?usage: gpu_acceptance.sh OUT_DIR [checks|train|all|STEP,...]}
 PART=${2:-all}
@@ -83,7 +85,7 @@ want() {  # want STEP: asked for by PART (all, its group, or a comma list naming
     pytest_cuda | throughput_paper | step_time_paper | step_time_gpu | loo_paper | decode_paper | \
       prefetch | fused | decode_fused | loss_memory)
       [[ $PART == checks ]] ;;
-    train | fused_grid | fused_profile | gpu_smoke) [[ $PART == "$1" ]] ;;
+    train | fused_grid | fused_profile | gpu_smoke | group_step) [[ $PART == "$1" ]] ;;
     *) return 1 ;;
   esac
 }
@@ -115,6 +117,15 @@ done
 # model, eager
 want fused_profile && step fused_profile 120 python benchmarks/fused_profile.py --device cuda \
   --layers 12 --width 1024 --heads 16 --batch 64 --runs 8 --bf16 --json "$OUT/fused_profile.json"
+# the trainer's fused step (lengen.train.group.Fused: DeepSpeed engine, per-run clipping, fused
+# AdamW, batches made ahead) of the gpu tier's first PPC-parity and sparse-parity groups, R = 8
+# and 16, eager with a profile of its time split, then compiled at R = 8 (issue 63, item 5 b, c)
+want group_step && step group_step_eager "${GROUP_EAGER_LIMIT:-110}" python benchmarks/group_step.py \
+  --config config/gpu.yaml --device cuda --runs 8 16 --steps 8 --warmup 3 --profile 3 \
+  --json "$OUT/group_step_eager.json"
+want group_step && step group_step_compile "${GROUP_COMPILE_LIMIT:-100}" python \
+  benchmarks/group_step.py --config config/gpu.yaml --device cuda --groups parity_scratchpad/ppc \
+  --runs 8 --compile default --steps 12 --warmup 3 --json "$OUT/group_step_compile.json"
 # a fused group's evaluation: 8 runs of the gpu tier's PPC parity model decoded one by one and
 # in one pass, at its longest test length (issue 45, item 3)
 want decode_fused && step decode_fused 150 python benchmarks/decode.py --config config/gpu.yaml \
@@ -140,9 +151,9 @@ if want gpu_smoke; then
   rm -rf "$work" && mkdir -p "$work"
   step gpu_smoke "${GPU_SMOKE_LIMIT:-420}" python -m snakemake -s "$PWD/Snakefile" \
     --directory "$work" --cores all --configfile "$PWD/config/gpu-smoke.yaml"
-  mkdir -p "$OUT/gpu-smoke"
-  cp -r "$work/reports/gpu-smoke" "$OUT/gpu-smoke/reports" 2>/dev/null
-  cp -r "$work/results/gpu-smoke/benchmarks" "$work/results/gpu-smoke/logs" "$OUT/gpu-smoke/" \
-    2>/dev/null
+  # one archive (a lent machine gives back a few files): reports/gpu-smoke (to commit as
+  # reference/gpu-smoke/), every job's benchmark and log
+  tar czf "$OUT/gpu_smoke.tgz" -C "$work" reports/gpu-smoke results/gpu-smoke/benchmarks \
+    results/gpu-smoke/logs 2>/dev/null
 fi
 exit $status

@@ -5,36 +5,62 @@
 #
 #   bash tools/wheelhouse.sh OUT_DIR [PYTHON_VERSION]       # default 3.12, manylinux x86-64
 #
-# then on the host, from the checkout:
+# run in the project's installed environment (the versions are the ones installed there), then on
+# the host, from the checkout:
 #   python3 -m pip install -q --no-index --no-deps --target /tmp/site OUT_DIR/*.whl
 #   export PYTHONPATH=$PWD/src:/tmp/site
 #
-# It downloads MLflow's client, its SQLite store (sqlalchemy, alembic), jsonschema, markdown and
-# their dependencies, and builds DeepSpeed's wheel (PyPI has only its source), then drops the
-# wheels of packages such an image already has (IMAGE below: a PyTorch image's usual set; two
-# versions of one package would stop the install). ~24 MB for Python 3.12 (2026-11-26).
+# It takes Snakemake, MLflow's client and its SQLite store (sqlalchemy, alembic), jsonschema,
+# markdown, hjson and pydantic with everything they need, at the versions this environment has
+# (the closure is read from the installed metadata, for Linux and PYTHON_VERSION), as wheels for
+# PYTHON_VERSION; a package PyPI has only as source (connection_pool, DeepSpeed) is built into a
+# wheel here. It drops the packages such an image already has (IMAGE below: a PyTorch image's
+# usual set; two versions of one package would stop the install). ~31 MB for Python 3.12
+# (2026-11-27).
 set -euo pipefail
 OUT=${1:?usage: wheelhouse.sh OUT_DIR [PYTHON_VERSION]}
 PY=${2:-3.12}
 cd "$(dirname "$0")/.."
-pin() { grep -o "\"$1==[^\"]*\"" pyproject.toml | tr -d '"'; }  # the project's exact pin
-ALL=$(mktemp -d)
-python3 -m pip download -q --only-binary=:all: --python-version "$PY" --implementation cp \
-  --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
-  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$ALL" \
-  "$(pin mlflow | sed 's/mlflow/mlflow-skinny/')" "$(pin mlflow | sed 's/mlflow/mlflow-tracing/')" \
-  sqlalchemy alembic "$(pin jsonschema)" hjson pydantic "$(pin protobuf)" typing_extensions \
-  $(pin markdown)
-python3 -m pip wheel -q --no-deps --no-build-isolation -w "$ALL" "$(pin deepspeed)"
 # already in a PyTorch GPU image (keep theirs: they are built against its torch and numpy)
 IMAGE="annotated-doc anyio attrs certifi charset-normalizer click cloudpickle filelock h11 idna
 jinja2 markupsafe numpy packaging pandas pyyaml requests urllib3 zipp psutil py-cpuinfo msgpack
-ninja nvidia-ml-py einops tqdm transformers tokenizers safetensors huggingface-hub"
+ninja nvidia-ml-py einops tqdm transformers tokenizers safetensors huggingface-hub tabulate wrapt
+torch triton sympy networkx mpmath fsspec setuptools"
+ROOTS="snakemake mlflow-skinny mlflow-tracing sqlalchemy alembic jsonschema hjson pydantic protobuf
+typing-extensions markdown deepspeed"
+# name==version of ROOTS and all they need (Linux, PYTHON_VERSION), as installed here
+WANT=$(python3 - "$PY" $ROOTS <<'PY'
+import re, sys
+from importlib import metadata
+from packaging.markers import Marker
+env = {"python_version": sys.argv[1], "python_full_version": sys.argv[1] + ".0",
+       "sys_platform": "linux", "platform_system": "Linux", "os_name": "posix",
+       "platform_machine": "x86_64", "implementation_name": "cpython",
+       "platform_python_implementation": "CPython", "extra": ""}
+key = lambda n: re.sub(r"[-_.]+", "-", n).lower()  # noqa: E731
+seen, todo = {}, sys.argv[2:]
+while todo:
+    name = todo.pop()
+    if key(name) in seen:
+        continue
+    dist = metadata.distribution(name)
+    seen[key(name)] = dist.version
+    for req in dist.requires or []:
+        req, _, marker = req.partition(";")
+        if not marker or Marker(marker).evaluate(env):
+            todo.append(re.split(r"[ <>=!~\[(]", req.strip())[0])
+print("\n".join(f"{k}=={v}" for k, v in sorted(seen.items())))
+PY
+)
 mkdir -p "$OUT"
-for w in "$ALL"/*.whl; do
-  name=$(basename "$w" | cut -d- -f1 | tr 'A-Z_' 'a-z-')
-  [[ " $(echo $IMAGE) " == *" $name "* ]] || cp "$w" "$OUT/"
+for req in $WANT; do
+  name=${req%%==*}
+  [[ " $(echo $IMAGE) " == *" $name "* ]] && continue
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version "$PY" \
+    --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
+    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$OUT" "$req" \
+    2>/dev/null ||
+    python3 -m pip wheel -q --no-deps --no-build-isolation -w "$OUT" "$req"  # source only
 done
-rm -rf "$ALL"
 ls "$OUT" | wc -l | xargs echo "wheels in $OUT:"
 du -sh "$OUT"

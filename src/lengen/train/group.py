@@ -117,12 +117,14 @@ class Fused:
             raise ValueError("a fused group trains one micro-batch per step "
                              "(train.micro_batch_size)")  # fmt: skip
         self.active = torch.ones(len(specs), dtype=torch.bool)
+        self.fed = 0  # the last step's tokens fed, padding included (R x B x T)
         task = tasks.get(specs[0].experiment)
         self.batches = GroupBatches(task, specs, self.fused, self.engine.device)
 
     def step(self, step: int) -> tuple[torch.Tensor, list[int]]:
         """One optimizer step of every run still training: (R, 1) losses, each run's tokens."""
         [(inputs, real)] = self.batches.get(step)
+        self.fed = inputs["input_ids"].numel()  # tokens fed, the padding included
         engine, fused, spec = self.engine, self.fused, self.specs[0]
         out = engine(inputs["input_ids"], inputs["position_ids"])
         losses = run_losses(out, inputs, spec.runtime.loss_chunk_tokens)
