@@ -416,26 +416,30 @@ def test_the_memory_floor_counts_a_gpt_neox_layer_as_torch_does():
 
 def test_a_training_jobs_disk_holds_its_groups_checkpoints(tmp_path):
     """Issue 63: a synthetic training job's peak disk is its group's two checkpoints (the newest
-    and the one being written: lengen.train.lifecycle.Checkpoints), 14 bytes per parameter per
-    run in bf16; a tier's stated jobs.train.disk_mb below it is an error naming both, and
-    `lengen.config.cluster` names a disk_mb more than results_dir's free space."""
+    and the one being written: lengen.train.lifecycle.Checkpoints), 12 bytes per parameter per
+    run in bf16 without ZeRO (fp32 weights, AdamW's moments), 14 with it; a tier's stated
+    jobs.train.disk_mb below it is an error naming both, and `lengen.config.cluster` names a
+    disk_mb more than results_dir's free space."""
     from lengen.config import cluster
     from lengen.config.config import checkpoint_mb, layer_params
 
     gpu = load(ROOT / "config" / "gpu.yaml")
     params = layer_params(gpu["parity_scratchpad"]["model"])
     need = checkpoint_mb(gpu)
-    assert need["parity_scratchpad"] == 2 * 8 * params * 14 / 2**20  # a group of 8, two copies
-    assert need["sparse_parity"] == 2 * 5 * params * 14 / 2**20  # K_train 4-12 x 1 run: 5
+    assert need["parity_scratchpad"] == 2 * 8 * params * 12 / 2**20  # a group of 8, two copies
+    assert need["sparse_parity"] == 2 * 5 * params * 12 / 2**20  # K_train 4-12 x 1 run: 5
     assert max(need.values()) <= gpu["jobs"]["train"]["disk_mb"]
     small = copy.deepcopy(gpu)
     small["jobs"]["train"]["disk_mb"] = 20000
     with pytest.raises(ConfigError, match=r"jobs.train.disk_mb: 20000 MB, but parity_scratchpad's"
-                       r" largest training job needs at least 32,290 MB"):
+                       r" largest training job needs at least 27,677 MB"):
         validate(small)
     lines = cluster.problems(gpu, [], "", free=10000)
-    assert lines == [f"jobs.train.disk_mb is 34000 MB, but {gpu['results_dir']} has 10000 MB "
+    assert lines == [f"jobs.train.disk_mb is 29000 MB, but {gpu['results_dir']} has 10000 MB "
                      "free: free space there or point results_dir at a larger disk (every job "
                      "that runs at once needs its own)"]  # fmt: skip
     assert cluster.problems(gpu, [], "", free=10**6) == []
+    zero = copy.deepcopy(gpu)  # with ZeRO, DeepSpeed's bf16 section also saves a bf16 copy
+    zero["runtime"]["zero_stage"] = 2
+    assert checkpoint_mb(zero)["parity_scratchpad"] == 2 * 8 * params * 14 / 2**20
     assert cluster.free_mb(tmp_path / "not" / "yet") > 0  # its nearest existing parent's

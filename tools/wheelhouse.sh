@@ -10,7 +10,7 @@
 #   python3 -m pip install -q --no-index --no-deps --target /tmp/site OUT_DIR/*.whl
 #   export PYTHONPATH=$PWD/src:/tmp/site
 #
-# It takes Snakemake, MLflow's client and its SQLite store (sqlalchemy, alembic), jsonschema,
+# It takes Snakemake, datasets (the corpus shards are read with it), MLflow's client and its SQLite store (sqlalchemy, alembic), jsonschema,
 # markdown, hjson and pydantic with everything they need, at the versions this environment has
 # (the closure is read from the installed metadata, for Linux and PYTHON_VERSION), as wheels for
 # PYTHON_VERSION; a package PyPI has only as source (connection_pool, DeepSpeed) is built into a
@@ -25,9 +25,9 @@ cd "$(dirname "$0")/.."
 IMAGE="annotated-doc anyio attrs certifi charset-normalizer click cloudpickle filelock h11 idna
 jinja2 markupsafe numpy packaging pandas pyyaml requests urllib3 zipp psutil py-cpuinfo msgpack
 ninja nvidia-ml-py einops tqdm transformers tokenizers safetensors huggingface-hub tabulate wrapt
-torch triton sympy networkx mpmath fsspec setuptools"
+torch triton sympy networkx mpmath fsspec setuptools pyarrow xxhash"
 ROOTS="snakemake mlflow-skinny mlflow-tracing sqlalchemy alembic jsonschema hjson pydantic protobuf
-typing-extensions markdown deepspeed"
+typing-extensions markdown deepspeed datasets"
 # name==version of ROOTS and all they need (Linux, PYTHON_VERSION), as installed here
 WANT=$(python3 - "$PY" $ROOTS <<'PY'
 import re, sys

@@ -12,7 +12,7 @@ import yaml
 from lengen import tasks
 from lengen.config import artifacts, plan
 from lengen.core.positions import get_scheme, scheme_names
-from lengen.core.specs import ds_config_clashes, ds_config_unknown, read_ds_config
+from lengen.core.specs import bf16_section, ds_config_clashes, ds_config_unknown, read_ds_config
 from lengen.tasks import natural_language
 
 
@@ -230,9 +230,10 @@ def _memory_checks(cfg: dict) -> list[tuple[str, str]]:
 
 
 # What one run's checkpoint holds per parameter (lengen.train.lifecycle.Checkpoints): fp32
-# weights and AdamW's two moments; in bf16 also the module's bf16 copy beside DeepSpeed's fp32
-# master weights. A model.pt holds the fp32 weights.
-CHECKPOINT_BYTES_PER_PARAM = {"fp32": 12, "bf16": 14}
+# weights and AdamW's two moments, in fp32 and in bf16 without ZeRO (torch_autocast keeps fp32
+# weights: lengen.core.specs.bf16_section); DeepSpeed's bf16 section (with ZeRO) also saves the
+# module's bf16 copy beside its fp32 master weights. A model.pt holds the fp32 weights.
+CHECKPOINT_BYTES_PER_PARAM = {"fp32": 12, "bf16": 12, "bf16 with ZeRO": 14}
 MODEL_FILE_BYTES_PER_PARAM = 4
 
 
@@ -242,7 +243,9 @@ def checkpoint_mb(cfg: dict) -> dict[str, float]:
     once (the newest and the one being written), or at its end the newest and every member's
     model.pt, whichever is more. Counted from the layers' parameters (layer_params: the
     synthetic tasks' embeddings are small), so a lower bound."""
-    per = CHECKPOINT_BYTES_PER_PARAM[cfg["runtime"]["precision"]]
+    rt = cfg["runtime"]
+    zero = rt["precision"] == "bf16" and bf16_section(rt["zero_stage"]) == "bf16"
+    per = CHECKPOINT_BYTES_PER_PARAM["bf16 with ZeRO" if zero else rt["precision"]]
     out = {}
     for name in plan.experiments(cfg):
         models = [m for m in _models(name, cfg[name]).values()

@@ -334,6 +334,19 @@ DS_CONFIG_OWNED = {
 PRECISION_SECTIONS = ("bf16", "fp16", "amp", "torch_autocast")
 
 
+def bf16_section(zero_stage: int) -> str:
+    """The DeepSpeed section that carries runtime.precision bf16. Without ZeRO (stage 0: every
+    synthetic run and fused group), `torch_autocast`: fp32 weights, the forward under
+    torch.autocast in bf16, the client's fused AdamW stepping the fp32 weights in one kernel.
+    DeepSpeed's `bf16` section at stage 0 wraps the optimizer in its unfused fp16-style one (a
+    bf16 module, fp32 master weights and gradients copied each step, an overflow check per
+    tensor): on an H100 its copies and casts took 29 ms of a 149 ms fused step of 8 runs, with
+    the GPU idle a third of the step (issue 63; benchmarks/measured/2026-11-27-h100). With ZeRO
+    (the paper tier's language models, stage 2), `bf16`: DeepSpeed's ZeRO optimizer partitions
+    those fp32 master weights across ranks."""
+    return "torch_autocast" if zero_stage == 0 else "bf16"
+
+
 def _dotted(user: dict, prefix: str = "") -> dict[str, object]:
     """A nested JSON object as {dotted key: value}, descending into objects."""
     out = {}
@@ -373,12 +386,16 @@ def ds_config_clashes(
     (lengen.train.runtime.deepspeed_config)."""
     keys = _dotted(user)
     precision = None if bf16 is None else "bf16" if bf16 else "fp32"
+    # which section carries bf16 depends on the ZeRO stage (bf16_section): unknown, not compared
+    section = None if zero_stage is None else bf16_section(zero_stage)
+    mode = {s: None if bf16 is None or (bf16 and section is None) else bf16 and s == section
+            for s in ("bf16", "torch_autocast")}  # fmt: skip
     want = {
         "gradient_clipping": grad_clip,
-        "bf16.enabled": bf16,
+        "bf16.enabled": mode["bf16"],
         "fp16.enabled": None if bf16 is None else False,  # fp32 or bf16: never fp16
         "amp.enabled": None if bf16 is None else False,
-        "torch_autocast.enabled": None if bf16 is None else False,
+        "torch_autocast.enabled": mode["torch_autocast"],
         "zero_optimization.stage": zero_stage,
     }
     found = [

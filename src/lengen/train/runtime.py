@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from lengen.core.specs import ds_config_clashes, ds_config_unknown, merge_dicts
+from lengen.core.specs import bf16_section, ds_config_clashes, ds_config_unknown, merge_dicts
 
 if TYPE_CHECKING:
     from lengen.core.specs import RuntimeSpec, Spec
@@ -51,7 +51,7 @@ def deepspeed_config(spec: Spec, world: int) -> dict:
         "train_micro_batch_size_per_gpu": micro,
         "gradient_accumulation_steps": accum,
         "gradient_clipping": train.grad_clip,
-        "bf16": {"enabled": runtime.precision == "bf16"},
+        **precision_section(runtime),
         "zero_optimization": {"stage": runtime.zero_stage},
         "steps_per_print": 10**9,
         "wall_clock_breakdown": False,
@@ -72,6 +72,16 @@ def deepspeed_config(spec: Spec, world: int) -> dict:
     for message in [*ds_config_unknown(user), *clashes]:
         raise ValueError(message)
     return merge_dicts(computed, user)
+
+
+def precision_section(runtime: RuntimeSpec) -> dict:
+    """runtime.precision as DeepSpeed config: fp32, no section enabled; bf16, the section
+    lengen.core.specs.bf16_section picks for the ZeRO stage (without ZeRO: torch_autocast)."""
+    if runtime.precision != "bf16":
+        return {"bf16": {"enabled": False}}
+    if bf16_section(runtime.zero_stage) == "torch_autocast":
+        return {"torch_autocast": {"enabled": True, "dtype": "bfloat16"}}
+    return {"bf16": {"enabled": True}}
 
 
 def setup(runtime: RuntimeSpec) -> None:
