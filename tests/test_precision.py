@@ -97,3 +97,26 @@ def test_a_bf16_group_trains_each_run_as_alone(tiny_spec, tmp_path, copy_task):
     fusion = max(gap(f["state_dict"], a["state_dict"]) for a, f in zip(alone, fused, strict=True))
     print(f"bf16 vs fp32 {precision:.2e}, fused vs alone {fusion:.2e}")
     assert 0 < fusion < 1e-2 and fusion < precision / 10  # measured: 3.7e-3 and 0.16
+
+
+def test_a_stopped_member_stays_put_in_bf16(tiny_spec, tmp_path, copy_task):
+    """Issue 63, item 2: a member frozen by its early stop keeps its weights bit for bit while
+    the others train on in bf16 (its weights are put back after each step; torch_autocast keeps
+    no second, fp32 master copy that could drift under weight decay)."""
+    specs = [parse_spec(s) for s in bf16(run_specs(tiny_spec, seeds=(0, 1)))]
+    runtime.setup(specs[0].runtime)
+    trainee = Fused(specs, [tmp_path / "a", tmp_path / "b"])
+    try:
+        for step in range(3):
+            trainee.step(step)
+        trainee.freeze(0)
+        before = {k: v.clone() for k, v in trainee.model(0).state_dict().items()}
+        other = {k: v.clone() for k, v in trainee.model(1).state_dict().items()}
+        for step in range(3, 8):
+            trainee.step(step)
+        after, moved = trainee.model(0).state_dict(), trainee.model(1).state_dict()
+        for name, value in before.items():
+            assert torch.equal(after[name], value), name
+        assert any(not torch.equal(moved[k], v) for k, v in other.items())
+    finally:
+        trainee.close()
