@@ -176,6 +176,34 @@ def test_the_fused_gpu_tier_time_is_calibrated_on_the_group_that_trained():
     assert tool.hours(entry) < tool.hours(tool.load()["gpu_tier_one"])
 
 
+def test_the_gpu_tier_time_comes_from_the_trainers_fused_step():
+    """Issue 63, item 6: gpu_tier_trainer_one's fused runs step at the trainer's measured fused
+    step per real token (benchmarks/group_step.py's row) x their kind's tokens per step; the
+    language models keep their measured step; a node of 8 is faster than one GPU, and both are
+    below the tier trained one run per job."""
+    import json
+
+    from lengen.config.config import load
+
+    tool = _times()
+    entries = tool.load()
+    entry = entries["gpu_tier_trainer_one"]
+    fused = entry["trainer_fused"]
+    cfg = load(ROOT / entry["config"])
+    step = tool.trainer_steps(fused, cfg)
+    rows = json.loads((ROOT / fused["file"]).read_text())["rows"]
+    ppc = next(r for r in rows if (r["group"], r["runs"]) == ("parity_scratchpad/ppc", 8))
+    kinds = json.loads((ROOT / fused["tokens_from"]).read_text())["kinds"]
+    k1 = next(k for k in kinds if k["kind"] == "parity_scratchpad/ppc/k1")
+    want = ppc["ms_per_step"] / 1e3 / ppc["real_tokens_per_step"] * 64 * k1["seq_len"]
+    assert abs(step["parity_scratchpad/ppc/k1"] - want) < 1e-12
+    assert not any(k.startswith("natural_language") for k in step)
+    assert {k.split("/")[0] for k in step} == {"sparse_parity", "parity_scratchpad",
+                                               "variable_assignment"}  # fmt: skip
+    one, node = tool.hours(entry), tool.hours(entries["gpu_tier_trainer_node"])
+    assert node < one < tool.hours(entries["gpu_tier_one"])
+
+
 def test_the_gpu_grid_table_is_the_probe_rows():
     """docs/gpu-and-cluster.md's table of the 1,500-step PPC grid (probe GPU_PS_ppc_fused_1500):
     how many runs of each jump learned 2l <= 40 (>= 0.9 at 20 and 40) and jump 1's range at

@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from schedule import job_kinds, job_table, training_hours  # noqa: E402  (benchmarks/, no torch)
 
+from lengen.config import plan  # noqa: E402
 from lengen.config.config import load as load_config  # noqa: E402
 
 TIMES = "benchmarks/measured/times.yaml"
@@ -48,6 +49,8 @@ def hours(entry: dict, root: Path = ROOT) -> float:
         step |= {k["kind"]: k["s_per_step"] for k in other["kinds"] if match.search(k["kind"])}
     if "fused" in entry:
         step |= fused_steps(entry["fused"], root)
+    if "trainer_fused" in entry:
+        step |= trainer_steps(entry["trainer_fused"], load_config(root / entry["config"]), root)
     jobs = tier_jobs(entry, bench, root)
     if missing := sorted(jobs.keys() - step.keys()):
         raise KeyError(f"{TIMES}: {missing} have no measured step time in {entry['estimate']}")
@@ -85,6 +88,27 @@ def fused_steps(fused: dict, root: Path = ROOT) -> dict[str, float]:
     overhead = trainer["seconds"] / trainer["steps"] / predicted
     match = re.compile(fused["kinds"])
     return {k: per_token * n * overhead for k, n in tokens.items() if match.search(k)}
+
+
+def trainer_steps(fused: dict, cfg: dict, root: Path = ROOT) -> dict[str, float]:
+    """Seconds per run-step of each synthetic kind that the tier `cfg` trains in fused groups
+    (lengen.config.plan.fused), from the trainer's own fused step (an entry's `trainer_fused`:
+    benchmarks/group_step.py's JSON, measured on a GPU): the seconds per real token of the group
+    `groups` names for the kind's experiment (its group name and R), times the kind's real
+    tokens per step (`tokens_from`: a step_time.py JSON's batch x seq_len). Kinds trained one by
+    one keep their own measured step."""
+    bench = json.loads((root / fused["file"]).read_text())
+    mode = fused.get("compile", "none")
+    per_token = {(r["group"], r["runs"]): r["ms_per_step"] / 1e3 / r["real_tokens_per_step"]
+                 for r in bench["rows"] if r["compile"] == mode}  # fmt: skip
+    kinds = json.loads((root / fused["tokens_from"]).read_text())["kinds"]
+    out = {}
+    for k in kinds:
+        experiment, variant = k["kind"].split("/")[:2]
+        if experiment in fused["groups"] and plan.fused(cfg, experiment, variant):
+            group, runs = fused["groups"][experiment]
+            out[k["kind"]] = per_token[group, runs] * k["batch"] * k["accum"] * k["seq_len"]
+    return out
 
 
 def tier_jobs(entry: dict, bench: dict, root: Path = ROOT) -> dict[str, dict]:
