@@ -5,9 +5,10 @@
 #
 #   [WHEELS=DIR] bash benchmarks/gpu_acceptance.sh OUT_DIR [checks|train|all|STEP,STEP,...]
 #
-# With 15 minutes of device time (one lent session), run `fused_profile,fused_eager,fused_compile`
-# (~8 min): where the fused step's time goes (its kernels, with the trainers' fused AdamW), then
-# the fused step at R = 1-16, eager and compiled (the eager ones measured on an H200 2026-11-26:
+# With 15 minutes of device time (one lent session), run `group_step,gpu_smoke` (below). The
+# earlier lease plan, `fused_profile,fused_eager,fused_compile` (~8 min), timed the bare fused
+# step: where its time goes (its kernels, with the trainers' fused AdamW), then the fused step
+# at R = 1-16, eager and compiled (the eager ones measured on an H200 2026-11-26:
 # benchmarks/measured/2026-11-26-h200-lease3 and -lease3b, the latter with the bias inside the
 # batched matmul). `fused_grid` (Fig. 2's PPC grid as one fused group; its
 # 1,500-step probe took 496 s with its 16 model files and scoring:
@@ -38,7 +39,9 @@
 #   commit as reference/gpu-smoke/), every job's benchmark and log in OUT_DIR/gpu_smoke.tgz.
 #   Needs snakemake beside the project (WHEELS on an offline host: tools/wheelhouse.sh has it).
 # group_step: the trainer's fused step (benchmarks/group_step.py), R = 8 and 16, eager with its
-#   profile, compiled at R = 8 (~3.5 min). With one 15-minute lease: `group_step,gpu_smoke`.
+#   profile (~2 min; benchmarks/measured/2026-11-27-h100); group_step_compile: compiled at R = 8
+#   (its compilation did not finish in 90 s there). With one 15-minute lease (start-up ~40 s):
+#   `group_step,gpu_smoke` with GPU_SMOKE_LIMIT=400 and WHEELS from tools/wheelhouse.sh.
 set -uo pipefail
 OUT=${1:?usage: gpu_acceptance.sh OUT_DIR [checks|train|all|STEP,...]}
 PART=${2:-all}
@@ -85,7 +88,8 @@ want() {  # want STEP: asked for by PART (all, its group, or a comma list naming
     pytest_cuda | throughput_paper | step_time_paper | step_time_gpu | loo_paper | decode_paper | \
       prefetch | fused | decode_fused | loss_memory)
       [[ $PART == checks ]] ;;
-    train | fused_grid | fused_profile | gpu_smoke | group_step) [[ $PART == "$1" ]] ;;
+    train | fused_grid | fused_profile | gpu_smoke | group_step | group_step_compile)
+      [[ $PART == "$1" ]] ;;
     *) return 1 ;;
   esac
 }
@@ -123,7 +127,7 @@ want fused_profile && step fused_profile 120 python benchmarks/fused_profile.py 
 want group_step && step group_step_eager "${GROUP_EAGER_LIMIT:-110}" python benchmarks/group_step.py \
   --config config/gpu.yaml --device cuda --runs 8 16 --steps 8 --warmup 3 --profile 3 \
   --json "$OUT/group_step_eager.json"
-want group_step && step group_step_compile "${GROUP_COMPILE_LIMIT:-100}" python \
+want group_step_compile && step group_step_compile "${GROUP_COMPILE_LIMIT:-180}" python \
   benchmarks/group_step.py --config config/gpu.yaml --device cuda --groups parity_scratchpad/ppc \
   --runs 8 --compile default --steps 12 --warmup 3 --json "$OUT/group_step_compile.json"
 # a fused group's evaluation: 8 runs of the gpu tier's PPC parity model decoded one by one and
