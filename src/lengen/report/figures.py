@@ -206,7 +206,7 @@ def panel_label(variant: str) -> str:
 
 def run_bands(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Per cell of `keys` (+ length): the run-mean accuracy, its run-level 95% CI (the report's
-    hierarchical bootstrap, lengen.report.effects.level) and the number of runs."""
+    t-interval, lengen.report.effects.level) and the number of runs."""
     import pandas as pd
 
     from lengen.report import effects

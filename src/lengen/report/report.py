@@ -247,9 +247,9 @@ def write_report(
         "",
         f"Verdicts: the run is the unit of evidence. With fewer than {effects.MIN_RUNS} runs in "
         "a compared arm a row reads *underpowered*, with its estimate and the runs per arm "
-        "that would decide it at the observed between-run spread. Otherwise *reproduced* / *not "
-        "reproduced* when the whole 95% CI (a hierarchical bootstrap: runs, then each run's "
-        "examples) is on one side of the rule's threshold; *inconclusive* when it straddles it; "
+        "that would decide it. Otherwise *reproduced* / *not reproduced* when the whole 95% CI "
+        "(a t-interval on the run means, r - 1 degrees of freedom: docs/rules.md) is on one side "
+        "of the rule's threshold; *inconclusive* when it straddles it; "
         "*not testable* when the compared models did not learn the task in distribution (the "
         "reason is printed); *not run* when the tier has no such results. Every rule, window "
         "and threshold is the registry's (`lengen.report.rules`, docs/rules.md).",

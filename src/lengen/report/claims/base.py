@@ -18,8 +18,8 @@ __all__ = ["NEAR_PERFECT", "Claim", "Measured", "NotTestable"]
 
 # interval methods (lengen.report.effects)
 RUNS_THEN_EXAMPLES = (
-    "hierarchical bootstrap (runs, then each run's examples), 95% percentile CI; fewer than 3 "
-    "runs in an arm: underpowered"
+    "t-interval on the run means (Welch for a gap), at least the examples' binomial variance, "
+    "95%; fewer than 3 runs in an arm: underpowered"
 )
 UNITS = "paired bootstrap over held-out chunks of one model (scipy), 95% percentile CI"
 EXACT = "exact: computed risks, no sampling"
@@ -64,12 +64,16 @@ class Tables:
 
 def effect_measured(found: list[effects.Effect], threshold: float, note: str = "") -> Measured:
     """The decisive effect of a rule "every effect >= threshold" (effects.decisive) as the row's
-    number, with the fewest runs in its arms and what would decide the undecided effects; every
-    effect with its CI and runs as the row's detail."""
+    number, with the fewest runs in its arms and, where the row is undecided (its decisive effect
+    inconclusive or underpowered), what would decide it; every effect with its CI and runs as
+    the row's detail."""
     worst = effects.decisive(found, threshold)
     detail = "effects (95% CI): " + "; ".join(map(str, found)) + (f"; {note}" if note else "")
     values = {"estimate": worst.estimate, "ci_low": worst.low, "ci_high": worst.high}
-    return Measured(values, detail, min(worst.runs), effects.needed_text(found, threshold))
+    decided = effects.judge(worst.low, worst.high, threshold, min(worst.runs)) in (
+        "reproduced", "not reproduced")  # fmt: skip
+    needed = "" if decided else effects.needed_text(found, threshold)
+    return Measured(values, detail, min(worst.runs), needed)
 
 
 def effect_claim(threshold: float, what: str) -> dict:
