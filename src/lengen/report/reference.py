@@ -22,6 +22,18 @@ import pandas as pd
 from lengen.core import provenance
 
 
+def markdown_table(table: pd.DataFrame) -> str:
+    """A markdown (pipe) table of the frame, cells unpadded (a padded table repeats its widest
+    cell's width on every line: REPORT.md's reached 14,000 characters a line), `|` escaped."""
+    def cell(value) -> str:
+        return str(value).replace("|", "\\|").replace("\n", " ")
+
+    head = "| " + " | ".join(map(cell, table.columns)) + " |"
+    rule = "|" + "---|" * len(table.columns)
+    rows = ["| " + " | ".join(map(cell, row)) + " |" for row in table.itertuples(index=False)]
+    return "\n".join([head, rule, *rows])
+
+
 def reference_dir(tier: str, project: Path | str = ".") -> Path:
     """reference/<tier>/ of the project checkout: the committed results of that tier."""
     return Path(project) / "reference" / tier
@@ -128,7 +140,7 @@ def section(run: pd.DataFrame, ref: pd.DataFrame | None, label: str) -> list[str
     same = int((table.verdict == "same").sum())
     differ = table[table.verdict != "same"]
     head = (
-        f"Reference: `{label}`. {provenance_line(run, ref)} "
+        f"Reference: {label}. {provenance_line(run, ref)} "
         f"**{same} of {len(table)} verdicts are the same as the reference's**"
     )
     head += "." if differ.empty else ("; not the same: " + ", ".join(
@@ -140,6 +152,6 @@ def section(run: pd.DataFrame, ref: pd.DataFrame | None, label: str) -> list[str
         f"{identical} of {measured} measured numbers are identical to the reference's (a run of "
         "the same code, config and seed on the same kind of machine repeats them exactly).",
         "",
-        table.to_markdown(index=False),
+        markdown_table(table),
         "",
     ]

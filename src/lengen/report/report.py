@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -155,11 +156,11 @@ SHOWN = (
     "section",
     "paper",
     "measured",
-    "measured as",
-    "rule",
     "verdict",
     "counted",
-)  # REPORT.md's
+)  # REPORT.md's tables; each row's "measured as" and "rule" follow its table as a list
+DETAILS = ("measured as", "rule")
+WRAP = 100  # REPORT.md's prose and lists are wrapped here (a table row is one line, unpadded)
 
 
 def numbers(value) -> dict[str, float]:
@@ -189,6 +190,7 @@ def write_report(
     reference_path: str | Path | None = None,
     reference_label: str | None = None,
     figures: list[str] | None = None,
+    judged: str | None = None,
 ) -> pd.DataFrame:
     """REPORT.md for the config's run (the report's slice of it,
     lengen.config.artifacts.report_config, is enough): the verdict table, the figures it rests
@@ -196,14 +198,16 @@ def write_report(
     verdicts.csv at `reference_path`, shown as `reference_label`); the machine-readable verdicts
     go to verdicts.csv beside `out`. `paths` as read_tables; `figures`, the run's figure files
     (artifacts.report_figures of the whole config: the slice has no `figures` sections, so
-    without them the list misses the figures only those sections add)."""
+    without them the list misses the figures only those sections add). `judged`: a line under
+    the provenance saying which commit trained the tables and which judged them (a reference
+    judged again by lengen.report.rejudge)."""
     tables = read_tables(cfg, paths)
     rows = pd.DataFrame([verdict(c, tables) for c in claims(cfg)])
     tests_paper = cfg.get("tests_the_paper", True)
     if not tests_paper:  # a plumbing tier: every row shown, none counted
         rows["counted"] = PLUMBING
     ref = reference.read(reference_path)
-    label = reference_label or str(
+    label = reference_label or "`{}`".format(
         reference_path or reference.reference_dir(cfg["tier"]) / artifacts.VERDICTS
     )
     per_sentence = sentences(rows)
@@ -212,7 +216,15 @@ def write_report(
         return counts(per_sentence, kind, area)
 
     def table(kind: str) -> str:
-        return rows[rows.kind == kind][list(SHOWN)].to_markdown(index=False)
+        """The kind's rows as a table, then how each was measured and its rule, wrapped."""
+        mine = rows[rows.kind == kind]
+        details = [
+            textwrap.fill(f"**{r['id']}**: measured as {r['measured as']}. Rule: {r['rule']}.",
+                          WRAP, initial_indent="- ", subsequent_indent="  ",
+                          break_long_words=False, break_on_hyphens=False)  # fmt: skip
+            for _, r in mine.iterrows()
+        ]
+        return "\n".join([reference.markdown_table(mine[list(SHOWN)]), "", *details])
 
     if tests_paper:
         title = "# Does the paper hold? Claims and verdicts"
@@ -242,6 +254,7 @@ def write_report(
         f"tidy tables in `{cfg['reports_dir']}/`; every verdict by the rule in its row.",
         "",
         provenance.markdown_line(cfg, cfg["seed"]),
+        *(["", judged] if judged else []),
         "",
         tally,
         "",

@@ -1,0 +1,102 @@
+"""Judge a committed reference again by today's rules, without retraining (issue 64, item 5):
+
+    python -m lengen.report.rejudge --configfile config/config.yaml
+
+A change of the statistics or of a rule changes verdicts, not tables. This rewrites the
+reference's REPORT.md, REPORT.html and verdicts.csv (reference/<tier>/) from its committed tidy
+tables by today's rules (lengen.report.report), with a section comparing the verdicts it
+replaces. The report names both commits: the one that trained (the tables' `git_commit`) and the
+one that judged (this checkout's HEAD; a checkout with uncommitted changes is refused unless
+`--allow-dirty`, for a check). The figures are the run's and are not redrawn. The config must be
+the tier's (its config hash the tables'), so that the rules read the windows and thresholds the
+run was made for.
+
+No workflow job imports this module: a maintainer runs it by hand after a change of
+lengen.report.effects or a claim's rule, then commits the reference (docs/rules.md, History).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from lengen.config import artifacts
+from lengen.config.config import load
+from lengen.core import provenance
+from lengen.core.cli import command_parser
+from lengen.report import report
+from lengen.report.reference import reference_dir
+
+
+def trained_commits(paths: dict[str, str]) -> list[str]:
+    """The commits the reference's tables were made at (their git_commit column)."""
+    found = set()
+    for path in paths.values():
+        if Path(path).exists():
+            table = pd.read_csv(path, dtype=str, usecols=lambda c: c == "git_commit")
+            found |= set(table.get("git_commit", pd.Series(dtype=str)).dropna())
+    return sorted(found)
+
+
+def rejudge(whole: dict, root: Path, allow_dirty: bool = False) -> pd.DataFrame:
+    """Rewrite reference/<tier>/'s REPORT.md, REPORT.html and verdicts.csv from its tables;
+    returns the new verdict rows. Raises SystemExit naming what is wrong: no reference, a dirty
+    checkout, tables of another config or of several commits."""
+    cfg = artifacts.report_config(whole)
+    ref = root / reference_dir(cfg["tier"])
+    old = ref / artifacts.VERDICTS
+    if not old.is_file():
+        raise SystemExit(f"{old}: no committed reference to judge again")
+    judging = provenance.git_commit()
+    if judging.endswith("-dirty") and not allow_dirty:
+        raise SystemExit(f"the checkout has uncommitted changes ({judging}): commit them first, so "
+                         "that the verdicts name the code that judged them")  # fmt: skip
+    paths = {k: str(ref / Path(v).name) for k, v in artifacts.report_tables(cfg).items()}
+    trained = trained_commits(paths)
+    if len(trained) != 1:
+        raise SystemExit(f"{ref}: its tables were made at {trained or 'no recorded commit'}; a "
+                         "reference is one run of one commit")  # fmt: skip
+    before = pd.read_csv(old, dtype=str)
+    hashes = set(before["config_hash"].dropna())
+    mine = provenance.record(cfg, cfg["seed"])["config_hash"]
+    if hashes != {mine}:
+        raise SystemExit(f"{old}: made with config hash {sorted(hashes)}, this config's is {mine}: "
+                         "judge it with the config it was run with")  # fmt: skip
+    figures = sorted(p.name for p in ref.glob("*.png"))
+    was = sorted(set(before["git_commit"].dropna()))
+    judged = (f"Trained at commit `{trained[0]}`; judged again at commit `{judging}` by "
+              "`lengen.report.rejudge` (today's rules and statistics on the committed tables, no "
+              f"model retrained; the verdicts it replaces were judged at `{', '.join(was)}`).")
+    cfg = {**cfg, "reports_dir": str(reference_dir(cfg["tier"]))}
+    with tempfile.TemporaryDirectory() as tmp:
+        previous = Path(tmp) / "previous_verdicts.csv"
+        shutil.copy(old, previous)
+        out = Path(tmp) / "out"
+        out.mkdir()
+        rows = report.write_report(
+            cfg, out / artifacts.REPORT, paths, previous,
+            f"the verdicts these tables had before (judged at `{', '.join(was)}`)", figures,
+            judged=judged,
+        )  # fmt: skip
+        for name in (artifacts.REPORT, artifacts.REPORT_HTML, artifacts.VERDICTS):
+            shutil.copy(out / name, ref / name)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI: python -m lengen.report.rejudge --configfile config/<tier>.yaml."""
+    parser = command_parser(__spec__, __doc__)
+    parser.add_argument("--configfile", required=True, help="the tier's whole config YAML")
+    parser.add_argument("--project", type=Path, default=Path("."), help="the checkout's root")
+    parser.add_argument("--allow-dirty", action="store_true")
+    args = parser.parse_args(argv)
+    rows = rejudge(load(args.configfile), args.project, args.allow_dirty)
+    print(report.summary(rows), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

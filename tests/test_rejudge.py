@@ -1,0 +1,55 @@
+"""A committed reference judged again by today's rules from its tables, no model retrained
+(lengen.report.rejudge, issue 64 item 5): its REPORT.md, REPORT.html and verdicts.csv rewritten,
+naming the commit that trained and the one that judged; refused from a dirty checkout, for a
+reference of another config, or where the tables come from several commits."""
+
+from __future__ import annotations
+
+import shutil
+
+import pandas as pd
+import pytest
+
+from lengen.config.config import load
+from lengen.core import provenance
+from lengen.report import rejudge
+
+from .conftest import ROOT
+
+
+@pytest.fixture
+def project(tmp_path):
+    shutil.copytree(ROOT / "reference" / "default", tmp_path / "reference" / "default")
+    return tmp_path
+
+
+def test_the_reference_is_judged_again_from_its_tables(project, monkeypatch):
+    monkeypatch.setattr(provenance, "git_commit", lambda: "c0ffee")
+    ref = project / "reference" / "default"
+    before = pd.read_csv(ref / "verdicts.csv", dtype=str)
+    tables = {p.name: p.read_bytes() for p in ref.glob("*.csv") if p.name != "verdicts.csv"}
+    rows = rejudge.rejudge(load(ROOT / "config" / "config.yaml"), project)
+    after = pd.read_csv(ref / "verdicts.csv", dtype=str)
+    assert sorted(after.id) == sorted(before.id) and set(after.git_commit) == {"c0ffee"}
+    assert list(rows.verdict) == list(after.verdict)
+    # the tables are the run's: untouched; the report names both commits and what it replaces
+    assert {p.name: p.read_bytes() for p in ref.glob("*.csv") if p.name != "verdicts.csv"} == tables
+    trained = rejudge.trained_commits({n: str(ref / n) for n in tables})
+    text = (ref / "REPORT.md").read_text()
+    assert f"Trained at commit `{trained[0]}`; judged again at commit `c0ffee`" in text
+    assert "the verdicts these tables had before" in text
+    assert max(map(len, text.splitlines())) <= 1000
+    assert (ref / "REPORT.html").read_text().count("<table>") >= 4
+
+
+def test_a_dirty_checkout_or_another_config_is_refused(project, monkeypatch):
+    cfg = load(ROOT / "config" / "config.yaml")
+    monkeypatch.setattr(provenance, "git_commit", lambda: "c0ffee-dirty")
+    with pytest.raises(SystemExit, match="uncommitted changes"):
+        rejudge.rejudge(cfg, project)
+    monkeypatch.setattr(provenance, "git_commit", lambda: "c0ffee")
+    cfg["sparse_parity"]["train"]["lr"] = 0.5
+    with pytest.raises(SystemExit, match="made with config hash"):
+        rejudge.rejudge(cfg, project)
+    with pytest.raises(SystemExit, match="no committed reference"):
+        rejudge.rejudge(load(ROOT / "config" / "config.yaml"), project / "elsewhere")
