@@ -118,7 +118,10 @@ def sparse_parity_figure(
         style="k_test vs K_train",
         style_order=["k_test <= K_train", "k_test > K_train (untrained k)"],
         **facets,
-        errorbar=("ci", 95),  # over the runs (one row per run and length): a run-level band
+        # the range of the runs (one row per run and length): lowest to highest. Not a CI: a
+        # bootstrap over 3 rows (seaborn's "ci") is roughly that range, and reads as more
+        # (issue 64); the report's intervals are in REPORT.md
+        errorbar=("pi", 100),
         kind="line",
         marker="o",
         palette="viridis",
@@ -151,8 +154,9 @@ def sparse_parity_figure(
     shown = "/".join(map(str, counts))
     # the two-line title ~0.6 in above the panels' three-line titles, whatever the height
     top = 1 + 0.6 / grid.figure.get_figheight()
-    grid.figure.suptitle(f"{title}\nruns per model: {shown}; bands: 95% CI over runs (none "
-                         "with one run); dashed: k_test > K_train", y=top)  # fmt: skip
+    grid.figure.suptitle(f"{title}\nruns per model: {shown}; bands: the range of the runs, lowest "
+                         "to highest (none with one run); dashed: k_test > K_train",
+                         y=top)  # fmt: skip
     grid.figure.subplots_adjust(hspace=0.45)  # three-line panel titles clear the row above
     _save(grid.figure, out, style["dpi"], metadata)
 
@@ -185,7 +189,9 @@ def _draw_sparse_parity(table: pd.DataFrame, args, meta: dict) -> None:
 SPARSE_PARITY = FigureKind(
     "sparse_parity", _sparse_parity_job, _draw_sparse_parity,
     lambda cfg: "Sparse parity (Sec. 5.1, Figs. 1 and 7): final-token accuracy vs test length "
-    "2l, a line per k_test, a panel per K_train; training lengths shaded, chance dotted.",
+    "2l, a line per k_test (the mean over training runs; band: the range of the runs, not a "
+    "CI: REPORT.md has the intervals), a panel per K_train; training lengths shaded, chance "
+    "dotted.",
     reads="eval",
 )  # fmt: skip
 
@@ -276,8 +282,9 @@ def generation_figure(
         ax.legend(fontsize=6, loc="lower left", frameon=True)
     axes[0][0].set_ylabel("accuracy")
     fig.suptitle(title, y=1.0)
-    fig.text(0.5, -0.02, f"Lines: the mean over training runs; bands: run-level 95% CI (runs, "
-             f"then examples, resampled), drawn for lines of >= {effects.MIN_RUNS} runs; dashed: "
+    fig.text(0.5, -0.02, f"Lines: the mean over training runs; bands: run-level 95% CI (the "
+             f"report's t-interval on the run means), drawn for lines of >= {effects.MIN_RUNS} "
+             "runs; dashed: "
              "the models did not learn the training range, not a result.",
              ha="center", va="top", fontsize=7, wrap=True)  # fmt: skip
     fig.tight_layout()
@@ -309,7 +316,8 @@ GENERATION = FigureKind(
     lambda cfg: "Tasks scored by greedy generation (the scratchpad tasks of Sec. 5.2, Figs. 2, 8, "
     "3a-d; majority): exact-match accuracy (every scratchpad token and, for Predictive Position "
     "Coupling, every predicted position ID; the answer token without a scratchpad) vs test "
-    "length, a line per jump or depth (mean over training runs, 95% CI band), a panel per "
+    "length, a line per jump or depth (mean over training runs, the report's run-level 95% CI "
+    "as its band), a panel per "
     "variant.",
     reads="eval",
 )  # fmt: skip
