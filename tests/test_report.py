@@ -624,10 +624,13 @@ def test_paired_effect_resamples_units_together():
 
 
 def _summary_row(id_, sentence, verdict, measured="-", kind="paper", area="experiment",
-                 counted="yes", measured_as="", paper="its own text"):  # fmt: skip
+                 counted="yes", measured_as="", paper="its own text", scale=""):  # fmt: skip
     return {"id": id_, "sentence": sentence, "kind": kind, "area": area, "counted": counted,
             "verdict": verdict, "measured": measured, "measured as": measured_as,
-            "paper": paper}  # fmt: skip
+            "paper": paper, "scale": scale}  # fmt: skip
+
+
+AT = "3 x 64, <= 12,000 steps (paper: 12 x 1024, 50,000)"  # a row's scale (report.scale)
 
 
 def test_summary_counts_each_sentence_once_and_names_the_row_it_is_decided_on():
@@ -639,7 +642,7 @@ def test_summary_counts_each_sentence_once_and_names_the_row_it_is_decided_on():
     rows = pd.DataFrame([
         _summary_row("SP-1 [loglen]", "SP-1", "reproduced", "0.95", counted="no: DEPARTURE"),
         _summary_row("SP-1 [neox]", "SP-1", "inconclusive", "0.80 [0.7, 0.9]"),
-        _summary_row("SP-1 [other]", "SP-1", "not reproduced", "0.40 [0.3, 0.5]"),
+        _summary_row("SP-1 [other]", "SP-1", "not reproduced", "0.40 [0.3, 0.5]", scale=AT),
         _summary_row("PS-3", "PS-3", "not testable", measured_as=f"gap; not testable: {reason}"),
         _summary_row("TH-4.3", "TH-4.3", "passed", "-0.086", kind="check", area="theory"),
         _summary_row("TH-C3a", "TH-C3", "reproduced", "0.973", area="theory"),
@@ -652,15 +655,15 @@ def test_summary_counts_each_sentence_once_and_names_the_row_it_is_decided_on():
         "computations on toy cases) 1 reproduced; descriptive none; checks 1 passed; beyond the "
         "paper 1 reproduced."
     )
-    assert lines[1:4] == ["", "| sentence | paper | verdict | decided on | measured |",
-                          "| --- | --- | --- | --- | --- |"]  # fmt: skip
+    assert lines[1:4] == ["", "| sentence | paper | verdict | decided on | measured | at scale |",
+                          "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
     paper = {s: report.RULES[s].paper for s in ("SP-1", "PS-3", "TH-4.3", "TH-C3")}
     assert lines[4:] == [
-        f"| SP-1 | {paper['SP-1']} | not reproduced | SP-1 [other] | 0.40 [0.3, 0.5] |",
-        f"| PS-3 | {paper['PS-3']} | not testable | PS-3 | {reason[:160]} |",
-        f"| TH-4.3 | {paper['TH-4.3']} | passed | TH-4.3 | -0.086 |",
-        f"| TH-C3 | {paper['TH-C3']} | reproduced | TH-C3a | 0.973 |",
-        "| NEW-1 | a new claim | reproduced | NEW-1 | 1.0 |",
+        f"| SP-1 | {paper['SP-1']} | not reproduced | SP-1 [other] | 0.40 [0.3, 0.5] | {AT} |",
+        f"| PS-3 | {paper['PS-3']} | not testable | PS-3 | {reason[:160]} | - |",
+        f"| TH-4.3 | {paper['TH-4.3']} | passed | TH-4.3 | -0.086 | - |",
+        f"| TH-C3 | {paper['TH-C3']} | reproduced | TH-C3a | 0.973 | - |",
+        "| NEW-1 | a new claim | reproduced | NEW-1 | 1.0 | - |",
     ]
     # every counted sub-row alike: the first one decides; several verdicts of one kind sorted
     same = pd.DataFrame([_summary_row("A [x]", "A", "underpowered", "0.5"),
@@ -668,8 +671,8 @@ def test_summary_counts_each_sentence_once_and_names_the_row_it_is_decided_on():
                          _summary_row("B", "B", "not run")])  # fmt: skip
     text = report.summary(same)
     assert "experiments 1 not run, 1 underpowered;" in text
-    assert "| A | its own text | underpowered | A [x] | 0.5 |" in text
-    assert "| B | its own text | not run | B |  |" in text
+    assert "| A | its own text | underpowered | A [x] | 0.5 | - |" in text
+    assert "| B | its own text | not run | B |  | - |" in text
 
 
 def test_a_plumbing_tier_report_counts_nothing_and_compares_with_its_reference(tmp_path):
@@ -1122,3 +1125,24 @@ def test_bootstrap_cis_are_the_documented_95_percent_percentile_intervals():
     rows = stats._slope_spread(np.array([[1.0, 2.0], [1.0, 2.0]]), np.array([[1.0, 2.0],
                                                                              [-1.0, -2.0]]))
     assert rows[0].tolist() == [1.0, -1.0]
+
+
+def test_every_experimental_verdict_states_the_scale_it_holds_at():
+    """Issue 64: REPORT.md opens with each experiment's model and steps beside the paper's, and
+    every experimental row (verdicts.csv's `scale`, README's `at scale`) says the size it was
+    measured at; the theory's rows have none."""
+    c = load(ROOT / "config" / "config.yaml")
+    sp = report.scale(c, "sparse_parity")
+    assert sp["model"] == "3 x 64" and sp["steps"] == 12_000 and sp["paper_steps"] == 50_000
+    assert sp["short"] == "3 x 64, <= 12,000 steps (paper: 12 x 1024, 50,000)"
+    assert 900 < sp["params_ratio"] < 1100  # the paper's layers: ~1,000x ours
+    ps = report.scale(c, "parity_scratchpad")
+    assert ps["steps"] == max(24_000, c["parity_scratchpad"]["train"]["steps"])  # a variant's
+    assert report.scale(c, "theory") is None and report.scale(c, "majority") is None
+    table = report.scale_table(c)
+    assert "| sparse_parity | 3 x 64 (0.15 M layer parameters), <= 12,000 steps |" in table
+    text = (ROOT / "reference" / "default" / "REPORT.md").read_text()
+    assert "**Scale.**" in text and table in text
+    rows = pd.read_csv(ROOT / "reference" / "default" / "verdicts.csv", dtype=str)
+    experimental = rows[rows.id.str.match(r"(SP|PS|NL)-")]  # the tier runs no VA
+    assert experimental.scale.notna().all() and rows[rows.id.str.startswith("TH")].scale.isna().all()

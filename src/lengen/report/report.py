@@ -25,11 +25,16 @@ from pathlib import Path
 import pandas as pd
 
 from lengen.config import artifacts
-from lengen.config.config import load
+from lengen.config.config import layer_params, load
 from lengen.core import provenance
 from lengen.core.cli import command_parser
 from lengen.report import effects, reference, rules
-from lengen.report.claims import MODULES, claims
+from lengen.report.claims import (  # claims: the rows, as tests and tools read them here
+    MODULES,
+    PAPER_SCALE,
+    by_experiment,
+    claims,  # noqa: F401
+)
 from lengen.report.claims.base import Claim, Measured, NotTestable, Tables
 from lengen.report.rules import RULES
 
@@ -46,8 +51,52 @@ def read_tables(cfg: dict, paths: dict[str, str] | None = None) -> Tables:
     return Tables(cfg, {name: read(path) for name, path in paths.items()})
 
 
-def verdict(claim: Claim, tables: Tables) -> dict:
-    """One report row: the claim, its measurement and verdict."""
+def scale(cfg: dict, experiment: str) -> dict[str, str | float] | None:
+    """The tier's model and steps for an experiment beside the paper's (issue 64: a verdict
+    holds at the scale it was measured at): layers x width, the layers' parameters
+    (lengen.config.config.layer_params), the most steps any of its runs may take (early stops end
+    many sooner) and the ratios to the paper's; None for an experiment the paper has no model
+    for (the theory, majority) or the tier does not run."""
+    paper, section = PAPER_SCALE.get(experiment), cfg.get(experiment)
+    if paper is None or not isinstance(section, dict) or "model" not in section:
+        return None
+    model = section["model"]
+    if experiment == "natural_language":
+        steps = section["short"]["train"]["steps"]
+    else:
+        overrides = [v.get("train", {}).get("steps") for v in section.get("variants", {}).values()]
+        steps = max([section["train"]["steps"], *[s for s in overrides if s]])
+    ours, theirs = layer_params(model), layer_params(paper)
+    short = (f"{model['n_layer']} x {model['d_model']}, <= {steps:,} steps (paper: "
+             f"{paper['n_layer']} x {paper['d_model']}, {paper['steps']:,})")  # fmt: skip
+    return {"experiment": experiment, "model": f"{model['n_layer']} x {model['d_model']}",
+            "layer_params_m": ours / 1e6, "steps": steps,
+            "paper_model": f"{paper['n_layer']} x {paper['d_model']}",
+            "paper_layer_params_m": theirs / 1e6, "paper_steps": paper["steps"],
+            "params_ratio": theirs / ours, "steps_share": steps / paper["steps"],
+            "short": short}  # fmt: skip
+
+
+def scale_table(cfg: dict) -> str:
+    """REPORT.md's opening table: each experiment's model and steps beside the paper's."""
+    rows = [s for name in PAPER_SCALE if (s := scale(cfg, name))]
+    if not rows:
+        return ""
+    frame = pd.DataFrame([{
+        "experiment": s["experiment"],
+        "this tier": f"{s['model']} ({s['layer_params_m']:.2f} M layer parameters), <= "
+                     f"{s['steps']:,} steps",
+        "the paper": f"{s['paper_model']} ({s['paper_layer_params_m']:,.0f} M), "
+                     f"{s['paper_steps']:,} steps",
+        "scale": f"1/{s['params_ratio']:,.0f} of the parameters, <= {s['steps_share']:.0%} of "
+                 "the steps",
+    } for s in rows])  # fmt: skip
+    return reference.markdown_table(frame)
+
+
+def verdict(claim: Claim, tables: Tables, at: str = "") -> dict:
+    """One report row: the claim, its measurement and verdict; `at`, the scale it is measured
+    at (an experiment's: scale(...)["short"])."""
     value = claim.measure(tables)
     measured_as = claim.measured_as
     if isinstance(value, NotTestable):
@@ -87,6 +136,7 @@ def verdict(claim: Claim, tables: Tables) -> dict:
         **numbers(value),
         "runs": math.nan if runs is None else runs,
         "runs_needed": value.needed if isinstance(value, Measured) else "",
+        "scale": at,
     }
 
 
@@ -135,8 +185,8 @@ def summary(rows: pd.DataFrame) -> str:
         f"{counts(per, 'descriptive')}; checks {counts(per, 'check')}; beyond the paper "
         f"{counts(per, 'beyond')}.",
         "",
-        "| sentence | paper | verdict | decided on | measured |",
-        "| --- | --- | --- | --- | --- |",
+        "| sentence | paper | verdict | decided on | measured | at scale |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for s in per.itertuples():
         sub = rows[(rows.sentence == s.sentence) & (rows.counted == "yes")]
@@ -145,7 +195,9 @@ def summary(rows: pd.DataFrame) -> str:
         if measured == "-":  # not testable / not run: the reason, shortened
             measured = first["measured as"].split("not testable: ")[-1][:160]
         paper = RULES[s.sentence].paper if s.sentence in RULES else first["paper"]
-        lines.append(f"| {s.sentence} | {paper} | {s.verdict} | {first['id']} | {measured} |")
+        at = first.get("scale", "") if isinstance(first.get("scale", ""), str) else ""
+        lines.append(f"| {s.sentence} | {paper} | {s.verdict} | {first['id']} | {measured} | "
+                     f"{at or '-'} |")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -202,7 +254,9 @@ def write_report(
     the provenance saying which commit trained the tables and which judged them (a reference
     judged again by lengen.report.rejudge)."""
     tables = read_tables(cfg, paths)
-    rows = pd.DataFrame([verdict(c, tables) for c in claims(cfg)])
+    scales = {name: scale(cfg, name) for name in PAPER_SCALE}
+    rows = pd.DataFrame([verdict(c, tables, (scales.get(e) or {}).get("short", ""))
+                         for e, c in by_experiment(cfg)])  # fmt: skip
     tests_paper = cfg.get("tests_the_paper", True)
     if not tests_paper:  # a plumbing tier: every row shown, none counted
         rows["counted"] = PLUMBING
@@ -219,7 +273,8 @@ def write_report(
         """The kind's rows as a table, then how each was measured and its rule, wrapped."""
         mine = rows[rows.kind == kind]
         details = [
-            textwrap.fill(f"**{r['id']}**: measured as {r['measured as']}. Rule: {r['rule']}.",
+            textwrap.fill(f"**{r['id']}**: measured as {r['measured as']}. Rule: {r['rule']}."
+                          + (f" At: {r['scale']}." if r.get("scale") else ""),
                           WRAP, initial_indent="- ", subsequent_indent="  ",
                           break_long_words=False, break_on_hyphens=False)  # fmt: skip
             for _, r in mine.iterrows()
@@ -256,6 +311,10 @@ def write_report(
         provenance.markdown_line(cfg, cfg["seed"]),
         *(["", judged] if judged else []),
         "",
+        *(["**Scale.** Every experimental verdict below holds at this tier's size, not the "
+           "paper's: a *not reproduced* here is no refutation of a sentence about the paper's "
+           "models, and an *inconclusive* or *not testable* says what this size cannot show.",
+           "", scale_table(cfg), ""] if scale_table(cfg) else []),
         tally,
         "",
         f"Verdicts: the run is the unit of evidence. With fewer than {effects.MIN_RUNS} runs in "

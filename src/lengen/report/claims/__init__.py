@@ -22,6 +22,9 @@ MODULES = (sparse_parity, parity_scratchpad, variable_assignment, theory, natura
 # every rule by its sentence (lengen.report.rules: the registry docs/rules.md shows)
 RULES: dict[str, Rule] = {rule.sentence: rule for m in MODULES for rule in m.RULES}
 # the paper's test-to-training length ratio of each experiment that has one
+PAPER_SCALE: dict[str, dict] = {  # the paper's model and steps per experiment (issue 64)
+    m.__name__.rsplit(".", 1)[1]: m.PAPER_SCALE for m in MODULES if hasattr(m, "PAPER_SCALE")
+}
 PAPER_RATIO: dict[str, float] = {
     m.__name__.rsplit(".", 1)[1]: m.PAPER_RATIO for m in MODULES if hasattr(m, "PAPER_RATIO")
 }
@@ -29,4 +32,9 @@ PAPER_RATIO: dict[str, float] = {
 
 def claims(cfg: dict) -> list[Claim]:
     """Every row for the config (its report slice is enough), in MODULES' order."""
-    return [claim for m in MODULES for claim in m.claims(cfg)]
+    return [claim for _, claim in by_experiment(cfg)]
+
+
+def by_experiment(cfg: dict) -> list[tuple[str, Claim]]:
+    """Every row with the experiment (its module's name) it belongs to, in MODULES' order."""
+    return [(m.__name__.rsplit(".", 1)[1], claim) for m in MODULES for claim in m.claims(cfg)]

@@ -30,6 +30,10 @@ NOTE = (
     "and the compute a larger gain would take."
 )
 
+# the paper's language models (App. F): 1.3 B parameters, 24 layers x d_model 2048, 49,000
+# steps for h_short (48,000 for h_long)
+PAPER_SCALE = {"n_layer": 24, "d_model": 2048, "d_mlp": 8192, "steps": 49_000}
+
 RULES = (
     Rule("NL-T1", "Table 1", "h_short perplexity at 128 below its perplexity at 64 "
          "(14.74 vs 17.59); h_long likewise (14.49 vs 17.62)",

@@ -24,6 +24,8 @@ from lengen.report.claims.base import (
 
 # the paper's test-to-training length ratio: 2l <= 40 trained, tested to 200 (App. E.2)
 PAPER_RATIO = 5.0
+# the paper's model and steps (App. E, Table 3): 12 layers x d_model 1024, 16 heads, 50,000 steps
+PAPER_SCALE = {"n_layer": 12, "d_model": 1024, "steps": 50_000}
 
 # REPORT.md's paragraph on where to look when these verdicts (and variable assignment's) fail
 NOTE = (

@@ -24,6 +24,8 @@ from lengen.report.claims.base import (
 
 # the paper's test-to-training length ratio: 2l <= 50 trained, tested to 500 (Sec. 5.1)
 PAPER_RATIO = 10.0
+# the paper's model and steps (App. E, Table 2): 12 layers x d_model 1024, 16 heads, 50,000 steps
+PAPER_SCALE = {"n_layer": 12, "d_model": 1024, "steps": 50_000}
 
 # REPORT.md's paragraph on where to look when these verdicts fail
 NOTE = (

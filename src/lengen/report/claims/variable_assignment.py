@@ -19,6 +19,8 @@ from lengen.report.claims.base import (
 
 # the paper's test-to-training length ratio: l <= 60 trained, tested to 200 (App. E.3)
 PAPER_RATIO = 200 / 60
+# the paper's model and steps (App. E, Table 4): 12 layers x d_model 1024, 16 heads, 50,000 steps
+PAPER_SCALE = {"n_layer": 12, "d_model": 1024, "steps": 50_000}
 
 RULES = (
     Rule("VA-1", "Sec. 5.2.2, Fig. 3a",
