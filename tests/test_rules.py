@@ -41,7 +41,7 @@ def test_the_claims_thresholds_are_their_own_rules():
     assert parity_scratchpad.MUCH_WORSE == RULES["PS-3"].threshold
     assert parity_scratchpad.ORDERING_GAP == RULES["PS-2"].threshold
     assert sparse_parity.ORDERING_GAP == RULES["SP-3"].threshold
-    assert sparse_parity.FAILS == 1 - RULES["SP-2"].threshold
+    assert sparse_parity.DETERIORATES == RULES["SP-2"].threshold
     assert variable_assignment.WELL == RULES["VA-1"].threshold
     assert variable_assignment.HURTS == RULES["VA-2"].threshold
     assert variable_assignment.BEATS == RULES["VA-3"].threshold
