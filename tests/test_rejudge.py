@@ -32,6 +32,9 @@ def test_the_reference_is_judged_again_from_its_tables(project, monkeypatch):
     after = pd.read_csv(ref / "verdicts.csv", dtype=str)
     assert sorted(after.id) == sorted(before.id) and set(after.git_commit) == {"c0ffee"}
     assert list(rows.verdict) == list(after.verdict)
+    # every sparse-parity row has its number (SP-2 compares at each length with the k_test
+    # tested there: 2l = 20 has none above 8)
+    assert after[after.id.str.startswith("SP")].value.notna().all()
     # the tables are the run's: untouched; the report names both commits and what it replaces
     assert {p.name: p.read_bytes() for p in ref.glob("*.csv") if p.name != "verdicts.csv"} == tables
     trained = rejudge.trained_commits({n: str(ref / n) for n in tables})

@@ -131,12 +131,12 @@ def sp_large_k_deteriorates(variant: str | None = None):
         found, notes = [], []
         for k_train in competent:
             own = d[(d.k_train == k_train) & (d.k_test == k_train)]
-            above = sorted(d[(d.k_train == k_train) & (d.k_test > k_train)].k_test.unique())
-            if not len(own) or not above:
-                continue
             means = own.groupby("length").accuracy.mean()
             for length in sorted(means[means >= NEAR_PERFECT].index):
                 at = d[(d.k_train == k_train) & (d.length == length)]
+                above = sorted(at[at.k_test > k_train].k_test.unique())  # tested at this length
+                if not above:
+                    continue
                 base_rows = at[at.k_test == k_train]
                 found.append(effects.gap(base_rows, at[at.k_test == above[-1]],
                                          f"K_train {k_train}, 2l = {length}: k_test {k_train} "
