@@ -126,6 +126,8 @@ def test_paper_tier_has_tables_3_and_4_exactly():
         (lambda c: c["runtime"].update(fuse_runs=0), "runtime.fuse_runs"),
         # `$` in a path: kept literal by us, expanded by `datasets` (issue 47): refused
         (lambda c: c.update(results_dir="$HOME/results"), "results_dir"),
+        # `~` is not expanded either: a literal ./~/ folder, an invitation to `rm -rf ~` (issue 66)
+        (lambda c: c.update(results_dir="~/results"), "results_dir"),
         # a model that cannot fit its job's memory (issue 47: 24 x 4096 died at 9 GB mid-job)
         (
             lambda c: c["parity_scratchpad"]["model"].update(n_layer=24, d_model=4096, n_head=32),

@@ -141,6 +141,23 @@ def test_sample_cli_prints_what_the_model_is_fed(capsys):
     assert (inputs["labels"][:, -1].numpy() == ex.tokens[:, -1]).all()
 
 
+def test_sample_cli_piped_into_head_ends_quietly():
+    """`lengen sample ... | head -1` (issue 66): exit 0 and no BrokenPipeError traceback once the
+    reader closes the pipe."""
+    import subprocess
+    import sys
+
+    code = "from lengen import cli; cli.main(['sample', 'sparse_parity', '--k', '2', '--length', " \
+           "'12', '--n', '5000'])"  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)  # fmt: skip
+    first = proc.stdout.readline()
+    proc.stdout.close()  # as head does after one line
+    err = proc.stderr.read().decode()
+    assert json.loads(first)["tokens"][0] == "<BOS>"
+    assert proc.wait() == 0 and "Traceback" not in err, err
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -193,8 +194,12 @@ def main(argv: list[str] | None = None) -> None:
     try:
         for record in _stream(args):
             sys.stdout.write(json.dumps(record) + "\n")
+        sys.stdout.flush()
     except ValueError as err:  # a relation between arguments: argparse's usage + message, exit 2
         args.parser.error(str(err))
+    except BrokenPipeError:  # `lengen sample ... | head -1`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        sys.exit(0)
 
 
 if __name__ == "__main__":

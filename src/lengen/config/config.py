@@ -109,6 +109,9 @@ def _general_checks(cfg: dict) -> list[tuple[str, str]]:
         if isinstance(value, str) and "$" in value:  # `datasets` expanded $HOME into a path
             errors.append((key, f"{value!r} has a `$`: write the path itself (no variable is "
                            "expanded: a tool that expands it would write elsewhere)"))  # fmt: skip
+        elif isinstance(value, str) and value.startswith("~"):  # issue 66: a folder named `~`
+            errors.append((key, f"{value!r} starts with `~`: write the path itself (`~` is not "
+                           "expanded: it would make a folder named ~ here)"))  # fmt: skip
     reports, results = Path(cfg["reports_dir"]), Path(cfg["results_dir"])
     if reports.resolve() == results.resolve():
         errors.append(("reports_dir", "must differ from results_dir (reports_dir/ holds tables)"))
