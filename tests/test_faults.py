@@ -55,8 +55,17 @@ def test_token_file_is_checked_against_meta_json(tmp_path):
     with pytest.raises(TokenFileError, match="50 tokens, but .*meta.json records 100"):
         load_tokens(path)
     path.write_bytes(path.read_bytes()[:51])  # an odd number of bytes
-    with pytest.raises(TokenFileError, match="not a whole number of uint16 tokens"):
+    with pytest.raises(TokenFileError, match="not a whole number of uint16 tokens") as err:
         load_tokens(path)
+    # the pipeline's own file: the rule that remakes it, never a folder to delete (issue 65)
+    assert "snakemake --forcerun natural_language_tokens" in str(err.value)
+    assert "delete" not in str(err.value)
+    (tmp_path / "meta.json").unlink()  # a user's file: what the format is, nothing to delete
+    with pytest.raises(TokenFileError, match="as lengen.data.tokens writes them") as err:
+        load_tokens(path)
+    assert "delete" not in str(err.value) and "rerun" not in str(err.value)
+    with pytest.raises(TokenFileError, match=r"missing\.bin: no such file$"):
+        load_tokens(tmp_path / "missing.bin")
 
 
 def test_truncated_model_file_is_named_with_the_fix(tiny_spec, tmp_path):

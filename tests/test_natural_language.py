@@ -519,6 +519,15 @@ def test_lengen_influence_refuses_bad_inputs_in_one_line(tmp_path, capsys):
         cli.main(["influence", "--model", str(good), "--tokens", str(tokens), "--long-len",
                   "100", "--short-len", "12", "--out", str(tmp_path / "o.csv")])  # fmt: skip
     assert "--long-len 100 is beyond llama's 64 positions" in capsys.readouterr().err
+    # issue 65: a missing token file is named, with no advice to delete its folder; an --out in
+    # a folder that does not exist is refused before the work, not after it
+    missing = tmp_path / "nowhere.bin"
+    err = refused("--model", str(good), "--tokens", str(missing))
+    assert f"--tokens {missing}: no such file" in err and "delete" not in err
+    with pytest.raises(SystemExit):
+        cli.main(["influence", "--model", str(good), "--tokens", str(tokens), "--long-len", "24",
+                  "--short-len", "12", "--k", "3", "--out", str(tmp_path / "no" / "o.csv")])
+    assert f"its folder {tmp_path / 'no'} does not exist" in capsys.readouterr().err
 
 
 def offline_env(tmp_path: Path) -> dict:

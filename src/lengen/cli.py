@@ -107,13 +107,18 @@ def _influence(args: argparse.Namespace) -> None:
     import torch
 
     from lengen.analysis.influence import analyse
-    from lengen.data.tokens import consecutive_chunks, load_tokens
+    from lengen.data.tokens import TokenFileError, consecutive_chunks, load_tokens
 
     if args.short_len >= args.long_len - args.k:
         args.parser.error(f"--short-len must leave more than k = {args.k} far tokens")
+    if not args.out.parent.is_dir():  # before the work, not after it (issue 65)
+        args.parser.error(f"--out {args.out}: its folder {args.out.parent} does not exist")
     models = dict(_load_model(args, item) for item in args.model)
     if args.tokens:
-        tokens = load_tokens(args.tokens)
+        try:
+            tokens = load_tokens(args.tokens)
+        except TokenFileError as err:
+            args.parser.error(f"--tokens {err}")
     else:
         from transformers import AutoTokenizer
 

@@ -150,17 +150,20 @@ class TokenFileError(ValueError):
 
 def load_tokens(path: str | Path) -> np.ndarray:
     """A token file as a read-only memory map, checked against meta.json beside it (the count the
-    tokens rule wrote): a truncated or odd-sized file fails here, naming the file and the fix."""
+    tokens rule wrote): a truncated or odd-sized file fails here, naming the file, and, for the
+    pipeline's own token files (a meta.json beside them), the rule that remakes them. Nothing is
+    ever advised deleted: a user's file (`lengen influence --tokens`) may sit anywhere."""
     path = Path(path)
-    fix = f"delete {path.parent} and rerun the natural_language_tokens rule"
-    if not path.exists():
-        raise TokenFileError(f"{path}: missing ({fix})")
+    meta_path = path.parent / "meta.json"
+    fix = ("remake it: snakemake --forcerun natural_language_tokens" if meta_path.exists() else
+           f"a token file holds {DTYPE.__name__} token ids, as lengen.data.tokens writes them")
+    if not path.is_file():
+        raise TokenFileError(f"{path}: no such file")
     size = path.stat().st_size
     itemsize = np.dtype(DTYPE).itemsize
     if size % itemsize:
         raise TokenFileError(f"{path}: {size} bytes is not a whole number of {DTYPE.__name__} "
-                             f"tokens: the file is cut off ({fix})")  # fmt: skip
-    meta_path = path.parent / "meta.json"
+                             f"tokens: not a whole token file ({fix})")  # fmt: skip
     if meta_path.exists():
         expected = json.loads(meta_path.read_text()).get("tokens", {}).get(path.stem)
         if expected is not None and size // itemsize != expected:
