@@ -84,8 +84,9 @@ def test_refresh_accepts_only_a_complete_run_of_this_tier_and_heads_science(
     tmp_path, smoke_config, monkeypatch
 ):
     """The refresh drills (issue 47): another tier, another config, an incomplete run, a commit
-    whose science differs from HEAD's, uncommitted code and a run that would shrink the
-    reference are each refused with the reason; a good run replaces the folder whole."""
+    whose science differs from HEAD's, uncommitted code (in the verdicts, a table or a figure:
+    issue 65) and a run that would shrink the reference are each refused with the reason; a good
+    run replaces the folder whole."""
     import shutil
 
     committed = ROOT / "reference" / "smoke"
@@ -115,6 +116,28 @@ def test_refresh_accepts_only_a_complete_run_of_this_tier_and_heads_science(
     with pytest.raises(SystemExit, match="uncommitted code"):
         refresh()
     good.to_csv(reports / "verdicts.csv", index=False)
+    # issue 65: a figure redrawn from uncommitted code makes the run dirty, its verdicts clean
+    import json
+
+    from PIL import Image, PngImagePlugin
+
+    from lengen.core import provenance
+
+    figure = reports / "fig1_sparse_parity.png"
+    with Image.open(figure) as image:
+        record = json.loads(image.text[provenance.PNG_KEY])
+        info = PngImagePlugin.PngInfo()
+        info.add_text(provenance.PNG_KEY, json.dumps({**record, "git_commit": "abc-dirty"}))
+        image.save(figure, pnginfo=info)
+    with pytest.raises(SystemExit, match=r"fig1_sparse_parity.png: made from uncommitted code"):
+        refresh()
+    shutil.copy2(committed / "fig1_sparse_parity.png", reports)
+    table = pd.read_csv(reports / "sparse_parity_accuracy.csv")
+    table.assign(git_commit="abc-dirty").to_csv(reports / "sparse_parity_accuracy.csv",
+                                                index=False)  # fmt: skip
+    with pytest.raises(SystemExit, match=r"sparse_parity_accuracy.csv: made from uncommitted"):
+        refresh()
+    shutil.copy2(committed / "sparse_parity_accuracy.csv", reports)
     dest.mkdir(parents=True)
     (dest / "stale.csv").write_text("old")
     with pytest.raises(SystemExit, match="refusing to shrink the reference"):

@@ -180,6 +180,30 @@ def expected_files(whole: dict) -> set[str]:
     )
 
 
+def file_commits(reports: Path) -> dict[str, Path]:
+    """Each commit a run's files were made at (a CSV's `git_commit` column, a PNG's provenance
+    chunk), with the first file that names it (issue 65: one figure redrawn from uncommitted
+    code made the run dirty while its verdicts.csv was clean)."""
+    import pandas as pd
+
+    from lengen.core import provenance
+
+    found: dict[str, Path] = {}
+    for path in sorted(reports.iterdir()):
+        commits: set[str] = set()
+        if path.suffix == ".csv":
+            table = pd.read_csv(path, dtype=str, usecols=lambda c: c == "git_commit")
+            commits = set(table.get("git_commit", pd.Series(dtype=str)).dropna())
+        elif path.suffix == ".png":
+            try:
+                commits = {str(provenance.read_png(path)["git_commit"])}
+            except (KeyError, ValueError, OSError):
+                continue  # a PNG without provenance (none is written so): nothing to check
+        for commit in commits:
+            found.setdefault(commit, path)
+    return found
+
+
 def check_run(reports: Path, whole: dict, project: Path, allow_dirty: bool) -> list[Path]:
     """The files to copy, once the run in `reports` is shown to be a complete run of this
     config (its tier, its config hash) made by code whose science is HEAD's; else SystemExit
@@ -200,20 +224,22 @@ def check_run(reports: Path, whole: dict, project: Path, allow_dirty: bool) -> l
             f"{reports / VERDICTS}: config hash {', '.join(hashes)}, but this tier's config "
             f"gives {want}: the run was made from another config; rerun it"
         )
-    commits = sorted(set(verdicts["git_commit"].astype(str)))
-    dirty = [c for c in commits if c.endswith("-dirty")]
+    made = file_commits(reports)  # every table's and figure's, not the verdicts' alone
+    dirty = sorted((c, f) for c, f in made.items() if c.endswith("-dirty"))
     if dirty and not allow_dirty:
         raise SystemExit(
-            f"{reports / VERDICTS}: made from uncommitted code ({dirty[0]}); commit, rerun from "
+            f"{dirty[0][1]}: made from uncommitted code ({dirty[0][0]}); commit, rerun from "
             "scratch, then refresh (or pass --allow-dirty)"
         )
-    for commit in (c for c in commits if not c.endswith("-dirty")):
+    for commit, where in sorted(made.items()):
+        if commit.endswith("-dirty"):
+            continue
         changed = science_changes(commit, project)
         if changed is None:
-            raise SystemExit(f"{reports / VERDICTS}: commit {commit} is not in {project}'s history")
+            raise SystemExit(f"{where}: commit {commit} is not in {project}'s history")
         if changed:
             raise SystemExit(
-                f"{reports / VERDICTS}: made at {commit[:12]}, whose science differs from HEAD's "
+                f"{where}: made at {commit[:12]}, whose science differs from HEAD's "
                 f"in {', '.join(changed[:5])}{' ...' if len(changed) > 5 else ''}: rerun at HEAD"
             )
     missing = sorted(n for n in expected_files(whole) if not (reports / n).is_file())
