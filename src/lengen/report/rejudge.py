@@ -17,6 +17,7 @@ lengen.report.effects or a claim's rule, then commits the reference (docs/rules.
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import tempfile
@@ -26,6 +27,7 @@ import pandas as pd
 
 from lengen.config import artifacts
 from lengen.config.config import load
+from lengen.config.figure_jobs import to_json
 from lengen.core import provenance
 from lengen.core.cli import command_parser
 from lengen.report import report
@@ -46,7 +48,9 @@ def rejudge(whole: dict, root: Path, allow_dirty: bool = False) -> pd.DataFrame:
     """Rewrite reference/<tier>/'s REPORT.md, REPORT.html and verdicts.csv from its tables;
     returns the new verdict rows. Raises SystemExit naming what is wrong: no reference, a dirty
     checkout, tables of another config or of several commits."""
-    cfg = artifacts.report_config(whole)
+    # the slice as the workflow's report rule passes it (JSON with sorted keys: the variants, and
+    # so the report's rows, in the order a run of the tier gives them)
+    cfg = json.loads(to_json(artifacts.report_config(whole)))
     ref = root / reference_dir(cfg["tier"])
     old = ref / artifacts.VERDICTS
     if not old.is_file():
