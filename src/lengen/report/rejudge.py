@@ -1,5 +1,6 @@
 """Judge a committed reference again by today's rules, without retraining (issue 64, item 5):
 
+    eval "$(python -m lengen.core.floats)"   # the CPU kernels the references are made with
     python -m lengen.report.rejudge --configfile config/config.yaml
 
 A change of the statistics or of a rule changes verdicts, not tables. This rewrites the
