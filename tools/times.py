@@ -70,6 +70,13 @@ def slowdown(entry: dict, root: Path = ROOT) -> float:
     return float(found[1])
 
 
+def tokens_per_step(path: str, root: Path = ROOT) -> dict[str, float]:
+    """Each job kind's tokens per optimizer step in a step_time.py JSON (batch x accumulation x
+    mean sequence length): what a fused entry's `tokens_from` names."""
+    kinds = json.loads((root / path).read_text())["kinds"]
+    return {k["kind"]: k["batch"] * k["accum"] * k["seq_len"] for k in kinds}
+
+
 def fused_steps(fused: dict, root: Path = ROOT) -> dict[str, float]:
     """Seconds per run-step of each synthetic kind trained in a fused group (an entry's `fused`):
     the bare fused step per token of benchmarks/fused.py at `runs` runs (a GPU's measurement),
@@ -81,8 +88,7 @@ def fused_steps(fused: dict, root: Path = ROOT) -> dict[str, float]:
     row = next(r for r in bench["rows"] if r["runs"] == fused["runs"])
     setup = bench["setup"]
     per_token = row["fused_s"] / fused["runs"] / (setup["batch"] * setup["length"])
-    kinds = json.loads((root / fused["tokens_from"]).read_text())["kinds"]
-    tokens = {k["kind"]: k["batch"] * k["accum"] * k["seq_len"] for k in kinds}
+    tokens = tokens_per_step(fused["tokens_from"], root)
     trainer = fused["trainer"]
     predicted = per_token * trainer["runs_per_kind"] * sum(tokens[k] for k in trainer["kinds"])
     overhead = trainer["seconds"] / trainer["steps"] / predicted
@@ -101,13 +107,12 @@ def trainer_steps(fused: dict, cfg: dict, root: Path = ROOT) -> dict[str, float]
     mode = fused.get("compile", "none")
     per_token = {(r["group"], r["runs"]): r["ms_per_step"] / 1e3 / r["real_tokens_per_step"]
                  for r in bench["rows"] if r["compile"] == mode}  # fmt: skip
-    kinds = json.loads((root / fused["tokens_from"]).read_text())["kinds"]
     out = {}
-    for k in kinds:
-        experiment, variant = k["kind"].split("/")[:2]
+    for kind, tokens in tokens_per_step(fused["tokens_from"], root).items():
+        experiment, variant = kind.split("/")[:2]
         if experiment in fused["groups"] and plan.fused(cfg, experiment, variant):
             group, runs = fused["groups"][experiment]
-            out[k["kind"]] = per_token[group, runs] * k["batch"] * k["accum"] * k["seq_len"]
+            out[kind] = per_token[group, runs] * tokens
     return out
 
 

@@ -129,6 +129,21 @@ def read_png(path: str | Path) -> dict:
         return json.loads(image.text[PNG_KEY])
 
 
+def recorded_commits(path: str | Path) -> set[str]:
+    """The commits a result file records: a CSV's `git_commit` column, a PNG's provenance chunk
+    (empty for a file that records none)."""
+    path = Path(path)
+    if path.suffix == ".csv":
+        table = pd.read_csv(path, dtype=str, usecols=lambda c: c == "git_commit")
+        return set(table.get("git_commit", pd.Series(dtype=str)).dropna())
+    if path.suffix == ".png":
+        try:
+            return {str(read_png(path)["git_commit"])}
+        except (KeyError, ValueError, OSError):
+            return set()  # a PNG without provenance (none is written so)
+    return set()
+
+
 def markdown_line(config: Mapping, seed: int | str) -> str:
     """One markdown line with the provenance, for the head of a report."""
     r = record(config, seed)

@@ -60,47 +60,48 @@ def _sd(right: np.ndarray, n: np.ndarray) -> float:
     return float(np.std(right / n, ddof=1)) if len(n) > 1 else math.nan
 
 
-def mean_and_variance(right: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, ...]:
-    """An arm's run-mean accuracy, the variance of that mean and its degrees of freedom, over
-    the last axis (the runs; any leading axes are a batch, as the coverage simulation in
-    tests/test_effects.py draws them): the runs' spread s^2 / r, at least the runs' test-set
-    variance sum p(1 - p) / n / r^2 (p with half an example added to each side); r - 1 degrees
-    of freedom either way (taking the floor as known, normal, covered 0.90 at 3 runs near an
-    accuracy of 0.99: three runs that happen to agree say little about the spread)."""
+def _df(runs: int) -> float:
+    """Degrees of freedom of one arm's variance: r - 1 (one run: its examples', normal), also
+    where the binomial floor below is the larger (taking the floor as known, normal, covered
+    0.90 at 3 runs near an accuracy of 0.99: three runs that happen to agree say little about
+    the spread)."""
+    return runs - 1 if runs > 1 else math.inf
+
+
+def mean_and_variance(right: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """An arm's run-mean accuracy and the variance of that mean, over the last axis (the runs;
+    any leading axes are a batch, as the coverage simulation in tests/test_effects.py draws
+    them): the runs' spread s^2 / r, at least the runs' test-set variance sum p(1 - p) / n / r^2
+    (p with half an example added to each side); _df(r) degrees of freedom."""
     right, n = np.asarray(right, dtype=float), np.asarray(n, dtype=float)
     r = right.shape[-1]
     acc = right / n
     p = (right + 0.5) / (n + 1)
     sampling = np.sum(p * (1 - p) / n, axis=-1) / r**2
     spread = np.var(acc, axis=-1, ddof=1) / r if r > 1 else np.zeros_like(sampling)
-    df = np.full_like(sampling, _df(r))
-    return acc.mean(axis=-1), np.maximum(spread, sampling), df
+    return acc.mean(axis=-1), np.maximum(spread, sampling)
 
 
 def level_interval(right: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, ...]:
     """An arm's run mean and its 95% t-interval (mean_and_variance), clipped to [0, 1];
     batched over leading axes."""
-    mean, var, df = mean_and_variance(right, n)
-    half = stats.t.ppf(1 - ALPHA / 2, df) * np.sqrt(var)
+    mean, var = mean_and_variance(right, n)
+    half = stats.t.ppf(1 - ALPHA / 2, _df(np.shape(right)[-1])) * np.sqrt(var)
     return mean, np.clip(mean - half, 0, 1), np.clip(mean + half, 0, 1)
 
 
 def gap_interval(right_a, n_a, right_b, n_b) -> tuple[np.ndarray, ...]:
     """Arm a's run mean minus arm b's and its 95% Welch t-interval (Welch-Satterthwaite
     degrees of freedom), clipped to [-1, 1]; batched over leading axes."""
-    (mean_a, var_a, df_a), (mean_b, var_b, df_b) = (mean_and_variance(right_a, n_a),
-                                                    mean_and_variance(right_b, n_b))  # fmt: skip
+    (mean_a, var_a), (mean_b, var_b) = mean_and_variance(right_a, n_a), mean_and_variance(
+        right_b, n_b)  # fmt: skip
+    df_a, df_b = _df(np.shape(right_a)[-1]), _df(np.shape(right_b)[-1])
     var = var_a + var_b
     with np.errstate(divide="ignore"):  # one run in each arm: known variances, normal
         df = var**2 / (var_a**2 / df_a + var_b**2 / df_b)
     half = stats.t.ppf(1 - ALPHA / 2, df) * np.sqrt(var)
     estimate = mean_a - mean_b
     return estimate, np.clip(estimate - half, -1, 1), np.clip(estimate + half, -1, 1)
-
-
-def _df(runs: int) -> float:
-    """Degrees of freedom of one arm's variance: r - 1 (one run: its examples', normal)."""
-    return runs - 1 if runs > 1 else math.inf
 
 
 @dataclass(frozen=True)

@@ -184,22 +184,11 @@ def file_commits(reports: Path) -> dict[str, Path]:
     """Each commit a run's files were made at (a CSV's `git_commit` column, a PNG's provenance
     chunk), with the first file that names it (issue 65: one figure redrawn from uncommitted
     code made the run dirty while its verdicts.csv was clean)."""
-    import pandas as pd
-
     from lengen.core import provenance
 
     found: dict[str, Path] = {}
     for path in sorted(reports.iterdir()):
-        commits: set[str] = set()
-        if path.suffix == ".csv":
-            table = pd.read_csv(path, dtype=str, usecols=lambda c: c == "git_commit")
-            commits = set(table.get("git_commit", pd.Series(dtype=str)).dropna())
-        elif path.suffix == ".png":
-            try:
-                commits = {str(provenance.read_png(path)["git_commit"])}
-            except (KeyError, ValueError, OSError):
-                continue  # a PNG without provenance (none is written so): nothing to check
-        for commit in commits:
+        for commit in provenance.recorded_commits(path):
             found.setdefault(commit, path)
     return found
 

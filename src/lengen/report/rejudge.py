@@ -40,8 +40,7 @@ def trained_commits(paths: dict[str, str]) -> list[str]:
     found = set()
     for path in paths.values():
         if Path(path).exists():
-            table = pd.read_csv(path, dtype=str, usecols=lambda c: c == "git_commit")
-            found |= set(table.get("git_commit", pd.Series(dtype=str)).dropna())
+            found |= provenance.recorded_commits(path)
     return sorted(found)
 
 

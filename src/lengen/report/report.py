@@ -195,9 +195,9 @@ def summary(rows: pd.DataFrame) -> str:
         if measured == "-":  # not testable / not run: the reason, shortened
             measured = first["measured as"].split("not testable: ")[-1][:160]
         paper = RULES[s.sentence].paper if s.sentence in RULES else first["paper"]
-        at = first.get("scale", "") if isinstance(first.get("scale", ""), str) else ""
+        at = first.get("scale")  # "" or NaN (read back from a CSV) where it has none
         lines.append(f"| {s.sentence} | {paper} | {s.verdict} | {first['id']} | {measured} | "
-                     f"{at or '-'} |")  # fmt: skip
+                     f"{at if isinstance(at, str) and at else '-'} |")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -265,6 +265,7 @@ def write_report(
         reference_path or reference.reference_dir(cfg["tier"]) / artifacts.VERDICTS
     )
     per_sentence = sentences(rows)
+    opening = scale_table(cfg)
 
     def counted(kind: str, area: str | None = None) -> str:
         return counts(per_sentence, kind, area)
@@ -314,7 +315,7 @@ def write_report(
         *(["**Scale.** Every experimental verdict below holds at this tier's size, not the "
            "paper's: a *not reproduced* here is no refutation of a sentence about the paper's "
            "models, and an *inconclusive* or *not testable* says what this size cannot show.",
-           "", scale_table(cfg), ""] if scale_table(cfg) else []),
+           "", opening, ""] if opening else []),
         tally,
         "",
         f"Verdicts: the run is the unit of evidence. With fewer than {effects.MIN_RUNS} runs in "
