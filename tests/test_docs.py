@@ -439,3 +439,32 @@ def test_the_mutation_score_in_the_docs_is_the_committed_table():
                                                               keep_default_na=False))  # fmt: skip
     assert block is not None, "docs/testing.md has no mutation:score block"
     assert body in block[0], "stale: run `python tools/mutation.py --write-docs`"
+
+
+def test_the_h100_numbers_the_docs_state_are_the_measured_ones():
+    """Issue 63: the trainer's fused step (benchmarks/group_step.py's JSON) and the gpu-smoke
+    tier's jobs done (its Snakemake log), as README and docs/performance.md state them."""
+    import json
+
+    measured = ROOT / "benchmarks" / "measured" / "2026-11-27-h100"
+    rows = json.loads((measured / "group_step_eager.json").read_text())["rows"]
+    by = {(r["group"], r["runs"]): r for r in rows}
+    r8, r16 = by["parity_scratchpad/ppc", 8], by["parity_scratchpad/ppc", 16]
+    sp = by["sparse_parity/neox", 5]
+    readme = (ROOT / "README.md").read_text()
+    assert f"{r8['mfu_peak']:.1%}-{r16['mfu_peak']:.1%} of the 989 TFLOP/s".replace(
+        "%-", "-") in readme  # "8.0-8.8% of the 989 TFLOP/s"
+    perf = " ".join((ROOT / "docs" / "performance.md").read_text().split())
+    assert (f"R = 8 took {r8['ms_per_step']:.0f} ms per step ({r8['ms_per_run_step']:.1f} ms per "
+            f"run-step, {r8['mfu_peak']:.1%} of the 989 TFLOP/s") in perf
+    assert f"{r8['padding_share']:.0%} of the tokens fed padding" in perf
+    assert f"at R = 16 {r16['ms_per_step']:.0f} ms ({r16['ms_per_run_step']:.1f} ms, " \
+           f"{r16['mfu_peak']:.1%})" in perf  # fmt: skip
+    assert f"runs {sp['ms_per_step']:.0f} ms ({sp['mfu_peak']:.1%}, the GPU busy only " \
+           f"{sp['profile']['busy_share']:.0%}" in perf  # fmt: skip
+    profile = r8["profile"]
+    assert (f"GPU was busy {1e3 * profile['device_busy_s']:.0f} ms of the step: copies and casts "
+            f"{1e3 * profile['groups_s']['copy/cast']:.0f} ms") in perf
+    log = (measured / "gpu_smoke.log").read_text()
+    done, total = re.findall(r"(\d+) of (\d+) steps \(\d+%\) done", log)[-1]
+    assert f"{done} of its {total} jobs in 400 s" in readme
