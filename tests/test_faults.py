@@ -14,6 +14,7 @@ import torch
 from lengen.analysis.evaluate import TableError, combine, read_eval_table
 from lengen.data.tokens import DTYPE, TokenFileError, load_tokens
 from lengen.model.modelfile import ModelFileError, load_model
+from lengen.tasks import parse_spec
 from lengen.train.train import train
 
 
@@ -162,7 +163,8 @@ def test_an_all_digit_config_hash_stays_text_and_tables_combine(tmp_path):
     assert sorted(out["config_hash"].unique()) == ["01234567", "abcdef01"]
 
 
-def test_a_cut_state_file_is_an_error_naming_it_and_nothing_is_deleted(tiny_spec, tmp_path):
+def test_a_cut_state_file_is_an_error_naming_it_and_nothing_is_deleted(tiny_spec, tmp_path,
+                                                                       capfd):
     """Issue 47's drills: a 0-byte or cut spec.json beside checkpoints (a full disk left one)
     stops the rerun naming the file, keeping the checkpoints (it once deleted them and trained
     from step 0); a 0-byte mlflow_run_id stops it too (it once opened a new run in `Default`)."""
@@ -181,11 +183,78 @@ def test_a_cut_state_file_is_an_error_naming_it_and_nothing_is_deleted(tiny_spec
     (out / "spec.json").unlink()  # what the message says to do: then it resumes
     run_id = (out / "mlflow_run_id").read_text()
     (out / "mlflow_run_id").write_text("")
-    with pytest.raises(UnreadableState, match="mlflow_run_id: empty"):
+    with pytest.raises(UnreadableState, match="mlflow_run_id: empty .*Delete it to log this "
+                       "model to a new MLflow run"):  # fmt: skip
         train(spec, out)
-    write_text_atomic(out / "mlflow_run_id", run_id)
+    write_text_atomic(out / "mlflow_run_id", run_id)  # restored: the same run goes on
     assert (train(spec, out)).exists()
+    (out / "model.pt").unlink()
+    train(spec, out, stop_after=4)
+    (out / "mlflow_run_id").write_text("")
+    (out / "mlflow_run_id").unlink()  # the advice: a new run, the checkpoints resumed
+    capfd.readouterr()
+    assert (train(spec, out)).exists()
+    err = capfd.readouterr().err
+    assert "MLflow: new run" in err and "resumed from" in err, err
+    assert (out / "mlflow_run_id").read_text() != run_id
     assert not list(out.glob(".mlflow_run_id.*")) and not list(out.glob(".spec.json.*"))
+
+
+def test_a_checkpoint_resumes_only_into_the_spec_that_wrote_it(tiny_spec, tmp_path, capfd):
+    """Issue 66's drill: a cut spec.json deleted as its message advises, then `train.lr` changed:
+    the rerun once resumed the old lr's checkpoint and wrote its weights under the new spec. Each
+    checkpoint now records its spec; another spec's are removed, saying which value differs, and
+    the run equals a fresh one of the new spec bit for bit. The same spec still resumes."""
+    from lengen.core.files import UnreadableState
+
+    spec = dict(tiny_spec, train={**tiny_spec["train"], "steps": 6, "checkpoint_every": 2})
+    out = tmp_path / "run"
+    train(spec, out, stop_after=4)
+    record = json.loads((out / "ckpt" / "step_4" / "specs.json").read_text())
+    assert record == {parse_spec(spec).run_name: json.loads((out / "spec.json").read_text())}
+    (out / "spec.json").write_text("")
+    with pytest.raises(UnreadableState, match="they resume only into the spec that wrote them"):
+        train(spec, out)
+    (out / "spec.json").unlink()  # the advice
+    changed = dict(spec, train={**spec["train"], "lr": 0.5})
+    capfd.readouterr()
+    model = train(changed, out)
+    err = capfd.readouterr().err
+    assert "written for another spec" in err and "train.lr: 0.001 -> 0.5" in err, err
+    assert "resumed from" not in err
+    fresh = train(changed, tmp_path / "fresh")
+    want, got = (torch.load(p, weights_only=False) for p in (fresh, model))
+    assert got["spec"]["train"]["lr"] == 0.5
+    for name, value in want["state_dict"].items():
+        torch.testing.assert_close(got["state_dict"][name], value, rtol=0, atol=0)
+
+
+def test_a_checkpoint_that_records_no_spec_resumes_only_where_spec_json_vouches(tiny_spec,
+                                                                                tmp_path, capfd):
+    """A checkpoint written before checkpoints recorded their spec (no specs.json) resumes where
+    the folder's spec.json matched; with spec.json gone nothing vouches for it: from step 0."""
+    spec = dict(tiny_spec, train={**tiny_spec["train"], "steps": 6, "checkpoint_every": 2})
+    for out, vouched in ((tmp_path / "kept", True), (tmp_path / "gone", False)):
+        train(spec, out, stop_after=4)
+        (out / "ckpt" / "step_4" / "specs.json").unlink()  # as older code wrote it
+        if not vouched:
+            (out / "spec.json").unlink()
+        capfd.readouterr()
+        train(spec, out)
+        err = capfd.readouterr().err
+        assert ("resumed from" in err) == vouched, err
+        assert ("records no spec" in err) == (not vouched), err
+
+
+def test_spec_change_names_what_differs():
+    from lengen.train.lifecycle import spec_change
+
+    old = {"a": {"train": {"lr": 0.001, "steps": 6}, "seed": 0}, "b": {"seed": 1}}
+    assert spec_change(old, old) is None
+    assert spec_change(old, {**old, "b": {"seed": 2}}) == "b seed: 1 -> 2"
+    assert spec_change(old, {"a": old["a"]}) == "runs ['a', 'b'], now ['a']"
+    many = {"a": {"train": {"lr": 1, "steps": 7}, "seed": 3, "x": 1}, "b": {"seed": 1}}
+    assert spec_change(old, many).endswith("; 1 more")
 
 
 def test_a_figure_from_a_cut_eval_table_fails_naming_it(tmp_path):

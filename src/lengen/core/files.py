@@ -31,13 +31,14 @@ class UnreadableState(RuntimeError):
     """A state file exists but cannot be read (empty, cut, not what it should hold)."""
 
 
-def read_state(path: Path, what: str) -> str:
-    """A state file's text, stripped; UnreadableState naming the file when it is empty."""
+def read_state(path: Path, what: str, deleting: str) -> str:
+    """A state file's text, stripped; UnreadableState naming the file when it is empty, with
+    what deleting it does (`deleting`, e.g. "Delete it to ...": each caller's own, true, advice)."""
     text = Path(path).read_text().strip()
     if not text:
         raise UnreadableState(
-            f"{path}: empty ({what}); it was cut by a kill or a full disk. Delete it to start "
-            "over, or restore it"
+            f"{path}: empty ({what}); it was cut by a kill or a full disk. {deleting}, or "
+            "restore it"
         )
     return text
 

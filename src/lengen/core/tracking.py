@@ -122,7 +122,9 @@ def start_run(uri: str, experiment: str, run_name: str, run_id_file: Path) -> ml
             "(snakemake results/.../mlflow.ready) or lengen.core.tracking.prepare_store first"
         )
     if run_id_file.exists():  # a rerun after a crash or a kill: the same run goes on
-        run_id = read_state(run_id_file, "this model's MLflow run id")
+        run_id = read_state(run_id_file, "this model's MLflow run id",
+                            "Delete it to log this model to a new MLflow run (the old run stays "
+                            "as it is)")  # fmt: skip
         print(f"MLflow: resuming run {run_id} ({run_name})", file=sys.stderr, flush=True)
         _LOGGED[run_id] = logged_steps(uri, run_id)
         return mlflow.start_run(run_id=run_id)
@@ -135,7 +137,9 @@ def start_run(uri: str, experiment: str, run_name: str, run_id_file: Path) -> ml
 def resume_run(uri: str, run_id_file: Path) -> mlflow.ActiveRun:
     """Reopen the run recorded by training, to add evaluation metrics and artifacts."""
     mlflow.set_tracking_uri(uri)
-    return mlflow.start_run(run_id=read_state(run_id_file, "this model's MLflow run id"))
+    run_id = read_state(run_id_file, "this model's MLflow run id",
+                        "Delete it to write the table without logging it to MLflow")
+    return mlflow.start_run(run_id=run_id)
 
 
 def log_params_once(spec: Mapping, model) -> None:

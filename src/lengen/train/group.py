@@ -38,6 +38,7 @@ from lengen.train.lifecycle import (
     Member,
     build_model,
     fit,
+    forget_other_checkpoints,
     forget_other_spec,
     log,
     make_engine,
@@ -185,6 +186,7 @@ def train_group(specs: list[Spec | dict], outs: list[Path], stop_after: int | No
     trainee, ckpt_dir = Fused(specs, outs), outs[0] / "group_ckpt"
     if any([forget_other_spec(o, s, ckpt_dir) for s, o in zip(specs, outs, strict=True)]):
         log(f"{ckpt_dir}: a member's spec changed; the group trains from its start")
+    forget_other_checkpoints(ckpt_dir, specs, outs)
     members = [Member.of(s, o, trainee.engine.device) for s, o in zip(specs, outs, strict=True)]
     return fit(trainee, members, ckpt_dir, desc=f"group of {len(specs)}", stop_after=stop_after,
                budget_s=budget_s)  # fmt: skip

@@ -279,31 +279,90 @@ def forget_other_spec(out: Path, spec: Spec, ckpt_dir: Path) -> bool:
     old = out / "spec.json"
     if not old.exists():
         return False
+    delete = (f"Delete it to resume from the checkpoints in {ckpt_dir}, which are kept (they "
+              "resume only into the spec that wrote them)")  # fmt: skip
     try:
-        same = json.loads(read_state(old, "the spec this folder trained")) == json.loads(
+        same = json.loads(read_state(old, "the spec this folder trained", delete)) == json.loads(
             json.dumps(spec.source)
         )
     except json.JSONDecodeError as err:  # cut, not another spec: never a reason to delete
         raise UnreadableState(
-            f"{old}: not readable JSON ({err}); it was cut by a kill or a full disk. Delete it "
-            f"to resume from the checkpoints in {ckpt_dir}, which are kept"
+            f"{old}: not readable JSON ({err}); it was cut by a kill or a full disk. {delete}"
         ) from None
     if same:
         return False
-    run_file = out / "mlflow_run_id"
-    run_id = read_state(run_file, "the old spec's MLflow run id") if run_file.exists() else None
-    keep = out / "replaced" / (run_id or provenance.config_hash(json.loads(old.read_text())))
-    keep.mkdir(parents=True, exist_ok=True)
-    for name in ("model.pt", "spec.json", "mlflow_run_id"):
-        if (out / name).exists():
-            os.replace(out / name, keep / name)
+    keep = set_aside(out, spec, json.loads(old.read_text()))
     shutil.rmtree(ckpt_dir, ignore_errors=True)
-    if run_id and (keep / "model.pt").exists():
-        moved = {"model_path": (keep / "model.pt").resolve()}
-        tracking.set_run_tags(spec.tracking.uri, run_id, moved)
     log(f"{old}: another spec trained here before; starting a new run (the old one's model and "
         f"MLflow run id kept in {keep})")
     return True
+
+
+def set_aside(out: Path, spec: Spec, old_source: dict | None) -> Path | None:
+    """Move an old spec's model.pt, spec.json and MLflow run id out of the way, to
+    out/replaced/<its run id> (else <its spec's hash>); its MLflow run stays as it was, its
+    model_path tag pointed there. Where they went (None: nothing was there)."""
+    names = [n for n in ("model.pt", "spec.json", "mlflow_run_id") if (out / n).exists()]
+    if not names:
+        return None
+    run_file = out / "mlflow_run_id"
+    run_id = (read_state(run_file, "the old spec's MLflow run id",
+                         "Delete it to keep the old spec's model without its MLflow run id")
+              if run_file.exists() else None)  # fmt: skip
+    keep = out / "replaced" / (run_id or provenance.config_hash(old_source or {}))
+    keep.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        os.replace(out / name, keep / name)
+    if run_id and (keep / "model.pt").exists():
+        moved = {"model_path": (keep / "model.pt").resolve()}
+        tracking.set_run_tags(spec.tracking.uri, run_id, moved)
+    return keep
+
+
+def forget_other_checkpoints(ckpt_dir: Path, specs: list[Spec], outs: list[Path]) -> bool:
+    """Checkpoints resume only into the specs that wrote them. Each records its members' specs
+    (`Checkpoints.SPECS`); a folder whose newest checkpoint records others (a spec.json deleted,
+    then a value changed: forget_other_spec had nothing to compare) is removed, saying which
+    value differs, and the run trains from its start. A checkpoint written before checkpoints
+    recorded their specs resumes only where every member's spec.json vouches for it (it
+    matched: forget_other_spec ran first). What the other specs left beside them (each member's
+    MLflow run id: its steps are another spec's) is set aside as forget_other_spec does. True
+    when it removed them. Lead process only."""
+    ckpts = Checkpoints(ckpt_dir)
+    tags = ckpts.tags()
+    if not tags:
+        return False
+    written = ckpts.specs(tags[0])
+    if written is None:
+        if all((o / "spec.json").exists() for o in outs):
+            return False
+        why = "it records no spec (written by older code) and its spec.json is gone"
+    else:
+        why = spec_change(written, {s.run_name: s.source for s in specs})
+        if why is None:
+            return False
+    ckpts.remove()
+    old = written or {}
+    kept = [set_aside(o, s, old.get(s.run_name)) for s, o in zip(specs, outs, strict=True)]
+    where = "; the old MLflow run ids kept in replaced/" if any(kept) else ""
+    log(f"{ckpt_dir}: its checkpoints were written for another spec ({why}); training from step "
+        f"0{where}")
+    return True
+
+
+def spec_change(old: dict, new: dict) -> str | None:
+    """What differs between two {run name: spec} records, in a few words (None: the same)."""
+    new = json.loads(json.dumps(new))  # as JSON reads it back: tuples are lists
+    if old == new:
+        return None
+    if set(old) != set(new):
+        return f"runs {sorted(old)}, now {sorted(new)}"
+    diffs = []
+    for name in new:
+        was, now = tracking.flatten(old[name]), tracking.flatten(new[name])
+        diffs += [f"{name} {k}: {was.get(k, '-')} -> {now.get(k, '-')}"
+                  for k in sorted(set(was) | set(now)) if was.get(k) != now.get(k)]  # fmt: skip
+    return "; ".join(diffs[:3]) + (f"; {len(diffs) - 3} more" if len(diffs) > 3 else "")
 
 
 class Runs:
@@ -394,10 +453,16 @@ class Checkpoints:
     leaves a step_N that looks whole; the older one is removed only then. At most two are on the
     disk at once (the newest and the one being written; before, two kept and a third being
     written): for a group of 8 of the paper's model in bf16, 2 x ~16 GB, not 3 x
-    (`lengen.config.config.checkpoint_mb`)."""
+    (`lengen.config.config.checkpoint_mb`). Each also records the specs it was written for
+    (SPECS: {run name: spec}, written inside it before the rename), and resumes only into those
+    (forget_other_checkpoints)."""
 
-    def __init__(self, folder: Path):
-        self.folder = Path(folder)
+    SPECS = "specs.json"
+
+    def __init__(self, folder: Path, specs: dict | None = None):
+        """`specs`: {run name: spec source} of the members this folder's checkpoints are for
+        (only `save` needs it)."""
+        self.folder, self.record = Path(folder), specs
 
     def tags(self) -> list[str]:
         """Checkpoint tags (whole step_N directories), newest first."""
@@ -431,6 +496,14 @@ class Checkpoints:
             log(f"no readable checkpoint in {self.folder}: training from step 0")
         return None
 
+    def specs(self, tag: str) -> dict | None:
+        """The {run name: spec} a checkpoint was written for; None for one written before
+        checkpoints recorded them, or whose record was cut."""
+        try:
+            return json.loads((self.folder / tag / self.SPECS).read_text())
+        except (OSError, ValueError):
+            return None
+
     def remove_partial(self) -> None:
         """Remove checkpoints whose writing was cut off (step_N.partial)."""
         for cut in self.folder.glob(f"step_*{PARTIAL}"):
@@ -457,6 +530,8 @@ class Checkpoints:
             engine.save_checkpoint(str(self.folder), tag=tag + PARTIAL, client_state=client)
             dist.barrier()  # every process's files are written
             if lead:  # a step_N already there (damaged, so training went back) is replaced
+                write_text_atomic(self.folder / (tag + PARTIAL) / self.SPECS,
+                                  json.dumps(self.record, sort_keys=True))  # fmt: skip
                 shutil.rmtree(self.folder / tag, ignore_errors=True)
                 os.replace(self.folder / (tag + PARTIAL), self.folder / tag)
                 write_text_atomic(self.folder / "latest", tag)
@@ -509,7 +584,7 @@ def fit(trainee: Trainee, members: list[Member], ckpt_dir: Path, *, desc: str,
     KILLED, as a killed job leaves them. budget_s, seconds of training: once spent, every active
     run ends at the step it reached, stop reason "budget" (a probe on a lent GPU's few minutes;
     the workflow never sets it). Returns the members' model paths."""
-    ckpts = Checkpoints(ckpt_dir)
+    ckpts = Checkpoints(ckpt_dir, {m.spec.run_name: m.spec.source for m in members})
     try:
         start = _resume(trainee, members, ckpts)
         runs = Runs(members, lambda: trainee.model(0), resumed=start > 0, lead=trainee.lead)

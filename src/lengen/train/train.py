@@ -33,6 +33,7 @@ from lengen.train.lifecycle import (
     NonFiniteLoss,
     build_model,
     fit,
+    forget_other_checkpoints,
     forget_other_spec,
     lr_lambda,
     make_engine,
@@ -170,6 +171,7 @@ def _train(spec: Spec, out: Path, stop_after: int | None) -> Path:
     alone, ckpt_dir = Alone(spec, out), out / "ckpt"
     if alone.lead:
         forget_other_spec(out, spec, ckpt_dir)
+        forget_other_checkpoints(ckpt_dir, [spec], [out])
     dist.barrier()
     member = Member.of(spec, out, alone.engine.device)
     return fit(alone, [member], ckpt_dir, desc=spec.run_name, stop_after=stop_after)[0]
