@@ -21,6 +21,14 @@ include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
 
 
+# Trainings that began and did not end (a kill of a forced rerun, a deleted model.pt), found on
+# disk and named here; their jobs are forced once the DAG is built (common.smk: force_unfinished).
+UNFINISHED = plan.unfinished({**plan.training_jobs(config), **NL_TRAINING})
+if workflow.is_main_process:
+    for output, found in UNFINISHED.items():
+        print(f"unfinished training: {found}; {output} reruns", file=sys.stderr)
+
+
 # report.html opens on the result: its front page is REPORT.md rendered (REPORT.html, written by
 # the report rule), once there is one
 if os.path.exists(f"{REPORTS}/{artifacts.REPORT_HTML}"):

@@ -79,3 +79,63 @@ def test_the_plan_of_a_tier_without_fusion(smoke_config):
     runs = cfg["sparse_parity"]["variants"]["neox"]["runs"]
     assert evals == [f"{cfg['results_dir']}/sparse_parity/neox/K{k}/seed{r}/eval.csv"
                      for r in range(runs)]  # fmt: skip
+
+
+def test_a_training_begun_and_not_ended_is_found_and_forced(tmp_path):
+    """Issue 66: after a kill of a forced rerun, or a deleted model.pt, a plain `snakemake` said
+    "Nothing to be done" (the evaluation was there; a missing file between two present ones is not
+    remade), leaving the run without its model. plan.unfinished finds such a run folder (its
+    spec.json, MLflow run id or checkpoints, no model.pt) and the workflow forces its training job
+    (a run alone's model.pt, a fused group's done marker), saying so; what it feeds then reruns."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    from lengen.config import plan
+
+    cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
+    cfg["results_dir"] = "results/smoke"
+    jobs = plan.training_jobs(cfg)
+    run = plan.Run("sparse_parity", "neox", 1, 0)
+    assert jobs[run.model(cfg)] == [run.folder(cfg)]
+    assert sum(map(len, jobs.values())) == sum(
+        len(plan.runs(cfg, e, v)) for e in plan.experiments(cfg) for v in plan.variants(cfg, e))
+
+    def dry_run(target, config):
+        cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
+               str(tmp_path), target, "-n", "--cores", "2", "--configfile", str(config)]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        return done.stdout + done.stderr
+
+    folder = tmp_path / run.folder(cfg)
+    folder.mkdir(parents=True)
+    (folder / "eval.csv").write_text("x\n")  # its evaluation ran once
+    smoke = ROOT / "config" / "smoke.yaml"
+    assert "Nothing to be done" in dry_run(run.eval(cfg), smoke)  # nothing began: nothing to do
+    assert plan.unfinished({run.model(cfg): [str(folder)]}) == {}
+    for began in ("spec.json", "mlflow_run_id", "ckpt"):
+        made = folder / began
+        made.mkdir() if began == "ckpt" else made.write_text("x")
+        found = plan.unfinished({run.model(cfg): [str(folder)]})
+        assert found == {run.model(cfg): f"{folder} has {began} but no model.pt"}
+        out = dry_run(run.eval(cfg), smoke)
+        assert f"unfinished training: {folder.relative_to(tmp_path)} has {began}" in out
+        assert "rule synthetic_train:" in out and "Forced execution" in out
+        assert "rule sparse_parity_eval:" in out
+        made.rmdir() if began == "ckpt" else made.unlink()
+    (folder / "model.pt").write_text("x")
+    (folder / "spec.json").write_text("x")
+    assert plan.unfinished({run.model(cfg): [str(folder)]}) == {}  # ended
+    # a fused group: its done marker is there, one member's model.pt is not
+    cfg["runtime"]["fuse_runs"] = 2
+    fused = tmp_path / "fused.yaml"
+    fused.write_text(yaml.safe_dump(cfg))
+    marker = plan.trained(cfg, run)
+    assert marker.endswith("fused0.done")
+    (tmp_path / marker).write_text("")
+    (folder / "model.pt").unlink()
+    out = dry_run(run.eval(cfg), fused)
+    assert "rule synthetic_train_group:" in out and "Forced execution" in out, out
+    assert f"{marker} reruns" in out

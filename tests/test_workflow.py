@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 import yaml
 
 from lengen.config import plan
@@ -476,6 +477,20 @@ def test_fused_groups_are_planned_and_run_as_one_job_each(tmp_path):
     assert (sp_dir / "K1" / "seed0" / "model.pt").is_file() and (sp_dir / "fused0.done").is_file()
     scored = pd.read_csv(tmp_path / sp_eval)
     assert set(scored.length) == set(cfg["sparse_parity"]["eval"]["lengths"])
+    # a member's model.pt deleted (issue 66): a plain rerun retrains its group and rescores
+    model = sp_dir / "K1" / "seed0" / "model.pt"
+    weights = torch.load(model, weights_only=False)["state_dict"]
+    model.unlink()
+    before = (tmp_path / sp_eval).stat().st_mtime_ns
+    proc = snakemake(tmp_path, sp_eval, "--cores", "2", "--configfile", str(path))
+    out = proc.stdout + proc.stderr
+    assert "unfinished training:" in out and "synthetic_train_group" in out, out
+    again = torch.load(model, weights_only=False)["state_dict"]
+    for name, value in weights.items():  # the same group again: the same weights
+        torch.testing.assert_close(again[name], value, rtol=0, atol=0)
+    assert (tmp_path / sp_eval).stat().st_mtime_ns > before  # rescored from the new group
+    assert "Nothing to be done" in snakemake(tmp_path, sp_eval, "--cores", "2", "-n",
+                                             "--configfile", str(path)).stdout  # fmt: skip
 
 
 def test_the_rule_files_are_snakefmt_clean():

@@ -6,6 +6,7 @@
 # Snakemake 9 forms group jobs in local runs too (serialising them), so the rules name none.
 import os
 import shlex
+import sys
 
 from lengen import tasks
 from lengen.config import artifacts, figure_jobs, plan
@@ -55,6 +56,19 @@ def figure_tracking(experiment):
     if uri.startswith("sqlite:///"):
         uri = "sqlite:///" + os.path.relpath(uri.removeprefix("sqlite:///"))
     return f"--tracking-uri {shlex.quote(uri)} --experiment {shlex.quote(name)}"
+
+
+def force_unfinished(w):
+    """Every training job's input function (it adds no file): forces the trainings that began
+    and did not end (UNFINISHED, the Snakefile's). Snakemake alone would say "Nothing to be done"
+    once their evaluation has run (a missing file between two present ones is not remade); forced,
+    each resumes from its checkpoints and what it feeds reruns, as its output is then newer. It
+    fills what `--forcerun` fills (the DAG's forcefiles, Snakemake 9.27); jobs running Snakemake
+    again inside SLURM skip it."""
+    dag = getattr(workflow, "_dag", None)
+    if UNFINISHED and dag is not None and workflow.is_main_process:
+        dag.forcefiles.update(UNFINISHED)
+    return []
 
 
 to_json = figure_jobs.to_json  # compact JSON for a shell argument (quoted with :q in the rule)

@@ -11,6 +11,9 @@ NL_INFLUENCE = artifacts.table(config, "influence")
 NL_OUTPUTS = (
     [NL_TABLE, NL_TABLE.replace(".csv", ".md"), NL_CHUNKS, NL_WINDOW, NL_INFLUENCE] if NL else []
 )
+NL_TRAINING = (  # each training job's output -> the folder it trains (plan.unfinished)
+    {f"{NL_DIR}/h_{w}/model.pt": [f"{NL_DIR}/h_{w}"] for w in ("short", "long")} if NL else {}
+)
 # App. F's models span several GPUs: natural_language.gpus_per_job overrides the runtime's
 NL_GPUS = NL.get("gpus_per_job", config["runtime"]["gpus_per_job"]) if NL else 0
 
@@ -70,6 +73,7 @@ rule natural_language_train:
     input:
         NL_TOKENS,
         f"{RESULTS}/mlflow/natural_language.ready",
+        force_unfinished,
     output:
         f"{NL_DIR}/h_{{which}}/model.pt",
     log:

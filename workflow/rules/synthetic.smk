@@ -15,6 +15,7 @@ rule synthetic_train:
     # One training run (variant, K_train / jump / depth, seed); resumes from ckpt/ after a crash.
     input:
         f"{RESULTS}/mlflow/{{experiment}}.ready",
+        force_unfinished,
     output:
         f"{RESULTS}/{{experiment}}/{{variant}}/{{setting}}/seed{{run}}/model.pt",
     log:
@@ -45,6 +46,7 @@ rule synthetic_train_group:
     # in its own folder, as alone.
     input:
         f"{RESULTS}/mlflow/{{experiment}}.ready",
+        force_unfinished,
     output:
         touch(f"{RESULTS}/{{experiment}}/{{variant}}/fused{{group}}.done"),
     log:

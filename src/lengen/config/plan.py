@@ -1,5 +1,6 @@
 """The plan of a tier's synthetic training runs and their jobs: config in, runs and jobs out
-(pure functions; no torch, no Snakemake). The workflow's rules (workflow/rules/synthetic.smk,
+(pure functions but `unfinished`, which looks at the run folders; no torch, no Snakemake). The
+workflow's rules (workflow/rules/synthetic.smk,
 sparse_parity.smk, generation.smk), the figures' jobs (lengen.report.figures) and the
 time estimates (benchmarks/schedule.py) all ask it, so which runs a tier trains, where each one
 lives and which fused group trains it are decided here once.
@@ -16,14 +17,17 @@ schemes.k_train, not in the paper) always train one by one.
     plan.groups(cfg, "parity_scratchpad", "ppc")     # the fused groups' members
     plan.trained(cfg, run)                            # what its evaluation waits for
     plan.group_jobs(cfg)                              # {rule: fused jobs}
+    plan.unfinished(plan.training_jobs(cfg))          # trainings begun and not ended (reads disk)
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 from lengen import tasks
+from lengen.core.files import MODEL, STARTED
 
 SPARSE_PARITY = "sparse_parity"
 
@@ -178,3 +182,30 @@ def group_jobs(cfg: dict) -> dict[str, int]:
         for v in cfg[e]["variants"]
     )
     return {"synthetic_train_group": count} if count else {}
+
+
+def training_jobs(cfg: dict) -> dict[str, list[str]]:
+    """Each synthetic training job's output (a run's model.pt, or its fused group's `done`
+    marker) -> the folders of the runs it trains."""
+    jobs: dict[str, list[str]] = {}
+    for experiment in experiments(cfg):
+        for variant in variants(cfg, experiment):
+            for run in runs(cfg, experiment, variant):
+                jobs.setdefault(trained(cfg, run), []).append(run.folder(cfg))
+    return jobs
+
+
+def unfinished(jobs: dict[str, list[str]]) -> dict[str, str]:
+    """The training jobs (output -> the folders they train) whose training began and did not end:
+    a folder with its spec.json, MLflow run id or checkpoints but no model.pt (a kill of a forced
+    rerun, a deleted model.pt). Snakemake alone would not redo them once their evaluation has run
+    (a missing file between two present ones is not remade), so the workflow forces them
+    (Snakefile). The one function here that reads the disk. {output: what was found}."""
+    found = {}
+    for output, folders in jobs.items():
+        for folder in map(Path, folders):
+            began = [name for name in STARTED if (folder / name).exists()]
+            if began and not (folder / MODEL).exists():
+                found[output] = f"{folder} has {', '.join(began)} but no {MODEL}"
+                break
+    return found

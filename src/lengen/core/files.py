@@ -27,6 +27,14 @@ def write_text_atomic(path: Path, text: str) -> None:
         raise
 
 
+# A training run's folder (lengen.train writes it; the workflow reads it to find a run whose
+# training began and did not end: lengen.config.plan.unfinished)
+MODEL = "model.pt"  # written last, once the run ended
+CHECKPOINTS = "ckpt"  # a run trained alone's checkpoints
+GROUP_CHECKPOINTS = "group_ckpt"  # a fused group's, in its first member's folder
+STARTED = ("spec.json", "mlflow_run_id", CHECKPOINTS, GROUP_CHECKPOINTS)  # a training began
+
+
 class UnreadableState(RuntimeError):
     """A state file exists but cannot be read (empty, cut, not what it should hold)."""
 

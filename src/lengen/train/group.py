@@ -27,7 +27,7 @@ import torch
 
 from lengen import tasks
 from lengen.core.batch import step_rng
-from lengen.core.files import space_for
+from lengen.core.files import GROUP_CHECKPOINTS, space_for
 from lengen.core.specs import Spec, read_spec
 from lengen.model.fused import LAYOUT, FusedGPTNeoX
 from lengen.model.modelfile import write_model_file
@@ -183,7 +183,7 @@ def train_group(specs: list[Spec | dict], outs: list[Path], stop_after: int | No
         raise ValueError(f"{len(specs)} specs but {len(outs)} output folders")
     check_group(specs)
     runtime.setup(specs[0].runtime)
-    trainee, ckpt_dir = Fused(specs, outs), outs[0] / "group_ckpt"
+    trainee, ckpt_dir = Fused(specs, outs), outs[0] / GROUP_CHECKPOINTS
     if any([forget_other_spec(o, s, ckpt_dir) for s, o in zip(specs, outs, strict=True)]):
         log(f"{ckpt_dir}: a member's spec changed; the group trains from its start")
     forget_other_checkpoints(ckpt_dir, specs, outs)

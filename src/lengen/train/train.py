@@ -20,7 +20,7 @@ from lengen import tasks
 from lengen.core import tracking
 from lengen.core.batch import step_rng
 from lengen.core.cli import command_parser
-from lengen.core.files import space_for
+from lengen.core.files import CHECKPOINTS, space_for
 from lengen.core.specs import Spec, SpecError, read_spec
 from lengen.model.modelfile import write_model_file
 from lengen.tasks import parse_spec
@@ -168,7 +168,7 @@ def _train(spec: Spec, out: Path, stop_after: int | None) -> Path:
 
     runtime.setup(spec.runtime)
     out.mkdir(parents=True, exist_ok=True)
-    alone, ckpt_dir = Alone(spec, out), out / "ckpt"
+    alone, ckpt_dir = Alone(spec, out), out / CHECKPOINTS
     if alone.lead:
         forget_other_spec(out, spec, ckpt_dir)
         forget_other_checkpoints(ckpt_dir, [spec], [out])
