@@ -124,7 +124,7 @@ def test_kill_9_during_training_resumes_to_identical_weights(tiny_spec, tmp_path
     assert client.get_run((out / "mlflow_run_id").read_text()).info.status == "FINISHED"
 
 
-def test_a_table_is_checked_against_the_grid_the_config_asks_for(tmp_path):
+def test_a_table_is_checked_against_the_grid_the_config_asks_for(tmp_path, capsys):
     """A variant's only eval.csv that lost its last row (nothing to compare it with) fails the
     combine and the figure, naming the file, the missing length and the rule to rerun; so does a
     table of a variant or at lengths the config does not ask for (an older config's)."""
@@ -140,9 +140,12 @@ def test_a_table_is_checked_against_the_grid_the_config_asks_for(tmp_path):
     with pytest.raises(TableError, match=why + r"\(missing \[30\].*rerun its eval rule"):
         combine([table], tmp_path / "out2.csv", grid)
     assert not (tmp_path / "out2.csv").exists()
-    with pytest.raises(TableError, match=r"missing \[30\]"):
+    with pytest.raises(SystemExit) as ended:  # the tool: one line, exit 2
         figures.main(["generation", "--tables", str(table), "--panels", "ppc", "--lengths",
                       '{"ppc": [10, 20, 30]}', "--out", str(tmp_path / "fig.png")])  # fmt: skip
+    assert ended.value.code == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"TableError: {table}: ") and "missing [30]" in line
     assert not (tmp_path / "fig.png").exists()
     _eval_table(table)
     with pytest.raises(TableError, match=r"not asked \[30\]"):
@@ -271,7 +274,8 @@ def test_a_figure_from_a_cut_eval_table_fails_naming_it(tmp_path):
     text = path.read_text()
     path.write_text(text[: text.rindex(",") + 1])  # cut mid-line: the last accuracy is gone
     with pytest.raises(TableError, match=f"{path}: "):
-        figures.main(["sparse_parity", "--tables", str(path), "--out", str(tmp_path / "f.png")])
+        figures.main.__wrapped__(["sparse_parity", "--tables", str(path),
+                                  "--out", str(tmp_path / "f.png")])  # fmt: skip
     assert not (tmp_path / "f.png").exists()
 
 
@@ -434,3 +438,38 @@ def test_a_group_stopped_while_its_runs_open_leaves_none_running(tiny_spec, tmp_
     client = MlflowClient(tracking_uri=tiny_spec["tracking"]["uri"])
     for out in outs:
         assert client.get_run((out / "mlflow_run_id").read_text()).info.status == "KILLED"
+
+
+def test_a_known_error_ends_a_tool_in_one_line_on_stderr_and_snakemakes_descriptor(capfd,
+                                                                                  monkeypatch):
+    """Issue 66: a known error (lengen.core.cli.KnownError: the pipeline's own, whose message
+    names the file and the fix) ended a tool as the last line of a 16-20-line traceback. It is
+    now the one line on stderr, also written to LENGEN_ERROR_FD (the workflow's jobs: Snakemake's
+    own stderr), exit 2; any other error keeps its traceback."""
+    import os
+
+    from lengen.core.cli import one_line_errors
+    from lengen.core.files import NoSpace, UnreadableState
+
+    @one_line_errors
+    def tool(err):
+        raise err
+
+    read, write = os.pipe()
+    monkeypatch.setenv("LENGEN_ERROR_FD", str(write))
+    for err in (UnreadableState("/r/spec.json: empty (the spec);\n  delete it"),
+                NoSpace("no space left on /r (3 MB free)")):  # fmt: skip
+        with pytest.raises(SystemExit) as ended:
+            tool(err)
+        assert ended.value.code == 2
+        line = f"{type(err).__name__}: {' '.join(str(err).split())}"
+        assert capfd.readouterr().err == line + "\n"
+        assert os.read(read, 4096).decode() == line + "\n"
+    os.close(write)
+    with pytest.raises(ValueError, match="a bug"):  # not a known error: raised as it was
+        tool(ValueError("a bug"))
+    os.close(read)
+    monkeypatch.setenv("LENGEN_ERROR_FD", str(write))  # a closed descriptor: stderr still has it
+    with pytest.raises(SystemExit):
+        tool(NoSpace("no space left on /r"))
+    assert capfd.readouterr().err == "NoSpace: no space left on /r\n"

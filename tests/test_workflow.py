@@ -575,3 +575,23 @@ def figures_of(cfg: dict) -> list[str]:
     from lengen.config import artifacts
 
     return [name.removesuffix(".png") for name in artifacts.report_figures(cfg)]
+
+
+def test_a_jobs_known_error_is_the_line_snakemake_shows(tmp_path):
+    """Issue 66: Snakemake showed only "exit status 1 ... check log" for a job that ended on a
+    known error; the job's line (here ModelFileError on a model.pt that is not one) now shows on
+    Snakemake's own stderr too, and the job's log holds that one line, no traceback."""
+    cfg = str(ROOT / "config" / "smoke.yaml")
+    folder = tmp_path / "results" / "smoke" / "sparse_parity" / "neox" / "K1" / "seed0"
+    folder.mkdir(parents=True)
+    (folder / "model.pt").write_text("not a model")
+    target = str((folder / "eval.csv").relative_to(tmp_path))
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
+           str(tmp_path), target, "--cores", "1", "--configfile", cfg]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode != 0
+    shown = [line for line in proc.stderr.splitlines() if line.startswith("ModelFileError: ")]
+    assert len(shown) == 1 and str(folder.relative_to(tmp_path) / "model.pt") in shown[0], (
+        proc.stderr[-3000:])
+    log = tmp_path / "results" / "smoke" / "logs" / "sparse_parity" / "eval_neox_K1_seed0.log"
+    assert "Traceback" not in log.read_text() and shown[0] in log.read_text().splitlines()

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from lengen import tasks
-from lengen.core.cli import first_paragraph
+from lengen.core.cli import first_paragraph, one_line_errors
 from lengen.data import setup as data_setup
 from lengen.tasks.base import nonnegative_int, positive_int
 
@@ -143,6 +143,7 @@ def _setup(args: argparse.Namespace) -> None:
     data_setup.run(load(args.configfile), args.dry_run)
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `lengen` command."""
     parser = argparse.ArgumentParser(prog="lengen", description=__doc__)

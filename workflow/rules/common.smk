@@ -39,6 +39,12 @@ onstart:
             raise ValueError("the tier's jobs do not fit a node:\n  " + "\n  ".join(oversized))
 
 
+# Every job's shell: Snakemake's strict bash, and a descriptor (3) on Snakemake's own stderr. A
+# tool ending on a known error (lengen.core.cli.KnownError) writes its one line there too, so it
+# shows where Snakemake reports the job, even when the job's log (on the results disk) is full.
+shell.prefix("set -euo pipefail; exec 3>&2; export LENGEN_ERROR_FD=3; ")
+
+
 GENERATION_TASKS = tasks.generation_tasks()  # each task's SETTING: path prefix, config list
 RESULTS = config["results_dir"]
 REPORTS = config["reports_dir"]

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from lengen.core.cli import command_parser
+from lengen.core.cli import command_parser, one_line_errors
 from lengen.tasks import parse_spec
 from lengen.tasks import sparse_parity as sp
 
@@ -116,6 +116,7 @@ def diagnose(
     return pd.concat(mass, ignore_index=True), pd.concat(by_ones, ignore_index=True)
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> None:
     """CLI: the attention-mass and accuracy-by-ones table of one sparse-parity model."""
     from lengen.core import provenance

@@ -23,7 +23,7 @@ from tqdm import tqdm
 from lengen import tasks
 from lengen.analysis.decode import exact_match, greedy_decode
 from lengen.core import provenance, tracking
-from lengen.core.cli import command_parser
+from lengen.core.cli import KnownError, command_parser, one_line_errors
 from lengen.core.device import eval_device
 from lengen.core.positions import get_scheme
 from lengen.core.specs import Spec
@@ -177,7 +177,7 @@ def _write_and_log(table: pd.DataFrame, spec: Spec, model_path: Path, out: Path)
 # pragma: no mutate end
 
 
-class TableError(ValueError):
+class TableError(KnownError, ValueError):
     """A per-model eval table that its rule did not finish writing."""
 
 
@@ -255,6 +255,7 @@ def combine(
 
 
 # pragma: no mutate block  (CLI wiring: tested through the workflow in subprocesses)
+@one_line_errors
 def main(argv: list[str] | None = None) -> None:
     """CLI: `testset` writes a task's stored test set; `run` scores a model on it; `generate`
     scores a generation-scored (scratchpad) model; `combine` joins tables."""

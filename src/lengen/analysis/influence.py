@@ -27,7 +27,7 @@ import torch
 from tqdm import tqdm
 
 from lengen.core import contexts, provenance
-from lengen.core.cli import command_parser
+from lengen.core.cli import command_parser, one_line_errors
 from lengen.core.device import eval_device
 from lengen.data.tokens import consecutive_chunks, load_tokens
 from lengen.model.modelfile import model_from_saved, read_model_file
@@ -157,6 +157,7 @@ def analyse(
 
 
 # pragma: no mutate block  (CLI wiring: tested through the workflow in subprocesses)
+@one_line_errors
 def main(argv: list[str] | None = None) -> None:
     """CLI: the leave-one-out table for both models, every (scored, chosen-by) pair."""
     parser = command_parser(__spec__, __doc__)

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from lengen.core import provenance
-from lengen.core.cli import command_parser
+from lengen.core.cli import command_parser, one_line_errors
 from lengen.core.device import eval_device
 from lengen.core.positions import true_position_ids
 from lengen.data.tokens import consecutive_chunks, load_tokens
@@ -156,6 +156,7 @@ def main_window(argv: list[str]) -> None:
     provenance.stamp(table, setup, spec.seed).to_csv(args.out, index=False)
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> None:
     """CLI: write Table 1 as CSV and markdown (`window ...`: main_window)."""
     argv = sys.argv[1:] if argv is None else argv

@@ -39,7 +39,7 @@ from lengen.analysis.theory import (
 )
 from lengen.core import provenance
 from lengen.core.claims import THEORY_DELTA
-from lengen.core.cli import command_parser
+from lengen.core.cli import command_parser, one_line_errors
 
 V = (1, 2)
 L_LOCAL = 2
@@ -462,6 +462,7 @@ def run(L: int, test_lengths: list[int]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> None:
     """CLI: write the theory table (CSV and markdown)."""
     parser = command_parser(__spec__, __doc__)

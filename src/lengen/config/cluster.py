@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from lengen.config.config import load
-from lengen.core.cli import command_parser
+from lengen.core.cli import command_parser, one_line_errors
 
 NO_ACCOUNTING = "accounting storage is disabled"
 
@@ -98,6 +98,7 @@ def problems(cfg: dict, sizes: list[tuple[int, int]], sacct: str,
 
 
 # pragma: no mutate block  (CLI wiring)
+@one_line_errors
 def main(argv: list[str] | None = None) -> None:
     """CLI: check a tier against the cluster this runs on."""
     parser = command_parser(__spec__, __doc__)

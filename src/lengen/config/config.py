@@ -11,12 +11,13 @@ import yaml
 
 from lengen import tasks
 from lengen.config import artifacts, plan
+from lengen.core.cli import KnownError, one_line_errors
 from lengen.core.positions import get_scheme, scheme_names
 from lengen.core.specs import bf16_section, ds_config_clashes, ds_config_unknown, read_ds_config
 from lengen.tasks import natural_language
 
 
-class ConfigError(ValueError):
+class ConfigError(KnownError, ValueError):
     """A config key or value is invalid; the message names the key path."""
 
 
@@ -410,6 +411,7 @@ def load(path: str | Path) -> dict:
     return validate(read_tier(path))
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> None:
     """CLI: python -m lengen.config.config FILE... checks config files before a run (exit 1 on
     error)."""

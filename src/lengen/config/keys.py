@@ -19,7 +19,7 @@ import dataclasses
 import importlib
 
 from lengen.config.config import schema
-from lengen.core.cli import command_parser
+from lengen.core.cli import command_parser, one_line_errors
 
 MAP = "<name>"  # a key of a name -> entry mapping (variants, figures, jobs)
 
@@ -135,6 +135,7 @@ def tier_sizes(root) -> dict[str, int]:
     return sizes
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> None:
     """CLI: print the table of every config key."""
     command_parser(__spec__, __doc__).parse_args(argv)

@@ -10,6 +10,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from lengen.core.cli import KnownError
+
 
 def write_text_atomic(path: Path, text: str) -> None:
     """Write `text` to a temporary file beside `path`, flush it to disk, then rename it over
@@ -35,7 +37,7 @@ GROUP_CHECKPOINTS = "group_ckpt"  # a fused group's, in its first member's folde
 STARTED = ("spec.json", "mlflow_run_id", CHECKPOINTS, GROUP_CHECKPOINTS)  # a training began
 
 
-class UnreadableState(RuntimeError):
+class UnreadableState(KnownError, RuntimeError):
     """A state file exists but cannot be read (empty, cut, not what it should hold)."""
 
 
@@ -51,7 +53,7 @@ def read_state(path: Path, what: str, deleting: str) -> str:
     return text
 
 
-class NoSpace(OSError):
+class NoSpace(KnownError, OSError):
     """A write failed because the disk it writes to is full: the message names the path."""
 
 

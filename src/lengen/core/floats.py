@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import platform
 
+from lengen.core.cli import one_line_errors
+
 PORTABLE = {
     "ATEN_CPU_CAPABILITY": "avx2",  # torch's own vectorised kernels
     "ONEDNN_MAX_CPU_ISA": "AVX2",  # oneDNN (torch's CPU linear algebra paths)
@@ -34,6 +36,7 @@ def portable() -> dict[str, str]:
     return dict(PORTABLE) if platform.machine().lower() in ("x86_64", "amd64") else {}
 
 
+@one_line_errors
 def main() -> None:
     """CLI: print `export` lines for a shell."""
     for key, value in portable().items():

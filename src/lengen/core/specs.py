@@ -24,8 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lengen.core.cli import KnownError
 
-class SpecError(ValueError):
+
+class SpecError(KnownError, ValueError):
     """A spec section with a key its dataclass does not have, without a required one, or with a
     value of the wrong type."""
 

@@ -24,6 +24,7 @@ from mlflow.tracking import MlflowClient  # noqa: E402
 from sqlalchemy import event  # noqa: E402
 from sqlalchemy.engine import Engine  # noqa: E402
 
+from lengen.core.cli import KnownError, one_line_errors
 from lengen.core.files import read_state, write_text_atomic  # noqa: E402
 
 # A SQLite store is shared by every job of a run; a writer that finds it locked (another job's
@@ -48,7 +49,7 @@ def artifact_root(uri: str) -> str | None:
     return None
 
 
-class StoreError(RuntimeError):
+class StoreError(KnownError, RuntimeError):
     """The MLflow store cannot be read: the message names it and the recovery."""
 
 
@@ -264,6 +265,7 @@ def log_artifact(path: Path) -> None:
     mlflow.log_artifact(str(path))
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> None:
     """CLI: create the store (and the named experiments) before parallel training jobs."""
     import argparse

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 
-from lengen.core.cli import command_parser
+from lengen.core.cli import command_parser, one_line_errors
 
 SPLITS = ("train", "validation")
 FORMATS = ("html", "text", "fortune")
@@ -330,6 +330,7 @@ def link_c4_dir(c4_dir: Path, out: Path) -> dict:
     return manifest
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> None:
     """CLI: python -m lengen.data.corpus --corpus JSON --seed S --out DIR (writes
     DIR/sources.json)."""

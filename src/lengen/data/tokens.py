@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from lengen.core.cli import command_parser
+from lengen.core.cli import KnownError, command_parser, one_line_errors
 from lengen.data import corpus
 
 MISTRAL_WHEEL = "mistral-common==1.13.1"
@@ -144,7 +144,7 @@ def _write(tok, docs: list[str], eos: int, f, budget: int) -> int:
     return len(flat)
 
 
-class TokenFileError(ValueError):
+class TokenFileError(KnownError, ValueError):
     """A token file that does not match what the tokens rule wrote (meta.json)."""
 
 
@@ -180,6 +180,7 @@ def consecutive_chunks(tokens: np.ndarray, size: int, n: int, offset: int = 0) -
     return np.asarray(tokens[offset:need], dtype=np.int64).reshape(n, size)
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> None:
     """CLI: tokenizer + train.bin + validation.bin + meta.json under --out."""
     parser = command_parser(__spec__, __doc__)

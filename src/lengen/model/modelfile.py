@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from lengen.core import provenance
+from lengen.core.cli import KnownError
 from lengen.model.model import GPTNeoX, ModelConfig
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ def write_model_file(
 MODEL_KEYS = ("model_config", "state_dict", "spec")
 
 
-class ModelFileError(RuntimeError):
+class ModelFileError(KnownError, RuntimeError):
     """A model.pt that `train` did not finish writing, or that is not one of its files."""
 
 

@@ -24,7 +24,7 @@ from lengen import tasks
 from lengen.config import artifacts, plan
 from lengen.config.figure_jobs import CATEGORIES, FigureJob, eval_lengths, results, to_json
 from lengen.core.claims import NEAR_PERFECT
-from lengen.core.cli import command_parser
+from lengen.core.cli import command_parser, one_line_errors
 from lengen.core.positions import scheme_label
 
 if TYPE_CHECKING:
@@ -620,6 +620,7 @@ def cli_parser():
     return parser
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> None:
     """CLI: python -m lengen.report.figures KIND --tables A.csv ... --out fig.png (KIND: a key of
     KINDS, an artifacts.Figure's kind)."""

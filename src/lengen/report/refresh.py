@@ -41,7 +41,7 @@ from io import BytesIO
 from pathlib import Path
 
 from lengen.config.artifacts import REPORT, REPORT_HTML, VERDICTS
-from lengen.core.cli import command_parser
+from lengen.core.cli import command_parser, one_line_errors
 from lengen.report.reference import read, reference_dir
 
 LINE_FOR_LINE = ("workflow", "Snakefile", "envs", "config/*.json")
@@ -269,6 +269,7 @@ def refresh(
 
 
 # pragma: no mutate block  (CLI wiring)
+@one_line_errors
 def main(argv: list[str] | None = None) -> None:
     """CLI: refresh a tier's committed reference from a finished run of that tier."""
     from lengen.config.config import load

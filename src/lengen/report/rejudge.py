@@ -30,7 +30,7 @@ from lengen.config import artifacts
 from lengen.config.config import load
 from lengen.config.figure_jobs import to_json
 from lengen.core import provenance
-from lengen.core.cli import command_parser
+from lengen.core.cli import command_parser, one_line_errors
 from lengen.report import report
 from lengen.report.reference import reference_dir
 
@@ -91,6 +91,7 @@ def rejudge(whole: dict, root: Path, allow_dirty: bool = False) -> pd.DataFrame:
     return rows
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> None:
     """CLI: python -m lengen.report.rejudge --configfile config/<tier>.yaml."""
     parser = command_parser(__spec__, __doc__)

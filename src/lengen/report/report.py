@@ -27,7 +27,7 @@ import pandas as pd
 from lengen.config import artifacts
 from lengen.config.config import layer_params, load
 from lengen.core import provenance
-from lengen.core.cli import command_parser
+from lengen.core.cli import command_parser, one_line_errors
 from lengen.report import effects, reference, rules
 from lengen.report.claims import (  # claims: the rows, as tests and tools read them here
     MODULES,
@@ -383,6 +383,7 @@ def write_html(markdown_text: str, out: Path) -> None:
 
 
 # pragma: no mutate block  (CLI wiring: tested through the workflow in subprocesses)
+@one_line_errors
 def main(argv: list[str] | None = None) -> None:
     """CLI: python -m lengen.report.report --config CONFIG.yaml|JSON --out reports/REPORT.md."""
     parser = command_parser(__spec__, __doc__)

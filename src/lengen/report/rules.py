@@ -12,7 +12,7 @@ variant's) longest training length L: "beyond training" is the tested lengths in
 
 from __future__ import annotations
 
-from lengen.core.cli import command_parser
+from lengen.core.cli import command_parser, one_line_errors
 from lengen.report.claims import PAPER_RATIO, RULES, base
 from lengen.report.claims.base import (  # the registry's vocabulary (docs/extending.md)
     EXACT,
@@ -49,6 +49,7 @@ def markdown() -> str:
     return "\n".join([head, *rows])
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> None:
     """CLI: print the registry's markdown table."""
     command_parser(__spec__, __doc__).parse_args(argv)

@@ -27,6 +27,7 @@ import torch
 
 from lengen import tasks
 from lengen.core.batch import step_rng
+from lengen.core.cli import one_line_errors
 from lengen.core.files import GROUP_CHECKPOINTS, space_for
 from lengen.core.specs import Spec, read_spec
 from lengen.model.fused import LAYOUT, FusedGPTNeoX
@@ -192,6 +193,7 @@ def train_group(specs: list[Spec | dict], outs: list[Path], stop_after: int | No
                budget_s=budget_s)  # fmt: skip
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> None:
     """CLI: python -m lengen.train.group --spec A.json ... --out DIR_A ..."""
     parser = argparse.ArgumentParser(prog="python -m lengen.train.group",

@@ -36,6 +36,7 @@ from tqdm import tqdm
 from lengen import tasks
 from lengen.core import provenance, tracking
 from lengen.core.batch import IGNORE, VALID_STREAM, step_rng
+from lengen.core.cli import KnownError
 from lengen.core.files import UnreadableState, read_state, space_for, write_text_atomic
 from lengen.core.specs import Spec, TrainSpec
 from lengen.model.model import GPTNeoX, ModelConfig
@@ -142,7 +143,7 @@ class HostBatches:
 # 3. Each member's state ---------------------------------------------------------------------
 
 
-class NonFiniteLoss(FloatingPointError):
+class NonFiniteLoss(KnownError, FloatingPointError):
     """Training diverged: a loss is infinite or NaN (no model.pt is written; the run is FAILED)."""
 
 

@@ -19,7 +19,7 @@ import torch
 from lengen import tasks
 from lengen.core import tracking
 from lengen.core.batch import step_rng
-from lengen.core.cli import command_parser
+from lengen.core.cli import command_parser, one_line_errors
 from lengen.core.files import CHECKPOINTS, space_for
 from lengen.core.specs import Spec, SpecError, read_spec
 from lengen.model.modelfile import write_model_file
@@ -177,6 +177,7 @@ def _train(spec: Spec, out: Path, stop_after: int | None) -> Path:
     return fit(alone, [member], ckpt_dir, desc=spec.run_name, stop_after=stop_after)[0]
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> None:
     """CLI: python -m lengen.train.train --spec SPEC.json --out DIR."""
     parser = command_parser(__spec__, __doc__)
