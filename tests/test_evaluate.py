@@ -342,3 +342,26 @@ def test_combine_checks_the_grid_per_variant_and_writes_where_asked(tmp_path):
     one = tmp_path / "one.csv"
     _sp_rows().iloc[:1].to_csv(one, index=False)
     assert len(combine([one], out)) == 1
+
+
+def test_an_evaluation_rerun_logs_only_what_changed(tmp_path):
+    """Issue 66: every rerun of an evaluation logged its metrics again (MLflow held each twice).
+    Values the run holds are skipped; a changed value is logged as its metric's next step, so
+    MLflow shows the newest and keeps the earlier as history."""
+    from mlflow.tracking import MlflowClient
+
+    from lengen.core import tracking
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracking.prepare_store(uri, ["e"])
+    run_id = tracking.start_run(uri, "e", "r", tmp_path / "mlflow_run_id").info.run_id
+    tracking.end_run()
+    for metrics in ({"a": 1.0, "b": 0.5}, {"a": 1.0, "b": 0.5}, {"a": 1.0, "b": 0.75, "c": 2.0}):
+        tracking.resume_run(uri, tmp_path / "mlflow_run_id")
+        tracking.log_metrics(metrics)
+        tracking.end_run()
+    client = MlflowClient(uri)
+    history = {k: [(m.step, m.value) for m in client.get_metric_history(run_id, k)]
+               for k in "abc"}  # fmt: skip
+    assert history == {"a": [(0, 1.0)], "b": [(0, 0.5), (1, 0.75)], "c": [(0, 2.0)]}
+    assert client.get_run(run_id).data.metrics == {"a": 1.0, "b": 0.75, "c": 2.0}

@@ -390,12 +390,12 @@ def test_a_locked_mlflow_store_is_waited_for_then_named(tmp_path, monkeypatch):
     run = tracking.start_run(uri, "e", "r", tmp_path / "mlflow_run_id")
     locked = _lock_store(tmp_path / "mlflow.db", 25)
     t0 = time.time()
-    tracking.log_metrics({"loss": 1.0}, 1)
+    tracking.log_metrics({"loss": 1.0})
     assert time.time() - t0 > 20  # it waited for the lock
     locked.join()
     tracking.end_run()
     history = mlflow.tracking.MlflowClient(uri).get_metric_history(run.info.run_id, "loss")
-    assert [(m.step, m.value) for m in history] == [(1, 1.0)]
+    assert [(m.step, m.value) for m in history] == [(0, 1.0)]
     # still locked after the wait and its retry: one error naming the store (MLflow's own
     # retries and the 2 x 120 s wait are simulated: the write fails as a locked store's does)
     tracking.start_run(uri, "e", "r", tmp_path / "mlflow_run_id")
@@ -407,7 +407,7 @@ def test_a_locked_mlflow_store_is_waited_for_then_named(tmp_path, monkeypatch):
 
     monkeypatch.setattr(mlflow, "log_metrics", locked_write)
     with pytest.raises(tracking.StoreError, match=r"mlflow.db stayed locked for 2 x 120 s"):
-        tracking.log_metrics({"loss": 2.0}, 2)
+        tracking.log_metrics({"loss": 2.0})
     assert len(calls) == 2
     tracking.end_run()
 

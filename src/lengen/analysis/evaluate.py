@@ -167,9 +167,7 @@ def _write_and_log(table: pd.DataFrame, spec: Spec, model_path: Path, out: Path)
         return
     tracking.resume_run(spec.tracking.uri, run_id_file)
     suffix = (lambda r: f"_k{r.k_test}") if "k_test" in table else (lambda r: "")
-    tracking.log_metrics(
-        {f"acc_len{r.length}{suffix(r)}": r.accuracy for r in table.itertuples()}, 0
-    )
+    tracking.log_metrics({f"acc_len{r.length}{suffix(r)}": r.accuracy for r in table.itertuples()})
     tracking.log_artifact(out)
     tracking.end_run()
 

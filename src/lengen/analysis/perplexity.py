@@ -206,7 +206,7 @@ def log_to_models(table: pd.DataFrame, models: dict[str, Path], files: list[Path
         rows = table[table.model == f"h_{which}"]
         tracking.resume_run(uri, run_file)
         tracking.log_metrics({f"perplexity_len{r.eval_length}": r.perplexity
-                              for r in rows.itertuples()}, 0)  # fmt: skip
+                              for r in rows.itertuples()})  # fmt: skip
         for f in files:
             tracking.log_artifact(f)
         tracking.end_run()

@@ -127,7 +127,6 @@ def start_run(uri: str, experiment: str, run_name: str, run_id_file: Path) -> ml
                             "Delete it to log this model to a new MLflow run (the old run stays "
                             "as it is)")  # fmt: skip
         print(f"MLflow: resuming run {run_id} ({run_name})", file=sys.stderr, flush=True)
-        _LOGGED[run_id] = logged_steps(uri, run_id)
         return mlflow.start_run(run_id=run_id)
     run = mlflow.start_run(experiment_id=exp.experiment_id, run_name=run_name)
     write_text_atomic(run_id_file, run.info.run_id)
@@ -163,16 +162,11 @@ def set_tags(tags: Mapping[str, object]) -> None:
     mlflow.set_tags({k: str(v) for k, v in tags.items()})
 
 
-# run id -> metric -> the last step it had when training resumed: a resumed run repeats the
-# steps since its last checkpoint, whose values MLflow already holds (the resume is exact)
-_LOGGED: dict[str, dict[str, int]] = {}
-
-
-def logged_steps(uri: str, run_id: str) -> dict[str, int]:
-    """Each metric of a run and the last step it was logged at."""
+def logged_steps(uri: str, run_id: str, keys: list[str] | None = None) -> dict[str, int]:
+    """Each metric of a run (of `keys`, else all) and the last step it was logged at."""
     client = MlflowClient(tracking_uri=uri)
     with readable_store(uri):
-        keys = client.get_run(run_id).data.metrics
+        keys = client.get_run(run_id).data.metrics if keys is None else keys
         return {k: max(m.step for m in client.get_metric_history(run_id, k)) for k in keys}
 
 
@@ -181,13 +175,26 @@ def unlogged(metrics: Mapping[str, float], step: int, logged: Mapping[str, int])
     return {k: v for k, v in metrics.items() if step > logged.get(k, -1)}
 
 
-def log_metrics(metrics: Mapping[str, float], step: int) -> None:
-    """Log several metrics in one call (one SQLite write, not one per metric); after a resume, a
-    step MLflow already holds is not logged twice."""
-    run = mlflow.active_run()
-    fresh = unlogged(metrics, step, _LOGGED.get(run.info.run_id, {}) if run else {})
-    if fresh:
-        _retry_locked(lambda: mlflow.log_metrics(fresh, step=step))
+def log_metrics(metrics: Mapping[str, float]) -> None:
+    """An evaluation's metrics on the active run, in one write (not one per metric). A rerun of
+    the evaluation does not log them again: a value the run already holds is skipped, and a
+    changed one (a model trained again, other scoring code) is logged as the next step of its
+    metric, so MLflow shows the newest and keeps the earlier ones as its history."""
+    run_id = mlflow.active_run().info.run_id
+    uri = mlflow.get_tracking_uri()
+    client = MlflowClient(tracking_uri=uri)
+    with readable_store(uri):
+        held = client.get_run(run_id).data.metrics
+    changed = {k: float(v) for k, v in metrics.items() if k in held and held[k] != float(v)}
+    steps = logged_steps(uri, run_id, list(changed)) if changed else {}
+    by_step: dict[int, dict[str, float]] = {}
+    for k, v in metrics.items():
+        if k not in held:
+            by_step.setdefault(0, {})[k] = float(v)
+        elif k in changed:
+            by_step.setdefault(steps[k] + 1, {})[k] = changed[k]
+    for step, fresh in sorted(by_step.items()):
+        _retry_locked(lambda fresh=fresh, step=step: mlflow.log_metrics(fresh, step=step))
 
 
 def log_run_metrics(client: MlflowClient, run_id: str, metrics: Mapping[str, float], step: int,
