@@ -595,3 +595,52 @@ def test_a_jobs_known_error_is_the_line_snakemake_shows(tmp_path):
         proc.stderr[-3000:])
     log = tmp_path / "results" / "smoke" / "logs" / "sparse_parity" / "eval_neox_K1_seed0.log"
     assert "Traceback" not in log.read_text() and shown[0] in log.read_text().splitlines()
+
+
+def test_one_results_folder_has_one_writer(tmp_path):
+    """Issue 66: two checkouts given one results_dir each ran every job into it (Snakemake's lock
+    is per checkout). A workflow about to run jobs takes results_dir/.lengen-writer; a live
+    holder refuses it in one line naming the holder (exit 2), a dead one's is taken over, and
+    the lock is given back at the end. A dry run takes none."""
+    import json
+    import socket
+
+    from lengen.config import lock
+
+    results = tmp_path / "results" / "smoke"
+    results.mkdir(parents=True)
+    held = {"host": socket.gethostname(), "pid": 1, "checkout": "/elsewhere", "since": "then"}
+    (results / lock.LOCK).write_text(json.dumps(held))  # process 1 lives: a live holder
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
+           str(tmp_path), "results/smoke/sparse_parity/testset.npz", "--cores", "1",
+           "--configfile", str(ROOT / "config" / "smoke.yaml")]  # fmt: skip
+    assert "Nothing to be done" not in snakemake(tmp_path, *cmd[7:], "-n").stdout  # a dry run
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 2
+    [line] = [x for x in proc.stderr.splitlines() if x.startswith("ResultsLocked: ")]
+    assert "process 1, checkout /elsewhere" in line and f"delete {results.relative_to(tmp_path)}" \
+        in line  # fmt: skip
+    assert not (results / "sparse_parity" / "testset.npz").exists()
+    (results / lock.LOCK).write_text(json.dumps({**held, "pid": 2**22 + 12345}))  # gone
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0 and "is gone; this one takes the results folder" in proc.stderr
+    assert (results / "sparse_parity" / "testset.npz").exists()
+    assert not (results / lock.LOCK).exists()  # given back
+
+
+def test_the_results_lock_is_taken_once_and_given_back_only_by_its_holder(tmp_path):
+    import json
+
+    from lengen.config import lock
+
+    assert lock.claim(tmp_path, ".") is None
+    assert lock.claim(tmp_path, ".") is None  # this process's own, again
+    mine = json.loads((tmp_path / lock.LOCK).read_text())
+    other = {**mine, "host": "another-host"}
+    (tmp_path / lock.LOCK).write_text(json.dumps(other))
+    lock.release(tmp_path)  # not ours: kept
+    with pytest.raises(lock.ResultsLocked, match="host another-host"):
+        lock.claim(tmp_path, ".")
+    (tmp_path / lock.LOCK).write_text(json.dumps(mine))
+    lock.release(tmp_path)
+    assert not (tmp_path / lock.LOCK).exists()

@@ -9,10 +9,11 @@ import shlex
 import sys
 
 from lengen import tasks
-from lengen.config import artifacts, figure_jobs, plan
+from lengen.config import artifacts, figure_jobs, lock, plan
 from lengen.config.code import code_hash
 from lengen.config.cluster import too_large
 from lengen.config.config import ConfigError, read_tier, read_yaml, validate
+from lengen.core.cli import EXIT_KNOWN, error_line
 from lengen.core.specs import experiment_name, tracking_uri
 
 for path in {*workflow.configfiles, *workflow.overwrite_configfiles}:
@@ -37,6 +38,11 @@ onstart:
         )  # fmt: skip
         if oversized:
             raise ValueError("the tier's jobs do not fit a node:\n  " + "\n  ".join(oversized))
+    take_results()
+
+
+onerror:
+    give_results()
 
 
 # Every job's shell: Snakemake's strict bash, and a descriptor (3) on Snakemake's own stderr. A
@@ -75,6 +81,26 @@ def force_unfinished(w):
     if UNFINISHED and dag is not None and workflow.is_main_process:
         dag.forcefiles.update(UNFINISHED)
     return []
+
+
+def take_results():
+    """One workflow writes results_dir at a time (lengen.config.lock): taken when jobs are about
+    to run (onstart; a dry run takes none), given back when the run ends (onsuccess, onerror).
+    Another workflow's is refused in one line, naming it."""
+    if not workflow.is_main_process:
+        return
+    try:
+        note = lock.claim(RESULTS, os.getcwd())
+    except lock.ResultsLocked as err:
+        print(error_line(err), file=sys.stderr)
+        sys.exit(EXIT_KNOWN)
+    if note:
+        print(note, file=sys.stderr)
+
+
+def give_results():
+    if workflow.is_main_process:
+        lock.release(RESULTS)
 
 
 to_json = figure_jobs.to_json  # compact JSON for a shell argument (quoted with :q in the rule)

@@ -68,3 +68,4 @@ onsuccess:
             f" --workflow-profile none > {shlex.quote(LOGS)}/html_report.log 2>&1"
             f" || echo 'HTML report failed: see {LOGS}/html_report.log'"
         )
+    give_results()
