@@ -43,4 +43,32 @@ def test_every_rule_that_runs_lengen_code_carries_its_hash():
         for rule in re.split(r"\n(?=rule )", smk.read_text())[1:]:
             entry = re.search(r"(?:python -m|launcher\}) (lengen\.[a-z_.]+)", rule)
             if entry and not entry.group(1).startswith("lengen.train.tracking"):
-                assert f'code=code_hash("{entry.group(1)}")' in rule, f"{smk.name}: {rule[:40]}"
+                assert re.search(rf'code=(lambda w: )?code_hash\("{re.escape(entry.group(1))}"'
+                                 r'(, task=(w\.experiment|"[a-z_]+"))?\)', rule), (
+                    f"{smk.name}: {rule[:40]}")
+
+
+def test_a_task_job_hashes_its_own_task_module_not_the_others(tmp_path):
+    """Issue 66: flipping one label in sparse parity's sample() replanned 74 jobs, the language
+    model's and the generation tasks' trainings among them (the task registry imports every
+    task). A job of one task hashes its own task module (and what it imports), not the others."""
+    root = tmp_path / "lengen"
+    shutil.copytree(ROOT / "src" / "lengen", root)
+    jobs = {(entry, task): lambda e=entry, t=task: code_hash(e, root, task=t)
+            for entry in ("lengen.train.train", "lengen.train.group", "lengen.analysis.evaluate")
+            for task in ("sparse_parity", "parity_scratchpad", "natural_language",
+                         "variable_assignment")}  # fmt: skip
+    before = {k: f() for k, f in jobs.items()}
+    task = root / "tasks" / "sparse_parity.py"
+    text = task.read_text()
+    label = "label = (bits * flagged).sum(axis=1) % 2"
+    assert label in text
+    flipped = text.replace(label, label + " ^ 1")  # the drill's flipped label
+    task.write_text(flipped)
+    changed = {k for k, f in jobs.items() if f() != before[k]}
+    assert changed == {k for k in jobs if k[1] == "sparse_parity"}
+    task.write_text(text)
+    base = root / "tasks" / "base.py"  # shared by the generation tasks: theirs rerun
+    base.write_text(base.read_text() + "\nX = 1\n")
+    assert {k for k, f in jobs.items() if f() != before[k]} >= {
+        k for k in jobs if k[1] in ("parity_scratchpad", "variable_assignment")}

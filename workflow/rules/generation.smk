@@ -35,7 +35,8 @@ if plan.fuse_runs(config) == 1:  # each run alone: its own evaluation
         resources:
             **job_resources("eval"),
         params:
-            code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
+            # reruns when the code it runs changes (its own task's, not the others')
+            code=lambda w: code_hash("lengen.analysis.evaluate", task=w.experiment),
             eval=lambda w: to_json(tasks.variant_section(config[w.experiment], w.variant)["eval"]),
             seed=config["seed"],
             model=lambda w: run_of(w).model(config),
@@ -65,7 +66,8 @@ else:
         resources:
             **job_resources("eval"),
         params:
-            code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
+            # reruns when the code it runs changes (its own task's, not the others')
+            code=lambda w: code_hash("lengen.analysis.evaluate", task=w.experiment),
             eval=lambda w: to_json(tasks.variant_section(config[w.experiment], w.variant)["eval"]),
             seed=config["seed"],
             models=lambda w: " ".join(shlex.quote(run.model(config)) for run in members(w)),

@@ -31,7 +31,8 @@ rule natural_language_corpus:
     resources:
         **job_resources("natural_language_data"),
     params:
-        code=code_hash("lengen.data.corpus"),  # reruns when the code it runs changes
+        # reruns when the code it runs changes (its own task's, not the others')
+        code=code_hash("lengen.data.corpus", task="natural_language"),
         corpus=lambda w: to_json(NL["corpus"]),
         seed=config["seed"],
         out=out_dir,
@@ -56,7 +57,8 @@ rule natural_language_tokens:
     resources:
         **job_resources("natural_language_data"),
     params:
-        code=code_hash("lengen.data.tokens"),  # reruns when the code it runs changes
+        # reruns when the code it runs changes (its own task's, not the others')
+        code=code_hash("lengen.data.tokens", task="natural_language"),
         tokenizer=lambda w: to_json(NL["tokenizer"]),
         source=lambda w: NL["corpus"]["source"],
         max_tokens=lambda w: to_json(NL["max_tokens"]),
@@ -90,7 +92,8 @@ rule natural_language_train:
         gpu=NL_GPUS,  # one node, DeepSpeed across its GPUs
         nodes=1,
     params:
-        code=code_hash("lengen.train.train"),  # reruns when the code it runs changes
+        # reruns when the code it runs changes (its own task's, not the others')
+        code=code_hash("lengen.train.train", task="natural_language"),
         spec=lambda w: to_json(tasks.get("natural_language").train_spec(config, w.which)),
         launcher=launcher(config, NL_GPUS),
         out=out_dir,
@@ -119,7 +122,8 @@ rule natural_language_perplexity:
         **job_resources("natural_language_eval"),
         gpu=min(1, config["runtime"]["gpus_per_job"]),  # one GPU where the tier has them
     params:
-        code=code_hash("lengen.analysis.perplexity"),  # reruns when the code it runs changes
+        # reruns when the code it runs changes (its own task's, not the others')
+        code=code_hash("lengen.analysis.perplexity", task="natural_language"),
         eval=lambda w: to_json(NL["eval"]),
     shell:
         "python -m lengen.analysis.perplexity --short {input.short:q} --long {input.long:q}"
@@ -145,7 +149,8 @@ rule natural_language_window:
         **job_resources("natural_language_eval"),
         gpu=min(1, config["runtime"]["gpus_per_job"]),  # one GPU where the tier has them
     params:
-        code=code_hash("lengen.analysis.perplexity"),  # reruns when the code it runs changes
+        # reruns when the code it runs changes (its own task's, not the others')
+        code=code_hash("lengen.analysis.perplexity", task="natural_language"),
         eval=lambda w: to_json(NL["eval"]),
         window=lambda w: NL["short_context"],
     shell:
@@ -172,7 +177,8 @@ rule natural_language_influence:
         **job_resources("natural_language_eval"),
         gpu=min(1, config["runtime"]["gpus_per_job"]),  # one GPU where the tier has them
     params:
-        code=code_hash("lengen.analysis.influence"),  # reruns when the code it runs changes
+        # reruns when the code it runs changes (its own task's, not the others')
+        code=code_hash("lengen.analysis.influence", task="natural_language"),
         # test sequences follow the perplexity chunks in the held-out split
         influence=lambda w: to_json(
             {

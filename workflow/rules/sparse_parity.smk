@@ -30,7 +30,8 @@ rule sparse_parity_testset:
     resources:
         **job_resources("small"),
     params:
-        code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
+        # reruns when the code it runs changes (its own task's, not the others')
+        code=code_hash("lengen.analysis.evaluate", task="sparse_parity"),
         # Only what the draw depends on: changing eval.batch_size keeps the test set.
         eval=lambda w: to_json(
             {key: SP["eval"][key] for key in ("lengths", "k_test", "n_examples")}
@@ -58,7 +59,8 @@ rule sparse_parity_eval:
     resources:
         **job_resources("eval"),
     params:
-        code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
+        # reruns when the code it runs changes (its own task's, not the others')
+        code=code_hash("lengen.analysis.evaluate", task="sparse_parity"),
         batch_size=SP["eval"]["batch_size"],
         model=f"{SP_DIR}/{{variant}}/K{{K}}/seed{{run}}/model.pt",
     shell:
@@ -90,7 +92,8 @@ rule sparse_parity_attention:
     resources:
         **job_resources("eval"),
     params:
-        code=code_hash("lengen.analysis.attention"),  # reruns when the code it runs changes
+        # reruns when the code it runs changes (its own task's, not the others')
+        code=code_hash("lengen.analysis.attention", task="sparse_parity"),
         model=lambda w: f"{SP_DIR}/{w.variant}/K{SP_ATTENTION['k_train']}/seed0/model.pt",
         lengths=lambda w: " ".join(map(str, SP_ATTENTION["lengths"])),
         k=lambda w: " ".join(map(str, SP_ATTENTION["k_test"])),
@@ -121,7 +124,8 @@ rule sparse_parity_schemes_table:
     resources:
         **job_resources("small"),
     params:
-        code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
+        # reruns when the code it runs changes (its own task's, not the others')
+        code=code_hash("lengen.analysis.evaluate", task="sparse_parity"),
         lengths=eval_lengths("sparse_parity"),  # the grid every table is checked against
     shell:
         "python -m lengen.analysis.evaluate combine --tables {input:q} --lengths {params.lengths:q}"

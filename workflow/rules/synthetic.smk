@@ -31,7 +31,8 @@ rule synthetic_train:
         **job_resources("train"),
         gpu=config["runtime"]["gpus_per_job"],  # read by the SLURM plugin (--gpus)
     params:
-        code=code_hash("lengen.train.train"),  # reruns when the code it runs changes
+        # reruns when the code it runs changes (its own task's, not the others')
+        code=lambda w: code_hash("lengen.train.train", task=w.experiment),
         spec=lambda w: to_json(run_of(w).spec(config)),
         launcher=launcher(config),
         out=out_dir,
@@ -63,7 +64,8 @@ rule synthetic_train_group:
         **job_resources("train"),
         gpu=config["runtime"]["gpus_per_job"],  # read by the SLURM plugin (--gpus)
     params:
-        code=code_hash("lengen.train.group"),  # reruns when the code it runs changes
+        # reruns when the code it runs changes (its own task's, not the others')
+        code=lambda w: code_hash("lengen.train.group", task=w.experiment),
         specs=lambda w: to_json([run.spec(config) for run in members(w)]),
         outs=lambda w: " ".join(shlex.quote(run.folder(config)) for run in members(w)),
     shell:
@@ -93,7 +95,8 @@ rule synthetic_table:
     resources:
         **job_resources("small"),
     params:
-        code=code_hash("lengen.analysis.evaluate"),  # reruns when the code it runs changes
+        # reruns when the code it runs changes (its own task's, not the others')
+        code=lambda w: code_hash("lengen.analysis.evaluate", task=w.experiment),
         lengths=lambda w: eval_lengths(w.experiment),  # the grid every table is checked against
     shell:
         "python -m lengen.analysis.evaluate combine --tables {input:q} --lengths {params.lengths:q}"

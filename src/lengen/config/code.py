@@ -6,7 +6,8 @@ imports, transitively (found by reading the sources' `import` statements, functi
 included, without importing anything: planning a run imports no torch), each as its syntax tree
 with docstrings dropped. A comment, a docstring or a blank line changes no hash; a changed
 statement in any module the job runs changes its rule's params, and Snakemake reruns the job
-(docs/recovery.md).
+(docs/recovery.md). A job of one task (a training, an evaluation) hashes its own task module, not
+the others the task registry imports (`code_hash(entry, task=...)`).
 """
 
 from __future__ import annotations
@@ -45,9 +46,11 @@ def imported(path: Path, root: Path = PACKAGE) -> set[str]:
 
 
 @cache
-def closure(entry: str, root: Path = PACKAGE) -> tuple[Path, ...]:
+def closure(entry: str, root: Path = PACKAGE, skip: frozenset[Path] = frozenset()
+            ) -> tuple[Path, ...]:  # fmt: skip
     """Every lengen source file `python -m <entry>` runs: the entry, what it imports,
-    transitively, and each module's enclosing packages."""
+    transitively, and each module's enclosing packages (but the files in `skip`, and what only
+    they import)."""
     todo, seen = [entry], set()
     while todo:
         name = todo.pop()
@@ -55,10 +58,22 @@ def closure(entry: str, root: Path = PACKAGE) -> tuple[Path, ...]:
         for i in range(2, len(parts) + 1):  # lengen.a.b also runs lengen.a's __init__
             parent = ".".join(parts[:i])
             path = module_file(parent, root)
-            if path is not None and path not in seen:
+            if path is not None and path not in seen and path not in skip:
                 seen.add(path)
                 todo += sorted(imported(path, root))
     return tuple(sorted(seen))
+
+
+def other_tasks(task: str, root: Path = PACKAGE) -> frozenset[Path]:
+    """The task modules a job of `task` (an experiment: lengen.tasks.<task>) never calls: every
+    other tasks/<name>.py that its own module does not import. The task registry imports them
+    all, but a job runs its own task's code (and the shared tasks.base) alone."""
+    if module_file(f"lengen.tasks.{task}", root) is None:
+        raise ValueError(f"no task module lengen.tasks.{task} under {root}")
+    folder = root / "tasks"  # what the task module imports, not through the registry's __init__
+    own = set(closure(f"lengen.tasks.{task}", root, frozenset({folder / "__init__.py"})))
+    return frozenset(p for p in folder.glob("*.py")
+                     if p.stem not in ("__init__", "base") and p not in own)  # fmt: skip
 
 
 def normalized(path: Path) -> str:
@@ -73,10 +88,13 @@ def normalized(path: Path) -> str:
     return ast.dump(tree, annotate_fields=False)
 
 
-def code_hash(entry: str, root: Path = PACKAGE) -> str:
-    """Short hash of the code `python -m <entry>` runs (closure, normalized)."""
+def code_hash(entry: str, root: Path = PACKAGE, task: str | None = None) -> str:
+    """Short hash of the code `python -m <entry>` runs (closure, normalized); for a job of one
+    task (`task`, its experiment), without the other task modules (other_tasks): a change to
+    sparse parity's labels reruns sparse parity's jobs, not the language model's."""
     digest = hashlib.sha256()
-    for path in closure(entry, root):
+    skip = other_tasks(task, root) if task else frozenset()
+    for path in closure(entry, root, skip):
         digest.update(str(path.relative_to(root)).encode())
         digest.update(normalized(path).encode())
     return digest.hexdigest()[:12]
