@@ -473,7 +473,7 @@ def test_window_table_tells_a_model_that_reads_far_tokens_from_one_that_does_not
     assert np.allclose(per["full"], nll, atol=1e-6)
 
 
-def test_lengen_influence_refuses_bad_inputs_in_one_line(tmp_path, capsys):
+def test_lengen_influence_refuses_bad_inputs_in_one_line(tmp_path, capsys, monkeypatch):
     """issue 47's CLI drills: a Latin-1 text, a cut config.json, a cut model.safetensors, token
     ids beyond the vocabulary and a --long-len beyond the model's positions are each one
     argparse error naming the file or argument, never a traceback."""
@@ -528,6 +528,21 @@ def test_lengen_influence_refuses_bad_inputs_in_one_line(tmp_path, capsys):
         cli.main(["influence", "--model", str(good), "--tokens", str(tokens), "--long-len", "24",
                   "--short-len", "12", "--k", "3", "--out", str(tmp_path / "no" / "o.csv")])
     assert f"its folder {tmp_path / 'no'} does not exist" in capsys.readouterr().err
+    # issue 66: a --long-len whose one forward cannot fit the free memory, refused before the work
+    # (it once built every leave-one-out mask at once, 9.3 GiB at 100,000, and died)
+    from lengen.core import device
+
+    monkeypatch.setattr(device, "free_bytes", lambda where: 8 * 2**30)  # any machine: 8 GiB free
+    config.max_position_embeddings = 200_000
+    LlamaForCausalLM(config).save_pretrained(tmp_path / "long")
+    np.random.default_rng(0).integers(0, 50, 200_000).astype(np.uint16).tofile(tokens)
+    with pytest.raises(SystemExit):
+        cli.main(["influence", "--model", str(tmp_path / "long"), "--tokens", str(tokens),
+                  "--long-len", "100000", "--short-len", "12", "--masks-per-pass", "1",
+                  "--n-examples", "1", "--out", str(tmp_path / "o.csv")])  # fmt: skip
+    [line] = capsys.readouterr().err.strip().splitlines()[-1:]
+    assert "--long-len 100000: one forward of 1 masked copies needs at least 46.6 GiB" in line
+    assert "8.0 GiB is free on cpu: lower --long-len or --masks-per-pass" in line
 
 
 def offline_env(tmp_path: Path) -> dict:
@@ -745,19 +760,22 @@ def test_window_table_needs_a_target_beyond_the_window():
 
 
 def test_analyse_passes_its_memory_bound_to_every_forward(model, monkeypatch):
-    """analyse's rows_per_pass (the CLI's memory budget) reaches the leave-one-out pass, the one
-    with Lbar - L - 1 masked copies (the three contexts' pass has 3 rows)."""
+    """analyse's rows_per_pass (the CLI's memory budget) bounds every leave-one-out forward: the
+    Lbar - L - 1 masked copies are made and run at most that many at a time (the three
+    contexts' pass has 3 rows)."""
     seen = []
     original = influence.target_logprob
 
     def spy(model, x, keep, rows_per_pass=None):
-        seen.append(rows_per_pass)
+        seen.append((keep.shape[0], rows_per_pass))
         return original(model, x, keep, rows_per_pass)
 
     monkeypatch.setattr(influence, "target_logprob", spy)
     examples = np.stack([_seq(3).numpy()])
-    influence.analyse({"h_short": model}, examples, SHORT, k=2, rows_per_pass=5)
-    assert seen[0] == 5 and LONG - SHORT - 1 > 5
+    influence.analyse({"h_short": model}, examples, SHORT, k=2, rows_per_pass=4)
+    loo, contexts_pass = seen[:-1], seen[-1]
+    assert LONG - SHORT - 1 > 4 and [rows for rows, _ in loo] == [4, 4, 1]
+    assert contexts_pass[0] == 3
 
 
 def test_a_hugging_face_gpt2_scores_like_its_own_forward_and_non_causal_models_are_refused(
@@ -806,3 +824,20 @@ def test_a_hugging_face_gpt2_scores_like_its_own_forward_and_non_causal_models_a
         what = "GPT2LMHeadModel" if archs else "gpt2"
         with pytest.raises(ValueError, match=rf"^{folder}: {what} {not_causal}"):
             influence.HFCausalLM.from_pretrained(folder)
+
+
+def test_leave_one_out_masks_are_made_a_pass_at_a_time(model):
+    """The leave-one-out masks of one pass (contexts.loo_keep's rows) are the whole set's rows,
+    and loo_logprob over passes of any size equals one forward over every mask."""
+    from lengen.analysis.influence import loo_logprob, target_logprob
+
+    whole = contexts.loo_keep(LONG, SHORT)
+    n_far = LONG - SHORT - 1
+    assert whole.shape == (n_far, LONG - 1)
+    for start, stop in ((0, 3), (3, 7), (n_far - 2, n_far + 5)):
+        np.testing.assert_array_equal(contexts.loo_keep(LONG, SHORT, start, stop),
+                                      whole[start:stop])  # fmt: skip
+    x = _seq(1)
+    want = target_logprob(model, x, torch.as_tensor(whole))
+    for rows in (None, 1, 4, n_far):
+        torch.testing.assert_close(loo_logprob(model, x, SHORT, rows), want)

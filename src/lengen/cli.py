@@ -102,6 +102,27 @@ def _check_fits(args: argparse.Namespace, models: dict, tokens: np.ndarray) -> N
                               f"{positions} positions (max_position_embeddings)")  # fmt: skip
 
 
+def _check_memory(args: argparse.Namespace, models: dict) -> None:
+    """Refuse, before any work, a --long-len whose one forward (--masks-per-pass masked copies,
+    each with its (T x T) attention mask) cannot fit the memory free where the models are."""
+    from lengen.analysis.influence import pass_bytes
+    from lengen.core.device import free_bytes
+
+    n_far = args.long_len - args.short_len - 1
+    rows = min(args.masks_per_pass or n_far, n_far)
+    model = next(iter(models.values()))
+    param = next(model.parameters())
+    need = pass_bytes(args.long_len, rows, param.element_size())
+    free = free_bytes(str(param.device))
+    if free is not None and need > free:
+        args.parser.error(
+            f"--long-len {args.long_len}: one forward of {rows} masked copies needs at least "
+            f"{need / 2**30:.1f} GiB (their {args.long_len - 1} x {args.long_len - 1} attention "
+            f"masks), {free / 2**30:.1f} GiB is free on {param.device}: lower --long-len or "
+            "--masks-per-pass"
+        )
+
+
 def _influence(args: argparse.Namespace) -> None:
     """Eq. (6) leave-one-out on local Hugging Face causal LMs, written as the pipeline's table."""
     import torch
@@ -126,6 +147,7 @@ def _influence(args: argparse.Namespace) -> None:
         tok = AutoTokenizer.from_pretrained(next(iter(args.model)).rpartition("=")[2])
         tokens = np.asarray(tok(text)["input_ids"])
     _check_fits(args, models, tokens)
+    _check_memory(args, models)
     try:
         examples = consecutive_chunks(tokens, args.long_len, args.n_examples)
     except ValueError as err:

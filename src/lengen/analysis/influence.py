@@ -109,6 +109,26 @@ class HFCausalLM(torch.nn.Module):
         return out.last_hidden_state
 
 
+def loo_logprob(model, x: torch.Tensor, short_len: int, rows_per_pass: int | None = None
+                ) -> torch.Tensor:  # fmt: skip
+    """target_logprob with each far token left out in turn (Eq. 6's candidates), (n_far,): the
+    masks made rows_per_pass at a time (None: all at once), never more."""
+    long_len = len(x)
+    n_far = long_len - short_len - 1
+    step = rows_per_pass or n_far
+    parts = []
+    for start in range(0, n_far, step):
+        keep = contexts.loo_keep(long_len, short_len, start, start + step)
+        parts.append(target_logprob(model, x, torch.as_tensor(keep, device=x.device)))
+    return torch.cat(parts)
+
+
+def pass_bytes(long_len: int, rows: int, dtype_bytes: int = 4) -> int:
+    """The memory one forward of `rows` masked copies takes at least: their (T x T) attention
+    masks (T = Lbar - 1), as bool and as the model's additive mask."""
+    return rows * (long_len - 1) ** 2 * (1 + dtype_bytes)
+
+
 def analyse(
     models: dict[str, torch.nn.Module],
     examples: np.ndarray,
@@ -122,15 +142,11 @@ def analyse(
     memory bound for the leave-one-out masks (None: all Lbar - L - 1 in one forward)."""
     long_len = examples.shape[1]
     devices = {name: next(model.parameters()).device for name, model in models.items()}
-    loo = {name: torch.as_tensor(contexts.loo_keep(long_len, short_len), device=device)
-           for name, device in devices.items()}  # fmt: skip
     rows = []
     for i, seq in enumerate(tqdm(examples, desc="leave-one-out", mininterval=5)):
         xs = {name: torch.as_tensor(seq, device=device) for name, device in devices.items()}
         chosen = {
-            name: choose_influential(
-                target_logprob(model, xs[name], loo[name], rows_per_pass), k
-            )
+            name: choose_influential(loo_logprob(model, xs[name], short_len, rows_per_pass), k)
             for name, model in models.items()
         }
         for scored, model in models.items():

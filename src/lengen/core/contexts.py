@@ -7,11 +7,16 @@ from __future__ import annotations
 import numpy as np
 
 
-def loo_keep(long_len: int, short_len: int) -> np.ndarray:
-    """One row per far token j in [Lbar - L - 1]: everything kept but j. (n_far, Lbar - 1)."""
+def loo_keep(long_len: int, short_len: int, start: int = 0, stop: int | None = None
+             ) -> np.ndarray:  # fmt: skip
+    """One row per far token j in [Lbar - L - 1]: everything kept but j. (n_far, Lbar - 1);
+    only rows start..stop - 1 (0-based) when given, so that a long Lbar's masks are made a pass
+    at a time, never all at once."""
     n_far = long_len - short_len - 1
-    keep = np.ones((n_far, long_len - 1), dtype=bool)
-    keep[np.arange(n_far), np.arange(n_far)] = False
+    stop = n_far if stop is None else min(stop, n_far)
+    rows = np.arange(start, stop)
+    keep = np.ones((len(rows), long_len - 1), dtype=bool)
+    keep[np.arange(len(rows)), rows] = False
     return keep
 
 
