@@ -148,6 +148,71 @@ def test_two_processes_share_the_batch(tiny_spec, tmp_path):
     assert any((other[n] - w).abs().max() > 1e-4 for n, w in saved["state_dict"].items())
 
 
+@pytest.mark.slow
+def test_zero_2_over_two_processes_through_the_workflows_launcher_resumes_a_kill_9(tiny_spec,
+                                                                                   tmp_path):
+    """Issue 66: the paper tier's language models train 8-way under ZeRO-2 through the deepspeed
+    launcher; on CPU (gloo) two processes run the very launcher line the workflow writes
+    (lengen.config.plan.launcher, its port apart), with the paper's ZeRO stage and buckets. A
+    kill -9 of the whole job after a checkpoint, then the same command: it resumes (ZeRO-2's
+    optimizer state is split over the ranks) and writes one model.pt, one spec.json and one
+    MLflow run, FINISHED, whose weights equal one process accumulating the same global batch
+    (atol 1e-5, rtol 1e-4: the reduction order differs)."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from mlflow.tracking import MlflowClient
+
+    from lengen.config import plan
+    from lengen.config.config import load
+    from lengen.core.specs import read_ds_config
+
+    from .conftest import ROOT
+
+    paper = load(ROOT / "config" / "paper.yaml")
+    nl = paper["natural_language"]
+    line = plan.launcher(paper, 2)  # the paper's 8 GPUs a job, here 2 processes
+    assert line == "deepspeed --num_gpus 2 --module" and nl["zero_stage"] == 2
+    spec = copy.deepcopy(tiny_spec)
+    spec["train"].update(steps=300, batch_size=8, checkpoint_every=20, log_every=20)
+    spec["runtime"].update(zero_stage=nl["zero_stage"],
+                           ds_config=read_ds_config(ROOT / nl["ds_config"]))  # fmt: skip
+    out = tmp_path / "zero2"
+    first, *rest = line.split()
+    cmd = [first, "--master_port", "29519", *rest, "lengen.train.train", "--spec",
+           json.dumps(spec), "--out", str(out)]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    job = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                           start_new_session=True)  # fmt: skip
+    deadline = time.monotonic() + 240
+    while not list((out / "ckpt").glob("step_[0-9]*")) and job.poll() is None:
+        assert time.monotonic() < deadline, "no checkpoint within 240 s"
+        time.sleep(0.05)
+    assert job.poll() is None, "the job ended before its kill: make it longer"
+    os.killpg(job.pid, signal.SIGKILL)
+    job.wait()
+    assert not (out / "model.pt").exists()
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "resumed from" in done.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["mlflow_run_id", "model.pt", "spec.json"]
+    client = MlflowClient(spec["tracking"]["uri"])
+    exp = client.get_experiment_by_name(spec["tracking"]["experiment"])
+    [run] = client.search_runs([exp.experiment_id])
+    assert run.info.status == "FINISHED" and run.info.run_id == (out / "mlflow_run_id").read_text()
+    saved = torch.load(out / "model.pt", weights_only=True)
+    assert saved["steps_run"] == 300
+    one = copy.deepcopy(spec)
+    one["train"]["micro_batch_size"] = 4  # 1 process x 2 accumulated micro-batches of 4
+    one["runtime"]["zero_stage"] = 0
+    one["runtime"].pop("ds_config")
+    single = torch.load(train(one, tmp_path / "one"), weights_only=True)["state_dict"]
+    for name, w in saved["state_dict"].items():
+        torch.testing.assert_close(w, single[name], atol=1e-5, rtol=1e-4, msg=name)
+
+
 def test_early_stop_ends_training_at_target_and_records_it(tiny_spec, tmp_path, monkeypatch):
     """train.early_stop: a task learned by step ~40 stops at the first check run of `patience`
     passing checks, and model.pt records the steps run and the reason; without the key it runs

@@ -106,13 +106,7 @@ def give_results():
 to_json = figure_jobs.to_json  # compact JSON for a shell argument (quoted with :q in the rule)
 
 
-def launcher(cfg, gpus=None):
-    """`python -m` for one process; the deepspeed launcher for several GPUs per job (the
-    runtime's gpus_per_job unless a section sets its own)."""
-    gpus = gpus or cfg["runtime"]["gpus_per_job"]
-    if cfg["runtime"]["device"] == "cuda" and gpus > 1:
-        return f"deepspeed --num_gpus {gpus} --module"
-    return "python -m"  # the interpreter of the active environment (envs/lengen.yaml)
+launcher = plan.launcher  # a training job's `python -m` or the deepspeed launcher
 
 
 def job_resources(kind):

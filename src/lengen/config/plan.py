@@ -184,6 +184,16 @@ def group_jobs(cfg: dict) -> dict[str, int]:
     return {"synthetic_train_group": count} if count else {}
 
 
+def launcher(cfg: dict, gpus: int | None = None) -> str:
+    """What a training job's command starts its module with: `python -m` for one process, the
+    deepspeed launcher for several GPUs per job (the runtime's gpus_per_job unless a section sets
+    its own, as natural_language.gpus_per_job does). tests/test_train.py runs this very line."""
+    gpus = gpus or cfg["runtime"]["gpus_per_job"]
+    if cfg["runtime"]["device"] == "cuda" and gpus > 1:
+        return f"deepspeed --num_gpus {gpus} --module"
+    return "python -m"  # the interpreter of the active environment (envs/lengen.yaml)
+
+
 def training_jobs(cfg: dict) -> dict[str, list[str]]:
     """Each synthetic training job's output (a run's model.pt, or its fused group's `done`
     marker) -> the folders of the runs it trains."""
