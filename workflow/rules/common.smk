@@ -14,6 +14,7 @@ from lengen.config.code import code_hash
 from lengen.config.cluster import too_large
 from lengen.config.config import ConfigError, read_tier, read_yaml, validate
 from lengen.core.cli import EXIT_KNOWN, error_line
+from lengen.core.floats import portable
 from lengen.core.specs import experiment_name, tracking_uri
 
 for path in {*workflow.configfiles, *workflow.overwrite_configfiles}:
@@ -43,6 +44,13 @@ onstart:
 
 onerror:
     give_results()
+
+
+# A CPU tier's jobs run with the CPU kernels pinned to AVX2, as the references were made
+# (lengen.core.floats: AVX-512 kernels round differently), so a run on any x86-64 machine equals
+# the committed reference to the last bit. Every job inherits this process's environment.
+if config["runtime"]["device"] == "cpu":
+    os.environ.update(portable())
 
 
 # Every job's shell: Snakemake's strict bash, and a descriptor (3) on Snakemake's own stderr. A

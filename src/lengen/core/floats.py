@@ -11,8 +11,11 @@ exactly on any of them; elsewhere (ARM) the settings do nothing.
 
     eval "$(python -m lengen.core.floats)"    # then run, or refresh a reference
 
-No workflow job imports this module: it sets the float environment a reference run is made in
-(tools/reference_run.sh, the slow tests that compare with reference/smoke), before any job starts.
+The workflow sets it for every job of a CPU tier (workflow/rules/common.smk), so a run following
+README reproduces the reference as it promises; tools/reference_run.sh sets it too (for the
+commands it runs beside the workflow), and the `eval` line above is for tools run by hand
+(python -m lengen.report.rejudge). No job imports this module: the environment must be set
+before torch and numpy load.
 """
 
 from __future__ import annotations
