@@ -185,6 +185,8 @@ def read_eval_table(path: Path, lengths: dict[str, list[int]] | None = None) -> 
     with `lengths` (variant -> the config's eval lengths for its models), scored at exactly the
     lengths the config asks for (a table that lost its last rows fails here, also alone)."""
     fix = f"delete {path} and rerun its eval rule"
+    if not Path(path).is_file():  # nothing to delete: say what makes it
+        raise TableError(f"{path}: missing; its eval rule makes it (snakemake {path})")
     try:
         table = pd.read_csv(path, dtype=provenance.DTYPES)
     except Exception as err:  # noqa: BLE001 - empty file, bad quoting

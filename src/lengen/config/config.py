@@ -11,7 +11,7 @@ import yaml
 
 from lengen import tasks
 from lengen.config import artifacts, plan
-from lengen.core.cli import KnownError, one_line_errors
+from lengen.core.cli import EXIT_KNOWN, KnownError, one_line_errors
 from lengen.core.positions import get_scheme, scheme_names
 from lengen.core.specs import bf16_section, ds_config_clashes, ds_config_unknown, read_ds_config
 from lengen.tasks import natural_language
@@ -55,6 +55,10 @@ def read_yaml(path: str | Path):
     try:
         with open(path, encoding="utf-8") as f:
             return yaml.load(f, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as err:
+        what = {FileNotFoundError: "no such file", IsADirectoryError: "a folder, not a file",
+                PermissionError: "not readable (permissions)"}[type(err)]  # fmt: skip
+        raise ConfigError(f"{path}: {what}; a config is a YAML file (config/<tier>.yaml)") from None
     except UnicodeDecodeError as err:
         raise ConfigError(
             f"{path}: not a UTF-8 text file (byte {err.start}: {err.reason}); a config is YAML"
@@ -413,8 +417,8 @@ def load(path: str | Path) -> dict:
 
 @one_line_errors
 def main(argv: list[str] | None = None) -> None:
-    """CLI: python -m lengen.config.config FILE... checks config files before a run (exit 1 on
-    error)."""
+    """CLI: python -m lengen.config.config FILE... checks config files before a run (exit 2 on
+    error, as every tool's known error)."""
     import argparse
     import sys
 
@@ -429,7 +433,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{path}: {err}" if isinstance(err, OSError) else str(err), file=sys.stderr)
             failed = True
     if failed:
-        raise SystemExit(1)
+        raise SystemExit(EXIT_KNOWN)
 
 
 if __name__ == "__main__":

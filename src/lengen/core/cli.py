@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import json
 import os
 import sys
 
@@ -58,3 +59,16 @@ def one_line_errors(main):
             raise SystemExit(EXIT_KNOWN) from None
 
     return wrapped
+
+
+def json_object(text: str) -> dict:
+    """An argparse `type` for an argument that is a JSON object (a config slice the workflow
+    passes): parsed, or argparse's one-line error saying what is wrong with it."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise argparse.ArgumentTypeError(f"not JSON ({err.msg} at character {err.pos}): "
+                                         f"{text[:80]!r}") from None  # fmt: skip
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"not a JSON object ({{...}}): {text[:80]!r}")
+    return value

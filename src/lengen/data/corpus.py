@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 
-from lengen.core.cli import command_parser, one_line_errors
+from lengen.core.cli import command_parser, json_object, one_line_errors
 
 SPLITS = ("train", "validation")
 FORMATS = ("html", "text", "fortune")
@@ -335,12 +335,16 @@ def main(argv: list[str] | None = None) -> None:
     """CLI: python -m lengen.data.corpus --corpus JSON --seed S --out DIR (writes
     DIR/sources.json)."""
     parser = command_parser(__spec__, __doc__)
-    parser.add_argument("--corpus", required=True, help="JSON of natural_language.corpus")
+    parser.add_argument("--corpus", required=True, type=json_object,
+                        help="JSON of natural_language.corpus")  # fmt: skip
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    cfg = json.loads(args.corpus)
-    if args.out.exists():
+    cfg = args.corpus
+    if args.out.exists():  # a corpus this tool wrote (sources.json), or nothing: never else
+        if any(args.out.iterdir()) and not (args.out / "sources.json").exists():
+            parser.error(f"--out {args.out}: a folder this tool did not write (no sources.json); "
+                         "it is replaced whole, so name a new or empty one")  # fmt: skip
         shutil.rmtree(args.out)
     if cfg["source"] == "debian":
         manifest = build_from_debian(cfg, args.out, args.seed)

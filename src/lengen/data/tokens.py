@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from lengen.core.cli import KnownError, command_parser, one_line_errors
+from lengen.core.cli import KnownError, command_parser, json_object, one_line_errors
 from lengen.data import corpus
 
 MISTRAL_WHEEL = "mistral-common==1.13.1"
@@ -184,17 +184,19 @@ def consecutive_chunks(tokens: np.ndarray, size: int, n: int, offset: int = 0) -
 def main(argv: list[str] | None = None) -> None:
     """CLI: tokenizer + train.bin + validation.bin + meta.json under --out."""
     parser = command_parser(__spec__, __doc__)
-    parser.add_argument("--tokenizer", required=True, help="JSON of natural_language.tokenizer")
+    parser.add_argument("--tokenizer", required=True, type=json_object,
+                        help="JSON of natural_language.tokenizer")  # fmt: skip
     parser.add_argument("--source", required=True, help="corpus source (debian|c4_dir|c4_hub)")
     parser.add_argument("--corpus-dir", type=Path, required=True)
-    parser.add_argument("--max-tokens", required=True, help='JSON {"train": N, "validation": M}')
+    parser.add_argument("--max-tokens", required=True, type=json_object,
+                        help='JSON {"train": N, "validation": M}')  # fmt: skip
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    tok_cfg = json.loads(args.tokenizer)
+    tok_cfg = args.tokenizer
     train_texts = corpus.read_documents(args.source, "train", args.corpus_dir)
     tok = prepare_tokenizer(tok_cfg, args.out / "tokenizer", train_texts)
-    budget = json.loads(args.max_tokens)
+    budget = args.max_tokens
     counts = {}
     for split in corpus.SPLITS:
         texts = corpus.read_documents(args.source, split, args.corpus_dir)

@@ -16,7 +16,7 @@ thresholds, each written next to its claim.
 
 from __future__ import annotations
 
-import json
+import argparse
 import math
 import os
 import textwrap
@@ -27,7 +27,7 @@ import pandas as pd
 from lengen.config import artifacts
 from lengen.config.config import layer_params, load
 from lengen.core import provenance
-from lengen.core.cli import command_parser, one_line_errors
+from lengen.core.cli import command_parser, json_object, one_line_errors
 from lengen.report import effects, reference, rules
 from lengen.report.claims import (  # claims: the rows, as tests and tools read them here
     MODULES,
@@ -412,7 +412,10 @@ def main(argv: list[str] | None = None) -> None:
         whole = load(args.config)
         cfg, figures = artifacts.report_config(whole), figures or artifacts.report_figures(whole)
     else:
-        cfg = json.loads(args.config)
+        try:
+            cfg = json_object(args.config)
+        except argparse.ArgumentTypeError as err:
+            parser.error(f"--config: neither a file nor the JSON of a report slice ({err})")
     paths = None if args.table is None else dict(t.split("=", 1) for t in args.table)
     write_report(cfg, args.out, paths, args.reference, args.reference_label, figures)
 
