@@ -97,3 +97,71 @@ def argparse_namespace(args, **more):
     import argparse
 
     return argparse.Namespace(**vars(args), **more)
+
+
+GEOMETRY = """<script>
+window.addEventListener("load", () => setTimeout(() => {
+  const box = document.querySelector("div.prose") || document.body;
+  const title = box.querySelector("h1");
+  let minTop = Infinity;
+  for (const el of box.querySelectorAll("*")) {
+    const r = el.getBoundingClientRect();
+    if (r.height > 0) minTop = Math.min(minTop, r.top + window.scrollY);
+  }
+  const tables = [...box.querySelectorAll("table")].map(t => t.getBoundingClientRect().width);
+  document.body.setAttribute("data-geometry", JSON.stringify({
+    width: window.innerWidth, height: window.innerHeight,
+    title: title ? title.textContent : null,
+    titleTop: title ? title.getBoundingClientRect().top : null,
+    minTop: minTop, box: box.getBoundingClientRect().width,
+    tables: tables.length, narrowestTable: tables.length ? Math.min(...tables) : 0}));
+}, 1000));
+</script>"""
+
+
+def browser() -> str | None:
+    """A Chromium on PATH (Debian: apt-get install chromium), else None; where CI says a browser
+    is required (LENGEN_REQUIRE_BROWSER, .ci/run installs one), its absence fails."""
+    import os
+    import shutil
+
+    found = next(filter(None, map(shutil.which, ("chromium", "chromium-browser",
+                                                 "google-chrome"))), None)  # fmt: skip
+    if found is None and os.environ.get("LENGEN_REQUIRE_BROWSER"):
+        raise AssertionError("LENGEN_REQUIRE_BROWSER is set but no Chromium is on PATH")
+    return found
+
+
+def page_geometry(page: Path, width: int, height: int, tmp: Path) -> dict:
+    """What a reader of `page` sees in headless Chromium at width x height, scroll 0: the first
+    h1 of its content (div.prose, Snakemake's report; else the body) and its top, the highest
+    content's top (negative: above the top of the page, out of reach), the content's width,
+    its tables' count and the narrowest one's width."""
+    import json
+    import re
+    import subprocess
+
+    html = page.read_text()
+    end = html.rfind("</body>")
+    probe = tmp / f"probe_{width}x{height}_{page.name}"
+    probe.write_text(html[:end] + GEOMETRY + html[end:])
+    flags = [browser(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+             f"--window-size={width},{height}", "--virtual-time-budget=10000"]  # fmt: skip
+    dom = subprocess.run([*flags, "--dump-dom", probe.as_uri()], capture_output=True, text=True,
+                         timeout=180).stdout  # fmt: skip
+    found = re.search(r'data-geometry="([^"]*)"', dom)
+    assert found, f"{page}: the geometry probe did not run"
+    return json.loads(found[1].replace("&quot;", '"').replace("&amp;", "&"))
+
+
+def assert_opens_on_its_title(page: Path, tmp: Path, title: str) -> None:
+    """At two window sizes the page opens on its title: visible at scroll 0, nothing above the
+    top, and its tables as wide as its content (issue 65: report.html opened 7,827 px down,
+    its tables in a 512 px column)."""
+    for width, height in ((1400, 1000), (800, 600)):
+        g = page_geometry(page, width, height, tmp)
+        where = f"{page.name} at {width}x{height}: {g}"
+        assert g["title"] and title in g["title"], where
+        assert 0 <= g["titleTop"] < g["height"] / 2 and g["minTop"] >= 0, where
+        assert g["tables"] > 0 and g["narrowestTable"] >= 0.95 * g["box"], where
+        assert g["box"] >= 0.6 * width, where

@@ -353,6 +353,11 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     assert "a plumbing check, not a test of the paper" in html
     # its parameters name the MLflow store from the working directory, not this machine's root
     assert "sqlite:///results/smoke/mlflow.db" in html and "sqlite:////" not in html
+    # ...and in a real browser it opens on its title, its tables the page's width (issue 65)
+    from .helpers import assert_opens_on_its_title, browser
+
+    if browser() is not None:
+        assert_opens_on_its_title(rep / "report.html", tmp_path, "a plumbing check")
     for csv in (rep).glob("*.csv"):
         assert set(provenance.COLUMNS) <= set(pd.read_csv(csv).columns), csv
     for png in (rep).glob("*.png"):

@@ -55,6 +55,9 @@ rule report:
         " > {log:q} 2>&1"
 
 
+REPORT_STYLE = os.path.join(os.path.dirname(workflow.main_snakefile), "workflow/report/style.css")
+
+
 onsuccess:
     # `snakemake --report` needs every report() output, so only once REPORT.md (which depends on
     # all of them) exists; it reads the run's metadata, hence --nolock inside this run.
@@ -65,6 +68,7 @@ onsuccess:
         shell(
             f"{sys.executable} -m snakemake -s {shlex.quote(workflow.main_snakefile)}"
             f" --configfile {shlex.quote(used)} --report {shlex.quote(HTML_REPORT)} --nolock"
+            f" --report-stylesheet {shlex.quote(REPORT_STYLE)}"
             f" --workflow-profile none > {shlex.quote(LOGS)}/html_report.log 2>&1"
             f" || echo 'HTML report failed: see {LOGS}/html_report.log'"
         )

@@ -362,7 +362,8 @@ def write_report(
 PAGE = """<div class="lengen-report">
 <style>
 .lengen-report {{ font-family: sans-serif; font-size: 14px; line-height: 1.4; max-width: 1400px; }}
-.lengen-report table {{ border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 12px; }}
+.lengen-report table {{ border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 12px;
+  width: 100%; }}
 .lengen-report th, .lengen-report td {{ border: 1px solid #ccc; padding: 3px 6px;
   vertical-align: top; text-align: left; }}
 .lengen-report th {{ background: #f0f0f0; }}
