@@ -1167,3 +1167,14 @@ def test_every_experimental_verdict_states_the_scale_it_holds_at():
     experimental = rows[rows.id.str.match(r"(SP|PS|NL)-")]  # the tier runs no VA
     assert experimental.scale.notna().all()
     assert rows[rows.id.str.startswith("TH")].scale.isna().all()
+
+
+def test_a_shortened_reason_ends_at_a_clause_never_mid_number():
+    """README's verdict block once cut "slope 0.699 [0.564, 0.86" (issue 65): a long reason is
+    shortened at its last whole clause within the limit."""
+    from lengen.report.report import shortened
+
+    reason = "gains nothing: mean -0.134 (95% CI -0.199 to -0.073); slope 0.699 [0.564, 0.866]"
+    assert shortened(reason, 60) == "gains nothing: mean -0.134 (95% CI -0.199 to -0.073); ..."
+    assert shortened(reason, 200) == reason
+    assert shortened("one clause far too long for it", 12) == "one clause ..."

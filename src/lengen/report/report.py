@@ -193,12 +193,27 @@ def summary(rows: pd.DataFrame) -> str:
         first = sub[sub.verdict == s.verdict].iloc[0]  # combined() picks a sub-row's verdict
         measured = first["measured"]
         if measured == "-":  # not testable / not run: the reason, shortened
-            measured = first["measured as"].split("not testable: ")[-1][:160]
+            measured = shortened(first["measured as"].split("not testable: ")[-1])
         paper = RULES[s.sentence].paper if s.sentence in RULES else first["paper"]
         at = first.get("scale")  # "" or NaN (read back from a CSV) where it has none
         lines.append(f"| {s.sentence} | {paper} | {s.verdict} | {first['id']} | {measured} | "
                      f"{at if isinstance(at, str) and at else '-'} |")  # fmt: skip
     return "\n".join(lines)
+
+
+def shortened(text: str, limit: int = 160) -> str:
+    """`text` cut to at most `limit` characters at a clause (`; `), never inside one (a number
+    cut mid-way reads as another number); a first clause longer than that, at a word, with
+    an ellipsis."""
+    kept = ""
+    for clause in text.split("; "):
+        longer = f"{kept}; {clause}" if kept else clause
+        if len(longer) > limit:
+            break
+        kept = longer
+    if kept:
+        return kept if kept == text else kept + "; ..."
+    return text[:limit].rsplit(" ", 1)[0] + " ..."
 
 
 PLUMBING = "no: plumbing tier"  # the counted column of a tier that cannot test the paper
