@@ -89,3 +89,50 @@ def test_the_theory_figure_ticks_are_the_tested_lengths(tmp_path):
     ticks = {float(t) for ax in kept[0].axes for t in ax.get_xticks()}
     assert ticks == set(table["Lbar"].astype(float))
     close("all")
+
+
+def _in_view(axis, lim):
+    lo, hi = sorted(lim)
+    return [t for t in axis.get_majorticklocs() if lo <= t <= hi]
+
+
+def test_the_attention_figure_keeps_equal_lines_apart_and_counts_m_in_whole_numbers(drawn,
+                                                                                   tmp_path):
+    """Issue 65: L0H0's line lay hidden under L0H1's, 2l = 8's under 2l = 24's; the m axis was
+    ticked every 0.5 and the K_train marker stood at K_train + 0.5. Each head and each length now
+    has its own dashes and markers, m is ticked at whole numbers, the marker at m = K_train."""
+    table = pd.read_csv(SMOKE / "sparse_parity_attention_neox.csv")
+    k_train = 2
+    figures.attention_figure(table, k_train, "Attention", tmp_path / "a.png")
+    fig = drawn[0]
+    for ax in fig.axes[:3]:
+        drawn_lines = [ln for ln in ax.get_lines() if len(ln.get_xdata()) > 1]
+        looks = {(ln.get_linestyle(), str(ln.get_dashes() if hasattr(ln, "get_dashes") else ""),
+                  ln.get_marker()) for ln in drawn_lines}  # fmt: skip
+        assert len(looks) == len(drawn_lines) > 1, ax.get_title()
+    for ax in fig.axes[2:]:
+        assert all(float(t).is_integer() for t in _in_view(ax.xaxis, ax.get_xlim()))
+        markers = [ln.get_xdata()[0] for ln in ax.get_lines() if ln.get_linestyle() == "--"
+                   and len(set(ln.get_xdata())) == 1]  # fmt: skip
+        assert markers == [k_train] and f"K_train = {k_train}" in ax.get_xlabel()
+
+
+def test_length_ticks_are_whole_numbers(drawn, tmp_path):
+    """The schemes figure ticked its lengths at 7.5, 12.5, ... (issue 65)."""
+    table = pd.read_csv(SMOKE / "sparse_parity_schemes.csv")
+    figures.sparse_parity_figure(table, "Schemes", tmp_path / "f.png", {}, (8, 12))
+    for ax in drawn[0].axes:
+        ticks = _in_view(ax.xaxis, ax.get_xlim())
+        assert ticks and all(float(t).is_integer() for t in ticks), ticks
+
+
+def test_a_one_panel_figures_title_is_no_wider_than_the_figure(drawn, tmp_path):
+    """Fig. 4 (one panel) had a title wider than its plot (issue 65): it is wrapped."""
+    table = pd.read_csv(SMOKE / "influence_loo.csv")
+    title = ("Fig. 4: leave-one-out influential tokens (Eq. 6), k = 5, h_short, the default tier, "
+             "1,000 held-out sequences")  # as long as the tiers' titles get
+    figures.influence_figure(table, "fig4", title, tmp_path / "f.png", {})
+    fig = drawn[0]
+    fig.canvas.draw()
+    box = fig._suptitle.get_window_extent(fig.canvas.get_renderer())
+    assert box.width <= fig.bbox.width and "\n" in fig._suptitle.get_text()

@@ -48,6 +48,14 @@ def _pyplot():
 DEFAULT_STYLE = {"context": "paper", "height": 3.0, "aspect": 1.15, "dpi": 150}
 
 
+def wrapped(title: str, fig) -> str:
+    """A suptitle broken into lines no wider than the figure (about 9 characters an inch at
+    matplotlib's default title size)."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(title, max(20, int(fig.get_figwidth() * 9))))
+
+
 def _save(fig, out: Path, dpi: int, metadata: dict | None) -> None:
     """Write a figure (provenance in the PNG's metadata) and free it."""
     plt, _ = _pyplot()
@@ -89,6 +97,8 @@ def sparse_parity_figure(
     """Accuracy vs test length 2l, a line per k_test, a panel per K_train (Figs. 1, 7), a row
     per model variant (labelled by `labels`); training lengths shaded, chance (0.5) dotted."""
     plt, sns = _pyplot()
+    from matplotlib.ticker import MaxNLocator
+
     style = {**DEFAULT_STYLE, **style}
     sns.set_theme(context=style["context"], style="whitegrid")
     table = table.rename(columns={"length": "test length 2l", "k_test": "k_test"})
@@ -122,6 +132,7 @@ def sparse_parity_figure(
         # bootstrap over 3 rows (seaborn's "ci") is roughly that range, and reads as more
         # (issue 64); the report's intervals are in REPORT.md
         errorbar=("pi", 100),
+        err_kws={"alpha": 0.12},  # light: the bands of several k_test overlap (issue 65)
         kind="line",
         marker="o",
         palette="viridis",
@@ -135,6 +146,7 @@ def sparse_parity_figure(
         grid.set_titles("{row_name}\nK_train = {col_name}")
     grid.set(ylim=(-0.02, 1.02))  # below-chance accuracy happens (systematic miscounts)
     for ax in grid.axes.flat:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # lengths are whole (not 7.5)
         ax.axhline(0.5, color="grey", lw=0.8, ls=":")
         if train_range:
             ax.axvspan(*train_range, color="grey", alpha=0.15, lw=0)
@@ -380,7 +392,7 @@ def influence_figure(
         ax.set_xlabel("L_short - L_long", labelpad=2)
         ax.set_ylabel("L_short - L_short,sparse")
         ax.xaxis.get_offset_text().set_fontsize(7)  # the shared exponent, clear of the label
-    fig_.suptitle(title, y=1.02)
+    fig_.suptitle(wrapped(title, fig_), y=1.02)  # never wider than the panels (issue 65)
     fig_.tight_layout()
     _save(fig_, out, style["dpi"], metadata)
 
@@ -510,6 +522,8 @@ def attention_figure(
     tested, accuracy by m there (SP-2: does the model fail at unseen k, or only at counts m it
     never saw?)."""
     plt, sns = _pyplot()
+    from matplotlib.ticker import MaxNLocator
+
     from lengen.analysis.attention import selectivity
 
     mass = table[table["table"] == "attention_mass"]
@@ -523,24 +537,27 @@ def attention_figure(
     fig, axes = plt.subplots(1, 3 + bool(above), figsize=(13 + 4.3 * bool(above), 3.4))
     flagged = m[m["category"].isin(["flagged_j", "flagged_bit"])]
     flagged = flagged.groupby(["length", "head"], as_index=False)["mass"].sum()
-    sns.lineplot(data=flagged, x="length", y="mass", hue="head", marker="o", ax=axes[0])
+    # each head its own dashes and markers: equal values draw one line over another (issue 65)
+    lines = {"hue": "head", "style": "head", "markers": True, "dashes": True, "alpha": 0.85}
+    sns.lineplot(data=flagged, x="length", y="mass", ax=axes[0], **lines)
     axes[0].legend(fontsize=6, ncols=2, title="layer, head")
     axes[0].set(title=f"mass on the 2k flagged tokens (k_test={k})", xlabel="test length 2l")
     sel = selectivity(m, k)
-    sns.lineplot(data=sel, x="length", y="log_ratio", hue="head", marker="o", ax=axes[1],
-                 legend=False)  # fmt: skip
+    sns.lineplot(data=sel, x="length", y="log_ratio", ax=axes[1], legend=False, **lines)
     axes[1].set(title="selectivity: log(weight per flagged / unflagged token)",
                 xlabel="test length 2l", ylabel="log ratio")  # fmt: skip
     lengths = [str(x) for x in sorted(by_ones["length"].unique())]  # one colour per length
     for ax, kk in zip(axes[2:], [k, *above[-1:]], strict=False):
         b = by_ones[by_ones["k_test"] == kk].copy()
         b["2l"] = b["length"].astype(str)  # categorical hue: one colour per tested length
-        sns.lineplot(data=b, x="ones", y="accuracy", hue="2l", marker="o", palette="rocket_r",
-                     hue_order=lengths, ax=ax, legend=ax is axes[2])  # fmt: skip
+        sns.lineplot(data=b, x="ones", y="accuracy", hue="2l", style="2l", markers=True,
+                     dashes=True, palette="rocket_r", hue_order=lengths, style_order=lengths,
+                     alpha=0.85, ax=ax, legend=ax is axes[2])  # fmt: skip
         ax.axhline(0.5, color="grey", lw=0.8, ls=":")
-        ax.axvline(k_train + 0.5, color="grey", lw=0.8, ls="--")
-        ax.set(title=f"accuracy by m flagged ones, k_test={kk}", xlabel="m (dashed: K_train)",
-               ylim=(-0.02, 1.02))  # fmt: skip
+        ax.axvline(k_train, color="grey", lw=0.8, ls="--")  # m = K_train itself
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # m counts: whole numbers
+        ax.set(title=f"accuracy by m flagged ones, k_test={kk}",
+               xlabel=f"m (dashed: m = K_train = {k_train})", ylim=(-0.02, 1.02))  # fmt: skip
     for ax in axes[:2]:
         ax.set_xscale("log")
         ax.set_xticks(sorted(m["length"].unique()), labels=sorted(m["length"].unique()))
