@@ -136,3 +136,37 @@ def test_a_one_panel_figures_title_is_no_wider_than_the_figure(drawn, tmp_path):
     fig.canvas.draw()
     box = fig._suptitle.get_window_extent(fig.canvas.get_renderer())
     assert box.width <= fig.bbox.width and "\n" in fig._suptitle.get_text()
+
+
+def test_a_figures_mlflow_run_holds_what_drew_it_and_a_rerun_replaces_it(tmp_path):
+    """Issue 65: figure runs logged no parameter, and a rerun left a second run of the same
+    name that could not be told apart. Its run now holds what was drawn as params and the PNG's
+    provenance as tags; a rerun's run names the run it replaces and what changed, and the old
+    one is deleted (restorable)."""
+    from mlflow.tracking import MlflowClient
+
+    from lengen.core import tracking
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracking.prepare_store(uri, ["figs"])
+    table = SMOKE / "theory_table.csv"
+    argv = ["theory", "--tables", str(table), "--out", str(tmp_path / "theory.png"),
+            "--tracking-uri", uri, "--experiment", "figs"]  # fmt: skip
+    figures.main(argv)
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name("figs")
+    [first] = client.search_runs([exp.experiment_id])
+    assert first.info.run_name == "figure/theory"
+    assert first.data.params["figure"] == "theory" and "inputs" in first.data.params
+    assert {"config_hash", "git_commit", "versions", "input_config_hashes"} <= set(
+        first.data.tags)
+    figures.main(argv)  # the same again
+    figures.main([*argv, "--title", "Theory, retitled"])  # a changed setting
+    runs = client.search_runs([exp.experiment_id])
+    assert len(runs) == 1  # one live run per figure
+    [last] = runs
+    assert last.data.tags["changed"] == "title" and last.data.params["title"] == "Theory, retitled"
+    second = last.data.tags["replaces"]
+    assert client.get_run(second).data.tags["changed"].startswith("nothing")
+    assert client.get_run(second).data.tags["replaces"] == first.info.run_id
+    assert client.get_run(first.info.run_id).info.lifecycle_stage == "deleted"

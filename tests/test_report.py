@@ -1178,3 +1178,35 @@ def test_a_shortened_reason_ends_at_a_clause_never_mid_number():
     assert shortened(reason, 60) == "gains nothing: mean -0.134 (95% CI -0.199 to -0.073); ..."
     assert shortened(reason, 200) == reason
     assert shortened("one clause far too long for it", 12) == "one clause ..."
+
+
+def test_the_report_run_holds_the_report_and_every_tidy_table(tmp_path, smoke_config):
+    """Issue 65: REPORT.md, verdicts.csv and the tidy tables (influence_loo.csv,
+    table1_window_nll.csv, the attention tables) were tracked nowhere. The report rule's run,
+    `report/REPORT`, holds them as artifacts, the report's config slice as params and its
+    provenance as tags; a rerun replaces it."""
+    import json
+
+    from mlflow.tracking import MlflowClient
+
+    from lengen.config import artifacts
+
+    smoke = ROOT / "reference" / "smoke"
+    sliced = artifacts.report_config(smoke_config)
+    names = artifacts.report_tables(smoke_config)
+    table = [f"{name}={smoke / path.rsplit('/', 1)[-1]}" for name, path in names.items()]
+    attached = [smoke / "sparse_parity_attention_neox.csv"]
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    argv = ["--config", json.dumps(sliced), "--table", *table, "--out", str(tmp_path / "REPORT.md"),
+            "--tracking-uri", uri, "--experiment", "lengen-smoke/report",
+            "--attach", *map(str, attached)]  # fmt: skip
+    report.main(argv)
+    report.main(argv)
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name("lengen-smoke/report")
+    [run] = client.search_runs([exp.experiment_id])
+    held = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"REPORT.md", "REPORT.html", "verdicts.csv", "influence_loo.csv",
+            "table1_window_nll.csv", "sparse_parity_attention_neox.csv"} <= held  # fmt: skip
+    assert run.data.params["tier"] == "smoke" and "git_commit" in run.data.tags
+    assert run.data.tags["changed"].startswith("nothing")  # the rerun replaced the first

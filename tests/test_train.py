@@ -90,6 +90,11 @@ def test_mlflow_run_has_params_and_loss_curve(tiny_spec, tmp_path):
 
     assert run.data.tags["model_sha256"] == file_sha256(out / "model.pt")
     assert run.data.tags["model_path"] == str((out / "model.pt").resolve())
+    # the model file is a registered model's version (issue 65): its source the file, not a copy
+    [version] = client.search_model_versions(f"run_id='{run.info.run_id}'")
+    assert version.source == str((out / "model.pt").resolve())
+    assert version.tags["model_sha256"] == run.data.tags["model_sha256"]
+    assert run.data.tags["model_version"] == str(version.version) == "1"
     results_dir = spec["tracking"]["uri"].removeprefix("sqlite:///").rsplit("/", 1)[0]
     assert run.info.artifact_uri.startswith(f"file://{results_dir}/mlartifacts/")
 
@@ -427,6 +432,13 @@ def test_a_changed_seed_keeps_the_old_model_beside_its_run(tiny_spec, tmp_path):
     client = MlflowClient(tracking_uri=tiny_spec["tracking"]["uri"])
     assert client.get_run(old_id).data.tags["model_path"] == str((kept / "model.pt").resolve())
     assert (out / "mlflow_run_id").read_text() != old_id  # the new spec's own run
+    # each model file a version of the run's registered model; the moved one says where it went
+    from lengen.core.tracking import model_name
+
+    name = model_name(tiny_spec["tracking"]["experiment"], parse_spec(tiny_spec).run_name)
+    versions = {v.run_id: v for v in client.search_model_versions(f"name='{name}'")}
+    assert set(versions) == {old_id, (out / "mlflow_run_id").read_text()}
+    assert versions[old_id].tags["moved_to"] == str((kept / "model.pt").resolve())
 
 
 def test_a_ds_config_may_add_communication_only_and_names_any_other_key(tmp_path):

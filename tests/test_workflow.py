@@ -335,6 +335,11 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     theory = client.get_experiment_by_name("lengen-smoke/theory")
     (fig,) = client.search_runs([theory.experiment_id])
     assert fig.info.run_name == "figure/theory_figure"
+    report_exp = client.get_experiment_by_name("lengen-smoke/report")  # the report's own run
+    [rep_run] = client.search_runs([report_exp.experiment_id])
+    held = {a.path for a in client.list_artifacts(rep_run.info.run_id)}
+    assert {"REPORT.md", "verdicts.csv", "influence_loo.csv", "table1_window_nll.csv",
+            "sparse_parity_attention_neox.csv", "table1_perplexity.csv"} <= held  # fmt: skip
     # the claims report: one row per claim, verdicts from the rules
     text = (rep / "REPORT.md").read_text()
     assert "| SP-1" in text and "| TH-C3a" in text and "config hash" in text

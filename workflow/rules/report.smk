@@ -18,6 +18,14 @@ REFERENCE_VERDICTS = os.path.relpath(os.path.join(workflow.basedir, REFERENCE_LA
 REFERENCE_INPUT = {"reference": REFERENCE_VERDICTS} if os.path.exists(REFERENCE_VERDICTS) else {}
 
 
+# the tidy tables the report does not read, held by its MLflow run beside those it does
+REPORT_ATTACHED = [
+    t
+    for t in [*SPARSE_PARITY_DIAGNOSTIC, *SPARSE_PARITY_SCHEMES, *([NL_TABLE] if NL else [])]
+    if t not in artifacts.report_tables(config).values()
+]
+
+
 rule report:
     # Named inputs: exactly the tables the claims read (lengen.config.artifacts.report_tables), the
     # reference's verdicts, and only the config slice the rules read: restyling a figure does not
@@ -25,6 +33,7 @@ rule report:
     input:
         **artifacts.report_tables(config),
         **REFERENCE_INPUT,
+        attached=REPORT_ATTACHED,
     output:
         report=report(REPORT, caption="../report/report.rst", category="Claims"),
         html=f"{REPORTS}/{artifacts.REPORT_HTML}",  # REPORT.md rendered: report.html's front
@@ -48,10 +57,11 @@ rule report:
         ),
         label=lambda w: REFERENCE_LABEL,  # how REPORT.md names it, from any working directory
         figures=artifacts.report_figures(config),  # the list alone: restyling reruns nothing
+        tracking=figure_tracking("report"),  # its MLflow run: the report and every tidy table
     shell:
         "python -m lengen.report.report --config {params.cfg:q} --table {params.tables:q}"
         " {params.reference} --reference-label {params.label:q} --figures {params.figures:q}"
-        " --out {output.report:q}"
+        " {params.tracking} --attach {input.attached:q} --out {output.report:q}"
         " > {log:q} 2>&1"
 
 

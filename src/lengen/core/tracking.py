@@ -149,12 +149,33 @@ def log_params_once(spec: Mapping, model) -> None:
     mlflow.log_params(params)
 
 
-def set_run_tags(uri: str, run_id: str, tags: Mapping[str, object]) -> None:
-    """Tag a run that is not the active one (a replaced model's new place)."""
+def model_name(experiment: str, run_name: str) -> str:
+    """The registered model a training run's model.pt is a version of: its experiment and run
+    name (MLflow's names allow no '/' or ':')."""
+    return f"{experiment}.{run_name}".replace("/", ".").replace(":", "-")
+
+
+def register_model(client: MlflowClient, experiment: str, run_name: str, run_id: str,
+                   path: Path, sha256: str) -> str:  # fmt: skip
+    """Register a trained model.pt as a new version of its registered model (model_name), its
+    source the file where it lies (not a copy: a paper-size model is gigabytes), tagged with the
+    file's hash; the version."""
+    name = model_name(experiment, run_name)
+    if not client.search_registered_models(f"name='{name}'"):
+        client.create_registered_model(name)
+    version = client.create_model_version(name, source=str(path.resolve()), run_id=run_id,
+                                          tags={"model_sha256": sha256})  # fmt: skip
+    return version.version
+
+
+def model_moved(uri: str, run_id: str, where: Path) -> None:
+    """A replaced model's file moved (lifecycle.set_aside): its run's model_path tag and its
+    registered version's `moved_to` tag say where (a version's source cannot change)."""
     client = MlflowClient(tracking_uri=uri)
     with readable_store(uri):
-        for key, value in tags.items():
-            client.set_tag(run_id, key, str(value))
+        client.set_tag(run_id, "model_path", str(where))
+        for version in client.search_model_versions(f"run_id='{run_id}'"):
+            client.set_model_version_tag(version.name, version.version, "moved_to", str(where))
 
 
 def set_tags(tags: Mapping[str, object]) -> None:
@@ -244,27 +265,48 @@ def close_failed_run(err: BaseException) -> None:
         mlflow.end_run(status="KILLED" if killed else "FAILED")
 
 
-def log_file_run(uri: str, experiment: str, run_name: str, path: Path, tags: Mapping) -> str:
-    """A finished run holding one file as an artifact (a figure), with tags; its id."""
+def log_file_run(uri: str, experiment: str, run_name: str, paths: list[Path], tags: Mapping,
+                 params: Mapping | None = None) -> str:  # fmt: skip
+    """A finished run holding files as artifacts (a figure; the report and its tables), with
+    its params (what made them, flattened) and tags; its id. A run of that name made before (a
+    rerun) is replaced by a clear rule: the new run's `replaces` tag names it and `changed` the
+    params that differ (or "nothing"), and the old one is deleted (MLflow's soft delete:
+    `mlflow gc` purges it, `mlflow runs restore` brings it back)."""
     mlflow.set_tracking_uri(uri)
-    exp = MlflowClient(tracking_uri=uri).get_experiment_by_name(experiment)
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name(experiment)
     if exp is None:
         raise RuntimeError(f"MLflow experiment {experiment!r} missing in {uri}")
+    flat = flatten(params or {})
+    old = client.search_runs([exp.experiment_id],
+                             filter_string=f"attributes.run_name = '{run_name}'")  # fmt: skip
+    replaced = {}
+    if old:
+        was = old[0].data.params  # the newest
+        changed = sorted(k for k in set(was) | set(flat) if was.get(k) != flat.get(k))
+        replaced = {"replaces": " ".join(r.info.run_id for r in old),
+                    "changed": " ".join(changed)[:500] or "nothing (a rerun of the same inputs)"}
     with mlflow.start_run(experiment_id=exp.experiment_id, run_name=run_name) as run:
-        set_tags(tags)
-        mlflow.log_artifact(str(path))
+        set_tags({**tags, **replaced})
+        if flat:
+            _retry_locked(lambda: mlflow.log_params(flat))
+        for path in paths:
+            mlflow.log_artifact(str(path))
+    for r in old:
+        client.delete_run(r.info.run_id)
     return run.info.run_id
 
 
 def log_figure(path: Path, model_runs: list[str], uri: str, experiment: str,
-               tags: Mapping | None = None) -> str:
-    """One MLflow run per drawn figure, `figure/<file stem>`, holding the PNG and tagged with the
-    runs of the models it shows (`model_runs`: their training runs' names; none for a figure
-    computed without a model, which says so): `mlflow ui` answers "which runs made this
-    figure"."""
+               tags: Mapping | None = None, params: Mapping | None = None) -> str:
+    """One MLflow run per drawn figure, `figure/<file stem>`, holding the PNG, its params (what
+    was drawn: the config slice, the input tables' hashes) and tags (provenance; the runs of the
+    models it shows, `model_runs`: their training runs' names; none for a figure computed
+    without a model, which says so): `mlflow ui` answers "which runs made this figure"."""
     shown = " ".join(sorted(set(model_runs))) or "none (drawn without a trained model)"
-    return log_file_run(uri, experiment, f"figure/{path.stem}", path,
-                        {"figure": path.name, "model_runs": shown, **(tags or {})})  # fmt: skip
+    return log_file_run(uri, experiment, f"figure/{path.stem}", [path],
+                        {"figure": path.name, "model_runs": shown, **(tags or {})},
+                        params)  # fmt: skip
 
 
 def log_artifact(path: Path) -> None:

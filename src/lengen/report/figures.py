@@ -649,9 +649,11 @@ def main(argv: list[str] | None = None) -> None:
     args = cli_parser().parse_args(argv)
     kind = KINDS[args.figure]
     if kind.reads == "nothing":
-        kind.draw(pd.DataFrame(), args, provenance.png_metadata({"figure": args.figure}, ""))
+        meta = provenance.png_metadata({"figure": args.figure}, "")
+        kind.draw(pd.DataFrame(), args, meta)
         if args.tracking_uri:
-            log_figure(args.out, pd.DataFrame(), args.tracking_uri, args.experiment)
+            log_figure(args.out, pd.DataFrame(), args.tracking_uri, args.experiment,
+                       setup={"figure": args.figure}, provenance_tags=meta)  # fmt: skip
         return
     if kind.reads == "eval":  # per-model eval tables, checked as the table rule
         tables = [read_eval_table(p, args.lengths) for p in args.tables]  # checks them
@@ -662,28 +664,32 @@ def main(argv: list[str] | None = None) -> None:
     setup = {k: v for k, v in vars(args).items()
              if k not in ("tables", "out", "tracking_uri", "experiment")}  # fmt: skip
     setup["inputs"] = sorted(table["config_hash"].unique()) if "config_hash" in table else []
-    kind.draw(table, args, provenance.png_metadata(setup, provenance.table_seeds(table)))
+    meta = provenance.png_metadata(setup, provenance.table_seeds(table))
+    kind.draw(table, args, meta)
     if args.tracking_uri:
         shown = table[table.variant.isin(args.panels)] if args.panels else table
         models = args.models  # the influence figures: the models their panels score and choose
         if args.figure in INFLUENCE_PANELS:
             models = [m for pair in INFLUENCE_PANELS[args.figure] for m in pair]
-        log_figure(args.out, shown, args.tracking_uri, args.experiment, models)
+        log_figure(args.out, shown, args.tracking_uri, args.experiment, models, setup, meta)
 
 
 def log_figure(path: Path, table: pd.DataFrame, uri: str, experiment: str,
-               models: list[str] | None = None) -> None:
-    """One MLflow run per drawn figure, `figure/<file stem>`, holding the PNG and tagged with the
-    runs of the models it shows (`model_runs`, the training runs' names) and the config hashes
-    of its input tables: `mlflow ui` then answers "which runs made this figure"."""
-    from lengen.core import tracking
+               models: list[str] | None = None, setup: dict | None = None,
+               provenance_tags: dict | None = None) -> None:  # fmt: skip
+    """One MLflow run per drawn figure, `figure/<file stem>`, holding the PNG; its params are
+    what was drawn (`setup`: the figure's config slice and its input tables' config hashes), its
+    tags the provenance the PNG carries and the runs of the models it shows (`model_runs`, the
+    training runs' names): `mlflow ui` then answers "which runs made this figure". A rerun's run
+    replaces the last one, naming what changed (tracking.log_file_run)."""
+    from lengen.core import provenance, tracking
 
     runs = models if models is not None else (
         table["run"].astype(str).unique().tolist() if "run" in table else [])
-    tags = {}
+    tags = json.loads(provenance_tags[provenance.PNG_KEY]) if provenance_tags else {}
     if "config_hash" in table:
         tags["input_config_hashes"] = " ".join(sorted(table["config_hash"].astype(str).unique()))
-    tracking.log_figure(path, runs, uri, experiment, tags)
+    tracking.log_figure(path, runs, uri, experiment, tags, setup)
 
 
 if __name__ == "__main__":

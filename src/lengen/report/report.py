@@ -422,6 +422,12 @@ def main(argv: list[str] | None = None) -> None:
         "--figures", nargs="*", default=None, metavar="FILE",
         help="the run's figure files (default: artifacts.report_figures of the config)",
     )  # fmt: skip
+    parser.add_argument("--tracking-uri", help="log the report to this MLflow store...")
+    parser.add_argument("--experiment", help="...in this experiment, as run report/REPORT")
+    parser.add_argument(
+        "--attach", nargs="*", default=[], type=Path, metavar="FILE",
+        help="more tidy tables the report run holds beside the ones it reads (diagnostics)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     figures = args.figures
     if os.path.exists(args.config):
@@ -434,6 +440,22 @@ def main(argv: list[str] | None = None) -> None:
             parser.error(f"--config: neither a file nor the JSON of a report slice ({err})")
     paths = None if args.table is None else dict(t.split("=", 1) for t in args.table)
     write_report(cfg, args.out, paths, args.reference, args.reference_label, figures)
+    if args.tracking_uri:
+        tables = [Path(p) for p in (paths or artifacts.report_tables(cfg)).values()]
+        log_report(args.out, cfg, [*tables, *args.attach], args.tracking_uri, args.experiment)
+
+
+def log_report(out: Path, cfg: dict, tables: list[Path], uri: str, experiment: str) -> str:
+    """The report's MLflow run, `report/REPORT`: REPORT.md, REPORT.html, verdicts.csv and every
+    tidy table of the run as artifacts, the report's config slice as params, its provenance as
+    tags; a rerun's run replaces the last one, naming what changed (tracking.log_file_run)."""
+    from lengen.core import provenance, tracking
+
+    tracking.prepare_store(uri, [experiment])
+    files = [out, out.parent / artifacts.REPORT_HTML, out.parent / artifacts.VERDICTS,
+             *dict.fromkeys(t for t in tables if t.exists())]  # fmt: skip
+    tags = provenance.record(cfg, cfg.get("seed", ""))
+    return tracking.log_file_run(uri, experiment, "report/REPORT", files, tags, cfg)
 
 
 if __name__ == "__main__":

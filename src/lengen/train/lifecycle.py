@@ -315,8 +315,7 @@ def set_aside(out: Path, spec: Spec, old_source: dict | None) -> Path | None:
     for name in names:
         os.replace(out / name, keep / name)
     if run_id and (keep / "model.pt").exists():
-        moved = {"model_path": (keep / "model.pt").resolve()}
-        tracking.set_run_tags(spec.tracking.uri, run_id, moved)
+        tracking.model_moved(spec.tracking.uri, run_id, (keep / "model.pt").resolve())
     return keep
 
 
@@ -413,14 +412,19 @@ class Runs:
             tracking.log_run_metrics(self.clients[r], self.ids[r], metrics, step, self.logged[r])
 
     def finish(self, r: int, path: Path) -> None:
-        """Member r's run ends FINISHED with its stop and its model file's path and hash."""
+        """Member r's run ends FINISHED with its stop and its model file's path and hash; the file
+    is registered as a version of the run's model (tracking.register_model)."""
         if not self.ids:
             return
         steps_run, reason = self.members[r].stopped
         self.log(r, {"stopped_at": steps_run}, steps_run)
         client, run_id = self.clients[r], self.ids[r]
+        sha = provenance.file_sha256(path)
+        trk = self.members[r].spec.tracking
+        version = tracking.register_model(client, trk.experiment, self.members[r].spec.run_name,
+                                          run_id, path, sha)  # fmt: skip
         for k, v in {"early_stop": reason, "model_path": str(path.resolve()),
-                     "model_sha256": provenance.file_sha256(path)}.items():  # fmt: skip
+                     "model_sha256": sha, "model_version": version}.items():  # fmt: skip
             client.set_tag(run_id, k, v)
         client.set_terminated(run_id, "FINISHED")
 
