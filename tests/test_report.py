@@ -637,7 +637,7 @@ def test_summary_counts_each_sentence_once_and_names_the_row_it_is_decided_on():
     """README's verdict block (report.summary): a sentence's verdict combines its counted sub-rows
     (the most severe, PRECEDENCE) and is shown on the first sub-row that has it; a DEPARTURE
     sub-row is shown in REPORT.md, not here; a row without a number gives its reason, cut to 160
-    characters; the registry's sentence text replaces the row's; kinds are counted apart."""
+    characters at a clause or a word (report.shortened); the registry's sentence text replaces the row's; kinds are counted apart."""
     reason = "not learned in distribution (< 0.9): " + "x" * 200
     rows = pd.DataFrame([
         _summary_row("SP-1 [loglen]", "SP-1", "reproduced", "0.95", counted="no: DEPARTURE"),
@@ -660,7 +660,8 @@ def test_summary_counts_each_sentence_once_and_names_the_row_it_is_decided_on():
     paper = {s: report.RULES[s].paper for s in ("SP-1", "PS-3", "TH-4.3", "TH-C3")}
     assert lines[4:] == [
         f"| SP-1 | {paper['SP-1']} | not reproduced | SP-1 [other] | 0.40 [0.3, 0.5] | {AT} |",
-        f"| PS-3 | {paper['PS-3']} | not testable | PS-3 | {reason[:160]} | - |",
+        f"| PS-3 | {paper['PS-3']} | not testable | PS-3 | not learned in distribution (< 0.9): "
+        "... | - |",  # cut at a word, never inside one
         f"| TH-4.3 | {paper['TH-4.3']} | passed | TH-4.3 | -0.086 | - |",
         f"| TH-C3 | {paper['TH-C3']} | reproduced | TH-C3a | 0.973 | - |",
         "| NEW-1 | a new claim | reproduced | NEW-1 | 1.0 | - |",
