@@ -205,6 +205,8 @@ def shortened(text: str, limit: int = 160) -> str:
     """`text` cut to at most `limit` characters at a clause (`; `), never inside one (a number
     cut mid-way reads as another number); a first clause longer than that, at a word, with
     an ellipsis."""
+    if len(text) <= limit:
+        return text
     kept = ""
     for clause in text.split("; "):
         longer = f"{kept}; {clause}" if kept else clause
@@ -212,7 +214,7 @@ def shortened(text: str, limit: int = 160) -> str:
             break
         kept = longer
     if kept:
-        return kept if kept == text else kept + "; ..."
+        return kept + "; ..."
     return text[:limit].rsplit(" ", 1)[0] + " ..."
 
 
