@@ -28,7 +28,9 @@ def test_help_says_python_m_and_the_whole_first_paragraph(name, capsys):
 
 def test_the_cluster_check_reads_the_config_before_looking_for_slurm(tmp_path, capsys):
     from lengen.config import cluster
-    from lengen.config.config import ConfigError
 
-    with pytest.raises((ConfigError, OSError, FileNotFoundError)):
+    with pytest.raises(SystemExit) as ended:  # the config's error, in one line, before sinfo
         cluster.main(["--configfile", str(tmp_path / "missing.yaml")])
+    assert ended.value.code == 2
+    assert capsys.readouterr().err == f"ConfigError: {tmp_path / 'missing.yaml'}: no such file; " \
+        "a config is a YAML file (config/<tier>.yaml)\n"

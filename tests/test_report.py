@@ -637,7 +637,8 @@ def test_summary_counts_each_sentence_once_and_names_the_row_it_is_decided_on():
     """README's verdict block (report.summary): a sentence's verdict combines its counted sub-rows
     (the most severe, PRECEDENCE) and is shown on the first sub-row that has it; a DEPARTURE
     sub-row is shown in REPORT.md, not here; a row without a number gives its reason, cut to 160
-    characters at a clause or a word (report.shortened); the registry's sentence text replaces the row's; kinds are counted apart."""
+    characters at a clause or a word (report.shortened); the registry's sentence text replaces
+    the row's; kinds are counted apart."""
     reason = "not learned in distribution (< 0.9): " + "x" * 200
     rows = pd.DataFrame([
         _summary_row("SP-1 [loglen]", "SP-1", "reproduced", "0.95", counted="no: DEPARTURE"),
