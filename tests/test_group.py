@@ -150,3 +150,32 @@ def test_a_group_across_jumps_trains_each_as_alone(smoke_config, tmp_path):
     for a, f in zip(alone, fused, strict=True):
         assert f["spec"] == a["spec"]
         assert_same_weights(f["state_dict"], a["state_dict"])
+
+
+def test_a_stopped_member_stops_changing_moments_included(tiny_spec, tmp_path, copy_task):
+    """Issue 63: a stopped member's weights were put back after each step, but its AdamW moments
+    went on decaying, so the group's checkpoint did not hold it as it stopped. Now both stay as
+    they were; the members still training change."""
+    from lengen.train import runtime
+    from lengen.train.group import Fused
+
+    specs = [parse_spec(s) for s in run_specs(tiny_spec, seeds=(0, 1))]
+    runtime.setup(specs[0].runtime)
+    trainee = Fused(specs, [tmp_path / "a", tmp_path / "b"])
+    try:
+        for step in range(3):
+            trainee.step(step)
+        trainee.freeze(0)
+        state = trainee.engine.optimizer.state
+
+        def rows(r):
+            return [t[r].clone() for p in trainee.fused.weights.values()
+                    for t in (p.data, state[p]["exp_avg"], state[p]["exp_avg_sq"])]  # fmt: skip
+
+        stopped, going = rows(0), rows(1)
+        for step in range(3, 6):
+            trainee.step(step)
+        assert all(torch.equal(a, b) for a, b in zip(stopped, rows(0), strict=True))
+        assert any(not torch.equal(a, b) for a, b in zip(going, rows(1), strict=True))
+    finally:
+        trainee.close()

@@ -21,8 +21,9 @@ The science of a commit is what decides a run's files, and nothing else:
 - pyproject.toml's package: its dependencies, Python, scripts, package data and build (not the
   dev and mutation extras or the linters' and pytest's settings);
 - the tier's own config, through its config hash (the other tiers' files are not this run's).
-A long reference run (hours on 2 cores: README, Tiers; in sittings from one pinned worktree) therefore survives
-commits that change tests, docs, docstrings, other tiers or this module; no job imports it.
+A long reference run (hours on 2 cores: README, Tiers; in sittings from one pinned worktree)
+therefore survives commits that change tests, docs, docstrings, other tiers or this module; no
+job imports it.
 
 No workflow job imports this module: a maintainer runs it by hand after a from-scratch run of
 committed code (README, "Where results land"; tools/reference_run.sh), and it stays beside

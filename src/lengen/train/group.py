@@ -106,8 +106,8 @@ class GroupBatches(HostBatches):
 class Fused:
     """R runs trained as one FusedGPTNeoX (lifecycle.Trainee): one process, one micro-batch per
     step, each run's own loss and gradient clipping (FusedGPTNeoX.clip_run_grads_; the engine's
-    global-norm clipping is off); a stopped run's weights are put back after each step (it stops
-    changing)."""
+    global-norm clipping is off); a stopped run's weights and AdamW moments are put back after
+    each step (it stops changing: frozen_state)."""
 
     lead = True  # one process
 
@@ -133,14 +133,26 @@ class Fused:
         engine.backward((losses * self.active.to(losses.device)).sum())
         fused.clip_run_grads_(spec.train.grad_clip)
         frozen = ~self.active
-        kept = {}
-        if frozen.any():
-            kept = {n: p.detach()[frozen].clone() for n, p in fused.weights.items()}
+        kept = self.frozen_state(frozen) if frozen.any() else []
         engine.step()
         with torch.no_grad():
-            for n, value in kept.items():
-                fused.weights[n][frozen] = value
+            for tensor, rows in kept:
+                tensor[frozen.to(tensor.device)] = rows
         return losses.detach()[:, None], real
+
+    def frozen_state(self, frozen: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """The stopped runs' rows of every stacked weight and of its AdamW moments, to put back
+        after the step: a stopped run stops changing, moments included, so a checkpoint holds it
+        as it stopped (weight decay and momentum would move it even at a zero gradient). Its
+        forward and backward still run, masked, until the group ends: a stopped member costs
+        its share of the step (docs/performance.md, "Fused runs")."""
+        state = getattr(self.engine.optimizer, "state", {})
+        kept = []
+        for p in self.fused.weights.values():
+            moments = [state[p][k] for k in ("exp_avg", "exp_avg_sq") if k in state.get(p, {})]
+            for tensor in (p.data, *moments):
+                kept.append((tensor, tensor[frozen.to(tensor.device)].clone()))
+        return kept
 
     def model(self, r: int) -> torch.nn.Module:
         return self.fused.member(r).to(self.engine.device)
