@@ -204,10 +204,10 @@ def log_metrics(metrics: Mapping[str, float]) -> None:
     run_id = mlflow.active_run().info.run_id
     uri = mlflow.get_tracking_uri()
     client = MlflowClient(tracking_uri=uri)
-    with readable_store(uri):
-        held = client.get_run(run_id).data.metrics
+    with readable_store(uri):  # a read a lock can refuse at once: waited out as a write is
+        held = _wait_unlocked(lambda: client.get_run(run_id).data.metrics)
     changed = {k: float(v) for k, v in metrics.items() if k in held and held[k] != float(v)}
-    steps = logged_steps(uri, run_id, list(changed)) if changed else {}
+    steps = _wait_unlocked(lambda: logged_steps(uri, run_id, list(changed))) if changed else {}
     by_step: dict[int, dict[str, float]] = {}
     for k, v in metrics.items():
         if k not in held:
@@ -250,6 +250,24 @@ def _retry_locked(write):
                     " query, a copy, a crashed writer); free it and rerun (training resumes from "
                     "its last checkpoint)"
                 ) from None
+
+
+def _wait_unlocked(read):
+    """Run an MLflow read; SQLite can refuse a read at once while another connection holds an
+    exclusive lock (its busy handler is not always called for readers): polled each second,
+    for as long as a write waits (2 x BUSY_TIMEOUT_S), then the StoreError a write gives."""
+    import time
+
+    deadline = time.monotonic() + 2 * BUSY_TIMEOUT_S
+    while True:
+        try:
+            return read()
+        except Exception as err:  # noqa: BLE001 - MLflow wraps SQLAlchemy's OperationalError
+            if "database is locked" not in str(err):
+                raise
+            if time.monotonic() >= deadline:
+                return _retry_locked(read)  # one last try: its error names the store
+            time.sleep(1)
 
 
 def end_run() -> None:
