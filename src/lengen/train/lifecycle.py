@@ -283,16 +283,14 @@ def forget_other_spec(out: Path, spec: Spec, ckpt_dir: Path) -> bool:
     delete = (f"Delete it to resume from the checkpoints in {ckpt_dir}, which are kept (they "
               "resume only into the spec that wrote them)")  # fmt: skip
     try:
-        same = json.loads(read_state(old, "the spec this folder trained", delete)) == json.loads(
-            json.dumps(spec.source)
-        )
+        written = json.loads(read_state(old, "the spec this folder trained", delete))
     except json.JSONDecodeError as err:  # cut, not another spec: never a reason to delete
         raise UnreadableState(
             f"{old}: not readable JSON ({err}); it was cut by a kill or a full disk. {delete}"
         ) from None
-    if same:
+    if written == json.loads(json.dumps(spec.source)):
         return False
-    keep = set_aside(out, spec, json.loads(old.read_text()))
+    keep = set_aside(out, spec, written)
     shutil.rmtree(ckpt_dir, ignore_errors=True)
     log(f"{old}: another spec trained here before; starting a new run (the old one's model and "
         f"MLflow run id kept in {keep})")
@@ -338,7 +336,7 @@ def forget_other_checkpoints(ckpt_dir: Path, specs: list[Spec], outs: list[Path]
             return False
         why = "it records no spec (written by older code) and its spec.json is gone"
     else:
-        why = spec_change(written, {s.run_name: s.source for s in specs})
+        why = spec_change(written, spec_record(specs))
         if why is None:
             return False
     ckpts.remove()
@@ -348,6 +346,12 @@ def forget_other_checkpoints(ckpt_dir: Path, specs: list[Spec], outs: list[Path]
     log(f"{ckpt_dir}: its checkpoints were written for another spec ({why}); training from step "
         f"0{where}")
     return True
+
+
+def spec_record(specs: list[Spec]) -> dict:
+    """What a checkpoint records of the specs it is written for ({run name: spec}), and what
+    forget_other_checkpoints compares it with."""
+    return {s.run_name: s.source for s in specs}
 
 
 def spec_change(old: dict, new: dict) -> str | None:
@@ -589,7 +593,7 @@ def fit(trainee: Trainee, members: list[Member], ckpt_dir: Path, *, desc: str,
     KILLED, as a killed job leaves them. budget_s, seconds of training: once spent, every active
     run ends at the step it reached, stop reason "budget" (a probe on a lent GPU's few minutes;
     the workflow never sets it). Returns the members' model paths."""
-    ckpts = Checkpoints(ckpt_dir, {m.spec.run_name: m.spec.source for m in members})
+    ckpts = Checkpoints(ckpt_dir, spec_record([m.spec for m in members]))
     try:
         start = _resume(trainee, members, ckpts)
         runs = Runs(members, lambda: trainee.model(0), resumed=start > 0, lead=trainee.lead)
