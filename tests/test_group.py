@@ -3,6 +3,7 @@ its weights, its stopping step and reason, its model.pt; a crash resumes to the 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 
 import pytest
@@ -152,20 +153,30 @@ def test_a_group_across_jumps_trains_each_as_alone(smoke_config, tmp_path):
         assert_same_weights(f["state_dict"], a["state_dict"])
 
 
-def test_a_stopped_member_stops_changing_moments_included(tiny_spec, tmp_path, copy_task):
-    """Issue 63: a stopped member's weights were put back after each step, but its AdamW moments
-    went on decaying, so the group's checkpoint did not hold it as it stopped. Now both stay as
-    they were; the members still training change."""
+@contextlib.contextmanager
+def member_0_stopped(specs: list[dict], tmp_path):
+    """A fused trainee of `specs` after 3 steps, its member 0 stopped (frozen) there, closed
+    after use: the stopped-member tests' start (here and in test_precision.py)."""
     from lengen.train import runtime
     from lengen.train.group import Fused
 
-    specs = [parse_spec(s) for s in run_specs(tiny_spec, seeds=(0, 1))]
+    specs = [parse_spec(s) for s in specs]
     runtime.setup(specs[0].runtime)
     trainee = Fused(specs, [tmp_path / "a", tmp_path / "b"])
     try:
         for step in range(3):
             trainee.step(step)
         trainee.freeze(0)
+        yield trainee
+    finally:
+        trainee.close()
+
+
+def test_a_stopped_member_stops_changing_moments_included(tiny_spec, tmp_path, copy_task):
+    """Issue 63: a stopped member's weights were put back after each step, but its AdamW moments
+    went on decaying, so the group's checkpoint did not hold it as it stopped. Now both stay as
+    they were; the members still training change."""
+    with member_0_stopped(run_specs(tiny_spec, seeds=(0, 1)), tmp_path) as trainee:
         state = trainee.engine.optimizer.state
 
         def rows(r):
@@ -177,5 +188,3 @@ def test_a_stopped_member_stops_changing_moments_included(tiny_spec, tmp_path, c
             trainee.step(step)
         assert all(torch.equal(a, b) for a, b in zip(stopped, rows(0), strict=True))
         assert any(not torch.equal(a, b) for a, b in zip(going, rows(1), strict=True))
-    finally:
-        trainee.close()

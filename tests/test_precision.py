@@ -14,7 +14,7 @@ from lengen.tasks import parse_spec
 from lengen.train import runtime
 from lengen.train.group import Fused, train_group
 from lengen.train.train import train
-from tests.test_group import run_specs, weights
+from tests.test_group import member_0_stopped, run_specs, weights
 from tests.test_train import _copy_task
 
 
@@ -103,13 +103,7 @@ def test_a_stopped_member_stays_put_in_bf16(tiny_spec, tmp_path, copy_task):
     """Issue 63, item 2: a member frozen by its early stop keeps its weights bit for bit while
     the others train on in bf16 (its weights are put back after each step; torch_autocast keeps
     no second, fp32 master copy that could drift under weight decay)."""
-    specs = [parse_spec(s) for s in bf16(run_specs(tiny_spec, seeds=(0, 1)))]
-    runtime.setup(specs[0].runtime)
-    trainee = Fused(specs, [tmp_path / "a", tmp_path / "b"])
-    try:
-        for step in range(3):
-            trainee.step(step)
-        trainee.freeze(0)
+    with member_0_stopped(bf16(run_specs(tiny_spec, seeds=(0, 1))), tmp_path) as trainee:
         before = {k: v.clone() for k, v in trainee.model(0).state_dict().items()}
         other = {k: v.clone() for k, v in trainee.model(1).state_dict().items()}
         for step in range(3, 8):
@@ -118,5 +112,3 @@ def test_a_stopped_member_stays_put_in_bf16(tiny_spec, tmp_path, copy_task):
         for name, value in before.items():
             assert torch.equal(after[name], value), name
         assert any(not torch.equal(moved[k], v) for k, v in other.items())
-    finally:
-        trainee.close()
