@@ -60,3 +60,23 @@ def test_report_lists_the_figures_only_figures_sections_add(tmp_path, smoke_conf
     for run in ("a", "b"):
         text = (tmp_path / run / "REPORT.md").read_text()
         assert "`fig8_equal_budgets.png`" in text and "`fig_ppc_alone.png`" in text
+
+
+def test_every_figure_title_names_the_size_trained_and_no_label_claims_the_paper():
+    """Issue 64: a figure names the model actually trained (the paper's 12 x 1024 only where that
+    is what trains), and no variant label says "(paper)" of a smaller model."""
+    from lengen.config.config import load
+    from lengen.report.figures import figure_jobs
+
+    for tier, size in (("config", "3 layers x 64"), ("paper", "12 layers x 1024")):
+        cfg = load(f"config/{tier}.yaml")
+        assert artifacts.trained_model(cfg["sparse_parity"]) == size
+        assert all("(paper)" not in v["label"] for v in cfg["sparse_parity"]["variants"].values())
+        titles = {stem: job.args[job.args.index("--title") + 1]
+                  for stem, job in figure_jobs(cfg).items() if "--title" in job.args}
+        assert titles["fig1_sparse_parity"].endswith(f"tier, {size})")
+        assert all(" layers x " in t for t in titles.values()), titles
+    section = {"model": {"n_layer": 3, "d_model": 64}, "variants": {"a": {}, "b": {
+        "model": {"n_layer": 2, "d_model": 32}}}, "schemes": {"variants": {"c": {}}}}
+    assert artifacts.trained_model(section, ["a", "c"]) == "3 layers x 64"
+    assert artifacts.trained_model(section, ["a", "b"]) == "3 layers x 64 / 2 layers x 32"

@@ -75,7 +75,7 @@ def test_sparse_parity_evaluate_known_answers(tmp_path, monkeypatch):
 
     write_testset(EVAL, 20, 5, tmp_path / "test.npz")
     spec = make_spec("sparse_parity", task={"k_train": 3}, run_name="r", seed=7).source
-    saved = {"spec": spec}  # no variant: the GPT-NeoX default (model files from before variants)
+    saved = {"spec": spec, "steps_run": 40, "stop_reason": "early stop"}  # no variant: GPT-NeoX
 
     def read(path, device):
         assert path == tmp_path / "m.pt" and device == "cpu"
@@ -101,6 +101,7 @@ def test_sparse_parity_evaluate_known_answers(tmp_path, monkeypatch):
         assert table.accuracy.tolist() == [expect[k] for k in table.k_test]
         assert (table.n == 10).all() and (table.k_train == 3).all() and (table.seed == 7).all()
         assert set(table.variant) == {"neox"} and set(table.run) == {"r"}
+        assert set(table.steps_run) == {40} and set(table.stop_reason) == {"early stop"}
         written = ev.read_eval_table(tmp_path / "eval.csv")
         assert written.accuracy.tolist() == table.accuracy.tolist()
     # beside a model with an MLflow run, the accuracies go to that run (the spec's store)

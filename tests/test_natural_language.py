@@ -170,12 +170,11 @@ def test_perplexity_known_answers(monkeypatch):
     monkeypatch.setattr(perplexity, "read_model_file", read)
     monkeypatch.setattr(perplexity, "model_from_saved", build)
     table, per_chunk = perplexity.perplexity_table({"short": Path("m.pt")}, tokens, [4, 16], 3, 2)
-    assert table[["model", "eval_length", "n_tokens", "train_context", "pose", "seed"]].to_dict(
-        "records"
-    ) == [
+    assert table[["model", "eval_length", "n_tokens", "train_context", "pose", "seed",
+                  "steps_run"]].to_dict("records") == [
         {"model": "h_short", "eval_length": n, "n_tokens": 48, "train_context": 8, "pose": False,
-         "seed": 3} for n in (4, 16)
-    ]  # fmt: skip
+         "seed": 3, "steps_run": saved["spec"]["train"]["steps"]} for n in (4, 16)
+    ]  # fmt: skip  (a model file without steps_run ran all its spec's steps)
     assert np.allclose(table.perplexity, np.exp(expect.mean()), rtol=1e-6)  # context-free model
     assert table.paper_perplexity.isna().all()
     assert per_chunk.chunk.tolist() == [0, 1, 2, 0, 1, 2]

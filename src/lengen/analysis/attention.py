@@ -120,7 +120,7 @@ def diagnose(
 def main(argv: list[str] | None = None) -> None:
     """CLI: the attention-mass and accuracy-by-ones table of one sparse-parity model."""
     from lengen.core import provenance
-    from lengen.model.modelfile import model_from_saved, read_model_file
+    from lengen.model.modelfile import model_from_saved, read_model_file, training_outcome
 
     parser = command_parser(__spec__, __doc__)
     parser.add_argument("--model", type=Path, required=True)
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
     mass, by_ones = diagnose(model, args.lengths, args.k, spec.task.n, args.n_examples, args.seed)
     table = pd.concat(
         [mass.assign(table="attention_mass"), by_ones.assign(table="accuracy_by_ones")]
-    )
+    ).assign(**training_outcome(saved))
     setup = {
         "spec": spec.source,
         "lengths": args.lengths,

@@ -28,7 +28,7 @@ from lengen.core.device import eval_device
 from lengen.core.positions import get_scheme
 from lengen.core.specs import Spec
 from lengen.model.fused import FusedGPTNeoX
-from lengen.model.modelfile import model_from_saved, read_model_file
+from lengen.model.modelfile import model_from_saved, read_model_file, training_outcome
 from lengen.tasks import parse_spec
 
 
@@ -40,7 +40,8 @@ def evaluate(model_path: Path, testset: Path, batch_size: int, out: Path) -> pd.
     spec, model = parse_spec(saved["spec"]), model_from_saved(saved, device)
     task = tasks.get(spec.experiment)
     progress = partial(tqdm, desc="eval", mininterval=5)
-    rows = task.score(model, spec, testset, batch_size, progress)
+    rows = [{**row, **training_outcome(saved)} for row in task.score(model, spec, testset,
+                                                                     batch_size, progress)]
     setup = {"spec": spec.source, "testset": task.testset_config(testset), "batch_size": batch_size}
     table = provenance.stamp(pd.DataFrame(rows), setup, spec.seed)
     _write_and_log(table, spec, model_path, out)
@@ -84,10 +85,7 @@ def _scratchpad_table(
     """One model's eval table: a row per test length with its accuracy, stamped."""
     task = spec.task
     param = tasks.get(spec.experiment).SETTING.key
-    stopped = {  # train.early_stop's outcome: "did not learn in N steps" travels with the table
-        "steps_run": saved.get("steps_run", spec.train.steps),
-        "stop_reason": saved.get("stop_reason", "steps"),
-    }
+    stopped = training_outcome(saved)  # "did not learn in N steps" travels with the table
     rows = [
         {
             "experiment": spec.experiment,

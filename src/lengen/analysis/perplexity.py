@@ -32,7 +32,7 @@ from lengen.core.cli import command_parser, one_line_errors
 from lengen.core.device import eval_device
 from lengen.core.positions import true_position_ids
 from lengen.data.tokens import consecutive_chunks, load_tokens
-from lengen.model.modelfile import model_from_saved, read_model_file
+from lengen.model.modelfile import model_from_saved, read_model_file, training_outcome
 from lengen.tasks import parse_spec
 
 PAPER = {("short", 64): 17.59, ("short", 128): 14.74, ("long", 64): 17.62, ("long", 128): 14.49}
@@ -127,6 +127,7 @@ def perplexity_table(
                     "perplexity": math.exp(nll.mean()),
                     "paper_perplexity": PAPER.get((name, length), float("nan")),
                     "seed": spec.seed,
+                    **training_outcome(saved),
                 }  # fmt: skip
             )
     return pd.DataFrame(rows), pd.concat(per_chunk, ignore_index=True)

@@ -42,8 +42,8 @@ class Figure:
     object of lengen.report.figures.KINDS: how the entry and the config make the job's inputs and
     arguments, how it is drawn, its caption in Snakemake's report.html), the section's `figures`
     key it reads (Fig. 1's K_train list, a scratchpad figure's panels; an `optional` figure is
-    drawn only where the config has that key), its default title ({tier} is filled in), and for
-    Figs. 4 / 6 the (model scored, model choosing J) pair of each panel."""
+    drawn only where the config has that key), its default title ({tier} and {model}, the size
+    trained, are filled in), and for Figs. 4 / 6 the (model scored, model choosing J) pair of each panel."""
 
     section: str
     kind: str
@@ -56,12 +56,13 @@ class Figure:
 
 FIGURES: dict[str, Figure] = {  # figure stem -> Figure (Figs. 1-8 of the paper, extras)
     "fig1_sparse_parity": Figure("sparse_parity", "sparse_parity", "fig1",
-                                 "Fig. 1: sparse parity ({tier} tier)"),
+                                 "Fig. 1: sparse parity ({tier} tier, {model})"),
     "fig7_sparse_parity": Figure("sparse_parity", "sparse_parity", "fig7",
-                                 "Fig. 7: sparse parity ({tier} tier)"),
+                                 "Fig. 7: sparse parity ({tier} tier, {model})"),
     "sparse_parity_schemes": Figure(
         "sparse_parity", "sparse_parity", "schemes",
-        "Sparse parity, K_train = {k_train}: position schemes (not in the paper; {tier} tier)",
+        "Sparse parity, K_train = {k_train}: position schemes (not in the paper; {tier} tier, "
+        "{model})",
         optional=True),
     "fig2_parity_scratchpad": Figure("parity_scratchpad", "generation", "fig2",
                                      "Fig. 2: parity with scratchpad, PPC"),
@@ -82,18 +83,31 @@ FIGURES: dict[str, Figure] = {  # figure stem -> Figure (Figs. 1-8 of the paper,
                            "Majority (not in the paper): position schemes"),
     "fig4_influence": Figure(
         "natural_language", "fig4", None,
-        "Fig. 4: loss recovered by k = {k} influential tokens ({tier} tier)",
+        "Fig. 4: loss recovered by k = {k} influential tokens ({tier} tier, {model})",
         panels=(("h_short", "h_short"),)),
     "fig6_influence": Figure(
         "natural_language", "fig6", None,
-        "Fig. 6: loss recovered by k = {k} influential tokens ({tier} tier)",
+        "Fig. 6: loss recovered by k = {k} influential tokens ({tier} tier, {model})",
         panels=(("h_long", "h_long"), ("h_long", "h_short"), ("h_short", "h_long"))),
     "fig5_masks": Figure("natural_language", "fig5", None, ""),
     "theory_figure": Figure("theory", "theory", None, ""),
 }  # fmt: skip
 
 
-SP_TITLE = "Sparse parity, K_train in {k_train} ({tier} tier)"  # a config-only sparse-parity figure
+def trained_model(section: dict, variants: list[str] | None = None) -> str:
+    """The size of the models a figure shows, as trained ("3 layers x 64"; issue 64: a label
+    names the model actually trained, not the paper's): the section's model with each variant's
+    overrides (sparse parity's `schemes` models included), sizes that differ joined by " / "."""
+    table = {**section.get("variants", {}), **(section.get("schemes") or {}).get("variants", {})}
+    sizes = []
+    for v in variants if variants is not None else [None]:
+        model = {**section["model"], **(table.get(v) or {}).get("model", {})}
+        sizes.append(f"{model['n_layer']} layers x {model['d_model']}")
+    return " / ".join(dict.fromkeys(sizes))
+
+
+# a config-only sparse-parity figure's title
+SP_TITLE = "Sparse parity, K_train in {k_train} ({tier} tier, {model})"
 
 
 def added_figures(cfg: dict) -> list[Figure]:
@@ -126,7 +140,8 @@ def diagnostic_figures(cfg: dict) -> dict[str, Figure]:
     return {
         f"sparse_parity_attention_{v}": Figure(
             "sparse_parity", "attention", "attention",
-            f"Where <SEP> attends: sparse parity, K_train = {k}, {spec['label']} ({{tier}} tier)",
+            f"Where <SEP> attends: sparse parity, K_train = {k}, {spec['label']} ({{tier}} tier, "
+            "{model})",
             optional=True, variant=v)
         for v, spec in sp["variants"].items()
     }  # fmt: skip

@@ -67,6 +67,14 @@ def load_model(path: str | Path, device: str = "cpu") -> GPTNeoX:
     return model_from_saved(read_model_file(path, device), device)
 
 
+def training_outcome(saved: dict) -> dict:
+    """The steps a saved model actually trained and why it stopped (`steps_run`, `stop_reason`):
+    the columns every tidy table of a trained model carries (issue 64: a table says the scale its
+    numbers hold at). A model file from before early stopping trained all its spec's steps."""
+    steps = saved.get("steps_run", saved["spec"]["train"]["steps"])
+    return {"steps_run": int(steps), "stop_reason": saved.get("stop_reason", "steps")}
+
+
 def model_from_saved(saved: dict, device: str = "cpu") -> GPTNeoX:
     """The model in a dict read by read_model_file (when its spec is needed too: one read)."""
     model = GPTNeoX(ModelConfig(**saved["model_config"]))

@@ -180,10 +180,10 @@ def _sparse_parity_job(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], lis
     if fig.key == "schemes":  # NoPE / ALiBi beside the variants at one K_train
         variants += list(schemes["variants"])
         ks = [schemes["k_train"]]
-        title = fig.title.format(tier=cfg["tier"], k_train=schemes["k_train"])
     else:
         ks = sp["figures"][fig.key]
-        title = fig.title.format(tier=cfg["tier"], k_train=ks)
+    title = fig.title.format(tier=cfg["tier"], k_train=ks[0] if fig.key == "schemes" else ks,
+                             model=artifacts.trained_model(sp, variants))  # fmt: skip
     labels = {v: e["label"] for v, e in {**sp["variants"], **schemes.get("variants", {})}.items()}
     args = ["--title", title, "--style", to_json(sp["figures"].get("style", {})),
             "--train-range", str(sp["train_min_len"]), str(sp["train_max_len"]),
@@ -311,7 +311,8 @@ def _generation_job(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], list[s
         tasks.variant_section(section, panels[0])
     )
     args = ["--panels", *panels,
-            "--title", spec.get("title", fig.title) + f" ({cfg['tier']} tier)",
+            "--title", spec.get("title", fig.title)
+            + f" ({cfg['tier']} tier, {artifacts.trained_model(section, panels)})",
             "--style", to_json(section["figures"].get("style", {})),
             "--train-range", str(low), str(high),
             "--lengths", eval_lengths(cfg, fig.section)]  # fmt: skip
@@ -399,7 +400,8 @@ def influence_figure(
 
 def _influence_job(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], list[str]]:
     nl = cfg["natural_language"]
-    title = fig.title.format(k=nl["influence"]["k"], tier=cfg["tier"])
+    title = fig.title.format(k=nl["influence"]["k"], tier=cfg["tier"],
+                             model=artifacts.trained_model(nl))  # fmt: skip
     style = to_json(nl.get("figures", {}).get("style", {}))
     return [artifacts.table(cfg, "influence")], ["--title", title, "--style", style]
 
@@ -570,8 +572,9 @@ def _attention_job(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], list[st
     k = cfg["sparse_parity"]["figures"]["attention"]["k_train"]
     table = str(artifacts.reports(cfg) / f"sparse_parity_attention_{fig.variant}.csv")
     model = plan.Run("sparse_parity", fig.variant, k, 0).spec(cfg)["run_name"]  # run 0
-    return [table], ["--title", fig.title.format(tier=cfg["tier"]), "--k-train", str(k),
-                     "--models", model]  # fmt: skip
+    size = artifacts.trained_model(cfg["sparse_parity"], [fig.variant])
+    title = fig.title.format(tier=cfg["tier"], model=size)
+    return [table], ["--title", title, "--k-train", str(k), "--models", model]
 
 
 ATTENTION = FigureKind(
