@@ -43,7 +43,8 @@ class Figure:
     arguments, how it is drawn, its caption in Snakemake's report.html), the section's `figures`
     key it reads (Fig. 1's K_train list, a scratchpad figure's panels; an `optional` figure is
     drawn only where the config has that key), its default title ({tier} and {model}, the size
-    trained, are filled in), and for Figs. 4 / 6 the (model scored, model choosing J) pair of each panel."""
+    trained, are filled in), and for Figs. 4 / 6 the (model scored, model choosing J) pair of
+    each panel."""
 
     section: str
     kind: str
