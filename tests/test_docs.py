@@ -83,10 +83,11 @@ def test_the_estimates_are_the_benchmarks_own():
 
 
 def test_the_default_tier_time_is_its_config_at_the_measured_shared_rate(tmp_path):
-    """issue 44 item 7: the default tier's stated time counts the jobs config/config.yaml trains
-    now (variable assignment is the gpu tier's: no such kind), each at its single-job step time,
-    scheduled two at a time, times the slowdown its reference run measured with two jobs side by
-    side (step_rates.txt's last line). A step_rates file without that line is an error."""
+    """issue 44 item 7 / issue 64 item 6: the default tier's stated time counts the jobs
+    config/config.yaml trains now (variable assignment at depths 2 and 5, Fig. 3a), each at its
+    single-job step time, scheduled two at a time, times the slowdown its reference run measured
+    with two jobs side by side (step_rates.txt's last line), and stays within an overnight run's
+    12 h on the slower host. A step_rates file without that line is an error."""
     import json
     import shutil
     import sys
@@ -98,13 +99,14 @@ def test_the_default_tier_time_is_its_config_at_the_measured_shared_rate(tmp_pat
     entry = tool.load()["default_tier"]
     bench = json.loads((ROOT / entry["estimate"]).read_text())
     jobs = tool.tier_jobs(entry, bench)
-    assert not [k for k in jobs if k.startswith("variable_assignment")]
-    assert sum(j["jobs"] for j in jobs.values()) == 52
+    assert sorted(k for k in jobs if k.startswith("variable_assignment")) == [
+        "variable_assignment/ppc/d2", "variable_assignment/ppc/d5"]
+    assert sum(j["jobs"] for j in jobs.values()) == 58  # 52 + 2 depths x 3 runs
     step = {k["kind"]: k["s_per_step"] for k in bench["kinds"]}
     alone = training_hours(jobs, step, 2)["node_h"]
     assert tool.slowdown(entry) == 1.50
     assert abs(tool.hours(entry) - 1.50 * alone) < 1e-9
-    assert tool.hours(entry) < 10  # item 7's bound, before evaluation (~0.5 h)
+    assert tool.hours(entry) < 12 - 0.5  # issue 64's bound, less evaluation (~0.5 h)
     shutil.copytree(ROOT / "benchmarks" / "measured", tmp_path / "benchmarks" / "measured")
     (tmp_path / entry["slowdown_from"]).write_text("job steps s/step estimate ratio\n")
     with pytest.raises(ValueError, match="step_rates.py's last line"):
@@ -130,8 +132,8 @@ def test_the_default_branches_partition_the_tier():
     # a branch alone can only be shorter than the tier, and no two branches share a job
     assert all(tool.hours(e) < tool.hours(tier) for e in branches.values())
     assert sum(map(len, kinds.values())) == len(tool.tier_jobs(tier, bench))
-    with pytest.raises(KeyError, match="variable_assignment"):
-        tool.tier_jobs({**tier, "experiment": "variable_assignment"}, bench)
+    with pytest.raises(KeyError, match="no_such_task"):
+        tool.tier_jobs({**tier, "experiment": "no_such_task"}, bench)
 
 
 def test_the_gpu_tier_time_follows_its_config(tmp_path):

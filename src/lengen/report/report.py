@@ -136,7 +136,7 @@ def verdict(claim: Claim, tables: Tables, at: str = "") -> dict:
         **numbers(value),
         "runs": math.nan if runs is None else runs,
         "runs_needed": value.needed if isinstance(value, Measured) else "",
-        "scale": at,
+        "scale": "" if result == "not run" else at,  # a row nothing measured holds at no scale
     }
 
 
