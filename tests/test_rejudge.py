@@ -6,6 +6,7 @@ reference of another config, or where the tables come from several commits."""
 from __future__ import annotations
 
 import shutil
+import subprocess
 
 import pandas as pd
 import pytest
@@ -15,6 +16,17 @@ from lengen.core import provenance
 from lengen.report import rejudge
 
 from .conftest import ROOT
+
+
+def judged_config(tmp_path) -> dict:
+    """The config reference/default was judged with: the tier's config file at the commit its
+    verdicts.csv names (the tier's config has moved on since where a new reference run is due:
+    variable assignment came back, a label changed; a rejudge refuses any other config)."""
+    commit = pd.read_csv(ROOT / "reference" / "default" / "verdicts.csv", dtype=str).git_commit
+    text = subprocess.run(["git", "show", f"{commit.iloc[0]}:config/config.yaml"], cwd=ROOT,
+                          capture_output=True, text=True, check=True).stdout  # fmt: skip
+    (tmp_path / "judged.yaml").write_text(text)
+    return load(tmp_path / "judged.yaml")
 
 
 @pytest.fixture
@@ -28,7 +40,7 @@ def test_the_reference_is_judged_again_from_its_tables(project, monkeypatch):
     ref = project / "reference" / "default"
     before = pd.read_csv(ref / "verdicts.csv", dtype=str)
     tables = {p.name: p.read_bytes() for p in ref.glob("*.csv") if p.name != "verdicts.csv"}
-    rows = rejudge.rejudge(load(ROOT / "config" / "config.yaml"), project)
+    rows = rejudge.rejudge(judged_config(project), project)
     after = pd.read_csv(ref / "verdicts.csv", dtype=str)
     assert sorted(after.id) == sorted(before.id) and set(after.git_commit) == {"c0ffee"}
     assert list(rows.verdict) == list(after.verdict)
@@ -46,7 +58,7 @@ def test_the_reference_is_judged_again_from_its_tables(project, monkeypatch):
 
 
 def test_a_dirty_checkout_or_another_config_is_refused(project, monkeypatch):
-    cfg = load(ROOT / "config" / "config.yaml")
+    cfg = judged_config(project)
     monkeypatch.setattr(provenance, "git_commit", lambda: "c0ffee-dirty")
     with pytest.raises(SystemExit, match="uncommitted changes"):
         rejudge.rejudge(cfg, project)
@@ -55,4 +67,4 @@ def test_a_dirty_checkout_or_another_config_is_refused(project, monkeypatch):
     with pytest.raises(SystemExit, match="made with config hash"):
         rejudge.rejudge(cfg, project)
     with pytest.raises(SystemExit, match="no committed reference"):
-        rejudge.rejudge(load(ROOT / "config" / "config.yaml"), project / "elsewhere")
+        rejudge.rejudge(judged_config(project), project / "elsewhere")
