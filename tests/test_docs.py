@@ -493,6 +493,38 @@ def test_the_mutation_score_in_the_docs_is_the_committed_table():
     assert body in block[0], "stale: run `python tools/mutation.py --write-docs`"
 
 
+def test_the_padding_the_docs_state_is_the_counted_one():
+    """docs/performance.md's padding numbers are benchmarks/padding.py's committed count of the
+    gpu tier's groups, and its explanation holds: the order statistic of R per-batch lengths
+    (the expected longest of R uniform draws over the mean) is within 0.02 of each PPC parity
+    count, planned and by jump."""
+    import json
+
+    import numpy as np
+
+    rows = json.loads((ROOT / "benchmarks" / "measured" / "2026-11-28-cpu" /
+                       "padding_gpu_tier.json").read_text())["rows"]  # fmt: skip
+    at = {(r["experiment"], r["variant"], r["grouping"]): r for r in rows}
+    doc = " ".join((ROOT / "docs" / "performance.md").read_text().split())
+    ppc = [at["parity_scratchpad", "ppc", g]["fed_over_own"] for g in ("planned", "by_setting")]
+    ablation = [at["parity_scratchpad", "absolute", g]["fed_over_own"]
+                for g in ("planned", "by_setting")]  # fmt: skip
+    va = [at["variable_assignment", "ppc", g]["fed_over_own"] for g in ("planned", "by_setting")]
+    assert f"Fig. 2's PPC parity: {ppc[0]:.3f} as planned (R = 8, jumps mixed), {ppc[1]:.3f}" in doc
+    assert f"Fig. 8's ablations {ablation[0]:.3f} and {ablation[1]:.3f}" in doc
+    assert f"variable assignment's PPC {va[0]:.3f} and {va[1]:.3f}" in doc
+    assert at["sparse_parity", "neox", "planned"]["padding_share"] == 0  # "feeds no padding"
+    lengths = np.arange(10, 41, 2)  # parity's training 2l (config/gpu.yaml)
+    cdf = np.arange(1, len(lengths) + 1) / len(lengths)
+
+    def longest_over_mean(runs: int) -> float:
+        return float((np.diff(cdf**runs, prepend=0) * lengths).sum() / lengths.mean())
+
+    for runs, count in ((8, ppc[0]), (5, ppc[1])):
+        assert abs(longest_over_mean(runs) - count) < 0.02
+        assert f"{longest_over_mean(runs):.3f} at R = {runs}" in doc
+
+
 def test_the_h100_numbers_the_docs_state_are_the_measured_ones():
     """Issue 63: the trainer's fused step (benchmarks/group_step.py's JSON) and the gpu-smoke
     tier's jobs done (its Snakemake log), as README and docs/performance.md state them."""
