@@ -286,7 +286,7 @@ def test_the_readme_test_count_is_the_suites(request):
         import pytest
 
         pytest.skip("only a whole default run of the suite knows its counts")
-    pattern = (r"via `\.ci/run`: `pytest -q`, <!-- n:tests -->[\d,]+<!-- /n --> tests.*?"
+    pattern = (r"via `\.ci/run`\): `pytest -q`, <!-- n:tests -->[\d,]+<!-- /n --> tests.*?"
                r"`pytest -q --slow -m slow`, the <!-- n:tests_slow -->")  # fmt: skip
     assert re.search(pattern, (ROOT / "README.md").read_text(), re.S), "README's test counts"
     counts = _counts().load()  # the spans are these values (the test above)
