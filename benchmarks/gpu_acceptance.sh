@@ -5,7 +5,8 @@
 #
 #   [WHEELS=DIR] bash benchmarks/gpu_acceptance.sh OUT_DIR [checks|train|all|STEP,STEP,...]
 #
-# With 15 minutes of device time (one lent session), run `group_step,gpu_smoke` (below). The
+# With 15 minutes of device time (one lent session), run `group_step,gpu_smoke,fused_agreement`
+# (below). The
 # earlier lease plan, `fused_profile,fused_eager,fused_compile` (~8 min), timed the bare fused
 # step: where its time goes (its kernels, with the trainers' fused AdamW), then the fused step
 # at R = 1-16, eager and compiled (the eager ones measured on an H200 2026-11-26:
@@ -38,10 +39,14 @@
 #   goal <= 5 min on one H100), from scratch in GPU_SMOKE_DIR; its reports/gpu-smoke/ (to
 #   commit as reference/gpu-smoke/), every job's benchmark and log in OUT_DIR/gpu_smoke.tgz.
 #   Needs snakemake beside the project (WHEELS on an offline host: tools/wheelhouse.sh has it).
+# fused_agreement: after gpu_smoke, its trained PPC members of one fused group decoded alone and
+#   fused on the GPU (benchmarks/fused_agreement.py): per member and length, the share of whole
+#   generations that agree and the exact match each way.
 # group_step: the trainer's fused step (benchmarks/group_step.py), R = 8 and 16, eager with its
 #   profile (~2 min; benchmarks/measured/2026-11-27-h100); group_step_compile: compiled at R = 8
 #   (its compilation did not finish in 90 s there). With one 15-minute lease (start-up ~40 s):
-#   `group_step,gpu_smoke` with GPU_SMOKE_LIMIT=400 and WHEELS from tools/wheelhouse.sh.
+#   `group_step,gpu_smoke,fused_agreement` with GPU_SMOKE_LIMIT=400 and WHEELS from
+#   tools/wheelhouse.sh.
 set -uo pipefail
 OUT=${1:?usage: gpu_acceptance.sh OUT_DIR [checks|train|all|STEP,...]}
 PART=${2:-all}
@@ -159,5 +164,12 @@ if want gpu_smoke; then
   # reference/gpu-smoke/), every job's benchmark and log
   tar czf "$OUT/gpu_smoke.tgz" -C "$work" reports/gpu-smoke results/gpu-smoke/benchmarks \
     results/gpu-smoke/logs 2>/dev/null
+fi
+if want fused_agreement; then  # gpu_smoke's trained PPC members of jump 1 (one fused group),
+  # each decoded alone and fused on this GPU (issue 63, item 5 d): needs gpu_smoke run first
+  work=${GPU_SMOKE_DIR:-/tmp/lengen-gpu-smoke}
+  step fused_agreement 120 python benchmarks/fused_agreement.py --config config/gpu-smoke.yaml \
+    --device cuda --json "$OUT/fused_agreement.json" \
+    --models "$work"/results/gpu-smoke/parity_scratchpad/ppc/k1/seed*/model.pt
 fi
 exit $status

@@ -108,3 +108,40 @@ def test_checkpoint_cost_is_measured_per_experiment_and_set_against_step_time(tm
     assert sp["overhead"] == sp["save_s"] / (sp_every["train"]["checkpoint_every"] * 0.5)
     assert "parity_scratchpad" in rows and "natural_language/h_short" in rows
     assert not list((tmp_path / "w").iterdir())  # nothing left behind
+
+
+def test_fused_agreement_scores_trained_members_alone_and_fused(device, capsys, tmp_path):
+    """Issue 63, item 5 d: members of a fused group (here untrained, saved as the trainer saves
+    them) decoded alone and as one group: on a CPU in fp32 every generation is the same and so
+    is each member's exact match; on a GPU the agreement is measured and written."""
+    from lengen import tasks
+    from lengen.config.config import load
+    from lengen.model.modelfile import write_model_file
+    from lengen.tasks import parse_spec
+    from lengen.train.train import build_model
+
+    bench = load_script(BENCH / "fused_agreement.py")
+    config = _smoke_on(device, tmp_path)
+    cfg = load(config)
+    paths = []
+    for run in (0, 1):
+        spec = parse_spec(tasks.generation_spec(cfg, "parity_scratchpad", "ppc", 1, run))
+        paths.append(tmp_path / f"seed{run}.pt")
+        write_model_file(build_model(spec), spec, paths[-1], 4, "steps")
+    out = tmp_path / "agreement.json"
+    bench.main(["--config", config, "--device", device, "--models", *map(str, paths),
+                "--json", str(out)])  # fmt: skip
+    rows = json.loads(out.read_text())["rows"]
+    lengths = cfg["parity_scratchpad"]["eval"]["lengths"]
+    assert sorted({r["length"] for r in rows}) == sorted(lengths) and len(rows) == 2 * len(lengths)
+    assert {r["run"] for r in rows} == {"ppc/k1/seed0", "ppc/k1/seed1"}
+    if device == "cpu":
+        assert all(r["same_generation"] == 1.0 for r in rows)
+        assert all(r["accuracy_alone"] == r["accuracy_fused"] for r in rows)
+    assert "fused = alone, whole generations:" in capsys.readouterr().out
+    other = parse_spec(tasks.generation_spec(cfg, "parity_scratchpad", "ppc", 2, 0))
+    write_model_file(build_model(other), other, tmp_path / "jump2.pt", 4, "steps")
+    import pytest
+
+    with pytest.raises(SystemExit, match="differ in their task"):
+        bench.main(["--config", config, "--models", str(paths[0]), str(tmp_path / "jump2.pt")])
