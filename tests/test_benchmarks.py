@@ -145,3 +145,46 @@ def test_fused_agreement_scores_trained_members_alone_and_fused(device, capsys, 
 
     with pytest.raises(SystemExit, match="differ in their task"):
         bench.main(["--config", config, "--models", str(paths[0]), str(tmp_path / "jump2.pt")])
+
+
+def _fused_smoke(tmp_path) -> str:
+    """The smoke tier with its runs fused in pairs (the gpu tier's grouping, at smoke size)."""
+    cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
+    cfg["runtime"]["fuse_runs"] = 2
+    path = tmp_path / "fused.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return str(path)
+
+
+def test_host_batches_times_every_fused_variants_group_batch(tmp_path, capsys):
+    from lengen.config import plan
+    from lengen.config.config import load
+
+    bench = load_script(BENCH / "host_batches.py")
+    config, out = _fused_smoke(tmp_path), tmp_path / "host.json"
+    bench.main(["--config", config, "--steps", "2", "--start", "3", "--json", str(out)])
+    rows = json.loads(out.read_text())["rows"]
+    cfg = load(config)
+    fused = [(e, v) for e in plan.experiments(cfg) for v in cfg[e]["variants"]
+             if plan.fused(cfg, e, v)]  # fmt: skip
+    assert [(r["experiment"], r["variant"]) for r in rows] == fused
+    assert all(r["ms_per_batch"] > 0 and r["runs"] <= 2 for r in rows)
+    assert "one fused group's batch" in capsys.readouterr().out
+
+
+def test_padding_counts_each_grouping_against_the_runs_own_tokens(tmp_path):
+    """benchmarks/padding.py: by setting, every group holds one jump or depth; the tokens fed are
+    never fewer than the runs' own, and a group of one run feeds exactly its own."""
+    from lengen.config import plan
+    from lengen.config.config import load
+
+    bench = load_script(BENCH / "padding.py")
+    cfg = load(_fused_smoke(tmp_path))
+    runs = plan.runs(cfg, "parity_scratchpad", "ppc")
+    assert all(len({r.value for r in g}) == 1 for g in bench.by_setting(runs, 2))
+    rows = bench.measure(cfg, 3)
+    assert {r["grouping"] for r in rows} == {"planned", "by_setting"}
+    assert all(r["fed_over_own"] >= 1 and 0 <= r["padding_share"] < 1 for r in rows)
+    single = [r for r in rows if r["runs_per_group"] == "1-1"]
+    assert single  # the smoke ablations: one run each
+    assert all(r["fed_over_own"] == 1 for r in single)

@@ -525,6 +525,20 @@ def test_the_padding_the_docs_state_is_the_counted_one():
         assert f"{longest_over_mean(runs):.3f} at R = {runs}" in doc
 
 
+def test_the_host_batch_times_the_docs_state_are_the_timed_ones():
+    """docs/performance.md's host batch times are benchmarks/host_batches.py's committed JSON."""
+    import json
+
+    rows = json.loads((ROOT / "benchmarks" / "measured" / "2026-11-28-cpu" /
+                       "host_batches_gpu_tier.json").read_text())["rows"]  # fmt: skip
+    ms = {(r["experiment"], r["variant"]): r["ms_per_batch"] for r in rows}
+    va = [v for (e, _), v in ms.items() if e == "variable_assignment"]
+    doc = " ".join((ROOT / "docs" / "performance.md").read_text().split())
+    assert (f"{ms['sparse_parity', 'neox']:.1f} ms for sparse parity's group, "
+            f"{ms['parity_scratchpad', 'ppc']:.1f} ms for PPC parity's, {min(va):.1f}-"
+            f"{max(va):.1f} ms for variable assignment's") in doc
+
+
 def test_the_h100_numbers_the_docs_state_are_the_measured_ones():
     """Issue 63: the trainer's fused step (benchmarks/group_step.py's JSON) and the gpu-smoke
     tier's jobs done (its Snakemake log), as README and docs/performance.md state them."""
