@@ -5,8 +5,8 @@
 #
 #   [WHEELS=DIR] bash benchmarks/gpu_acceptance.sh OUT_DIR [checks|train|all|STEP,STEP,...]
 #
-# With 15 minutes of device time (one lent session), run `group_step,gpu_smoke,fused_agreement`
-# (below). The
+# With 15 minutes of device time (one lent session), run
+# `group_step,gpu_smoke,fused_agreement,jagged` (below). The
 # earlier lease plan, `fused_profile,fused_eager,fused_compile` (~8 min), timed the bare fused
 # step: where its time goes (its kernels, with the trainers' fused AdamW), then the fused step
 # at R = 1-16, eager and compiled (the eager ones measured on an H200 2026-11-26:
@@ -42,10 +42,12 @@
 # fused_agreement: after gpu_smoke, its trained PPC members of one fused group decoded alone and
 #   fused on the GPU (benchmarks/fused_agreement.py): per member and length, the share of whole
 #   generations that agree and the exact match each way.
+# jagged: one layer's linears of the gpu tier's PPC group as grouped GEMMs over each run's own
+#   tokens (torch._grouped_mm) against the padded batched matmul (benchmarks/jagged.py, ~1 min).
 # group_step: the trainer's fused step (benchmarks/group_step.py), R = 8 and 16, eager with its
 #   profile (~2 min; benchmarks/measured/2026-11-27-h100); group_step_compile: compiled at R = 8
 #   (its compilation did not finish in 90 s there). With one 15-minute lease (start-up ~40 s):
-#   `group_step,gpu_smoke,fused_agreement` with GPU_SMOKE_LIMIT=400 and WHEELS from
+#   `group_step,gpu_smoke,fused_agreement,jagged` with GPU_SMOKE_LIMIT=400 and WHEELS from
 #   tools/wheelhouse.sh.
 set -uo pipefail
 OUT=${1:?usage: gpu_acceptance.sh OUT_DIR [checks|train|all|STEP,...]}
@@ -172,4 +174,8 @@ if want fused_agreement; then  # gpu_smoke's trained PPC members of jump 1 (one 
     --device cuda --json "$OUT/fused_agreement.json" \
     --models "$work"/results/gpu-smoke/parity_scratchpad/ppc/k1/seed*/model.pt
 fi
+# the padding-free fused linear (issue 63, item 2): one layer's four linears of the gpu tier's PPC
+# parity group as grouped GEMMs over each run's own tokens against today's padded bmm
+want jagged && step jagged 120 python benchmarks/jagged.py --config config/gpu.yaml \
+  --group parity_scratchpad/ppc --device cuda --dtype bf16 --samples 12 --json "$OUT/jagged.json"
 exit $status
