@@ -29,8 +29,8 @@ import numpy as np
 from lengen import tasks
 from lengen.config import plan
 from lengen.config.config import load
-from lengen.core.batch import step_rng
 from lengen.tasks import parse_spec
+from lengen.train.group import group_batch
 
 
 def by_setting(runs: list[plan.Run], size: int) -> list[list[plan.Run]]:
@@ -44,18 +44,10 @@ def by_setting(runs: list[plan.Run], size: int) -> list[list[plan.Run]]:
 
 
 def group_tokens(task, specs, step: int) -> tuple[int, int]:
-    """(tokens fed, the runs' own tokens) of one fused step of these runs, as
-    lengen.train.group.group_batch pads them: each run's batch to its bucket edge, then all to
-    the group's longest."""
-    buckets = specs[0].train.length_buckets
-    own, padded = [], []
-    for spec in specs:
-        example = task.train_batch(spec, step_rng(spec.seed, step, 0), step)
-        own.append(example.tokens[:, :-1].size)
-        padded.append(example.padded(buckets).tokens.shape)
-    longest = max(t for _, t in padded)
-    fed = sum(b * (longest - 1) for b, _ in padded)
-    return fed, sum(own)
+    """(tokens fed, the runs' own tokens) of one fused step of these runs: the trainer's own
+    batch (lengen.train.group.group_batch), so what is counted is what it pads."""
+    inputs, own = group_batch(task, specs, step, specs[0].train.length_buckets, None)
+    return inputs["input_ids"].numel(), sum(own)
 
 
 def measure(cfg: dict, steps: int) -> list[dict]:
