@@ -18,7 +18,8 @@
 # LENGEN_SOURCE_COMMIT, the commit every row and JSON records.
 #
 # Each step has a time limit (a stuck step does not eat the others'); TRAIN_LIMIT (seconds)
-# bounds each training job. Steps: pytest_cuda throughput_paper step_time_paper step_time_gpu
+# bounds each training job (GPU_SMOKE_LIMIT, AGREE_LIMIT, JAGGED_LIMIT, GROUP_EAGER_LIMIT,
+# GROUP_COMPILE_LIMIT the steps so named). Steps: pytest_cuda throughput_paper step_time_paper step_time_gpu
 # loo_paper decode_paper prefetch fused decode_fused loss_memory (the checks), train and
 # fused_grid.
 # checks (~10 min on one H100): the tests with a GPU path on CUDA; the paper's 12 x 1024 synthetic
@@ -170,12 +171,12 @@ fi
 if want fused_agreement; then  # gpu_smoke's trained PPC members of jump 1 (one fused group),
   # each decoded alone and fused on this GPU (issue 63, item 5 d): needs gpu_smoke run first
   work=${GPU_SMOKE_DIR:-/tmp/lengen-gpu-smoke}
-  step fused_agreement 120 python benchmarks/fused_agreement.py --config config/gpu-smoke.yaml \
+  step fused_agreement "${AGREE_LIMIT:-120}" python benchmarks/fused_agreement.py --config config/gpu-smoke.yaml \
     --device cuda --json "$OUT/fused_agreement.json" \
     --models "$work"/results/gpu-smoke/parity_scratchpad/ppc/k1/seed*/model.pt
 fi
 # the padding-free fused linear (issue 63, item 2): one layer's four linears of the gpu tier's PPC
 # parity group as grouped GEMMs over each run's own tokens against today's padded bmm
-want jagged && step jagged 120 python benchmarks/jagged.py --config config/gpu.yaml \
+want jagged && step jagged "${JAGGED_LIMIT:-120}" python benchmarks/jagged.py --config config/gpu.yaml \
   --group parity_scratchpad/ppc --device cuda --dtype bf16 --samples 12 --json "$OUT/jagged.json"
 exit $status
