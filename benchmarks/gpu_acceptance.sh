@@ -5,8 +5,8 @@
 #
 #   [WHEELS=DIR] bash benchmarks/gpu_acceptance.sh OUT_DIR [checks|train|all|STEP,STEP,...]
 #
-# With 15 minutes of device time (one lent session), run
-# `group_step,gpu_smoke,fused_agreement,jagged` (below). The
+# With 15 minutes of device time (one lent session), run the two calls below
+# (`gpu_smoke,fused_agreement`, then `jagged,group_step`). The
 # earlier lease plan, `fused_profile,fused_eager,fused_compile` (~8 min), timed the bare fused
 # step: where its time goes (its kernels, with the trainers' fused AdamW), then the fused step
 # at R = 1-16, eager and compiled (the eager ones measured on an H200 2026-11-26:
@@ -47,9 +47,13 @@
 #   tokens (torch._grouped_mm) against the padded batched matmul (benchmarks/jagged.py, ~1 min).
 # group_step: the trainer's fused step (benchmarks/group_step.py), R = 8 and 16, eager with its
 #   profile (~2 min; benchmarks/measured/2026-11-27-h100); group_step_compile: compiled at R = 8
-#   (its compilation did not finish in 90 s there). With one 15-minute lease (start-up ~40 s):
-#   `group_step,gpu_smoke,fused_agreement,jagged` with GPU_SMOKE_LIMIT=400 and WHEELS from
-#   tools/wheelhouse.sh.
+#   (its compilation did not finish in 90 s there).
+# One 15-minute lease whose commands stop at 600 s each (start-up ~40 s) takes two calls:
+#   1. `gpu_smoke,fused_agreement` with GPU_SMOKE_LIMIT=470 AGREE_LIMIT=70 (the tier did 46 of
+#      its 66 jobs in 400 s on 2026-11-27, two trainings at a time; now four);
+#   2. at once, on the still-warm machine: `jagged,group_step` (~3 min).
+#   Both with WHEELS from tools/wheelhouse.sh, and ARCHIVE=FILE where the host gives back only a
+#   few files: OUT_DIR packed into FILE after every step.
 set -uo pipefail
 OUT=${1:?usage: gpu_acceptance.sh OUT_DIR [checks|train|all|STEP,...]}
 PART=${2:-all}
@@ -68,6 +72,11 @@ if [[ -f COMMIT && -z ${LENGEN_SOURCE_COMMIT:-} ]]; then  # a tree copied withou
 fi
 export MLFLOW_DISABLE_TELEMETRY=true
 status=0
+pack() {  # ARCHIVE=FILE: OUT_DIR as one .tgz, made anew after every step (a host that gives back
+  # only a few files, or cuts the command at its limit, still returns each finished step's files)
+  [[ -n ${ARCHIVE:-} ]] || return 0
+  tar czf "$ARCHIVE.part" -C "$(dirname "$OUT")" "$(basename "$OUT")" && mv "$ARCHIVE.part" "$ARCHIVE"
+}
 step() {  # step NAME SECONDS COMMAND...: run (stopped after SECONDS), log to OUT/NAME.log,
   local name=$1 limit=$2  # remember a failure, go on
   shift 2
@@ -80,6 +89,7 @@ step() {  # step NAME SECONDS COMMAND...: run (stopped after SECONDS), log to OU
   fi
   echo "== $name: $((SECONDS - t0)) s" | tee -a "$OUT/$name.log"
   tail -n 25 "$OUT/$name.log"
+  pack
   return "$rc"
 }
 
@@ -167,6 +177,7 @@ if want gpu_smoke; then
   # reference/gpu-smoke/), every job's benchmark and log
   tar czf "$OUT/gpu_smoke.tgz" -C "$work" reports/gpu-smoke results/gpu-smoke/benchmarks \
     results/gpu-smoke/logs 2>/dev/null
+  pack
 fi
 if want fused_agreement; then  # gpu_smoke's trained PPC members of jump 1 (one fused group),
   # each decoded alone and fused on this GPU (issue 63, item 5 d): needs gpu_smoke run first
@@ -179,4 +190,5 @@ fi
 # parity group as grouped GEMMs over each run's own tokens against today's padded bmm
 want jagged && step jagged "${JAGGED_LIMIT:-120}" python benchmarks/jagged.py --config config/gpu.yaml \
   --group parity_scratchpad/ppc --device cuda --dtype bf16 --samples 12 --json "$OUT/jagged.json"
+pack
 exit $status

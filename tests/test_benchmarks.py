@@ -4,6 +4,8 @@ print what the README quotes; the step-time benchmark's wall-time schedule has k
 from __future__ import annotations
 
 import json
+import subprocess
+import tarfile
 
 import yaml
 
@@ -205,3 +207,17 @@ def test_jagged_linears_equal_the_padded_ones_on_the_real_tokens(tmp_path, devic
     assert row["max_rel_difference"] < (2e-2 if dtype == "bf16" else 1e-5)
     assert row["ms_padded"] > 0 and row["ms_grouped"] > 0
     assert "grouped GEMM (each run's own)" in capsys.readouterr().out
+
+
+def test_gpu_acceptance_packs_its_out_dir_after_every_step(tmp_path):
+    """ARCHIVE=FILE: the acceptance run's folder as one archive, made anew after each step and at
+    the end, so a host that gives back a few files (or cuts the command) keeps what finished; a
+    step not asked for does not run."""
+    out, archive = tmp_path / "acc", tmp_path / "acc.tgz"
+    env = {"PATH": "/usr/bin:/bin", "ARCHIVE": str(archive), "HOME": str(tmp_path)}
+    done = subprocess.run(["bash", str(BENCH / "gpu_acceptance.sh"), str(out), "no_such_step"],
+                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    with tarfile.open(archive) as tar:
+        assert sorted(tar.getnames()) == ["acc", "acc/machine.txt"]
+    assert not (tmp_path / "acc.tgz.part").exists()
