@@ -35,9 +35,14 @@ def _times():
     return load_script(ROOT / "tools" / "times.py")
 
 
+def _documents() -> list[Path]:
+    """README and docs/: where the generated spans stand (tools/spans.py)."""
+    return load_script(ROOT / "tools" / "spans.py").documents(ROOT)
+
+
 def _pages() -> list[Path]:
-    """What a user reads: README and docs/ (tools/times.py's documents) and config/README.md."""
-    return [*_times().documents(ROOT), ROOT / "config" / "README.md"]
+    """What a user reads: README and docs/ and config/README.md."""
+    return [*_documents(), ROOT / "config" / "README.md"]
 
 
 def test_every_time_the_docs_state_is_the_measured_one():
@@ -57,7 +62,7 @@ def test_every_count_the_docs_state_is_the_registrys_and_none_is_typed_by_hand()
     of hours, minutes, jobs, tests or runs stands outside a generated span or block."""
     tool = _counts()
     assert tool.problems() == [], "stale counts: python tools/counts.py --write"
-    typed = [f"{p.relative_to(ROOT)}:{line}: {text!r}" for p in tool.documents()
+    typed = [f"{p.relative_to(ROOT)}:{line}: {text!r}" for p in _documents()
              for line, text in tool.typed(p.read_text())]  # fmt: skip
     assert typed == [], "a typed count or time: a span of tools/times.py or tools/counts.py"
 

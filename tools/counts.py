@@ -20,13 +20,13 @@ import re
 from pathlib import Path
 
 import yaml
+from spans import ROOT, Spans
 
 from lengen.config import plan
 from lengen.config.config import load as load_config
 
-ROOT = Path(__file__).resolve().parents[1]
 COUNTS = "benchmarks/measured/counts.yaml"
-SPAN = re.compile(r"<!-- n:(\w+) -->(.*?)<!-- /n -->", re.S)
+SPANS = Spans("n", COUNTS)
 # every generated part of a document: a span of any tool (`<!-- time:K -->`, `<!-- n:K -->`,
 # `<!-- ref:... -->` ... `<!-- /time -->`) or a block (`<!-- NAME begin ... -->` ... `end -->`)
 GENERATED = re.compile(
@@ -78,10 +78,6 @@ def texts(root: Path = ROOT) -> dict[str, str]:
     return {key: f"{value(entry, root):,}" for key, entry in load(root).items()}
 
 
-def documents(root: Path = ROOT) -> list[Path]:
-    return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
-
-
 def typed(doc: str) -> list[tuple[int, str]]:
     """(line, text) of each number of hours, minutes, jobs, tests or runs outside generated
     spans and blocks."""
@@ -91,23 +87,11 @@ def typed(doc: str) -> list[tuple[int, str]]:
 
 def problems(root: Path = ROOT) -> list[str]:
     """What differs: a span's value, an unknown key, a key with no span."""
-    values, used, out = texts(root), set(), []
-    for path in documents(root):
-        for key, shown in SPAN.findall(path.read_text()):
-            used.add(key)
-            if key not in values:
-                out.append(f"{path.name}: <!-- n:{key} --> names no key of {COUNTS}")
-            elif shown != values[key]:
-                out.append(f"{path.name}: {key} reads {shown!r}, {COUNTS} gives {values[key]!r}")
-    return out + [f"{COUNTS}: {key} appears in no document" for key in values if key not in used]
+    return SPANS.problems(texts(root), root)
 
 
 def write(root: Path = ROOT) -> None:
-    values = texts(root)
-    for path in documents(root):
-        doc = SPAN.sub(lambda m: f"<!-- n:{m[1]} -->{values.get(m[1], m[2])}<!-- /n -->",
-                       path.read_text())  # fmt: skip
-        path.write_text(doc)
+    SPANS.write(texts(root), root)
 
 
 def main() -> None:

@@ -22,12 +22,13 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from schedule import job_kinds, job_table, training_hours  # noqa: E402  (benchmarks/, no torch)
+from spans import Spans  # noqa: E402  (tools/, beside this file)
 
 from lengen.config import plan  # noqa: E402
 from lengen.config.config import load as load_config  # noqa: E402
 
 TIMES = "benchmarks/measured/times.yaml"
-SPAN = re.compile(r"<!-- time:(\w+) -->(.*?)<!-- /time -->", re.S)
+SPANS = Spans("time", TIMES)
 BEGIN, END = "<!-- times: begin (tools/times.py) -->", "<!-- times: end -->"
 TABLE_DOC = "docs/pipeline.md"
 
@@ -165,27 +166,9 @@ def table(root: Path = ROOT) -> str:
     return "\n".join([*lines, END])
 
 
-def documents(root: Path = ROOT) -> list[Path]:
-    return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
-
-
-def rewritten(doc: str, values: dict[str, str]) -> str:
-    """A document with every span's value (an unknown key left as it is, for `problems`)."""
-    return SPAN.sub(lambda m: f"<!-- time:{m[1]} -->{values.get(m[1], m[2])}<!-- /time -->", doc)
-
-
 def problems(root: Path = ROOT) -> list[str]:
     """What differs: a span's value, an unknown key, a key with no span, the table."""
-    values, used, out = texts(root), set(), []
-    for path in documents(root):
-        doc = path.read_text()
-        for key, shown in SPAN.findall(doc):
-            used.add(key)
-            if key not in values:
-                out.append(f"{path.name}: <!-- time:{key} --> names no key of {TIMES}")
-            elif shown != values[key]:
-                out.append(f"{path.name}: {key} reads {shown!r}, {TIMES} gives {values[key]!r}")
-    out += [f"{TIMES}: {key} appears in no document" for key in values if key not in used]
+    out = SPANS.problems(texts(root), root)
     doc = (root / TABLE_DOC).read_text()
     if BEGIN not in doc or table(root) not in doc:
         out.append(f"{TABLE_DOC}: the table of times differs from `python tools/times.py`")
@@ -193,13 +176,12 @@ def problems(root: Path = ROOT) -> list[str]:
 
 
 def write(root: Path = ROOT) -> None:
-    values = texts(root)
-    for path in documents(root):
-        doc = rewritten(path.read_text(), values)
-        if path == root / TABLE_DOC and BEGIN in doc:
-            head, rest = doc.split(BEGIN, 1)
-            doc = head + table(root) + rest.split(END, 1)[1]
-        path.write_text(doc)
+    SPANS.write(texts(root), root)
+    path = root / TABLE_DOC
+    doc = path.read_text()
+    if BEGIN in doc:
+        head, rest = doc.split(BEGIN, 1)
+        path.write_text(head + table(root) + rest.split(END, 1)[1])
 
 
 def main() -> None:
