@@ -42,9 +42,9 @@ def timed(step, n: int, warmup: int, device: str) -> float:
     return sorted(times)[len(times) // 2]
 
 
-def measure(cfg: ModelConfig, runs: int, batch: int, length: int, device: str, steps: int,
-            warmup: int, bf16: bool = False, compile_: bool = False) -> dict:  # fmt: skip
-    """Seconds per step alone and fused for `runs` models."""
+def runs_and_batch(cfg: ModelConfig, runs: int, batch: int, length: int, device: str):
+    """`runs` models of `cfg` (seeds 0..runs-1) and one batch for each: (models, ids, positions,
+    labels), the tensors shaped (runs, batch, length)."""
     models = []
     for seed in range(runs):
         torch.manual_seed(seed)
@@ -52,11 +52,51 @@ def measure(cfg: ModelConfig, runs: int, batch: int, length: int, device: str, s
     ids = torch.randint(0, cfg.vocab_size, (runs, batch, length), device=device)
     pos = torch.arange(length, device=device).expand(runs, batch, length).contiguous()
     labels = torch.roll(ids, -1, dims=-1)
-    # the trainers' AdamW (lengen.train.lifecycle.make_engine, alone and fused): torch's fused
-    # one on CUDA (the 2026-11-26 H200 numbers predate this and used the foreach one, both sides
-    # alike)
-    fused_adam = True if device == "cuda" else None
-    opts = [torch.optim.AdamW(m.parameters(), lr=1e-4, fused=fused_adam) for m in models]
+    return models, ids, pos, labels
+
+
+def adamw(params, device: str) -> torch.optim.AdamW:
+    """The trainers' AdamW (lengen.train.lifecycle.make_engine, alone and fused): torch's fused
+    one on CUDA (the 2026-11-26 H200 numbers predate this and used the foreach one, both sides
+    alike)."""
+    return torch.optim.AdamW(params, lr=1e-4, fused=True if device == "cuda" else None)
+
+
+def autocast_step(step, device: str, bf16: bool, compile_: bool = False):
+    """`step` under bf16 autocast (the GPU tiers'), compiled if asked."""
+
+    def go():
+        with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=bf16):
+            step()
+
+    return torch.compile(go) if compile_ else go
+
+
+def fused_step(models: list, ids, pos, labels, device: str):
+    """One training step of the models fused (lengen.model.fused.FusedGPTNeoX): the runs' losses
+    summed, each run's gradient clipped alone, one AdamW."""
+    fused = FusedGPTNeoX(models).to(device)
+    opt = adamw(fused.parameters(), device)
+
+    def step():
+        out = fused(ids, pos)
+        out = out[0] if isinstance(out, tuple) else out
+        losses = torch.nn.functional.cross_entropy(
+            out.flatten(1, 2).transpose(1, 2), labels.flatten(1), reduction="none"
+        ).mean(1)
+        opt.zero_grad(set_to_none=True)
+        losses.sum().backward()
+        fused.clip_run_grads_(1.0)
+        opt.step()
+
+    return step
+
+
+def measure(cfg: ModelConfig, runs: int, batch: int, length: int, device: str, steps: int,
+            warmup: int, bf16: bool = False, compile_: bool = False) -> dict:  # fmt: skip
+    """Seconds per step alone and fused for `runs` models."""
+    models, ids, pos, labels = runs_and_batch(cfg, runs, batch, length, device)
+    opts = [adamw(m.parameters(), device) for m in models]
 
     def alone():
         for r, (m, o) in enumerate(zip(models, opts, strict=True)):
@@ -68,29 +108,9 @@ def measure(cfg: ModelConfig, runs: int, batch: int, length: int, device: str, s
             torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
             o.step()
 
-    fused = FusedGPTNeoX(models).to(device)
-    fopt = torch.optim.AdamW(fused.parameters(), lr=1e-4, fused=fused_adam)
-
-    def together():
-        out = fused(ids, pos)
-        out = out[0] if isinstance(out, tuple) else out
-        losses = torch.nn.functional.cross_entropy(
-            out.flatten(1, 2).transpose(1, 2), labels.flatten(1), reduction="none"
-        ).mean(1)
-        fopt.zero_grad(set_to_none=True)
-        losses.sum().backward()
-        fused.clip_run_grads_(1.0)
-        fopt.step()
-
-    def run(step):
-        def go():
-            with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=bf16):
-                step()
-
-        return torch.compile(go) if compile_ else go
-
-    t_alone = timed(run(alone), steps, warmup, device)
-    t_fused = timed(run(together), steps, warmup, device)
+    together = fused_step(models, ids, pos, labels, device)
+    t_alone = timed(autocast_step(alone, device, bf16, compile_), steps, warmup, device)
+    t_fused = timed(autocast_step(together, device, bf16, compile_), steps, warmup, device)
     tokens = runs * batch * length
     flops = models[0].flops_per_token(length) * tokens
     return {"runs": runs, "alone_s": t_alone, "fused_s": t_fused, "ratio": t_alone / t_fused,

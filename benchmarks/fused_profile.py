@@ -21,11 +21,11 @@ import argparse
 import json
 import time
 
+import fused  # this folder's (python benchmarks/fused_profile.py)
 import torch
-from throughput import sync  # this folder's (python benchmarks/fused_profile.py)
+from throughput import sync
 
-from lengen.model.fused import FusedGPTNeoX
-from lengen.model.model import GPTNeoX, ModelConfig
+from lengen.model.model import ModelConfig
 
 GROUPS = {  # operator or kernel name fragments -> group (the first match wins)
     "matmul": ("aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::matmul",
@@ -54,33 +54,11 @@ def group_of(name: str) -> str:
 
 
 def fused_step(cfg: ModelConfig, runs: int, batch: int, length: int, device: str, bf16: bool):
-    """The step benchmarks/fused.py times for `runs` models, fused."""
-    models = []
-    for seed in range(runs):
-        torch.manual_seed(seed)
-        models.append(GPTNeoX(cfg).to(device))
-    fused = FusedGPTNeoX(models).to(device)
-    # the trainer's AdamW (lengen.train.lifecycle.make_engine): torch's fused one on CUDA (the
-    # first H200 profile, 2026-11-26, predates this and ran the foreach one: its
-    # multi_tensor_apply kernels)
-    opt = torch.optim.AdamW(fused.parameters(), lr=1e-4, fused=True if device == "cuda" else None)
-    ids = torch.randint(0, cfg.vocab_size, (runs, batch, length), device=device)
-    pos = torch.arange(length, device=device).expand(runs, batch, length).contiguous()
-    labels = torch.roll(ids, -1, dims=-1)
-
-    def step():
-        with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=bf16):
-            out = fused(ids, pos)
-            out = out[0] if isinstance(out, tuple) else out
-            losses = torch.nn.functional.cross_entropy(
-                out.flatten(1, 2).transpose(1, 2), labels.flatten(1), reduction="none"
-            ).mean(1)
-        opt.zero_grad(set_to_none=True)
-        losses.sum().backward()
-        fused.clip_run_grads_(1.0)
-        opt.step()
-
-    return step
+    """The step benchmarks/fused.py times for `runs` models, fused (its own code: the trainer's
+    fused AdamW on CUDA; the first H200 profile, 2026-11-26, predates it and ran the foreach one,
+    its multi_tensor_apply kernels)."""
+    step = fused.fused_step(*fused.runs_and_batch(cfg, runs, batch, length, device), device)
+    return fused.autocast_step(step, device, bf16)
 
 
 def profile(step, steps: int, warmup: int, device: str, top: int) -> dict:
