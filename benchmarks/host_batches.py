@@ -17,8 +17,8 @@ import statistics
 import time
 
 import torch
+from padding import fused_variants  # this folder's (python benchmarks/host_batches.py)
 
-from lengen import tasks
 from lengen.config import plan
 from lengen.config.config import load
 from lengen.tasks import parse_spec
@@ -28,21 +28,17 @@ from lengen.train.group import group_batch
 def measure(cfg: dict, steps: int, start: int) -> list[dict]:
     """One row per fused variant: its first group's runs and the median ms per group batch."""
     rows = []
-    for experiment in plan.experiments(cfg):
-        task = tasks.get(experiment)
-        for variant in cfg[experiment]["variants"]:
-            if not plan.fused(cfg, experiment, variant):
-                continue
-            specs = [parse_spec(r.spec(cfg)) for r in plan.groups(cfg, experiment, variant)[0]]
-            buckets = specs[0].train.length_buckets
-            times = []
-            for step in range(start, start + steps):
-                t = time.perf_counter()
-                group_batch(task, specs, step, buckets, None)
-                times.append(time.perf_counter() - t)
-            rows.append({"experiment": experiment, "variant": variant, "runs": len(specs),
-                         "ms_per_batch": 1e3 * statistics.median(times), "steps": steps,
-                         "first_step": start})  # fmt: skip
+    for experiment, variant, task in fused_variants(cfg):
+        specs = [parse_spec(r.spec(cfg)) for r in plan.groups(cfg, experiment, variant)[0]]
+        buckets = specs[0].train.length_buckets
+        times = []
+        for step in range(start, start + steps):
+            t = time.perf_counter()
+            group_batch(task, specs, step, buckets, None)
+            times.append(time.perf_counter() - t)
+        rows.append({"experiment": experiment, "variant": variant, "runs": len(specs),
+                     "ms_per_batch": 1e3 * statistics.median(times), "steps": steps,
+                     "first_step": start})  # fmt: skip
     return rows
 
 

@@ -33,6 +33,15 @@ from lengen.tasks import parse_spec
 from lengen.train.group import group_batch
 
 
+def fused_variants(cfg: dict):
+    """(experiment, variant, task) of each variant the tier trains in fused groups
+    (lengen.config.plan.fused), in the config's order."""
+    for experiment in plan.experiments(cfg):
+        for variant in cfg[experiment]["variants"]:
+            if plan.fused(cfg, experiment, variant):
+                yield experiment, variant, tasks.get(experiment)
+
+
 def by_setting(runs: list[plan.Run], size: int) -> list[list[plan.Run]]:
     """The runs of each setting (jump, depth) in equal groups of at most `size`."""
     out = []
@@ -54,31 +63,27 @@ def measure(cfg: dict, steps: int) -> list[dict]:
     """One row per (fused variant, grouping)."""
     size = plan.fuse_runs(cfg)
     rows = []
-    for experiment in plan.experiments(cfg):
-        task = tasks.get(experiment)
-        for variant in cfg[experiment]["variants"]:
-            if not plan.fused(cfg, experiment, variant):
-                continue
-            runs = plan.runs(cfg, experiment, variant)
-            total = parse_spec(runs[0].spec(cfg)).train.steps
-            at = np.linspace(0, total - 1, steps).round().astype(int).tolist()
-            for name, groups in (("planned", plan.groups(cfg, experiment, variant)),
-                                 ("by_setting", by_setting(runs, size))):  # fmt: skip
-                fed = own = 0
-                widths = []
-                for group in groups:
-                    specs = [parse_spec(r.spec(cfg)) for r in group]
-                    for step in at:
-                        f, o = group_tokens(task, specs, step)
-                        fed, own = fed + f, own + o
-                    widths.append(len(group))
-                rows.append({
-                    "experiment": experiment, "variant": variant, "grouping": name,
-                    "runs": len(runs), "group_jobs": len(groups),
-                    "runs_per_group": f"{min(widths)}-{max(widths)}",
-                    "padding_share": 1 - own / fed, "fed_over_own": fed / own,
-                    "steps_sampled": len(at),
-                })  # fmt: skip
+    for experiment, variant, task in fused_variants(cfg):
+        runs = plan.runs(cfg, experiment, variant)
+        total = parse_spec(runs[0].spec(cfg)).train.steps
+        at = np.linspace(0, total - 1, steps).round().astype(int).tolist()
+        for name, groups in (("planned", plan.groups(cfg, experiment, variant)),
+                             ("by_setting", by_setting(runs, size))):  # fmt: skip
+            fed = own = 0
+            widths = []
+            for group in groups:
+                specs = [parse_spec(r.spec(cfg)) for r in group]
+                for step in at:
+                    f, o = group_tokens(task, specs, step)
+                    fed, own = fed + f, own + o
+                widths.append(len(group))
+            rows.append({
+                "experiment": experiment, "variant": variant, "grouping": name,
+                "runs": len(runs), "group_jobs": len(groups),
+                "runs_per_group": f"{min(widths)}-{max(widths)}",
+                "padding_share": 1 - own / fed, "fed_over_own": fed / own,
+                "steps_sampled": len(at),
+            })  # fmt: skip
     return rows
 
 
