@@ -428,7 +428,7 @@ def test_every_module_and_function_the_docs_name_imports():
 
 
 def test_a_quoted_number_of_the_results_doc_is_read_from_the_reference(tmp_path):
-    """docs/results.md's prose quotes the reference through `<!-- ref:TABLE col=value ... -->`
+    """README's and docs/' prose quotes the reference through `<!-- ref:TABLE col=value ... -->`
     spans (tools/results_tables.py): the mean, extremes, run count or shared text of the rows a
     query selects; a stale quote is named with its line, a query that matches nothing or names
     an unknown column is an error, and --write rewrites the quotes."""
@@ -447,6 +447,8 @@ def test_a_quoted_number_of_the_results_doc_is_read_from_the_reference(tmp_path)
     assert tool.quote("toy_accuracy variant=a stat=runs", tmp_path) == "2"
     assert tool.quote("toy_accuracy stat=rows", tmp_path) == "4"
     assert tool.quote('verdicts id="SP-1 [x]" col=verdict stat=value', tmp_path) == "not reproduced"
+    assert tool.quote("toy_accuracy col=git_commit stat=value", tmp_path) == "c0"
+    assert tool.quote("toy_accuracy col=git_commit stat=value fmt=.1", tmp_path) == "c"  # a hash
     for bad, says in [("toy_accuracy variant=c", "no row"), ("toy_accuracy k=1", "no column k"),
                       ("nothing x=1", "no table"), ("toy_accuracy stat=mode", "stat=mode"),
                       ("toy_accuracy col=variant stat=value", "2 different variant")]:  # fmt: skip
@@ -464,8 +466,15 @@ def test_a_quoted_number_of_the_results_doc_is_read_from_the_reference(tmp_path)
                and "gives '0.75'" in p for p in found), found  # fmt: skip
     assert any("line 2: ref:toy_accuracy variant=z: no row" in p for p in found), found
     assert not any("variant=b reads" in p for p in found), found  # 0.125 -> 0.12 is current
-    with pytest.raises(SystemExit, match="variant=z"):  # an unreadable quote stops --write
+    # README.md's quotes too (the reference's commit, say): stale is named, --write mends
+    (tmp_path / "README.md").write_text(
+        "run of <!-- ref:toy_accuracy col=git_commit stat=value fmt=.1 -->x<!-- /ref -->\n"
+    )
+    assert any(p.startswith("README.md:1: ref:toy_accuracy col=git_commit") and "gives 'c'" in p
+               for p in tool.problems(tmp_path))  # fmt: skip
+    with pytest.raises(SystemExit, match="variant=z"):  # an unreadable quote stops --write,
         tool.write(tmp_path)
+    assert "-->x<!--" in (tmp_path / "README.md").read_text()  # before any document is written
     # a block whose table the reference no longer has (a refresh with ALLOW_REMOVAL) is stale too
     (docs / "results.md").write_text(
         "<!-- results:variable_assignment_accuracy begin (tools/results_tables.py) -->\nold\n"
@@ -477,6 +486,9 @@ def test_a_quoted_number_of_the_results_doc_is_read_from_the_reference(tmp_path)
     tool.write(tmp_path)
     assert (docs / "results.md").read_text() == (
         "<!-- ref:toy_accuracy variant=a stat=max -->1.00<!-- /ref -->"
+    )
+    assert (tmp_path / "README.md").read_text() == (
+        "run of <!-- ref:toy_accuracy col=git_commit stat=value fmt=.1 -->c<!-- /ref -->\n"
     )
 
 

@@ -14,8 +14,9 @@
 #
 # CONFIG defaults to config/config.yaml (the default tier). --refresh copies the finished run into
 # reference/<tier>/ through lengen.report.refresh (which refuses a run whose science differs from
-# HEAD's), then, for the default tier, rewrites docs/results.md's tables and README's verdicts
-# from it (tools/results_tables.py, tools/readme_verdicts.py) and prints the sittings' time, for
+# HEAD's), then, for the default tier, rewrites docs/results.md's tables, every quote of the
+# reference in README.md and docs/ (its commit among them) and README's verdicts from it
+# (tools/results_tables.py, tools/readme_verdicts.py) and prints the sittings' time, for
 # benchmarks/measured/times.yaml.
 set -euo pipefail
 cd "$(dirname "$0")/.."

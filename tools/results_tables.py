@@ -12,14 +12,20 @@ reference written in the span around it:
 
     <!-- ref:sparse_parity_accuracy variant=neox k_train=8 k_test=8 length=500 -->0.49<!-- /ref -->
 
+Quotes may stand in README.md and every page of docs/ (the reference's commit, for one:
+`<!-- ref:sparse_parity_accuracy col=git_commit stat=value fmt=.7 -->`); the blocks are
+docs/results.md's.
+
 `ref:TABLE` names reference/default/TABLE.csv; each `column=value` keeps the rows whose column
 reads that value (quote a value with spaces: `id="SP-1 [loglen]"`); `col=` is the column read
 (default accuracy), `stat=` what is made of it: mean (default), min, max, median, sum, `value`
 (the one value the rows share, for text such as a verdict), `runs` (how many distinct runs) or
-`rows`; `fmt=` a Python format spec (default .2f; `.1%` for a percentage, `,.0f` for counts).
-tests/test_docs.py fails when docs/results.md's blocks or quotes differ from what the reference
-gives, when a quote matches no row or names an unknown column, or when a table of the reference
-has no block: a new reference rewrites them all, or the test names what went stale."""
+`rows`; `fmt=` a Python format spec (default .2f; `.1%` for a percentage, `,.0f` for counts; on
+`stat=value` text only where given: `.7` keeps a commit's first 7 characters).
+tests/test_docs.py fails when a quote (README.md, docs/) or a block of docs/results.md differs
+from what the reference gives, when a quote matches no row or names an unknown column, or when
+a table of the reference has no block: a new reference rewrites them all, or the test names what
+went stale."""
 
 from __future__ import annotations
 
@@ -29,6 +35,7 @@ import shlex
 from pathlib import Path
 
 import pandas as pd
+from spans import documents  # this folder's (python tools/results_tables.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = "docs/results.md"
@@ -117,12 +124,14 @@ def quote(query: str, root: Path = ROOT, tables: dict[Path, pd.DataFrame] | None
     words = shlex.split(query)
     if not words:
         raise ValueError("empty quote: <!-- ref:TABLE column=value ... -->")
-    name, options, filters = words[0], {"col": "accuracy", "stat": "mean", "fmt": ".2f"}, {}
+    defaults = {"col": "accuracy", "stat": "mean", "fmt": ".2f"}
+    name, options, filters = words[0], {}, {}
     for word in words[1:]:
         key, eq, value = word.partition("=")
         if not eq:
             raise ValueError(f"ref:{query}: '{word}' is not column=value")
-        (options if key in options else filters)[key] = value
+        (options if key in defaults else filters)[key] = value
+    given, options = set(options), defaults | options
     path = root / REFERENCE / f"{name}.csv"
     if not path.is_file():
         raise ValueError(f"ref:{query}: no table {REFERENCE}/{name}.csv")
@@ -148,7 +157,7 @@ def quote(query: str, root: Path = ROOT, tables: dict[Path, pd.DataFrame] | None
         values = sorted(set(table[col]))
         if len(values) != 1:
             raise ValueError(f"ref:{query}: {len(values)} different {col} values {values[:4]}")
-        return values[0]
+        return format(values[0], options["fmt"]) if "fmt" in given else values[0]
     number = getattr(pd.to_numeric(table[col], errors="raise"), stat)()
     return format(float(number), options["fmt"])
 
@@ -173,19 +182,27 @@ def wrapped(name: str, body: str) -> str:
             f"<!-- results:{name} end -->")  # fmt: skip
 
 
-def problems(root: Path = ROOT) -> list[str]:
-    """Blocks and quotes of docs/results.md that differ from the reference, quotes that cannot
-    be read, and tables with no block."""
-    doc = (root / DOC).read_text()
-    found = {m[1]: m[0] for m in BLOCK.finditer(doc)}
-    rewritten, out = quotes(doc, root)
-    out = [f"{DOC}: {e}" for e in out]
+def stale_quotes(path: Path, root: Path = ROOT) -> list[str]:
+    """The quotes of one document that differ from the reference, or cannot be read."""
+    name = path.relative_to(root).as_posix()
+    doc = path.read_text()
+    rewritten, errors = quotes(doc, root)
+    out = [f"{name}: {e}" for e in errors]
     # a quote that cannot be read stays as it is, so old and new quotes pair up in order
     for was, now in zip(QUOTE.finditer(doc), QUOTE.finditer(rewritten), strict=True):
         if was["text"] != now["text"]:
             line = doc.count("\n", 0, was.start()) + 1
-            out.append(f"{DOC}:{line}: ref:{was['query']} reads {was['text']!r}, the reference "
+            out.append(f"{name}:{line}: ref:{was['query']} reads {was['text']!r}, the reference "
                        f"gives {now['text']!r}")  # fmt: skip
+    return out
+
+
+def problems(root: Path = ROOT) -> list[str]:
+    """Quotes of README.md and docs/ that differ from the reference or cannot be read, blocks of
+    docs/results.md that differ, and tables with no block."""
+    out = [p for path in documents(root) if path.is_file() for p in stale_quotes(path, root)]
+    doc = (root / DOC).read_text()
+    found = {m[1]: m[0] for m in BLOCK.finditer(doc)}
     expected = blocks(root)
     for name, body in expected.items():
         if name not in found:
@@ -199,20 +216,27 @@ def problems(root: Path = ROOT) -> list[str]:
 
 
 def write(root: Path = ROOT) -> None:
-    """Replace every block and quote docs/results.md has (a new table's block is placed by
-    hand); a quote that cannot be read stops it, naming the query."""
-    path = root / DOC
-    new = blocks(root)
-    doc = BLOCK.sub(lambda m: wrapped(m[1], new[m[1]]) if m[1] in new else m[0], path.read_text())
-    doc, errors = quotes(doc, root)
+    """Replace every block docs/results.md has (a new table's block is placed by hand) and every
+    quote of README.md and docs/; a quote that cannot be read stops it, naming the query, before
+    any document is written."""
+    new, errors, docs = blocks(root), [], {}
+    for path in documents(root):
+        if not path.is_file():
+            continue
+        doc = path.read_text()
+        if path == root / DOC:
+            doc = BLOCK.sub(lambda m: wrapped(m[1], new[m[1]]) if m[1] in new else m[0], doc)
+        docs[path], bad = quotes(doc, root)
+        errors += [f"{path.relative_to(root).as_posix()}: {e}" for e in bad]
     if errors:
-        raise SystemExit("\n".join(f"{DOC}: {e}" for e in errors))
-    path.write_text(doc)
+        raise SystemExit("\n".join(errors))
+    for path, doc in docs.items():
+        path.write_text(doc)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--write", action="store_true", help=f"replace the blocks in {DOC}")
+    parser.add_argument("--write", action="store_true", help="rewrite the blocks and quotes")
     if parser.parse_args().write:
         write()
     else:
