@@ -221,3 +221,35 @@ def test_gpu_acceptance_packs_its_out_dir_after_every_step(tmp_path):
     with tarfile.open(archive) as tar:
         assert sorted(tar.getnames()) == ["acc", "acc/machine.txt"]
     assert not (tmp_path / "acc.tgz.part").exists()
+
+
+def test_launches_counts_the_trainers_fused_step_by_phase(tmp_path, capsys):
+    """benchmarks/launches.py: the operators a fused step dispatches, by phase, through the
+    trainer's own step. The fused forward is one pass whatever R; each run's loss adds operators;
+    the optimizer is the CUDA path's fused AdamW (a few operators for every weight); the phases
+    sum to the total; a phase's count is what ran under it."""
+    import torch
+
+    bench = load_script(BENCH / "launches.py")
+    count = bench.Count()
+    a = torch.ones(3)
+    with count:
+        bench.phased(count, "forward", lambda: a + a)()
+        a.view(3, 1).sum().item()  # a view is no launch; .item() reads a value on the host
+    assert count.ops == {"forward": 1, "other": 2} and count.syncs == {"other": 1}
+    out = tmp_path / "launches.json"
+    got = bench.main(["--config", _fused_smoke(tmp_path), "--groups", "parity_scratchpad/ppc",
+                      "--runs", "1", "2", "--steps", "1", "--precision", "fp32", "--json",
+                      str(out)])  # fmt: skip
+    [group] = got["groups"]
+    one, two = group["rows"]
+    assert (one["runs"], two["runs"]) == (1, 2)
+    for row in (one, two):
+        ops = row["ops_per_step"]
+        assert ops["forward"] > 0 and ops["backward"] > ops["forward"] and ops["clip"] > 0
+        assert 0 < ops["optimizer"] <= 10  # fused AdamW, not a loop over the weights
+        assert row["total"] == sum(ops.values())
+    assert one["ops_per_step"]["forward"] == two["ops_per_step"]["forward"]
+    assert group["per_added_run"]["loss"] > 0
+    assert json.loads(out.read_text())["groups"][0]["rows"][1]["runs"] == 2
+    assert "operators per step" in capsys.readouterr().out

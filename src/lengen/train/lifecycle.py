@@ -78,8 +78,9 @@ def lr_lambda(train: TrainSpec):
 def make_engine(spec: Spec, module: torch.nn.Module, engine_clips: bool = True):
     """DeepSpeed engine wrapping `module` with a client AdamW and the lr schedule, compiled as
     `runtime.compile` says. On CUDA the AdamW is torch's fused one (one kernel for all
-    parameters); on CPU the default (foreach) implementation, whose results the committed CPU
-    tables were made with. engine_clips=False turns DeepSpeed's clipping (one global norm) off,
+    parameters); on CPU torch's default there, the single-tensor loop (a few operators per
+    weight: benchmarks/launches.py counts them), whose results the committed CPU tables were
+    made with. engine_clips=False turns DeepSpeed's clipping (one global norm) off,
     for a module that clips per run itself (FusedGPTNeoX.clip_run_grads_)."""
     train = spec.train
     optimizer = torch.optim.AdamW(
