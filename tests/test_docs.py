@@ -556,6 +556,30 @@ def test_the_host_batch_times_the_docs_state_are_the_timed_ones():
             f"{max(va):.1f} ms for variable assignment's") in doc
 
 
+def test_the_operator_counts_the_docs_state_are_the_counted_ones():
+    """docs/performance.md's operators per fused step are benchmarks/launches.py's committed
+    count of the gpu tier's groups."""
+    import json
+
+    groups = json.loads((ROOT / "benchmarks" / "measured" / "2026-11-28-cpu" /
+                         "launches_gpu_tier.json").read_text())["groups"]  # fmt: skip
+    ppc, sp = ({r["runs"]: r for r in g["rows"]} for g in groups)
+    fit = groups[0]["per_added_run"]
+    doc = " ".join((ROOT / "docs" / "performance.md").read_text().split())
+    assert (f"group dispatches {ppc[1]['total']:.0f} operators per step at R = 1, "
+            f"{ppc[8]['total']:.0f} at R = 8 and {ppc[16]['total']:.0f} at R = 16: "
+            f"{fit['total']:.0f} more per added run (its own loss, {fit['loss']:.0f}, and their "
+            f"backward, {fit['backward']:.0f}); sparse parity's group, its whole variant, "
+            f"{sp[max(sp)]['total']:.0f}") in doc
+    assert f"clipping dispatches {ppc[8]['ops_per_step']['clip']:.0f} a step" in doc
+    top = {(t["phase"], t["op"]): t["per_step"] for t in ppc[16]["top"]}
+    assert f"backward {top['backward', 'copy_']:.0f} `copy_`" in doc
+    assert f"autocast {top['forward', '_to_copy']:.0f} weight casts" in doc
+    assert all(set(r["syncs_per_step"]) == {"other"} for r in ppc.values())  # the mask's read
+    removed = ppc[8]["ops_per_step"]["clip"] + top["backward", "copy_"]
+    assert f"remove ~{round(removed, -1):.0f} of the ~{ppc[8]['total']:.0f} launches" in doc
+
+
 def test_the_h100_numbers_the_docs_state_are_the_measured_ones():
     """Issue 63: the trainer's fused step (benchmarks/group_step.py's JSON) and the gpu-smoke
     tier's jobs done (its Snakemake log), as README and docs/performance.md state them."""
