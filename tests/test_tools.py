@@ -288,3 +288,18 @@ def test_a_sitting_is_logged_with_the_commit_it_started_at(tmp_path, monkeypatch
     assert (first["shard"], first["minutes"], first["checked"], first["commit"]) == (
         "tasks", 12.3, 1, "abc1234")  # fmt: skip
     assert (second["checked"], second["commit"]) == (1, "def5678")
+
+
+def test_a_sittings_script_is_one_block_bash_reads_before_running():
+    """tools/reference_run.sh runs for hours from the checkout one edits: its body is one `{ ...
+    }` block ending the file, which bash parses whole before running any of it, so an edit of the
+    file during a sitting cannot change the sitting (bash reads a plain script as it goes; an edit
+    ended the c21ffa7 run's third sitting with rc 127)."""
+    text = (ROOT / "tools" / "reference_run.sh").read_text()
+    lines = text.splitlines()
+    start = lines.index("set -euo pipefail") + 1
+    assert lines[start].startswith("{ ") and lines[-1] == "}"
+    assert lines[-2] == "exit $rc"  # nothing after the block is ever read
+    body = [line for line in lines[: start] if line and not line.startswith("#")]
+    assert body == ["set -euo pipefail"]  # only comments before it
+    assert subprocess.run(["bash", "-n", str(ROOT / "tools" / "reference_run.sh")]).returncode == 0

@@ -19,6 +19,9 @@
 # (tools/results_tables.py, tools/readme_verdicts.py) and prints the sittings' time, for
 # benchmarks/measured/times.yaml.
 set -euo pipefail
+{ # the whole script is one block, which bash reads before it runs any of it: an edit of this file
+  # while a sitting runs cannot change what the sitting does (bash reads a plain script as it goes:
+  # a comment added during the c21ffa7 run's third sitting ended it with rc 127)
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 case ${1:-} in
@@ -96,3 +99,4 @@ snakemake --cores "${CORES:-2}" --keep-going --rerun-incomplete --configfile "$C
   >>"$LOG" 2>&1 || rc=$?
 echo "=== end rc=$rc $(date -u +%FT%TZ)" >>"$LOG"
 exit $rc
+}
