@@ -15,7 +15,10 @@ engine's step) and `other` (what the engine does around them). The optimizer is 
 trainer builds on CUDA, torch's fused AdamW (torch runs it on the CPU too; the trainer's CPU
 runs use the single-tensor loop). Per phase it prints the operators per step at each R, the
 slope per added run (a least-squares fit over the R measured) and the host reads of a tensor's
-value (`.item()` and kin), each a point where a GPU's queue drains."""
+value (`.item()` and kin), each a point where a GPU's queue drains. Two limits of a count on the
+CPU: a read of a tensor that stays on the host (the group's stopped-runs mask) counts as a read,
+though on a GPU it waits for nothing; and a multi-tensor (`_foreach_*`) operator counts once,
+though a GPU runs it as one kernel per chunk of its tensors."""
 
 from __future__ import annotations
 
