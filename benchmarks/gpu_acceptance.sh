@@ -6,7 +6,7 @@
 #   [WHEELS=DIR] bash benchmarks/gpu_acceptance.sh OUT_DIR [checks|train|all|STEP,STEP,...]
 #
 # With 15 minutes of device time (one lent session), run the two calls below
-# (`gpu_smoke,fused_agreement`, then `jagged,group_step`). The
+# (`gpu_smoke,fused_agreement`, then `group_step,group_step_pending,jagged`). The
 # earlier lease plan, `fused_profile,fused_eager,fused_compile` (~8 min), timed the bare fused
 # step: where its time goes (its kernels, with the trainers' fused AdamW), then the fused step
 # at R = 1-16, eager and compiled (the eager ones measured on an H200 2026-11-26:
@@ -19,7 +19,7 @@
 #
 # Each step has a time limit (a stuck step does not eat the others'); TRAIN_LIMIT (seconds)
 # bounds each training job (GPU_SMOKE_LIMIT, AGREE_LIMIT, JAGGED_LIMIT, GROUP_EAGER_LIMIT,
-# GROUP_COMPILE_LIMIT the steps so named). Steps: pytest_cuda throughput_paper step_time_paper step_time_gpu
+# GROUP_PENDING_LIMIT, GROUP_COMPILE_LIMIT the steps so named). Steps: pytest_cuda throughput_paper step_time_paper step_time_gpu
 # loo_paper decode_paper prefetch fused decode_fused loss_memory (the checks), train and
 # fused_grid.
 # checks (~10 min on one H100): the tests with a GPU path on CUDA; the paper's 12 x 1024 synthetic
@@ -49,9 +49,12 @@
 #   profile (~2 min; benchmarks/measured/2026-11-27-h100); group_step_compile: compiled at R = 8
 #   (its compilation did not finish in 90 s there).
 # One 15-minute lease whose commands stop at 600 s each (start-up ~40 s) takes two calls:
-#   1. `gpu_smoke,fused_agreement` with GPU_SMOKE_LIMIT=470 AGREE_LIMIT=70 (the tier did 46 of
-#      its 66 jobs in 400 s on 2026-11-27, two trainings at a time; now four);
-#   2. at once, on the still-warm machine: `jagged,group_step` (~3 min).
+#   1. `gpu_smoke,fused_agreement` with GPU_SMOKE_LIMIT=450 AGREE_LIMIT=60 (the tier did 46 of
+#      its 66 jobs in 400 s on 2026-11-27 with 200 steps, two trainings at a time; now 100
+#      steps, four at a time);
+#   2. at once, on the still-warm machine: `group_step,group_step_pending,jagged` with
+#      GROUP_EAGER_LIMIT=100 JAGGED_LIMIT=60 (~4 min): the trainer's step as on main, then with
+#      benchmarks/pending/*.patch applied to a copy (group_step_pending), then the grouped GEMMs.
 #   Both with WHEELS from tools/wheelhouse.sh, and ARCHIVE=FILE where the host gives back only a
 #   few files: OUT_DIR packed into FILE after every step.
 set -uo pipefail
@@ -106,7 +109,8 @@ want() {  # want STEP: asked for by PART (all, its group, or a comma list naming
     pytest_cuda | throughput_paper | step_time_paper | step_time_gpu | loo_paper | decode_paper | \
       prefetch | fused | decode_fused | loss_memory)
       [[ $PART == checks ]] ;;
-    train | fused_grid | fused_profile | gpu_smoke | group_step | group_step_compile)
+    train | fused_grid | fused_profile | gpu_smoke | group_step | group_step_compile | \
+      group_step_pending)
       [[ $PART == "$1" ]] ;;
     *) return 1 ;;
   esac
@@ -145,6 +149,19 @@ want fused_profile && step fused_profile 120 python benchmarks/fused_profile.py 
 want group_step && step group_step_eager "${GROUP_EAGER_LIMIT:-110}" python benchmarks/group_step.py \
   --config config/gpu.yaml --device cuda --runs 8 16 --steps 8 --warmup 3 --profile 3 \
   --json "$OUT/group_step_eager.json"
+# the same fused step with the held-back science (benchmarks/pending/*.patch, in name order)
+# applied to a copy of the tree, R = 8, so that one call times both: what the patches buy on a GPU
+if want group_step_pending; then
+  pending=/tmp/lengen-pending
+  rm -rf "$pending" && mkdir -p "$pending" && cp -r src benchmarks config "$pending"/
+  for patch in "$PWD"/benchmarks/pending/*.patch; do
+    (cd "$pending" && git apply --include='src/*' "$patch") || { echo "$patch: does not apply"; status=1; }
+  done
+  (export PYTHONPATH="$pending/src:$PYTHONPATH"
+   step group_step_pending "${GROUP_PENDING_LIMIT:-90}" python "$pending/benchmarks/group_step.py" \
+     --config config/gpu.yaml --device cuda --runs 8 --steps 8 --warmup 3 --profile 3 \
+     --json "$OUT/group_step_pending.json") || status=1
+fi
 want group_step_compile && step group_step_compile "${GROUP_COMPILE_LIMIT:-180}" python \
   benchmarks/group_step.py --config config/gpu.yaml --device cuda --groups parity_scratchpad/ppc \
   --runs 8 --compile default --steps 12 --warmup 3 --json "$OUT/group_step_compile.json"
