@@ -561,9 +561,13 @@ def test_the_operator_counts_the_docs_state_are_the_counted_ones():
     count of the gpu tier's groups."""
     import json
 
-    groups = json.loads((ROOT / "benchmarks" / "measured" / "2026-11-28-cpu" /
-                         "launches_gpu_tier.json").read_text())["groups"]  # fmt: skip
-    ppc, sp = ({r["runs"]: r for r in g["rows"]} for g in groups)
+    def counted(name: str) -> tuple[list[dict], list[dict]]:
+        """The JSON's groups, and each group's rows by R."""
+        groups = json.loads((ROOT / "benchmarks" / "measured" / "2026-11-28-cpu" /
+                             name).read_text())["groups"]  # fmt: skip
+        return groups, [{r["runs"]: r for r in g["rows"]} for g in groups]
+
+    groups, (ppc, sp) = counted("launches_gpu_tier.json")
     fit = groups[0]["per_added_run"]
     doc = " ".join((ROOT / "docs" / "performance.md").read_text().split())
     assert (f"group dispatches {ppc[1]['total']:.0f} operators per step at R = 1, "
@@ -576,9 +580,7 @@ def test_the_operator_counts_the_docs_state_are_the_counted_ones():
     assert f"backward {top['backward', 'copy_']:.0f} `copy_`" in doc
     assert f"autocast {top['forward', '_to_copy']:.0f} weight casts" in doc
     assert all(set(r["syncs_per_step"]) == {"other"} for r in ppc.values())  # the mask's read
-    after = json.loads((ROOT / "benchmarks" / "measured" / "2026-11-28-cpu" /
-                        "launches_gpu_tier_after.json").read_text())["groups"]  # fmt: skip
-    ppc_after, sp_after = ({r["runs"]: r for r in g["rows"]} for g in after)
+    after, (ppc_after, sp_after) = counted("launches_gpu_tier_after.json")
     assert (f"{ppc_after[8]['total']:.0f} operators per step at R = 8 and "
             f"{ppc_after[16]['total']:.0f} at R = 16 "
             f"({after[0]['per_added_run']['total']:.0f} more per added run), sparse parity's "
