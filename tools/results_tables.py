@@ -35,9 +35,8 @@ import shlex
 from pathlib import Path
 
 import pandas as pd
-from spans import documents  # this folder's (python tools/results_tables.py)
+from spans import ROOT, documents  # this folder's (python tools/results_tables.py)
 
-ROOT = Path(__file__).resolve().parents[1]
 DOC = "docs/results.md"
 REFERENCE = "reference/default"
 # columns that are not a model's setting: what was measured, and each row's provenance

@@ -18,11 +18,10 @@ import sys
 from pathlib import Path
 
 import yaml
+from spans import ROOT, Spans  # tools/, beside this file
 
-ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from schedule import job_kinds, job_table, training_hours  # noqa: E402  (benchmarks/, no torch)
-from spans import Spans  # noqa: E402  (tools/, beside this file)
 
 from lengen.config import plan  # noqa: E402
 from lengen.config.config import load as load_config  # noqa: E402
