@@ -587,19 +587,16 @@ def build_offline(nl: dict, out: Path, env: dict) -> dict:
 
 
 def test_every_docstrings_distribution_is_pinned_exactly():
-    """A tier whose corpus is docstrings reads only distributions that pyproject.toml pins with
-    `==` (so the text is the same on every machine that installs the project), each installed
-    here at that version."""
-    import re
-    import tomllib
+    """A tier whose corpus is docstrings reads only distributions that constraints.txt pins with
+    `==` (so the text is the same on every machine that installs the project as the README says),
+    each installed here at that version."""
     from importlib import metadata
 
     from lengen.config.config import read_tier
 
-    pins = {}
-    for dep in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]:
-        if m := re.fullmatch(r"([A-Za-z0-9_.-]+)==([^;\s]+)", dep.strip()):
-            pins[m[1].lower()] = m[2]
+    from .test_workflow import constraints
+
+    pins = constraints()
     tiers = 0
     for path in sorted((ROOT / "config").glob("*.yaml")):
         corpus = read_tier(path).get("natural_language", {}).get("corpus", {})
@@ -608,7 +605,7 @@ def test_every_docstrings_distribution_is_pinned_exactly():
         tiers += 1
         for pkg in corpus["packages"]:
             name = pkg["name"].lower()
-            assert name in pins, f"{path.name}: {name} is not pinned with == in pyproject.toml"
+            assert name in pins, f"{path.name}: {name} is not pinned in constraints.txt"
             assert metadata.version(name).split("+")[0] == pins[name], name
     assert tiers >= 2  # the smoke and default tiers
 

@@ -179,7 +179,7 @@ def test_zero_2_over_two_processes_through_the_workflows_launcher_resumes_a_kill
     paper = load(ROOT / "config" / "paper.yaml")
     nl = paper["natural_language"]
     line = plan.launcher(paper, 2)  # the paper's 8 GPUs a job, here 2 processes
-    assert line == "deepspeed --num_gpus 2 --module" and nl["zero_stage"] == 2
+    assert line == "deepspeed --module" and nl["zero_stage"] == 2  # its devices: the job's
     spec = copy.deepcopy(tiny_spec)
     spec["train"].update(steps=300, batch_size=8, checkpoint_every=20, log_every=20)
     spec["runtime"].update(zero_stage=nl["zero_stage"],
@@ -188,7 +188,9 @@ def test_zero_2_over_two_processes_through_the_workflows_launcher_resumes_a_kill
     first, *rest = line.split()
     cmd = [first, "--master_port", "29519", *rest, "lengen.train.train", "--spec",
            json.dumps(spec), "--out", str(out)]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    # the job's two devices, as lengen.core.gpus or SLURM names them (DeepSpeed's CPU accelerator
+    # counts LOCAL_SIZE devices)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "0,1", "LOCAL_SIZE": "2"}
     job = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
                            start_new_session=True)  # fmt: skip
     deadline = time.monotonic() + 240

@@ -393,18 +393,18 @@ def assert_same_as_the_smoke_reference(rep: Path) -> None:
 
 
 def test_every_rule_has_conda_env_log_and_benchmark():
-    """`--sdm conda` means something: every rule names envs/lengen.yaml, whose pip pins are
-    pyproject.toml's exactly; every rule writes a log and a benchmark (wall time, memory)."""
+    """`--sdm conda` means something: every rule names envs/lengen.yaml, which installs the
+    project with constraints.txt's versions (as the README's install and CI), on a Python the
+    project supports; every rule writes a log and a benchmark (wall time, memory)."""
     import re
-    import tomllib
 
     import yaml
 
     env = yaml.safe_load((ROOT / "envs" / "lengen.yaml").read_text())
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
-    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert sorted(p for p in pip if "==" in p) == sorted(pyproject["project"]["dependencies"])
-    assert "python=3.11" in env["dependencies"] and "-e .." in pip
+    assert pip == ["-c ../constraints.txt", "-e .."]
+    [python] = [d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python=")]
+    assert python.removeprefix("python=") in ("3.11", "3.12", "3.13")
     for smk in (ROOT / "workflow" / "rules").glob("*.smk"):
         for rule in re.split(r"\n(?=rule )", smk.read_text())[1:]:
             name = rule.split(":")[0]
@@ -640,3 +640,36 @@ def test_the_results_lock_is_taken_once_and_given_back_only_by_its_holder(tmp_pa
     (tmp_path / lock.LOCK).write_text(json.dumps(mine))
     lock.release(tmp_path)
     assert not (tmp_path / lock.LOCK).exists()
+
+
+def test_constraints_pin_every_dependency_inside_its_range():
+    """constraints.txt (what the README's install and CI use) pins every dependency of
+    pyproject.toml, dev tools included, with `==` to a version its range admits; the README and
+    .ci/run install through it, and pyproject's Python range admits 3.11-3.13."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pins = constraints()
+    for dep in project["dependencies"] + project["optional-dependencies"]["dev"]:
+        req = Requirement(dep)
+        assert req.name.lower() in pins, f"constraints.txt lacks {req.name}"
+        assert req.specifier.contains(pins[req.name.lower()]), (dep, pins[req.name.lower()])
+    python = SpecifierSet(project["requires-python"])
+    assert all(python.contains(v) for v in ("3.11.7", "3.12.1", "3.13.0"))
+    assert not python.contains("3.10.13")  # Snakemake 9, numpy 2.4, pandas 3: 3.11 and newer
+    install = '-e ".[dev]" -c constraints.txt'
+    assert install in (ROOT / ".ci" / "run").read_text()
+    assert install in (ROOT / "README.md").read_text()
+
+
+def constraints() -> dict[str, str]:
+    """constraints.txt's pins, {lowercase name: version}."""
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, version = line.split("==")
+            pins[name.strip().lower().replace("_", "-")] = version.strip()
+    return pins

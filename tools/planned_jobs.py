@@ -49,7 +49,9 @@ def planned_jobs(tier: str, workdir: Path) -> list[dict]:
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
            str(workdir), "-n", "-p", "--forceall", "--cores", "2", "--configfile",
            str(ROOT / "config" / f"{tier}.yaml")]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    # a machine of 8 GPUs, whatever this one has (lengen.core.gpus: the GPU tiers' pool)
+    env = {**os.environ, "LENGEN_GPUS": ",".join(map(str, range(8)))}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"dry run of {tier} failed:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
     jobs, block = [], None

@@ -13,6 +13,7 @@ from lengen.config import artifacts, figure_jobs, lock, plan
 from lengen.config.code import code_hash
 from lengen.config.cluster import too_large
 from lengen.config.config import ConfigError, read_tier, read_yaml, validate
+from lengen.core import gpus
 from lengen.core.cli import EXIT_KNOWN, error_line
 from lengen.core.floats import portable
 from lengen.core.specs import experiment_name, tracking_uri
@@ -26,6 +27,30 @@ if "extends" in config:  # a tier that lists only its differences: the whole con
     config.clear()
     config.update(whole)
 validate(config)
+
+
+# A GPU tier on one machine: each job's devices are its own (lengen.core.gpus, `on_devices`), and
+# at most as many GPU jobs run at once as the machine lends: `--resources gpu=G` (G at most the
+# pool), else the whole pool. (A machine showing no GPU, as for a dry run, registers nothing.)
+if config["runtime"]["device"] == "cuda" and workflow.local_exec and workflow.is_main_process:
+    GPU_POOL = gpus.pool()
+    if "gpu" in workflow.global_resources:
+        asked = workflow.global_resources["gpu"].value
+        if GPU_POOL and asked is not None and asked > len(GPU_POOL):
+            raise ConfigError(
+                f"--resources gpu={asked}, but this machine lends {len(GPU_POOL)} GPU(s) "
+                f"({','.join(GPU_POOL)}; {gpus.POOL} or nvidia-smi): at most {len(GPU_POOL)}"
+            )
+    elif GPU_POOL:
+        workflow.register_resource("gpu", len(GPU_POOL))
+    # Snakemake would cap a job's `gpu` at the pool silently: refuse a job that cannot fit instead
+    for key, want in plan.gpus_per_job(config).items():
+        if GPU_POOL and want > len(GPU_POOL):
+            raise ConfigError(
+                f"{key} is {want}, but this machine lends {len(GPU_POOL)} GPU(s) "
+                f"({','.join(GPU_POOL)}): lower it (the global batch stays, accumulated), or run "
+                "on SLURM (--profile workflow/profiles/slurm)"
+            )
 
 
 onstart:
@@ -115,6 +140,15 @@ to_json = figure_jobs.to_json  # compact JSON for a shell argument (quoted with 
 
 
 launcher = plan.launcher  # a training job's `python -m` or the deepspeed launcher
+EVAL_GPUS = plan.eval_gpus(config)  # an evaluation job's GPUs: one on a GPU tier
+
+
+def on_devices(wildcards, resources):
+    """What a job's command starts with so that its `gpu` resource's devices are its own
+    (lengen.core.gpus: on one machine, CUDA_VISIBLE_DEVICES naming devices no other running job
+    holds; under SLURM, the allocation's); nothing on a CPU tier."""
+    prefix = plan.devices(config, resources.gpu)
+    return prefix + " " if prefix else ""
 
 
 def job_resources(kind):

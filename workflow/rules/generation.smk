@@ -34,14 +34,16 @@ if plan.fuse_runs(config) == 1:  # each run alone: its own evaluation
             CONDA_ENV
         resources:
             **job_resources("eval"),
+            gpu=EVAL_GPUS,
         params:
             # reruns when the code it runs changes (its own task's, not the others')
             code=lambda w: code_hash("lengen.analysis.evaluate", task=w.experiment),
             eval=lambda w: to_json(tasks.variant_section(config[w.experiment], w.variant)["eval"]),
             seed=config["seed"],
             model=lambda w: run_of(w).model(config),
+            devices=on_devices,
         shell:
-            "python -m lengen.analysis.evaluate generate --model {params.model:q}"
+            "{params.devices}python -m lengen.analysis.evaluate generate --model {params.model:q}"
             " --eval {params.eval:q} --seed {params.seed} --out {output:q} > {log:q} 2>&1"
 
 else:
@@ -65,17 +67,19 @@ else:
             CONDA_ENV
         resources:
             **job_resources("eval"),
+            gpu=EVAL_GPUS,
         params:
             # reruns when the code it runs changes (its own task's, not the others')
             code=lambda w: code_hash("lengen.analysis.evaluate", task=w.experiment),
             eval=lambda w: to_json(tasks.variant_section(config[w.experiment], w.variant)["eval"]),
             seed=config["seed"],
+            devices=on_devices,
             models=lambda w: " ".join(shlex.quote(run.model(config)) for run in members(w)),
             outs=lambda w: " ".join(
                 shlex.quote(f"{run.folder(config)}/{FUSED_EVAL}") for run in members(w)
             ),
         shell:
-            "python -m lengen.analysis.evaluate generate --model {params.models}"
+            "{params.devices}python -m lengen.analysis.evaluate generate --model {params.models}"
             " --eval {params.eval:q} --seed {params.seed} --out {params.outs} > {log:q} 2>&1"
 
     rule generation_eval:

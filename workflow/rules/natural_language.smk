@@ -96,9 +96,10 @@ rule natural_language_train:
         code=code_hash("lengen.train.train", task="natural_language"),
         spec=lambda w: to_json(tasks.get("natural_language").train_spec(config, w.which)),
         launcher=launcher(config, NL_GPUS),
+        devices=on_devices,
         out=out_dir,
     shell:
-        "{params.launcher} lengen.train.train --spec {params.spec:q} --out {params.out:q}"
+        "{params.devices}{params.launcher} lengen.train.train --spec {params.spec:q} --out {params.out:q}"
         " > {log:q} 2>&1"
 
 
@@ -120,13 +121,14 @@ rule natural_language_perplexity:
         CONDA_ENV
     resources:
         **job_resources("natural_language_eval"),
-        gpu=min(1, config["runtime"]["gpus_per_job"]),  # one GPU where the tier has them
+        gpu=EVAL_GPUS,
     params:
         # reruns when the code it runs changes (its own task's, not the others')
         code=code_hash("lengen.analysis.perplexity", task="natural_language"),
+        devices=on_devices,
         eval=lambda w: to_json(NL["eval"]),
     shell:
-        "python -m lengen.analysis.perplexity --short {input.short:q} --long {input.long:q}"
+        "{params.devices}python -m lengen.analysis.perplexity --short {input.short:q} --long {input.long:q}"
         " --tokens {input.tokens:q} --eval {params.eval:q} --out {output.csv:q}"
         " --out-chunks {output.chunks:q} > {log:q} 2>&1"
 
@@ -147,14 +149,15 @@ rule natural_language_window:
         CONDA_ENV
     resources:
         **job_resources("natural_language_eval"),
-        gpu=min(1, config["runtime"]["gpus_per_job"]),  # one GPU where the tier has them
+        gpu=EVAL_GPUS,
     params:
         # reruns when the code it runs changes (its own task's, not the others')
         code=code_hash("lengen.analysis.perplexity", task="natural_language"),
+        devices=on_devices,
         eval=lambda w: to_json(NL["eval"]),
         window=lambda w: NL["short_context"],
     shell:
-        "python -m lengen.analysis.perplexity window --model {input.model:q} --name h_short"
+        "{params.devices}python -m lengen.analysis.perplexity window --model {input.model:q} --name h_short"
         " --tokens {input.tokens:q} --eval {params.eval:q} --window {params.window}"
         " --out {output:q} > {log:q} 2>&1"
 
@@ -175,10 +178,11 @@ rule natural_language_influence:
         CONDA_ENV
     resources:
         **job_resources("natural_language_eval"),
-        gpu=min(1, config["runtime"]["gpus_per_job"]),  # one GPU where the tier has them
+        gpu=EVAL_GPUS,
     params:
         # reruns when the code it runs changes (its own task's, not the others')
         code=code_hash("lengen.analysis.influence", task="natural_language"),
+        devices=on_devices,
         # test sequences follow the perplexity chunks in the held-out split
         influence=lambda w: to_json(
             {
@@ -189,5 +193,5 @@ rule natural_language_influence:
             }
         ),
     shell:
-        "python -m lengen.analysis.influence --short {input.short:q} --long {input.long:q}"
+        "{params.devices}python -m lengen.analysis.influence --short {input.short:q} --long {input.long:q}"
         " --tokens {input.tokens:q} --influence {params.influence:q} --out {output:q} > {log:q} 2>&1"

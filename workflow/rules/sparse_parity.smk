@@ -58,13 +58,15 @@ rule sparse_parity_eval:
         CONDA_ENV
     resources:
         **job_resources("eval"),
+        gpu=EVAL_GPUS,
     params:
         # reruns when the code it runs changes (its own task's, not the others')
         code=code_hash("lengen.analysis.evaluate", task="sparse_parity"),
         batch_size=SP["eval"]["batch_size"],
         model=f"{SP_DIR}/{{variant}}/K{{K}}/seed{{run}}/model.pt",
+        devices=on_devices,
     shell:
-        "python -m lengen.analysis.evaluate run --model {params.model:q} --testset {input.testset:q}"
+        "{params.devices}python -m lengen.analysis.evaluate run --model {params.model:q} --testset {input.testset:q}"
         " --batch-size {params.batch_size} --out {output:q} > {log:q} 2>&1"
 
 
@@ -91,16 +93,18 @@ rule sparse_parity_attention:
         CONDA_ENV
     resources:
         **job_resources("eval"),
+        gpu=EVAL_GPUS,
     params:
         # reruns when the code it runs changes (its own task's, not the others')
         code=code_hash("lengen.analysis.attention", task="sparse_parity"),
+        devices=on_devices,
         model=lambda w: f"{SP_DIR}/{w.variant}/K{SP_ATTENTION['k_train']}/seed0/model.pt",
         lengths=lambda w: " ".join(map(str, SP_ATTENTION["lengths"])),
         k=lambda w: " ".join(map(str, SP_ATTENTION["k_test"])),
         n=lambda w: SP_ATTENTION["n_examples"],
         seed=config["seed"],
     shell:
-        "python -m lengen.analysis.attention --model {params.model:q} --lengths {params.lengths}"
+        "{params.devices}python -m lengen.analysis.attention --model {params.model:q} --lengths {params.lengths}"
         " --k {params.k} --n-examples {params.n} --seed {params.seed} --out-table {output:q}"
         " > {log:q} 2>&1"
 

@@ -35,9 +35,10 @@ rule synthetic_train:
         code=lambda w: code_hash("lengen.train.train", task=w.experiment),
         spec=lambda w: to_json(run_of(w).spec(config)),
         launcher=launcher(config),
+        devices=on_devices,
         out=out_dir,
     shell:
-        "{params.launcher} lengen.train.train --spec {params.spec:q}"
+        "{params.devices}{params.launcher} lengen.train.train --spec {params.spec:q}"
         " --out {params.out:q} > {log:q} 2>&1"
 
 
@@ -68,8 +69,9 @@ rule synthetic_train_group:
         code=lambda w: code_hash("lengen.train.group", task=w.experiment),
         specs=lambda w: to_json([run.spec(config) for run in members(w)]),
         outs=lambda w: " ".join(shlex.quote(run.folder(config)) for run in members(w)),
+        devices=on_devices,
     shell:
-        "python -m lengen.train.group --specs {params.specs:q} --out {params.outs}"
+        "{params.devices}python -m lengen.train.group --specs {params.specs:q} --out {params.outs}"
         " > {log:q} 2>&1"
 
 

@@ -187,11 +187,37 @@ def group_jobs(cfg: dict) -> dict[str, int]:
 def launcher(cfg: dict, gpus: int | None = None) -> str:
     """What a training job's command starts its module with: `python -m` for one process, the
     deepspeed launcher for several GPUs per job (the runtime's gpus_per_job unless a section sets
-    its own, as natural_language.gpus_per_job does). tests/test_train.py runs this very line."""
+    its own, as natural_language.gpus_per_job does). The launcher takes the job's devices from
+    CUDA_VISIBLE_DEVICES, which `devices` (one machine) or SLURM sets: given --num_gpus it would
+    ignore them and take devices 0..N-1, whoever holds them. tests/test_train.py runs this very
+    line."""
     gpus = gpus or cfg["runtime"]["gpus_per_job"]
     if cfg["runtime"]["device"] == "cuda" and gpus > 1:
-        return f"deepspeed --num_gpus {gpus} --module"
+        return "deepspeed --module"
     return "python -m"  # the interpreter of the active environment (envs/lengen.yaml)
+
+
+def devices(cfg: dict, gpus: int) -> str:
+    """What a job's command starts with so that it runs on `gpus` devices of its own: on a GPU
+    tier, lengen.core.gpus (one machine: N devices no other running job holds; under SLURM, the
+    allocation's); nothing on a CPU tier."""
+    if cfg["runtime"]["device"] != "cuda":
+        return ""
+    return f"python -m lengen.core.gpus {int(gpus)} --"
+
+
+def gpus_per_job(cfg: dict) -> dict[str, int]:
+    """The GPUs each kind of training job asks for, by the config key that sets it."""
+    asked = {"runtime.gpus_per_job": cfg["runtime"]["gpus_per_job"]}
+    if "natural_language" in cfg:
+        nl = cfg["natural_language"].get("gpus_per_job", cfg["runtime"]["gpus_per_job"])
+        asked["natural_language.gpus_per_job"] = nl
+    return asked
+
+
+def eval_gpus(cfg: dict) -> int:
+    """GPUs of an evaluation job: one where the tier trains on GPUs, else none."""
+    return min(1, cfg["runtime"]["gpus_per_job"])
 
 
 def training_jobs(cfg: dict) -> dict[str, list[str]]:
