@@ -260,3 +260,22 @@ def test_attention_probs_are_the_attention_forward_applies(position, attn_scale)
             x = layer(x, model.rope, cos_sin, bias=bias)
     some = model.attention_probs(ids, pos, queries=[3, -1])
     torch.testing.assert_close(some, probs[:, :, :, [3, 11]])
+
+
+@pytest.mark.parametrize("rotary_pct", [0.25, 1.0])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_queries_and_keys_rotated_in_one_pass_are_each_rotated_alone(rotary_pct, dtype):
+    """RotaryEmbedding.split_rotated (one pass over the queries and keys, a view of qkv) gives
+    bitwise what `rotate` gives each, and the values untouched."""
+    from lengen.model.positions import RotaryEmbedding
+
+    head_dim = 16
+    rope = RotaryEmbedding(int(head_dim * rotary_pct))
+    gen = torch.Generator().manual_seed(0)
+    qkv = torch.randn(3, 2, 5, 3 * head_dim, generator=gen).to(dtype)  # (B, H, T, 3D)
+    cos, sin = rope.cos_sin(torch.randint(0, 50, (3, 5), generator=gen))
+    q, k, v = rope.split_rotated(qkv, head_dim, cos, sin)
+    want_q, want_k, want_v = qkv.split(head_dim, dim=-1)
+    torch.testing.assert_close(q, rope.rotate(want_q, cos, sin), rtol=0, atol=0)
+    torch.testing.assert_close(k, rope.rotate(want_k, cos, sin), rtol=0, atol=0)
+    assert torch.equal(v, want_v)

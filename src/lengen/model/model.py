@@ -174,9 +174,10 @@ class Attention(nn.Module):
         scales their logits). softmax(q k^T / sqrt(D)) causal is this layer's attention."""
         B, T, _ = x.shape
         qkv = self.query_key_value(x).view(B, T, self.n_head, 3 * self.head_dim).transpose(1, 2)
-        q, k, v = qkv.split(self.head_dim, dim=-1)
         if rope is not None:
-            q, k = rope.rotate(q, *cos_sin), rope.rotate(k, *cos_sin)
+            q, k, v = rope.split_rotated(qkv, self.head_dim, *cos_sin)
+        else:
+            q, k, v = qkv.split(self.head_dim, dim=-1)
         if self.log_length:
             q = q * log_length_scale(past, T, q.device).to(q.dtype)
         return q, k, v

@@ -39,6 +39,16 @@ class RotaryEmbedding(nn.Module):
         x_rot = x_rot * cos.to(x.dtype) + rotate_half(x_rot) * sin.to(x.dtype)
         return torch.cat((x_rot, x_pass), dim=-1)
 
+    def split_rotated(
+        self, qkv: torch.Tensor, head_dim: int, cos: torch.Tensor, sin: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Queries, keys, values of qkv (B, H, T, 3 x head_dim), the queries and keys rotated: the
+        same values as `rotate` on each, in one pass over both (half the operators a layer
+        launches for RoPE: benchmarks/launches.py)."""
+        qk, v = qkv[..., : 2 * head_dim].unflatten(-1, (2, head_dim)), qkv[..., 2 * head_dim :]
+        q, k = self.rotate(qk, cos.unsqueeze(-2), sin.unsqueeze(-2)).unbind(-2)
+        return q, k, v
+
 
 def alibi_slopes(n_head: int) -> torch.Tensor:
     """ALiBi's head slopes (Press et al. 2022, Sec. 3): for n heads, a power of 2, the geometric
