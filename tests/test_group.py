@@ -188,3 +188,41 @@ def test_a_stopped_member_stops_changing_moments_included(tiny_spec, tmp_path, c
             trainee.step(step)
         assert all(torch.equal(a, b) for a, b in zip(stopped, rows(0), strict=True))
         assert any(not torch.equal(a, b) for a, b in zip(going, rows(1), strict=True))
+
+
+@pytest.mark.parametrize("ppc", [False, True])
+def test_the_groups_losses_in_one_pass_are_each_runs_training_loss(ppc):
+    """run_losses: one cross-entropy per head over every run's tokens gives each run's own
+    training_loss (its scored tokens only; with PPC plus the position loss), to fp32 rounding,
+    and the gradients too; a chunked loss goes run by run, as each run alone chunks it."""
+    from lengen.core.batch import IGNORE
+    from lengen.train.group import run_losses
+    from lengen.train.loss import training_loss
+
+    gen = torch.Generator().manual_seed(0)
+    runs, rows, length, vocab = 3, 4, 6, 7
+    heads = [torch.randn(runs, rows, length, vocab, generator=gen, requires_grad=True)]
+    inputs = {"labels": torch.randint(0, vocab, (runs, rows, length), generator=gen)}
+    inputs["labels"][:, :, :2] = IGNORE  # a prompt, unscored
+    inputs["labels"][1, :, :5] = IGNORE  # run 1 scores far fewer tokens than the others
+    if ppc:
+        heads.append(torch.randn(runs, rows, length, 9, generator=gen, requires_grad=True))
+        inputs["position_labels"] = torch.randint(0, 9, (runs, rows, length), generator=gen)
+        inputs["position_labels"][:, :, :3] = IGNORE
+    output = tuple(heads) if ppc else heads[0]
+
+    def alone(chunk):
+        return torch.stack([
+            training_loss(tuple(h[r] for h in heads) if ppc else heads[0][r],
+                          {k: v[r] for k, v in inputs.items()}, chunk)
+            for r in range(runs)
+        ])  # fmt: skip
+
+    want = alone(0)
+    want_grads = torch.autograd.grad(want.sum(), heads)
+    got = run_losses(output, inputs, 0)
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-7)
+    for g, w in zip(torch.autograd.grad(got.sum(), heads), want_grads, strict=True):
+        torch.testing.assert_close(g, w, rtol=1e-6, atol=1e-7)
+    chunked = run_losses(output, inputs, 5)  # rows x length = 24 tokens a run: chunked alone
+    torch.testing.assert_close(chunked, alone(5), rtol=0, atol=0)

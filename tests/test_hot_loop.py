@@ -240,6 +240,33 @@ def test_batches_made_ahead_in_a_worker_train_bitwise_as_batches_made_in_the_ste
     assert drawn.tokens.shape[1] < 65 and tok_a[0] == drawn.tokens[:, :-1].size  # not 4 x 64
 
 
+def test_one_process_trains_without_deepspeeds_all_reduce_bitwise_as_with_it():
+    """runtime.deepspeed_engine on one process without ZeRO turns DeepSpeed's gradient
+    all-reduce off (it flattens every gradient, divides it by 1, reduces it alone and copies it
+    back, each step): the same losses and weights, bitwise, as with it on."""
+    from lengen import tasks
+    from lengen.train.train import Batches, train_step
+    from tests.helpers import make_spec
+
+    spec = make_spec("sparse_parity")
+    runs = {}
+    for allreduce in (False, True):
+        engine = _engine(spec)
+        assert engine.enable_backward_allreduce is False
+        engine.enable_backward_allreduce = allreduce
+        calls, reduce = [], engine.allreduce_gradients
+        engine.allreduce_gradients = lambda *a, r=reduce, c=calls, **k: c.append(1) or r(*a, **k)
+        batches = Batches(tasks.get(spec.experiment), spec, engine, prefetch=False)
+        losses = [train_step(engine, batches, step)[0] for step in range(4)]
+        batches.close()
+        assert len(calls) == (4 if allreduce else 0)
+        runs[allreduce] = (torch.cat(losses), [p.detach().clone() for p in engine.parameters()])
+    (loss_a, w_a), (loss_b, w_b) = runs[False], runs[True]
+    torch.testing.assert_close(loss_a, loss_b, rtol=0, atol=0)
+    for a, b in zip(w_a, w_b, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("ppc", [False, True])
 def test_the_chunked_loss_equals_the_loss_in_one_piece(ppc):
     """runtime.loss_chunk_tokens: the same loss and gradients (up to the order of fp32 sums),

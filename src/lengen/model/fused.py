@@ -104,9 +104,10 @@ class FusedGPTNeoX(nn.Module):
         past = cache.past(i) if cache is not None else 0
         qkv = self.linear(x, f"layers.{i}.attention.query_key_value")
         qkv = qkv.reshape(R * B, T, H, 3 * D).transpose(1, 2)
-        q, k, v = qkv.split(D, dim=-1)
         if self.rope is not None:
-            q, k = self.rope.rotate(q, *cos_sin), self.rope.rotate(k, *cos_sin)
+            q, k, v = self.rope.split_rotated(qkv, D, *cos_sin)
+        else:
+            q, k, v = qkv.split(D, dim=-1)
         if cfg.attn_scale == "log_length":
             q = q * log_length_scale(past, T, q.device).to(q.dtype)
         if cache is not None:
@@ -171,25 +172,28 @@ class FusedGPTNeoX(nn.Module):
         w = (self.w(name).grad if grad else self.w(name))[r].detach()
         return w.T if name in self.transposed else w
 
-    def run_grad_norms(self) -> torch.Tensor:
-        """Each run's gradient L2 norm over all its parameters (R,)."""
-        # one reduction per parameter, no squared copy of the gradient (on a GPU the step is bound
-        # by passes over the stacked fp32 weights and gradients: docs/performance.md)
-        norms = [
-            torch.linalg.vector_norm(p.grad.flatten(1), dim=1)
-            for p in self.weights.values()
-            if p.grad is not None
-        ]
-        return torch.linalg.vector_norm(torch.stack(norms), dim=0)
+    def _run_grads(self) -> list[list[torch.Tensor]]:
+        """Each run's gradient slices, [r][k]: run r's part of the k-th stacked gradient (views)."""
+        grads = [p.grad for p in self.weights.values() if p.grad is not None]
+        return [list(run) for run in zip(*(g.unbind(0) for g in grads), strict=True)]
+
+    def run_grad_norms(self, runs: list[list[torch.Tensor]] | None = None) -> torch.Tensor:
+        """Each run's gradient L2 norm over all its parameters (R,); `runs`: _run_grads()."""
+        # every slice's norm in torch's multi-tensor kernels (a few launches for all of them, as
+        # clip_grad_norm_ does for one model), not a reduction per stacked weight: on a GPU the
+        # fused step is partly bound by its launches (benchmarks/launches.py)
+        runs = self._run_grads() if runs is None else runs
+        norms = torch._foreach_norm([g for run in runs for g in run])
+        return torch.linalg.vector_norm(torch.stack(norms).view(len(runs), -1), dim=1)
 
     def clip_run_grads_(self, max_norm: float) -> torch.Tensor:
         """Per-run gradient clipping (each run's own norm, as torch's clip_grad_norm_ and
         DeepSpeed's gradient_clipping do for one model: scale by max_norm / (norm + 1e-6) where
         that is below 1); returns the norms before clipping."""
-        norms = self.run_grad_norms()
+        runs = self._run_grads()
+        norms = self.run_grad_norms(runs)
         if max_norm > 0:
             scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
-            for p in self.weights.values():
-                if p.grad is not None:
-                    p.grad.mul_(scale.view(-1, *([1] * (p.grad.dim() - 1))))
+            for run, s in zip(runs, scale, strict=True):
+                torch._foreach_mul_(run, s)  # one multi-tensor multiply per run
         return norms

@@ -44,7 +44,7 @@ from lengen.train.lifecycle import (
     log,
     make_engine,
 )
-from lengen.train.loss import training_loss
+from lengen.train.loss import scored_run_losses, training_loss
 
 SHARED = ("experiment", "model", "train", "runtime")  # what one group's runs share
 
@@ -79,14 +79,21 @@ def group_batch(task, specs: list[Spec], step: int, buckets: tuple[int, ...], id
 
 
 def run_losses(output, inputs: dict, chunk: int) -> torch.Tensor:
-    """Each run's training loss on its own scored tokens (R,)."""
+    """Each run's training loss on its own scored tokens (R,): training_loss of each run, in one
+    cross-entropy per head for the whole group (loss.scored_run_losses); run by run where a
+    run's batch is chunked (chunk: runtime.loss_chunk_tokens, as training_loss chunks it)."""
     outs = output if isinstance(output, tuple) else (output,)
-    runs = outs[0].shape[0]
-    return torch.stack([
-        training_loss(tuple(o[r] for o in outs) if len(outs) > 1 else outs[0][r],
-                      {k: v[r] for k, v in inputs.items()}, chunk)
-        for r in range(runs)
-    ])  # fmt: skip
+    runs, rows, length = outs[0].shape[:3]
+    if chunk and rows * length > chunk:
+        return torch.stack([
+            training_loss(tuple(o[r] for o in outs) if len(outs) > 1 else outs[0][r],
+                          {k: v[r] for k, v in inputs.items()}, chunk)
+            for r in range(runs)
+        ])  # fmt: skip
+    losses = scored_run_losses(outs[0], inputs["labels"])
+    if len(outs) > 1:  # the PPC head's position loss, as training_loss adds it (Sec. 5.2)
+        losses = losses + scored_run_losses(outs[1], inputs["position_labels"])
+    return losses
 
 
 class GroupBatches(HostBatches):

@@ -33,6 +33,17 @@ def scored_loss(logits: torch.Tensor, labels: torch.Tensor, chunk_tokens: int = 
     return ChunkedCrossEntropy.apply(flat, target, chunk_tokens)
 
 
+def scored_run_losses(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """scored_loss of each run of a fused group at once: logits (R, B, T, V), labels (R, B, T);
+    each run's mean fp32 cross-entropy over its own scored positions (R,), in one cross-entropy
+    over every run's tokens rather than one per run (the same value up to the order of fp32
+    sums; a fused step's operators do not grow with R: benchmarks/launches.py)."""
+    runs = logits.shape[0]
+    nll = F.cross_entropy(logits.flatten(0, 2).float(), labels.flatten(), ignore_index=IGNORE,
+                          reduction="none").view(runs, -1)  # fmt: skip
+    return nll.sum(1) / (labels != IGNORE).flatten(1).sum(1)
+
+
 class ChunkedCrossEntropy(torch.autograd.Function):
     """Mean cross-entropy over scored tokens, computed chunk by chunk in fp32, its gradient
     (softmax minus one-hot, over the scored count) written in the forward pass into one tensor of

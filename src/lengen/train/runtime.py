@@ -104,7 +104,8 @@ def compile_engine(engine, runtime: RuntimeSpec) -> None:
 
 
 def deepspeed_engine(spec: Spec, model: torch.nn.Module, optimizer, scheduler):
-    """DeepSpeed engine wrapping model, a client optimizer and lr scheduler (spec's runtime)."""
+    """DeepSpeed engine wrapping model, a client optimizer and lr scheduler (spec's runtime); on
+    one process without ZeRO it does not all-reduce the gradients (a no-op there, bitwise)."""
     import deepspeed
     import torch.distributed as dist
 
@@ -115,6 +116,11 @@ def deepspeed_engine(spec: Spec, model: torch.nn.Module, optimizer, scheduler):
         lr_scheduler=scheduler,
         config=deepspeed_config(spec, dist.get_world_size()),
     )
+    if dist.get_world_size() == 1 and spec.runtime.zero_stage == 0:
+        # one process, no ZeRO: nothing to reduce, yet DeepSpeed's backward would flatten every
+        # gradient, divide it by 1, all-reduce it alone and copy it back, each step (150 copies
+        # and passes over all the gradients per fused step: benchmarks/launches.py)
+        engine.enable_backward_allreduce = False
     return engine
 
 
