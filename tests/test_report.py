@@ -1214,3 +1214,12 @@ def test_the_report_run_holds_the_report_and_every_tidy_table(tmp_path, smoke_co
             "table1_window_nll.csv", "sparse_parity_attention_neox.csv"} <= held  # fmt: skip
     assert run.data.params["tier"] == "smoke" and "git_commit" in run.data.tags
     assert run.data.tags["changed"].startswith("nothing")  # the rerun replaced the first
+
+
+def test_a_budget_share_below_one_percent_is_a_fraction_not_zero():
+    """REPORT.md's scale table: a share of the paper's steps is a percentage from 1% and a
+    fraction below it (the smoke tier's 6 of 50,000 steps once read "<= 0% of the steps")."""
+    assert report.share(0.24) == "24%" and report.share(0.01) == "1%"
+    assert report.share(6 / 50_000) == "1/8,333"
+    smoke = report.scale_table(load(ROOT / "config" / "smoke.yaml"))
+    assert "0% of the steps" not in smoke and "of the steps" in smoke

@@ -77,6 +77,12 @@ def scale(cfg: dict, experiment: str) -> dict[str, str | float] | None:
             "short": short}  # fmt: skip
 
 
+def share(x: float) -> str:
+    """A share of the paper's budget as REPORT.md states it: a percentage from 1%, a fraction
+    below (a smoke tier's few steps are 1/8,333 of the paper's, not "0%")."""
+    return f"{x:.0%}" if x >= 0.01 else f"1/{1 / x:,.0f}"
+
+
 def scale_table(cfg: dict) -> str:
     """REPORT.md's opening table: each experiment's model and steps beside the paper's."""
     rows = [s for name in PAPER_SCALE if (s := scale(cfg, name))]
@@ -88,8 +94,8 @@ def scale_table(cfg: dict) -> str:
                      f"{s['steps']:,} steps",
         "the paper": f"{s['paper_model']} ({s['paper_layer_params_m']:,.0f} M), "
                      f"{s['paper_steps']:,} steps",
-        "scale": f"1/{s['params_ratio']:,.0f} of the parameters, <= {s['steps_share']:.0%} of "
-                 "the steps",
+        "scale": f"1/{s['params_ratio']:,.0f} of the parameters, <= {share(s['steps_share'])} "
+                 "of the steps",
     } for s in rows])  # fmt: skip
     return reference.markdown_table(frame)
 

@@ -17,7 +17,7 @@ from lengen.report import effects
 __all__ = ["NEAR_PERFECT", "Claim", "Measured", "NotTestable"]
 
 # interval methods (lengen.report.effects)
-RUNS_THEN_EXAMPLES = (
+RUN_MEANS_T = (
     "t-interval on the run means (Welch for a gap), at least the examples' binomial variance, "
     "95%; fewer than 3 runs in an arm: underpowered"
 )

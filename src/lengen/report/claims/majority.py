@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lengen.report.claims.base import (
     NEAR_PERFECT,
-    RUNS_THEN_EXAMPLES,
+    RUN_MEANS_T,
     Claim,
     Measured,
     NotTestable,
@@ -22,7 +22,7 @@ RULES = (
     Rule("MJ-1", "not in the paper (C-RASP: Huang et al. 2024)",
          "majority (k = n): C-RASP predicts length generalization with absolute positions",
          "lengths in (L, 2L], absolute PE", NEAR_PERFECT,
-         f"absolute PE >= {NEAR_PERFECT} in distribution", RUNS_THEN_EXAMPLES,
+         f"absolute PE >= {NEAR_PERFECT} in distribution", RUN_MEANS_T,
          "a claim beyond the paper: near-perfect to twice the training length"),
 )  # fmt: skip
 

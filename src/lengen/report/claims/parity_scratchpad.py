@@ -7,7 +7,7 @@ from lengen.report import effects
 from lengen.report.claims.base import (
     LEARNED_GATE,
     NEAR_PERFECT,
-    RUNS_THEN_EXAMPLES,
+    RUN_MEANS_T,
     Claim,
     Measured,
     NotTestable,
@@ -39,17 +39,17 @@ NOTE = (
 RULES = (
     Rule("PS-1", "Sec. 5.2.1, Fig. 2", "all jumps near-perfect in distribution",
          "every tested training length, per jump (PPC)", NEAR_PERFECT,
-         "none (the claim is the level itself)", RUNS_THEN_EXAMPLES,
+         "none (the claim is the level itself)", RUN_MEANS_T,
          '"near-perfect": 0.9'),
     Rule("PS-2", "Sec. 5.2.1, Fig. 2", "smaller jump k generalizes better to longer lengths",
          "beyond training, (L, 5L]: jump j minus jump j + 1, per adjacent pair (PPC)", 0.05,
-         "every jump learned in distribution", RUNS_THEN_EXAMPLES,
+         "every jump learned in distribution", RUN_MEANS_T,
          "an ordering (as SP-3)"),
     Rule("PS-3", "App. E.2.2, Fig. 8",
          "without PPC (absolute PE + shift, or RoPE + PoSE) generalization is much worse",
          "beyond training, (L, 5L]: PPC minus each ablation, per jump both ran (the default "
          "tier: jump 1)", 0.3, LEARNED_GATE,
-         RUNS_THEN_EXAMPLES, '"much worse": 0.3, well below the paper\'s Fig. 8 gaps (~1.0)'),
+         RUN_MEANS_T, '"much worse": 0.3, well below the paper\'s Fig. 8 gaps (~1.0)'),
 )  # fmt: skip
 ORDERING_GAP = RULES[1].threshold  # the smallest gap that counts as an ordering
 MUCH_WORSE = RULES[2].threshold  # the accuracy gap that counts as "much worse"

@@ -10,7 +10,7 @@ import pandas as pd
 from lengen.report import effects
 from lengen.report.claims.base import (
     NEAR_PERFECT,
-    RUNS_THEN_EXAMPLES,
+    RUN_MEANS_T,
     Claim,
     Measured,
     NotTestable,
@@ -40,7 +40,7 @@ RULES = (
     Rule("SP-1", "Sec. 5.1, Fig. 1/7",
          "K_train <= 8: near-perfect accuracy up to length 500 for k_test <= K_train",
          "every tested length, per K_train <= 8 and k_test <= K_train", NEAR_PERFECT,
-         "none (the claim is the level itself)", RUNS_THEN_EXAMPLES,
+         "none (the claim is the level itself)", RUN_MEANS_T,
          '"near-perfect": 0.9, the level the paper\'s Fig. 1 curves stay above'),
     Rule("SP-2", "Sec. 5.1, Fig. 1/7",
          "for k_test > K_train, the performance deteriorates rapidly, for both in-distribution "
@@ -49,14 +49,14 @@ RULES = (
          "distribution: accuracy at k_test = K_train minus at the largest k_test > K_train "
          "tested", 0.3,
          f"the K_train model >= {NEAR_PERFECT} in distribution, and at k_test = K_train at that "
-         "length", RUNS_THEN_EXAMPLES,
+         "length", RUN_MEANS_T,
          '"deteriorates rapidly": a drop of at least 0.3, the registry\'s "much worse" (PS-3, '
          "VA-2), from near-perfect at its own k (chance is 0.5); where its own k is not "
          "near-perfect there is no performance to deteriorate (SP-1 judges those lengths). "
          "Rewritten 2026-11-27 after the data (docs/rules.md, History)"),
     Rule("SP-3", "Sec. 5.1, Fig. 1", "K_train in {10, 12}: larger k generalizes worse",
          "beyond training, (L, 10L]: smallest k_test minus k_test = K_train, per K_train", 0.05,
-         f"the K_train model >= {NEAR_PERFECT} in distribution", RUNS_THEN_EXAMPLES,
+         f"the K_train model >= {NEAR_PERFECT} in distribution", RUN_MEANS_T,
          "an ordering: over 2 binomial standard errors of one 192-example cell at p = 0.5 "
          "(0.036), below the gaps the paper's figures call ordered"),
 )  # fmt: skip
