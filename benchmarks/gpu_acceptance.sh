@@ -5,8 +5,9 @@
 #
 #   [WHEELS=DIR] bash benchmarks/gpu_acceptance.sh OUT_DIR [checks|train|all|STEP,STEP,...]
 #
-# With 15 minutes of device time (one lent session), run the two calls below
-# (`gpu_smoke,fused_agreement`, then `group_step,group_step_pending,jagged`). The
+# With 15 minutes of device time (one lent session, start-up included) and 600 s a command, run
+# the one call `lease` (below: the CUDA tests, the trainer's fused step, the gpu-smoke tier whole,
+# fused_agreement, within LEASE_BUDGET seconds). The
 # earlier lease plan, `fused_profile,fused_eager,fused_compile` (~8 min), timed the bare fused
 # step: where its time goes (its kernels, with the trainers' fused AdamW), then the fused step
 # at R = 1-16, eager and compiled (the eager ones measured on an H200 2026-11-26:
@@ -19,7 +20,7 @@
 #
 # Each step has a time limit (a stuck step does not eat the others'); TRAIN_LIMIT (seconds)
 # bounds each training job (GPU_SMOKE_LIMIT, AGREE_LIMIT, JAGGED_LIMIT, GROUP_EAGER_LIMIT,
-# GROUP_PENDING_LIMIT, GROUP_COMPILE_LIMIT the steps so named). Steps: pytest_cuda throughput_paper step_time_paper step_time_gpu
+# GROUP_COMPILE_LIMIT the steps so named). Steps: pytest_cuda throughput_paper step_time_paper step_time_gpu
 # loo_paper decode_paper prefetch fused decode_fused loss_memory (the checks), train and
 # fused_grid.
 # checks (~10 min on one H100): the tests with a GPU path on CUDA; the paper's 12 x 1024 synthetic
@@ -48,15 +49,15 @@
 # group_step: the trainer's fused step (benchmarks/group_step.py), R = 8 and 16, eager with its
 #   profile (~2 min; benchmarks/measured/2026-11-27-h100); group_step_compile: compiled at R = 8
 #   (its compilation did not finish in 90 s there).
-# One 15-minute lease whose commands stop at 600 s each (start-up ~40 s) takes two calls:
-#   1. `gpu_smoke,fused_agreement` with GPU_SMOKE_LIMIT=450 AGREE_LIMIT=60 (the tier did 46 of
-#      its 66 jobs in 400 s on 2026-11-27 with 200 steps, two trainings at a time; now 100
-#      steps, four at a time);
-#   2. at once, on the still-warm machine: `group_step,group_step_pending,jagged` with
-#      GROUP_EAGER_LIMIT=100 JAGGED_LIMIT=60 (~4 min): the trainer's step as on main, then with
-#      benchmarks/pending/*.patch applied to a copy (group_step_pending), then the grouped GEMMs.
-#   Both with WHEELS from tools/wheelhouse.sh, and ARCHIVE=FILE where the host gives back only a
-#   few files: OUT_DIR packed into FILE after every step.
+# lease: the one call of a 15-minute lease whose command stops at 600 s (start-up, 1-3 min, comes
+#   before it). In order, each archived (ARCHIVE) as it ends: pytest_cuda (the CUDA tests,
+#   `pytest -m device`), group_step (the trainer's fused step in torch_autocast mode, R = 8, the
+#   step every gpu-tier time estimate needs), gpu_smoke (the tier whole, the fused group that
+#   fused_agreement decodes prioritized), fused_agreement. LEASE_BUDGET (default 540 s, from the
+#   script's start) is split so that each step's limit is its cap or what the budget leaves after
+#   the caps of the steps still to come, whichever is less; a step left under 15 s is not started
+#   and says so (status 1). Run it with WHEELS from tools/wheelhouse.sh and ARCHIVE=FILE
+#   (docs/gpu-and-cluster.md, "The lease call").
 set -uo pipefail
 OUT=${1:?usage: gpu_acceptance.sh OUT_DIR [checks|train|all|STEP,...]}
 PART=${2:-all}
@@ -75,6 +76,7 @@ if [[ -f COMMIT && -z ${LENGEN_SOURCE_COMMIT:-} ]]; then  # a tree copied withou
 fi
 export MLFLOW_DISABLE_TELEMETRY=true
 status=0
+START=$SECONDS
 pack() {  # ARCHIVE=FILE: OUT_DIR as one .tgz, made anew after every step (a host that gives back
   # only a few files, or cuts the command at its limit, still returns each finished step's files)
   [[ -n ${ARCHIVE:-} ]] || return 0
@@ -83,7 +85,7 @@ pack() {  # ARCHIVE=FILE: OUT_DIR as one .tgz, made anew after every step (a hos
 step() {  # step NAME SECONDS COMMAND...: run (stopped after SECONDS), log to OUT/NAME.log,
   local name=$1 limit=$2  # remember a failure, go on
   shift 2
-  echo "== $name: $*" | tee "$OUT/$name.log"
+  echo "== $name (limit $limit s): $*" | tee "$OUT/$name.log"
   local t0=$SECONDS rc=0
   timeout --kill-after=10 "$limit" "$@" >>"$OUT/$name.log" 2>&1 || rc=$?
   if ((rc)); then
@@ -109,12 +111,60 @@ want() {  # want STEP: asked for by PART (all, its group, or a comma list naming
     pytest_cuda | throughput_paper | step_time_paper | step_time_gpu | loo_paper | decode_paper | \
       prefetch | fused | decode_fused | loss_memory)
       [[ $PART == checks ]] ;;
-    train | fused_grid | fused_profile | gpu_smoke | group_step | group_step_compile | \
-      group_step_pending)
+    train | fused_grid | fused_profile | gpu_smoke | group_step | group_step_compile)
       [[ $PART == "$1" ]] ;;
     *) return 1 ;;
   esac
 }
+
+limit() {  # limit CAP LATER: seconds for the next step of the lease: its CAP, or what
+  # LEASE_BUDGET leaves once LATER seconds are kept for the steps after it
+  local left=$(( ${LEASE_BUDGET:-540} - (SECONDS - START) - $2 ))
+  echo $(( left < $1 ? left : $1 ))
+}
+lease_step() {  # lease_step NAME CAP LATER COMMAND...: a step of the lease within its share
+  local name=$1 cap=$2 later=$3
+  shift 3
+  local s
+  s=$(limit "$cap" "$later")
+  if ((s < 15)); then
+    echo "== $name: not started, $s s left of LEASE_BUDGET for it" | tee "$OUT/$name.log"
+    status=1
+    pack
+    return 1
+  fi
+  step "$name" "$s" "$@"
+}
+smoke_work=${GPU_SMOKE_DIR:-/tmp/lengen-gpu-smoke}
+agreement_group() {  # the fused-group marker of the gpu-smoke PPC runs of jump 1 (fused_agreement's)
+  python - <<'PY'
+from lengen.config import plan
+from lengen.config.config import load
+cfg = load("config/gpu-smoke.yaml")
+run = plan.Run("parity_scratchpad", "ppc", 1, 0)
+print(plan.trained(cfg, run))
+PY
+}
+if [[ $PART == lease ]]; then
+  # caps (s): the CUDA tests 100, the fused step 75, the tier 330, the agreement 45
+  lease_step pytest_cuda 100 450 python -m pytest -q -p no:cacheprovider --device cuda -m device
+  lease_step group_step_eager 75 375 python benchmarks/group_step.py --config config/gpu.yaml \
+    --device cuda --groups parity_scratchpad/ppc sparse_parity/neox --runs 8 --steps 8 \
+    --warmup 3 --profile 3 --json "$OUT/group_step_eager.json"
+  rm -rf "$smoke_work" && mkdir -p "$smoke_work"
+  marker=$(agreement_group)
+  lease_step gpu_smoke 330 45 python -m snakemake -s "$PWD/Snakefile" --directory "$smoke_work" \
+    --cores all --configfile "$PWD/config/gpu-smoke.yaml" --prioritize "$marker"
+  tar czf "$OUT/gpu_smoke.tgz" -C "$smoke_work" reports/gpu-smoke results/gpu-smoke/benchmarks \
+    results/gpu-smoke/logs 2>/dev/null
+  pack
+  lease_step fused_agreement 45 0 python benchmarks/fused_agreement.py \
+    --config config/gpu-smoke.yaml --device cuda --json "$OUT/fused_agreement.json" \
+    --models "$smoke_work"/results/gpu-smoke/parity_scratchpad/ppc/k1/seed*/model.pt
+  echo "== lease: $((SECONDS - START)) s of ${LEASE_BUDGET:-540}" | tee -a "$OUT/machine.txt"
+  pack
+  exit $status
+fi
 
 want pytest_cuda && step pytest_cuda 180 python -m pytest -q -p no:cacheprovider --device cuda -m device
 want throughput_paper && step throughput_paper 150 python benchmarks/throughput.py \
@@ -149,19 +199,6 @@ want fused_profile && step fused_profile 120 python benchmarks/fused_profile.py 
 want group_step && step group_step_eager "${GROUP_EAGER_LIMIT:-110}" python benchmarks/group_step.py \
   --config config/gpu.yaml --device cuda --runs 8 16 --steps 8 --warmup 3 --profile 3 \
   --json "$OUT/group_step_eager.json"
-# the same fused step with the held-back science (benchmarks/pending/*.patch, in name order)
-# applied to a copy of the tree, R = 8, so that one call times both: what the patches buy on a GPU
-if want group_step_pending; then
-  pending=/tmp/lengen-pending
-  rm -rf "$pending" && mkdir -p "$pending" && cp -r src benchmarks config "$pending"/
-  for patch in "$PWD"/benchmarks/pending/*.patch; do
-    (cd "$pending" && git apply --include='src/*' "$patch") || { echo "$patch: does not apply"; status=1; }
-  done
-  (export PYTHONPATH="$pending/src:$PYTHONPATH"
-   step group_step_pending "${GROUP_PENDING_LIMIT:-90}" python "$pending/benchmarks/group_step.py" \
-     --config config/gpu.yaml --device cuda --runs 8 --steps 8 --warmup 3 --profile 3 \
-     --json "$OUT/group_step_pending.json") || status=1
-fi
 want group_step_compile && step group_step_compile "${GROUP_COMPILE_LIMIT:-180}" python \
   benchmarks/group_step.py --config config/gpu.yaml --device cuda --groups parity_scratchpad/ppc \
   --runs 8 --compile default --steps 12 --warmup 3 --json "$OUT/group_step_compile.json"

@@ -4,6 +4,7 @@ print what the README quotes; the step-time benchmark's wall-time schedule has k
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import tarfile
 
@@ -221,6 +222,47 @@ def test_gpu_acceptance_packs_its_out_dir_after_every_step(tmp_path):
     with tarfile.open(archive) as tar:
         assert sorted(tar.getnames()) == ["acc", "acc/machine.txt"]
     assert not (tmp_path / "acc.tgz.part").exists()
+
+
+def test_the_lease_call_runs_its_four_steps_in_order_within_its_budget(tmp_path):
+    """`gpu_acceptance.sh OUT lease`, the one call of a 15-minute lease: the CUDA tests, the
+    trainer's fused step, the gpu-smoke tier with fused_agreement's group first, fused_agreement,
+    in that order, each limited to its cap or what LEASE_BUDGET leaves after the later steps'
+    caps (the four fill 540 s); with too little budget, a step is not started and says so, the
+    run's status 1. A stand-in `python` records each command."""
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "python").write_text(
+        '#!/bin/sh\necho "$*" >> "$CALLS"\n'
+        '[ "$1" = - ] && echo results/gpu-smoke/parity_scratchpad/ppc/fused0.done\nexit 0\n'
+    )
+    (shim / "python").chmod(0o755)
+
+    def lease(budget: int):
+        out, calls = tmp_path / f"out{budget}", tmp_path / f"calls{budget}"
+        env = {"PATH": f"{shim}:/usr/bin:/bin", "HOME": str(tmp_path), "CALLS": str(calls),
+               "LEASE_BUDGET": str(budget), "GPU_SMOKE_DIR": str(tmp_path / "smoke")}  # fmt: skip
+        done = subprocess.run(["bash", str(BENCH / "gpu_acceptance.sh"), str(out), "lease"],
+                              env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+        logs = [(out / f"{n}.log") for n in
+                ("pytest_cuda", "group_step_eager", "gpu_smoke", "fused_agreement")]  # fmt: skip
+        heads = "\n".join(p.read_text().splitlines()[0] for p in logs if p.exists())
+        return done, calls.read_text().splitlines(), heads
+
+    done, calls, text = lease(540)
+    assert done.returncode == 0, text
+    steps = [c for c in calls if not (c.startswith("-c ") or c == "-")]  # not machine.txt
+    assert [c.split()[1 if c.startswith("-m") else 0] for c in steps] == [
+        "pytest", "benchmarks/group_step.py", "snakemake", "benchmarks/fused_agreement.py"]
+    assert "--device cuda -m device" in steps[0]
+    assert "--runs 8" in steps[1] and "--json" in steps[1]
+    assert steps[2].endswith("--prioritize results/gpu-smoke/parity_scratchpad/ppc/fused0.done")
+    limits = [int(x) for x in re.findall(r"== \w+ \(limit (\d+) s\)", text)]
+    assert limits == [90, 75, 330, 45] and sum(limits) <= 540
+    done, calls, text = lease(100)
+    assert done.returncode == 1
+    assert "== pytest_cuda: not started" in text and "== group_step_eager: not started" in text
+    assert [int(x) for x in re.findall(r"\(limit (\d+) s\)", text)] == [55, 45]
 
 
 def test_launches_counts_the_trainers_fused_step_by_phase(tmp_path, capsys):

@@ -8,6 +8,7 @@ import copy
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from lengen import tasks
 from lengen.tasks import parse_spec
@@ -226,3 +227,86 @@ def test_the_groups_losses_in_one_pass_are_each_runs_training_loss(ppc):
         torch.testing.assert_close(g, w, rtol=1e-6, atol=1e-7)
     chunked = run_losses(output, inputs, 5)  # rows x length = 24 tokens a run: chunked alone
     torch.testing.assert_close(chunked, alone(5), rtol=0, atol=0)
+
+
+class HostTraffic(torch.overrides.TorchFunctionMode):
+    """What a step does that on a GPU would stop the host: a read of a tensor's value (`.item()`,
+    `.tolist()`, `bool(t)`, ...) or a copy to a device that is not non-blocking (from pageable
+    memory it blocks). Seen at the Python API, on the CPU, where such calls still happen even
+    though they cost nothing here."""
+
+    READS = {"item", "tolist", "__bool__", "__int__", "__float__", "__index__", "numpy", "cpu"}
+
+    def __init__(self):
+        super().__init__()
+        self.found: list[str] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", str(func))
+        if name in self.READS:
+            self.found.append(f"{name}()")
+        elif name in ("__getitem__", "__setitem__") and any(
+            isinstance(a, torch.Tensor) and a.dtype == torch.bool for a in args[1:2]
+        ):  # on a GPU, a boolean mask's indexing reads its count back first (nonzero)
+            self.found.append(f"{name}[bool mask]")
+        elif name in ("to", "cuda", "copy_"):
+            device = [a for a in args[1:] if isinstance(a, str | torch.device)]
+            if (device or "device" in kwargs or name != "to") and not kwargs.get("non_blocking"):
+                self.found.append(f"{name}{tuple(str(a) for a in args[1:])} blocking")
+        return func(*args, **kwargs)
+
+
+class Reads(TorchDispatchMode):
+    """Every operator that reads a value back to the host (benchmarks/launches.py's SYNCS)."""
+
+    SYNCS = {"_local_scalar_dense", "nonzero", "is_nonzero", "equal"}
+
+    def __init__(self):
+        super().__init__()
+        self.found: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.overloadpacket.__name__ in self.SYNCS:
+            self.found.append(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+def test_a_fused_step_reads_nothing_back_and_copies_only_its_pinned_batch(tiny_spec, tmp_path,
+                                                                          copy_task, monkeypatch):
+    """group.Fused.step, as the GPU runs it (its batches pinned and copied non-blocking), before
+    and after a member stops: no read of a value to the host and no blocking copy to the device,
+    whether at the Python API (HostTraffic) or as an operator (Reads). The stopped runs' mask
+    and indices are made on the device when a run stops (freeze), not in the step."""
+    from lengen.train import lifecycle
+
+    monkeypatch.setattr(lifecycle.HostBatches, "pinned", lambda self, inputs: inputs)
+
+    class FusedAdamW(torch.optim.AdamW):  # make_engine's AdamW on CUDA (the CPU's loops)
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs | {"fused": True})
+
+    monkeypatch.setattr(torch.optim, "AdamW", FusedAdamW)
+    with member_0_stopped(run_specs(tiny_spec, seeds=(0, 1)), tmp_path) as trainee:
+        trainee.batches.pin = True  # the CUDA path's non-blocking copies (no pinning on a CPU)
+        for label in ("one stopped", "after a second freeze"):
+            api, ops = HostTraffic(), Reads()
+            trainee.batches.get(10)  # the worker's batch, made ahead of the step
+            with api, ops:
+                trainee.step(11)
+            assert api.found == [] and ops.found == [], (label, api.found, ops.found)
+            trainee.freeze(1)
+
+
+def test_the_host_traffic_check_sees_what_it_looks_for():
+    """HostTraffic and Reads are not blind: a mask copied in the step, a value read, a boolean
+    mask's indexing are each caught."""
+    api, ops = HostTraffic(), Reads()
+    mask, x = torch.ones(3, dtype=torch.bool), torch.arange(3.0)
+    with api, ops:
+        mask.to("cpu")
+        x.sum().item()
+        x[mask].sum()
+        x.to("cpu", non_blocking=True)
+    assert api.found == ["to('cpu',) blocking", "item()", "__getitem__[bool mask]"]
+    assert "_local_scalar_dense" in ops.found

@@ -80,11 +80,11 @@ def test_no_reference_says_so():
     assert "No committed reference" in text and "`r/x`" in text
 
 
-def test_refresh_accepts_only_a_complete_run_of_this_tier_and_heads_science(
-    tmp_path, smoke_config, monkeypatch
+def test_refresh_accepts_only_a_complete_run_of_this_tier_made_at_one_commit(
+    tmp_path, smoke_config, monkeypatch, capsys
 ):
-    """The refresh drills (issue 47): another tier, another config, an incomplete run, a commit
-    whose science differs from HEAD's, uncommitted code (in the verdicts, a table or a figure:
+    """The refresh drills (issue 47): another tier, another config, an incomplete run, a run
+    made at two commits, uncommitted code (in the verdicts, a table or a figure:
     issue 65) and a run that would shrink the reference are each refused with the reason; a good
     run replaces the folder whole."""
     import shutil
@@ -103,10 +103,17 @@ def test_refresh_accepts_only_a_complete_run_of_this_tier_and_heads_science(
     other = {**smoke_config, "seed": 1}
     with pytest.raises(SystemExit, match="made from another config"):
         refreshing.refresh(reports, dest, other, ROOT)
+    # a run of a commit whose science HEAD has moved past is accepted, and said (main never
+    # waits for a reference run); a run made at two commits is not a reference
     monkeypatch.setattr(refreshing, "science_changes", lambda c, p: ["src/lengen/tasks/x.py"])
-    with pytest.raises(SystemExit, match="science differs from HEAD's in src/lengen/tasks/x.py"):
-        refresh()
+    assert refreshing.check_run(reports, smoke_config, ROOT, allow_dirty=False)
+    assert "HEAD's science has moved since, in src/lengen/tasks/x.py" in capsys.readouterr().err
     monkeypatch.setattr(refreshing, "science_changes", lambda commit, project: [])
+    mixed = pd.read_csv(reports / "verdicts.csv")
+    mixed.assign(git_commit="0123456789ab" * 3).to_csv(reports / "verdicts.csv", index=False)
+    with pytest.raises(SystemExit, match="made at 2 commits .*a reference is a from-scratch run"):
+        refresh()
+    shutil.copy2(committed / "verdicts.csv", reports)
     (reports / "fig1_sparse_parity.png").unlink()
     with pytest.raises(SystemExit, match="incomplete run, missing fig1_sparse_parity.png"):
         refresh()

@@ -149,28 +149,6 @@ def test_an_interrupted_mutation_sitting_stops_mutmut_and_is_still_logged(tmp_pa
         mutation.run_mutmut([], 1)
 
 
-def test_held_back_science_still_applies_to_head(tmp_path):
-    """benchmarks/pending/*.patch: science held while a reference run freezes main's (its header
-    says when to apply it); applied in name order, each on top of the ones before (a stack, so
-    that a GPU lease can measure each), they must still apply to HEAD, or they have rotted
-    unnoticed. Checked in a scratch index: the checkout is not touched."""
-    import shutil
-    import subprocess
-
-    import pytest
-
-    patches = sorted((ROOT / "benchmarks" / "pending").glob("*.patch"))
-    if not patches or not shutil.which("git") or not (ROOT / ".git").exists():
-        pytest.skip("no pending patch, or not a git checkout")
-    env = {**os.environ, "GIT_INDEX_FILE": str(tmp_path / "index")}
-    subprocess.run(["git", "read-tree", "HEAD"], cwd=ROOT, env=env, check=True)
-    for patch in patches:
-        assert patch.read_text().splitlines()[0].strip(), f"{patch.name}: a header says what it is"
-        done = subprocess.run(["git", "apply", "--cached", str(patch)], cwd=ROOT, env=env,
-                              capture_output=True, text=True)  # fmt: skip
-        assert done.returncode == 0, f"{patch.name} no longer applies: {done.stderr}"
-
-
 def test_mutmut_reads_every_pragma_of_the_core():
     """The `# pragma: no mutate` comments of the mutated modules parse as mutmut reads them: a
     module-level `block` already covers the rest of its module, so a `start` after it stops

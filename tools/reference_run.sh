@@ -13,9 +13,9 @@
 # the sittings' time measures the other work too.
 #
 # CONFIG defaults to config/config.yaml (the default tier). --refresh copies the finished run into
-# reference/<tier>/ through lengen.report.refresh (which refuses a run whose science differs from
-# HEAD's), then, for the default tier, rewrites docs/results.md's tables, every quote of the
-# reference in README.md and docs/ (its commit among them) and README's verdicts from it
+# reference/<tier>/ through lengen.report.refresh (which refuses a run made at more than one
+# commit; main's science may have moved on meanwhile), then, for the default tier, rewrites
+# docs/results.md's tables, every quote of the reference in README.md and docs/ (its commit among them) and README's verdicts from it
 # (tools/results_tables.py, tools/readme_verdicts.py) and prints the sittings' time, for
 # benchmarks/measured/times.yaml.
 set -euo pipefail

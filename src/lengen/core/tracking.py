@@ -112,6 +112,12 @@ def flatten(d: Mapping, prefix: str = "") -> dict[str, str]:
     return out
 
 
+def changed(was: Mapping, now: Mapping) -> list[str]:
+    """The keys of two flat params (`flatten`) whose values differ, a key on one side only
+    included: what a rerun changed."""
+    return sorted(k for k in set(was) | set(now) if was.get(k) != now.get(k))
+
+
 def start_run(uri: str, experiment: str, run_name: str, run_id_file: Path) -> mlflow.ActiveRun:
     """Start (or resume, when run_id_file exists) the MLflow run of one trained model."""
     mlflow.set_tracking_uri(uri)
@@ -301,9 +307,9 @@ def log_file_run(uri: str, experiment: str, run_name: str, paths: list[Path], ta
     replaced = {}
     if old:
         was = old[0].data.params  # the newest
-        changed = sorted(k for k in set(was) | set(flat) if was.get(k) != flat.get(k))
         replaced = {"replaces": " ".join(r.info.run_id for r in old),
-                    "changed": " ".join(changed)[:500] or "nothing (a rerun of the same inputs)"}
+                    "changed": " ".join(changed(was, flat))[:500]
+                    or "nothing (a rerun of the same inputs)"}
     with mlflow.start_run(experiment_id=exp.experiment_id, run_name=run_name) as run:
         set_tags({**tags, **replaced})
         if flat:

@@ -4,9 +4,12 @@
 
 The refresh refuses a run of another tier or config (its config hash), an incomplete run (every
 table the report reads, every figure it lists, REPORT.md and verdicts.csv), a run made from
-uncommitted code (`--allow-dirty` to override, for a smoke check) or from a commit whose science
-differs from HEAD's, and a run that would drop files of the current reference
-(`--allow-removal`); it builds the new folder beside the old one and swaps it in whole.
+uncommitted code (`--allow-dirty` to override, for a smoke check) or from more than one commit (a
+reference is a from-scratch run of one named commit), and a run that would drop files of the
+current reference (`--allow-removal`); it builds the new folder beside the old one and swaps it in
+whole. A run of a commit whose science differs from HEAD's is accepted: main never waits for a
+reference run. The reference names its commit in every file, and the refresh says where HEAD's
+science has moved since (`science_changes`), so that a reader knows what the reference is of.
 
 The science of a commit is what decides a run's files, and nothing else:
 - the code every job runs and the code that plans the jobs: each lengen module the workflow
@@ -196,7 +199,7 @@ def file_commits(reports: Path) -> dict[str, Path]:
 
 def check_run(reports: Path, whole: dict, project: Path, allow_dirty: bool) -> list[Path]:
     """The files to copy, once the run in `reports` is shown to be a complete run of this
-    config (its tier, its config hash) made by code whose science is HEAD's; else SystemExit
+    config (its tier, its config hash) made by one commit's committed code; else SystemExit
     saying what is wrong."""
     from lengen.config import artifacts
     from lengen.core import provenance
@@ -221,17 +224,24 @@ def check_run(reports: Path, whole: dict, project: Path, allow_dirty: bool) -> l
             f"{dirty[0][1]}: made from uncommitted code ({dirty[0][0]}); commit, rerun from "
             "scratch, then refresh (or pass --allow-dirty)"
         )
+    commits = sorted({c.removesuffix("-dirty") for c in made})
+    if len(commits) > 1:
+        where = ", ".join(f"{made.get(c, made.get(c + '-dirty')).name} at {c[:12]}"
+                          for c in commits)  # fmt: skip
+        raise SystemExit(
+            f"{reports}: made at {len(commits)} commits ({where}): a reference is a from-scratch "
+            "run of one commit; rerun it in one worktree (tools/reference_run.sh)"
+        )
     for commit, where in sorted(made.items()):
         if commit.endswith("-dirty"):
             continue
         changed = science_changes(commit, project)
         if changed is None:
             raise SystemExit(f"{where}: commit {commit} is not in {project}'s history")
-        if changed:
-            raise SystemExit(
-                f"{where}: made at {commit[:12]}, whose science differs from HEAD's "
-                f"in {', '.join(changed[:5])}{' ...' if len(changed) > 5 else ''}: rerun at HEAD"
-            )
+        if changed:  # accepted: the reference is of its commit, which every file names
+            print(f"{reports}: a run of {commit[:12]}; HEAD's science has moved since, in "
+                  f"{', '.join(changed[:5])}{' ...' if len(changed) > 5 else ''}",
+                  file=sys.stderr)  # fmt: skip
     missing = sorted(n for n in expected_files(whole) if not (reports / n).is_file())
     if missing:
         raise SystemExit(f"{reports}: incomplete run, missing {', '.join(missing)}")

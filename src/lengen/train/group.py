@@ -125,7 +125,13 @@ class Fused:
         if self.engine.gradient_accumulation_steps() != 1:
             raise ValueError("a fused group trains one micro-batch per step "
                              "(train.micro_batch_size)")  # fmt: skip
-        self.active = torch.ones(len(specs), dtype=torch.bool)
+        self.active = torch.ones(len(specs), dtype=torch.bool)  # which runs still train (host)
+        # what the step reads of it, on the device, made when a run stops (freeze) and not in the
+        # step: the mask its loss is weighted by and the stopped runs' indices (integers: a
+        # boolean mask's indexing would read its count on the host), so that a step copies
+        # nothing from the host but its pinned batch and reads no value back
+        self.on_device = self.active.to(self.engine.device)
+        self.stopped = None  # the stopped runs' indices on the device, once one has stopped
         self.fed = 0  # the last step's tokens fed, padding included (R x B x T)
         task = tasks.get(specs[0].experiment)
         self.batches = GroupBatches(task, specs, self.fused, self.engine.device)
@@ -137,28 +143,27 @@ class Fused:
         engine, fused, spec = self.engine, self.fused, self.specs[0]
         out = engine(inputs["input_ids"], inputs["position_ids"])
         losses = run_losses(out, inputs, spec.runtime.loss_chunk_tokens)
-        engine.backward((losses * self.active.to(losses.device)).sum())
+        engine.backward((losses * self.on_device).sum())
         fused.clip_run_grads_(spec.train.grad_clip)
-        frozen = ~self.active
-        kept = self.frozen_state(frozen) if frozen.any() else []
+        kept = self.frozen_state(self.stopped) if self.stopped is not None else []
         engine.step()
         with torch.no_grad():
             for tensor, rows in kept:
-                tensor[frozen.to(tensor.device)] = rows
+                tensor[self.stopped] = rows
         return losses.detach()[:, None], real
 
     def frozen_state(self, frozen: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """The stopped runs' rows of every stacked weight and of its AdamW moments, to put back
-        after the step: a stopped run stops changing, moments included, so a checkpoint holds it
-        as it stopped (weight decay and momentum would move it even at a zero gradient). Its
-        forward and backward still run, masked, until the group ends: a stopped member costs
-        its share of the step (docs/performance.md, "Fused runs")."""
+        """The stopped runs' rows (`frozen`: their indices) of every stacked weight and of its
+        AdamW moments, to put back after the step: a stopped run stops changing, moments
+        included, so a checkpoint holds it as it stopped (weight decay and momentum would move
+        it even at a zero gradient). Its forward and backward still run, masked, until the group
+        ends: a stopped member costs its share of the step (docs/performance.md, "Fused runs")."""
         state = getattr(self.engine.optimizer, "state", {})
         kept = []
         for p in self.fused.weights.values():
             moments = [state[p][k] for k in ("exp_avg", "exp_avg_sq") if k in state.get(p, {})]
             for tensor in (p.data, *moments):
-                kept.append((tensor, tensor[frozen.to(tensor.device)].clone()))
+                kept.append((tensor, tensor[frozen]))  # index_select: a copy
         return kept
 
     def model(self, r: int) -> torch.nn.Module:
@@ -173,6 +178,8 @@ class Fused:
 
     def freeze(self, r: int) -> None:
         self.active[r] = False
+        self.on_device = self.active.to(self.engine.device)  # once per stopped run, not per step
+        self.stopped = torch.nonzero(~self.active).flatten().to(self.engine.device)
 
     def client_state(self) -> dict:
         return {"layout": LAYOUT}

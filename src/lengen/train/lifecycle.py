@@ -366,7 +366,7 @@ def spec_change(old: dict, new: dict) -> str | None:
     for name in new:
         was, now = tracking.flatten(old[name]), tracking.flatten(new[name])
         diffs += [f"{name} {k}: {was.get(k, '-')} -> {now.get(k, '-')}"
-                  for k in sorted(set(was) | set(now)) if was.get(k) != now.get(k)]  # fmt: skip
+                  for k in tracking.changed(was, now)]  # fmt: skip
     return "; ".join(diffs[:3]) + (f"; {len(diffs) - 3} more" if len(diffs) > 3 else "")
 
 
