@@ -4,6 +4,7 @@ spec or config on a device, and scripts outside the package loaded as modules.""
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -165,3 +166,14 @@ def assert_opens_on_its_title(page: Path, tmp: Path, title: str) -> None:
         assert 0 <= g["titleTop"] < g["height"] / 2 and g["minTop"] >= 0, where
         assert g["tables"] > 0 and g["narrowestTable"] >= 0.95 * g["box"], where
         assert g["box"] >= 0.6 * width, where
+
+
+def planned_submissions(dry_run: str) -> tuple[int, set[str]]:
+    """The SLURM jobs a dry run through the profile plans (its `Group job` entries, one per job,
+    and its jobs outside any group, `all` aside), and the comment prefix each kind has
+    (`rule_<group>_...`, `rule_<rule>...`): counted from what the profile groups, not a list
+    kept by hand."""
+    groups = re.findall(r"Group job (\w+)", dry_run)
+    single = [r for r in re.findall(r"^rule (\w+):", dry_run, re.M) if r != "all"]
+    kinds = {f"rule_{g}_" for g in groups} | {f"rule_{r}" for r in single}
+    return len(groups) + len(single), kinds

@@ -52,6 +52,7 @@ def cases(tmp: str) -> list[tuple[str, list[str], str]]:
                                         "--out-chunks", f"{tmp}/pc.csv"], f"{m}.bin"),
         ("lengen.cli", ["influence", "--model", f"{m}", "--tokens", f"{m}.bin", "--out",
                         f"{tmp}/i.csv"], m),
+        ("lengen.core.gpus", ["99", "--", "true"], "NoGpus: a job asks for 99 GPU(s)"),
     ]  # fmt: skip
 
 

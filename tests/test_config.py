@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import math
 import os
+import re
 
 import pytest
 
@@ -259,7 +261,8 @@ def test_cluster_check_names_what_will_not_run(tmp_path, monkeypatch):
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for name, text in (("sinfo", "2 7900\n"), ("sacct", "Slurm accounting storage is disabled\n")):
+    for name, text in (("sinfo", "local*|2|7900|infinite|(null)\n"),
+                       ("sacct", "Slurm accounting storage is disabled\n")):  # fmt: skip
         (bin_dir / name).write_text(f"#!/bin/sh\nprintf '{text}'\n")
         (bin_dir / name).chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
@@ -272,6 +275,76 @@ def test_cluster_check_names_what_will_not_run(tmp_path, monkeypatch):
     assert "workflow/profiles/slurm-squeue" in found[-1]
     with pytest.raises(SystemExit):
         cluster.main(["--configfile", str(ROOT / "config" / "paper.yaml")])
+
+
+def test_cluster_check_names_each_job_and_limit_a_cluster_would_refuse(tmp_path, monkeypatch):
+    """A SLURM job's minutes come from its own steps and the measured step time with a margin,
+    never a group's sum of typed hours; lengen.config.cluster names each job and limit a cluster
+    would refuse: a MaxTime below a job's minutes, nodes with fewer GPUs than a job asks for, a
+    cut training that needs more resubmissions than the profile's retries, GPUs asked with
+    --gpus where SelectType is not select/cons_tres. Read from a fake sinfo and scontrol."""
+    from lengen.config import cluster, plan
+
+    paper, gpu = (load(ROOT / "config" / f"{t}.yaml") for t in ("paper", "gpu"))
+    train = paper["jobs"]["train"]
+    assert plan.job_minutes(train, 50000) == math.ceil(50000 * 0.212 * 1.5 / 60) + 10  # 275
+    subs = {s.label.split()[0]: s for s in cluster.submissions(paper)}
+    assert subs["jobs.train"].minutes == 275 + paper["jobs"]["eval"]["runtime"] < 24 * 60
+    nl = subs["jobs.natural_language_train"]
+    assert nl.minutes == 1440 < nl.need == math.ceil(49000 * 1.3 * 1.5 / 60) + 10
+    assert nl.gpus == 8 and subs["jobs.natural_language_eval"].gpus == 1
+
+    roomy = [cluster.Partition("gpu", 64, 512000, 2 * 1440, 8)]
+    assert cluster.problems(paper, roomy, "", None, "select/cons_tres", retries=1) == []
+    found = cluster.problems(paper, [cluster.Partition("short", 64, 512000, 240, 4)], "", None,
+                             "select/cons_res", retries=0)  # fmt: skip
+    assert ("jobs.train + jobs.eval (a model's training and evaluation, one job) asks 395 min; "
+            "partition short allows 240 (MaxTime): set jobs.train.max_runtime lower") in found[0]
+    assert any(line.startswith("jobs.natural_language_train asks 1,440 min; partition short")
+               for line in found)  # fmt: skip
+    assert any("asks 8 GPU(s) (natural_language.gpus_per_job); the nodes of partition short "
+               "have 4" in line for line in found)  # fmt: skip
+    assert any("needs ~1,603 min, 1,440 a submission: 2 submissions, but the profile's retries "
+               "is 0: set retries: 1" in line for line in found)  # fmt: skip
+    assert found[-1].startswith("SelectType is select/cons_res: the SLURM plugin asks for GPUs")
+    assert len(found) == len(set(found))
+    assert cluster.problems(gpu, [cluster.Partition("gpu", 16, 128000, 1440, 1)], "", None,
+                            "select/cons_tres", retries=1) == []  # fmt: skip
+
+    assert [cluster.minutes(t) for t in ("infinite", "30", "2:00:00", "1-00:00:00", "1-12")] == [
+        None, 30, 120, 1440, 2160]
+    assert [cluster.gres_gpus(g) for g in ("(null)", "gpu:8", "gpu:h100:4(S:0-1)")] == [0, 8, 4]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fakes = {"sinfo": "gpu*|64|512000|1-00:00:00|gpu:h100:8(S:0-1)\nshort|8|64000|30|(null)\n",
+             "scontrol": "SelectType              = select/cons_tres\n", "sacct": ""}  # fmt: skip
+    for name, text in fakes.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\nprintf '{text}'\n")
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    assert cluster.partitions(None) == [cluster.Partition("gpu", 64, 512000, 1440, 8),
+                                        cluster.Partition("short", 8, 64000, 30, 0)]  # fmt: skip
+    assert cluster.select_type() == "select/cons_tres"
+
+
+def test_a_jobs_kind_asks_for_its_minutes_one_way():
+    """jobs.<kind>: a fixed runtime, or (a training kind) step_s with its margin; each mix or
+    lack is one error naming the key."""
+    smoke = load(ROOT / "config" / "smoke.yaml")
+    for change, says in (
+        ({"train": {"cpus": 1, "mem_mb": 2000, "runtime": 15, "step_s": 0.1, "margin": 2}},
+         "jobs.train: gives runtime and margin, step_s"),
+        ({"train": {"cpus": 1, "mem_mb": 2000}}, "jobs.train: needs runtime"),
+        ({"train": {"cpus": 1, "mem_mb": 2000, "step_s": 0.1}}, "jobs.train.margin: step_s needs"),
+        ({"eval": {"cpus": 1, "mem_mb": 2000, "step_s": 0.1, "margin": 2}},
+         "jobs.eval.step_s: only a training kind"),
+        ({"train": {"cpus": 1, "mem_mb": 2000, "max_runtime": 60}},
+         "jobs.train.step_s: max_runtime need step_s"),
+    ):
+        cfg = copy.deepcopy(smoke)
+        cfg["jobs"].update(change)
+        with pytest.raises(ConfigError, match=re.escape(says)):
+            validate(cfg)
 
 
 def test_a_binary_config_file_is_named(tmp_path):

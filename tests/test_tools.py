@@ -3,7 +3,6 @@ the step rates a run's logs measured."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 

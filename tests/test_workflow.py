@@ -673,3 +673,21 @@ def constraints() -> dict[str, str]:
             name, version = line.split("==")
             pins[name.strip().lower().replace("_", "-")] = version.strip()
     return pins
+
+
+def test_the_submissions_are_counted_from_the_profiles_groups():
+    """No SLURM needed: the dry run through the profile (the slurm executor plans without a
+    cluster) gives the count the SLURM test expects: every group the profile forms, each
+    language-model evaluation its own one-GPU job."""
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--profile",
+                          str(ROOT / "workflow" / "profiles" / "slurm"), "--configfile",
+                          str(ROOT / "config" / "smoke.yaml")], cwd=ROOT, capture_output=True,
+                         text=True, timeout=600)  # fmt: skip
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    from .helpers import planned_submissions
+
+    n, kinds = planned_submissions(out.stdout + out.stderr)
+    assert {"rule_setup_", "rule_tables_", "rule_figures_", "rule_model_",
+            "rule_natural_language_eval_", "rule_report"} <= kinds  # fmt: skip
+    evals = len(re.findall(r"Group job natural_language_eval\b", out.stdout + out.stderr))
+    assert evals == 3 and n == len(re.findall(r"Group job", out.stdout + out.stderr)) + 3

@@ -141,6 +141,14 @@ to_json = figure_jobs.to_json  # compact JSON for a shell argument (quoted with 
 
 launcher = plan.launcher  # a training job's `python -m` or the deepspeed launcher
 EVAL_GPUS = plan.eval_gpus(config)  # an evaluation job's GPUs: one on a GPU tier
+GPU_MODEL = config.get("gpu_model")  # the site's GPU type (the SLURM profile's `config`), or None
+
+
+def gpus(n):
+    """A job's GPU resources: `gpu` (the SLURM plugin's --gpus=N; on one machine, lengen.core.gpus
+    takes that many devices), and where the site names a GPU type, `gpu_model` (--gpus=TYPE:N)
+    on the jobs that ask for GPUs only."""
+    return {"gpu": n, **({"gpu_model": GPU_MODEL} if GPU_MODEL and n else {})}
 
 
 def on_devices(wildcards, resources):
@@ -151,12 +159,30 @@ def on_devices(wildcards, resources):
     return prefix + " " if prefix else ""
 
 
-def job_resources(kind):
+def job_resources(kind, steps=None):
     """What a job of this kind asks a cluster for, from the tier's `jobs` section (the SLURM
-    profile keeps only the site's settings): CPUs, memory, minutes."""
+    profile keeps only the site's settings): CPUs, memory, minutes. A training kind's minutes
+    may come from its steps (`steps`: the job's wildcards -> its steps) and the measured step
+    time with a margin (lengen.config.plan.job_minutes), one job at a time."""
     default = {"cpus": config["runtime"]["threads_per_job"], "mem_mb": 4000, "runtime": 60}
     job = config.get("jobs", {}).get(kind, default)  # a config from before `jobs` (schema)
-    return {"cpus_per_task": job["cpus"], "mem_mb": job["mem_mb"], "runtime": job["runtime"]}
+    if "step_s" in job:
+        runtime = lambda w: plan.job_minutes(job, steps(w))
+    else:
+        runtime = job["runtime"]
+    return {"cpus_per_task": job["cpus"], "mem_mb": job["mem_mb"], "runtime": runtime}
+
+
+def nl_steps(w):
+    """A language model's training steps (h_short or h_long)."""
+    return tasks.get("natural_language").train_spec(config, w.which)["train"]["steps"]
+
+
+def run_steps(w):
+    """A synthetic training job's steps (a fused group's runs share them)."""
+    if hasattr(w, "group"):
+        return members(w)[0].spec(config)["train"]["steps"]
+    return run_of(w).spec(config)["train"]["steps"]
 
 
 def out_dir(wildcards, output):

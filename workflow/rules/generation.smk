@@ -34,7 +34,7 @@ if plan.fuse_runs(config) == 1:  # each run alone: its own evaluation
             CONDA_ENV
         resources:
             **job_resources("eval"),
-            gpu=EVAL_GPUS,
+            **gpus(EVAL_GPUS),
         params:
             # reruns when the code it runs changes (its own task's, not the others')
             code=lambda w: code_hash("lengen.analysis.evaluate", task=w.experiment),
@@ -67,7 +67,7 @@ else:
             CONDA_ENV
         resources:
             **job_resources("eval"),
-            gpu=EVAL_GPUS,
+            **gpus(EVAL_GPUS),
         params:
             # reruns when the code it runs changes (its own task's, not the others')
             code=lambda w: code_hash("lengen.analysis.evaluate", task=w.experiment),

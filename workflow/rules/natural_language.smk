@@ -88,8 +88,8 @@ rule natural_language_train:
         CONDA_ENV
     threads: config["runtime"]["threads_per_job"]
     resources:
-        **job_resources("natural_language_train"),
-        gpu=NL_GPUS,  # one node, DeepSpeed across its GPUs
+        **job_resources("natural_language_train", nl_steps),
+        **gpus(NL_GPUS),  # one node, DeepSpeed across its GPUs
         nodes=1,
     params:
         # reruns when the code it runs changes (its own task's, not the others')
@@ -121,7 +121,7 @@ rule natural_language_perplexity:
         CONDA_ENV
     resources:
         **job_resources("natural_language_eval"),
-        gpu=EVAL_GPUS,
+        **gpus(EVAL_GPUS),
     params:
         # reruns when the code it runs changes (its own task's, not the others')
         code=code_hash("lengen.analysis.perplexity", task="natural_language"),
@@ -149,7 +149,7 @@ rule natural_language_window:
         CONDA_ENV
     resources:
         **job_resources("natural_language_eval"),
-        gpu=EVAL_GPUS,
+        **gpus(EVAL_GPUS),
     params:
         # reruns when the code it runs changes (its own task's, not the others')
         code=code_hash("lengen.analysis.perplexity", task="natural_language"),
@@ -178,7 +178,7 @@ rule natural_language_influence:
         CONDA_ENV
     resources:
         **job_resources("natural_language_eval"),
-        gpu=EVAL_GPUS,
+        **gpus(EVAL_GPUS),
     params:
         # reruns when the code it runs changes (its own task's, not the others')
         code=code_hash("lengen.analysis.influence", task="natural_language"),

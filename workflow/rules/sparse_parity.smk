@@ -58,7 +58,7 @@ rule sparse_parity_eval:
         CONDA_ENV
     resources:
         **job_resources("eval"),
-        gpu=EVAL_GPUS,
+        **gpus(EVAL_GPUS),
     params:
         # reruns when the code it runs changes (its own task's, not the others')
         code=code_hash("lengen.analysis.evaluate", task="sparse_parity"),
@@ -93,7 +93,7 @@ rule sparse_parity_attention:
         CONDA_ENV
     resources:
         **job_resources("eval"),
-        gpu=EVAL_GPUS,
+        **gpus(EVAL_GPUS),
     params:
         # reruns when the code it runs changes (its own task's, not the others')
         code=code_hash("lengen.analysis.attention", task="sparse_parity"),

@@ -28,8 +28,8 @@ rule synthetic_train:
         CONDA_ENV
     threads: config["runtime"]["threads_per_job"]
     resources:
-        **job_resources("train"),
-        gpu=config["runtime"]["gpus_per_job"],  # read by the SLURM plugin (--gpus)
+        **job_resources("train", run_steps),
+        **gpus(config["runtime"]["gpus_per_job"]),  # the SLURM plugin: --gpus
     params:
         # reruns when the code it runs changes (its own task's, not the others')
         code=lambda w: code_hash("lengen.train.train", task=w.experiment),
@@ -62,8 +62,8 @@ rule synthetic_train_group:
         CONDA_ENV
     threads: config["runtime"]["threads_per_job"]
     resources:
-        **job_resources("train"),
-        gpu=config["runtime"]["gpus_per_job"],  # read by the SLURM plugin (--gpus)
+        **job_resources("train", run_steps),
+        **gpus(config["runtime"]["gpus_per_job"]),  # the SLURM plugin: --gpus
     params:
         # reruns when the code it runs changes (its own task's, not the others')
         code=lambda w: code_hash("lengen.train.group", task=w.experiment),

@@ -198,12 +198,12 @@ def report_figures(cfg: dict) -> list[str]:
 
 
 def report_config(cfg: dict) -> dict:
-    """The config slice the report's rules read: everything but the figure sections and the
-    cluster's `jobs` (what a job asks a cluster for changes no verdict)."""
+    """The config slice the report's rules read: everything but the figure sections and what a
+    job asks a cluster for (`jobs`, `gpu_model`: they change no verdict)."""
     return {
         key: {k: v for k, v in value.items() if k != "figures"}
         if isinstance(value, dict)
         else value
         for key, value in cfg.items()
-        if key != "jobs"
+        if key not in ("jobs", "gpu_model")
     }

@@ -1,18 +1,29 @@
-"""Before submitting a tier to SLURM: does each of its jobs fit a node of the partition and its
-checkpoints the disk of results_dir (`jobs.<kind>.disk_mb`), and can the executor plugin read job
-states (`sacct` needs accounting, slurmdbd; without it use
-workflow/profiles/slurm-squeue)? Prints what to change and exits 1 when something will not run.
+"""Before submitting a tier to SLURM: does each of its jobs fit the partition (a node's CPUs,
+memory and GPUs; the partition's MaxTime, each job's minutes from its own steps:
+lengen.config.plan.job_minutes), its checkpoints the disk of results_dir (`jobs.<kind>.disk_mb`),
+can the cluster give GPUs the way the SLURM plugin asks for them (--gpus needs
+SelectType=select/cons_tres), and can the executor plugin read job states (`sacct` needs
+accounting, slurmdbd; without it use workflow/profiles/slurm-squeue)? Prints one line per job and
+limit that will not do, saying what to change, and exits 1 when something will not run.
 
-    python -m lengen.config.cluster --configfile config/smoke.yaml [--partition gpu]
+    python -m lengen.config.cluster --configfile config/paper.yaml [--partition gpu]
+        [--profile workflow/profiles/slurm]
 """
 
 from __future__ import annotations
 
+import math
+import re
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
+from lengen import tasks
+from lengen.config import plan
 from lengen.config.config import load
 from lengen.core.cli import command_parser, one_line_errors
 
@@ -27,16 +38,165 @@ def run(*cmd: str) -> str:
     return out.stdout + out.stderr
 
 
-def node_sizes(partition: str | None) -> list[tuple[int, int]]:
-    """(CPUs, memory MB) of each node type of the partition (all partitions if None): sinfo."""
-    args = ["sinfo", "--noheader", "--format=%c %m"] + (
+@dataclass(frozen=True)
+class Partition:
+    """One node type of a partition, as sinfo lists it: its name, a node's CPUs, memory (MB) and
+    GPUs, and the partition's MaxTime in minutes (None: infinite)."""
+
+    name: str
+    cpus: int
+    mem_mb: int
+    max_minutes: int | None
+    gpus: int
+
+
+def minutes(limit: str) -> int | None:
+    """A SLURM time limit (`infinite`, `MM`, `MM:SS`, `HH:MM:SS`, `D-HH[:MM[:SS]]`) in minutes."""
+    if limit in ("infinite", "UNLIMITED", "n/a"):
+        return None
+    days, _, rest = limit.rpartition("-")
+    parts = [int(p) for p in rest.split(":")]
+    if not days and len(parts) <= 2:  # MM or MM:SS
+        h, m, sec = 0, parts[0], parts[1] if len(parts) == 2 else 0
+    else:
+        h, m, sec = (parts + [0, 0])[:3]
+    return int(days or 0) * 1440 + h * 60 + m + math.ceil(sec / 60)
+
+
+def gres_gpus(gres: str) -> int:
+    """The GPUs of a node from sinfo's %G (`gpu:8`, `gpu:h100:4(S:0-1)`, `(null)`)."""
+    found = re.findall(r"gpu(?::[^:,(]+)?:(\d+)", gres)
+    return sum(int(n) for n in found)
+
+
+def partitions(partition: str | None) -> list[Partition]:
+    """Each node type of the partition (all partitions if None): sinfo."""
+    args = ["sinfo", "--noheader", "--format=%P|%c|%m|%l|%G"] + (
         ["--partition", partition] if partition else []
     )
-    sizes = []
+    found = []
     for line in run(*args).splitlines():
-        cpus, mem = line.split()[:2]
-        sizes.append((int(cpus.rstrip("+")), int(mem.rstrip("+"))))
-    return sizes
+        fields = line.strip().split("|")
+        if len(fields) != 5:
+            continue
+        name, cpus, mem, limit, gres = fields
+        found.append(Partition(name.rstrip("*"), int(cpus.rstrip("+")), int(mem.rstrip("+")),
+                               minutes(limit), gres_gpus(gres)))  # fmt: skip
+    return found
+
+
+def node_sizes(partition: str | None) -> list[tuple[int, int]]:
+    """(CPUs, memory MB) of each node type of the partition (all partitions if None)."""
+    return [(p.cpus, p.mem_mb) for p in partitions(partition)]
+
+
+def select_type() -> str:
+    """The cluster's SelectType (`scontrol show config`), '' where it cannot be read."""
+    m = re.search(r"^SelectType\s*=\s*(\S+)", run("scontrol", "show", "config"), re.M)
+    return m[1] if m else ""
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What one SLURM job of the tier asks for (its largest), and what the work needs."""
+
+    label: str  # the jobs kind(s) it is made of, as the tier's keys
+    fix: str  # the key that sets its minutes
+    minutes: int  # asked per submission
+    need: int  # the whole work's minutes (more than `minutes` where a training is resumed)
+    gpus: int
+    gpus_key: str
+
+
+def submissions(cfg: dict) -> list[Submission]:
+    """The kinds of SLURM job the profile submits, each at its largest: a model's training and
+    evaluation in one job (the profile's `model` group), a language model's training, its
+    evaluations, the data, the small jobs."""
+    jobs = cfg.get("jobs", {})
+    if not jobs:
+        return []
+    steps = training_steps(cfg)
+    found = []
+    train, ev = jobs["train"], jobs["eval"]
+    if steps.get("train"):
+        found.append(Submission(
+            "jobs.train + jobs.eval (a model's training and evaluation, one job)",
+            "jobs.train.max_runtime" if "step_s" in train else "jobs.train.runtime",
+            plan.job_minutes(train, steps["train"]) + plan.job_minutes(ev),
+            plan.job_minutes(train, steps["train"], capped=False) + plan.job_minutes(ev),
+            cfg["runtime"]["gpus_per_job"], "runtime.gpus_per_job"))  # fmt: skip
+    if steps.get("natural_language_train"):
+        nl, n = jobs["natural_language_train"], steps["natural_language_train"]
+        key = "natural_language.gpus_per_job"  # (the runtime's where the section sets none)
+        gpus = plan.gpus_per_job(cfg)[key]
+        found.append(Submission(
+            "jobs.natural_language_train",
+            "jobs.natural_language_train.max_runtime" if "step_s" in nl
+            else "jobs.natural_language_train.runtime",
+            plan.job_minutes(nl, n), plan.job_minutes(nl, n, capped=False), gpus, key))  # fmt: skip
+    for kind, gpus in (("natural_language_eval", plan.eval_gpus(cfg)),
+                       ("natural_language_data", 0), ("small", 0)):  # fmt: skip
+        if kind.startswith("natural_language") and "natural_language" not in cfg:
+            continue
+        m = plan.job_minutes(jobs[kind])
+        found.append(Submission(f"jobs.{kind}", f"jobs.{kind}.runtime", m, m, gpus,
+                                "runtime.gpus_per_job"))  # fmt: skip
+    return found
+
+
+def training_steps(cfg: dict) -> dict[str, int]:
+    """The most steps one training job of each kind trains (synthetic: every run's; language:
+    h_short's and h_long's)."""
+    synthetic = [run.spec(cfg)["train"]["steps"] for exp in plan.experiments(cfg)
+                 for v in plan.variants(cfg, exp) for run in plan.runs(cfg, exp, v)]  # fmt: skip
+    out = {"train": max(synthetic, default=0)}
+    if "natural_language" in cfg:
+        nl = tasks.get("natural_language")
+        out["natural_language_train"] = max(nl.train_spec(cfg, w)["train"]["steps"]
+                                            for w in ("short", "long"))  # fmt: skip
+    return out
+
+
+def over_limits(cfg: dict, parts: list[Partition], select: str = "",
+                retries: int | None = None) -> list[str]:  # fmt: skip
+    """A line per kind of SLURM job and limit it exceeds: the partition's MaxTime (its minutes
+    from its own steps), the GPUs of its nodes, the resubmissions a cut training needs (the
+    profile's retries), and GPUs asked with --gpus where SelectType is not select/cons_tres."""
+    found = []
+    subs = submissions(cfg)
+    if parts:
+        longest = max(parts, key=lambda p: p.max_minutes if p.max_minutes is not None else 10**9)
+        most_gpus = max(parts, key=lambda p: p.gpus)
+        for sub in subs:
+            if longest.max_minutes is not None and sub.minutes > longest.max_minutes:
+                found.append(
+                    f"{sub.label} asks {sub.minutes:,} min; partition {longest.name} allows "
+                    f"{longest.max_minutes:,} (MaxTime): set {sub.fix} lower (a training cut "
+                    "at its limit resumes from its checkpoints when retried), or name a partition "
+                    "with a longer MaxTime"
+                )
+            if sub.gpus > most_gpus.gpus:
+                found.append(
+                    f"{sub.label} asks {sub.gpus} GPU(s) ({sub.gpus_key}); the nodes of partition "
+                    f"{most_gpus.name} have {most_gpus.gpus} (sinfo %G): lower {sub.gpus_key} "
+                    "(the batch stays, accumulated), or name a partition with GPUs"
+                )
+    for sub in subs:
+        if retries is not None and sub.need > sub.minutes:
+            times = math.ceil(sub.need / sub.minutes)
+            if times - 1 > retries:
+                found.append(
+                    f"{sub.label} needs ~{sub.need:,} min, {sub.minutes:,} a submission: "
+                    f"{times} submissions, but the profile's retries is {retries}: set "
+                    f"retries: {times - 1} (each resumes from the last checkpoint)"
+                )
+    if select and select != "select/cons_tres" and any(s.gpus for s in subs):
+        found.append(
+            f"SelectType is {select}: the SLURM plugin asks for GPUs with --gpus, which needs "
+            "select/cons_tres (scontrol show config); ask the cluster's admins, or run the GPU "
+            "jobs on one machine (snakemake --cores all)"
+        )
+    return found
 
 
 def too_large(
@@ -79,14 +239,20 @@ def short_of_disk(cfg: dict, free: int) -> list[str]:
     ]
 
 
-def problems(cfg: dict, sizes: list[tuple[int, int]], sacct: str,
-             free: int | None = None) -> list[str]:  # fmt: skip
-    """What will not run: a job kind no node can hold; a job kind whose checkpoints the
-    results_dir's disk cannot hold (`free` MB there, where known); job states sacct cannot
-    report."""
+def problems(cfg: dict, sizes: list[tuple[int, int]] | list[Partition], sacct: str,
+             free: int | None = None, select: str = "",
+             retries: int | None = None) -> list[str]:  # fmt: skip
+    """What will not run: a job kind no node can hold; a SLURM job past the partition's MaxTime
+    or its nodes' GPUs, or needing more resubmissions than the profile's retries; GPUs the
+    cluster cannot give as asked; a job kind whose checkpoints the results_dir's disk cannot
+    hold (`free` MB there, where known); job states sacct cannot report. `sizes`: the
+    partition's node types (Partition), or (CPUs, MB) pairs."""
     found = []
-    if sizes:
-        found += too_large(cfg, max(c for c, _ in sizes), max(m for _, m in sizes))
+    parts = [p for p in sizes if isinstance(p, Partition)]
+    pairs = [(p.cpus, p.mem_mb) for p in parts] or [p for p in sizes if isinstance(p, tuple)]
+    if pairs:
+        found += too_large(cfg, max(c for c, _ in pairs), max(m for _, m in pairs))
+    found += over_limits(cfg, parts, select, retries)
     if free is not None:
         found += short_of_disk(cfg, free)
     if NO_ACCOUNTING in sacct.lower():
@@ -104,13 +270,18 @@ def main(argv: list[str] | None = None) -> None:
     parser = command_parser(__spec__, __doc__)
     parser.add_argument("--configfile", type=Path, required=True)
     parser.add_argument("--partition", default=None, help="the partition the profile names")
+    parser.add_argument("--profile", type=Path, default=Path("workflow/profiles/slurm"),
+                        help="the profile you submit with (its retries)")  # fmt: skip
     args = parser.parse_args(argv)
     cfg = load(args.configfile)  # the config's own errors first, wherever this runs
     if shutil.which("sinfo") is None:
         raise SystemExit("no SLURM here (sinfo not found): run this on the submit host")
-    sizes = node_sizes(args.partition)
+    profile = args.profile / "config.yaml"
+    retries = (yaml.safe_load(profile.read_text()) or {}).get("retries", 0) if profile.is_file() \
+        else None
     sacct = run("sacct", "--noheader", "-X", "--starttime", "now")
-    found = problems(cfg, sizes, sacct, free_mb(cfg["results_dir"]))
+    found = problems(cfg, partitions(args.partition), sacct, free_mb(cfg["results_dir"]),
+                     select_type(), retries)  # fmt: skip
     for line in found:
         print(line, file=sys.stderr)
     if found:

@@ -265,6 +265,30 @@ def checkpoint_mb(cfg: dict) -> dict[str, float]:
     return out
 
 
+def _job_checks(cfg: dict) -> list[tuple[str, str]]:
+    """Each `jobs` kind asks for its minutes one way: a fixed `runtime`, or (a training kind)
+    `step_s` with its `margin`."""
+    errors = []
+    for kind, job in cfg.get("jobs", {}).items():
+        key = f"jobs.{kind}"
+        timed = {"step_s", "margin", "startup_min", "max_runtime"} & job.keys()
+        if "runtime" in job and timed:
+            errors.append((key, f"gives runtime and {', '.join(sorted(timed))}: a fixed runtime, "
+                           "or step_s with margin, not both"))  # fmt: skip
+        elif timed and "step_s" not in job:
+            errors.append((f"{key}.step_s", f"{', '.join(sorted(timed))} need step_s"))
+        elif "runtime" not in job and "step_s" not in job:
+            errors.append((key, "needs runtime (minutes), or step_s with margin (a training kind)"))
+        elif "step_s" in job and kind not in plan.TRAINING_KINDS:
+            kinds = ", ".join(plan.TRAINING_KINDS)
+            errors.append((f"{key}.step_s", f"only a training kind ({kinds}) has steps to time: "
+                           "give runtime"))  # fmt: skip
+        elif "step_s" in job and "margin" not in job:
+            errors.append((f"{key}.margin", "step_s needs a margin (>= 1): the step time is one "
+                           "GPU's, measured"))  # fmt: skip
+    return errors
+
+
 def _disk_checks(cfg: dict) -> list[tuple[str, str]]:
     """A stated jobs.train.disk_mb below what a synthetic training job's checkpoints need
     (checkpoint_mb) is an error naming both: the job would stop on a full disk mid-run."""
@@ -338,7 +362,7 @@ def validate(cfg: dict) -> dict:
         for e in sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
     ]
     if not errors:
-        errors = _general_checks(cfg) + _cross_checks(cfg) + _figure_checks(cfg)
+        errors = _general_checks(cfg) + _job_checks(cfg) + _cross_checks(cfg) + _figure_checks(cfg)
     if errors:
         lines = "\n".join(f"  {key}: {msg}" for key, msg in errors)
         raise ConfigError(f"invalid config:\n{lines}")

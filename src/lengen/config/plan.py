@@ -206,6 +206,26 @@ def devices(cfg: dict, gpus: int) -> str:
     return f"python -m lengen.core.gpus {int(gpus)} --"
 
 
+STARTUP_MIN = 10  # a training job's minutes before and after its steps, unless its kind says
+
+
+TRAINING_KINDS = ("train", "natural_language_train")  # the `jobs` kinds that have steps
+
+
+def job_minutes(job: dict, steps: int | None = None, capped: bool = True) -> int:
+    """The minutes a job of this `jobs` kind asks for (SLURM --time): its fixed `runtime`, or
+    for a training kind that gives `step_s`, its own steps x step_s x margin + startup_min (the
+    measured step time with a stated margin, never a sum of its group's rules), at most
+    `max_runtime` unless `capped` is False (what the whole training needs)."""
+    if "step_s" not in job:
+        return job["runtime"]
+    if steps is None:
+        raise ValueError("a job kind with step_s asks for minutes by its steps: give them")
+    need = math.ceil(steps * job["step_s"] * job["margin"] / 60) + job.get("startup_min",
+                                                                          STARTUP_MIN)  # fmt: skip
+    return min(need, job["max_runtime"]) if capped and "max_runtime" in job else need
+
+
 def gpus_per_job(cfg: dict) -> dict[str, int]:
     """The GPUs each kind of training job asks for, by the config key that sets it."""
     asked = {"runtime.gpus_per_job": cfg["runtime"]["gpus_per_job"]}

@@ -19,6 +19,7 @@ start a CUDA context on a device another job holds.
 
 from __future__ import annotations
 
+import argparse
 import fcntl
 import os
 import re
@@ -26,7 +27,7 @@ import subprocess
 import sys
 import time
 
-from lengen.core.cli import KnownError, one_line_errors
+from lengen.core.cli import KnownError, command_parser, one_line_errors
 
 POOL = "LENGEN_GPUS"
 LOCKS = "LENGEN_GPU_LOCKS"  # the lock folder (tests: one per test); default LOCK_DIR
@@ -115,13 +116,17 @@ def environment(n: int, environ=os.environ) -> tuple[dict, list[int]]:
 @one_line_errors
 def main(argv: list[str] | None = None) -> None:
     """CLI: run COMMAND on N devices of its own (exec: the command takes this process's place)."""
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) < 3 or not argv[0].isdigit() or argv[1] != "--":
-        raise SystemExit("usage: python -m lengen.core.gpus N -- COMMAND [ARG ...]")
-    env, fds = environment(int(argv[0]))
+    parser = command_parser(__spec__, __doc__)
+    parser.add_argument("n", type=int, help="GPUs the command gets (its rule's `gpu` resource)")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARG ...]")
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if args.n < 0 or not command:
+        parser.error("give N >= 0, then -- and the command")
+    env, fds = environment(args.n)
     for fd in fds:
         os.set_inheritable(fd, True)  # held by the command (and what it starts) until it ends
-    os.execvpe(argv[2], argv[2:], env)
+    os.execvpe(command[0], command, env)
 
 
 if __name__ == "__main__":
