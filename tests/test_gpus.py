@@ -171,3 +171,86 @@ def test_the_deepspeed_launcher_takes_the_jobs_devices(tmp_path):
     assert [r["LOCAL_RANK"] for r in ranks] == ["0", "1"]
     assert {r["CUDA_VISIBLE_DEVICES"] for r in ranks} == {"2,3"}
     assert {r["WORLD_SIZE"] for r in ranks} == {"2"}
+
+
+def test_a_shared_device_takes_its_share_of_jobs_and_no_more(tmp_path):
+    """jobs_per_gpu (--share K), on purpose for small models: each device takes up to K jobs at
+    once, a job of N GPUs gets N distinct devices, and the K+1-th job on a device waits."""
+    held = [gpus.claim(1, ["0", "1"], str(tmp_path), share=2) for _ in range(4)]
+    assert sorted(d for devices, _ in held for d in devices) == ["0", "0", "1", "1"]
+    assert gpus.try_claim(["0", "1"], 1, str(tmp_path), share=2) is None
+    for fd in held[0][1]:
+        os.close(fd)
+    two, _ = gpus.claim(1, ["0", "1"], str(tmp_path), share=2)
+    assert two == held[0][0]
+    fresh = tmp_path / "fresh"
+    pair, _ = gpus.claim(2, ["0", "1"], str(fresh), share=3)
+    assert sorted(pair) == ["0", "1"]  # distinct devices, not two slots of one
+
+
+def test_the_gpu_smoke_tier_shares_its_gpu_on_purpose_and_no_tier_by_accident():
+    """Only the gpu-smoke tier (small groups, one GPU) shares a device, 4 jobs to one; every other
+    GPU tier gives a job its devices alone. Scheduling, not science: outside the config hash."""
+    from lengen.config import artifacts, plan
+    from lengen.config.config import load
+
+    smoke = load(ROOT / "config" / "gpu-smoke.yaml")
+    assert plan.devices(smoke, 1) == "python -m lengen.core.gpus 1 --share 4 --"
+    for tier in ("gpu", "paper"):
+        assert plan.devices(load(ROOT / "config" / f"{tier}.yaml"), 1) == (
+            "python -m lengen.core.gpus 1 --")
+    assert "jobs_per_gpu" not in artifacts.report_config(smoke)
+
+
+def test_a_tier_that_cannot_fit_results_dirs_disk_is_refused_before_its_first_job(tmp_path):
+    """The tier's peak disk (its model files, token files and the checkpoints of the training jobs
+    that can run at once: lengen.config.config.disk_mb) against results_dir's free space, before
+    any job runs: one line naming the folder, the sizes and what to do; LENGEN_DISK_CHECK=0
+    skips it. Through Snakemake, with a model too large for any disk."""
+    from lengen.config import cluster
+    from lengen.config.config import disk_mb, load
+
+    gpu = load(ROOT / "config" / "gpu.yaml")
+    one, two = disk_mb(gpu, 1), disk_mb(gpu, 2)
+    assert 80 * 1024 < one["models"] < 90 * 1024  # 145 models of 151 M parameters (layers)
+    assert two["checkpoints"] == 2 * one["checkpoints"] and one["total"] == sum(
+        v for k, v in one.items() if k != "total")
+    assert cluster.disk_short(gpu, 1, free=10**9) is None
+    line = cluster.disk_short(gpu, 2, free=50 * 1024)
+    assert line.startswith(f"{gpu['results_dir']}: the tier writes ~138.2 GB there")
+    assert "checkpoints of 2 training job(s) at once" in line and "50.0 GB free" in line
+    (tmp_path / "huge.yaml").write_text(
+        f"extends: {ROOT / 'config' / 'gpu-smoke.yaml'}\nresults_dir: {tmp_path / 'results'}\n"
+        f"reports_dir: {tmp_path / 'reports'}\n"
+        "sparse_parity: {model: {n_layer: 48, n_head: 16, d_model: 16384}}\n"
+        "jobs: {train: {cpus: 4, mem_mb: 32000, disk_mb: 10000000}}\n"
+    )
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
+           str(tmp_path), "--cores", "1", "--configfile", str(tmp_path / "huge.yaml"), "--until",
+           "mlflow_store"]  # fmt: skip
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert out.returncode != 0
+    said = [x for x in (out.stdout + out.stderr).splitlines() if "the tier writes ~" in x]
+    assert len(said) == 1 and "LENGEN_DISK_CHECK=0" in said[0], out.stderr[-3000:]
+    assert not (tmp_path / "results" / "mlflow.ready").exists()
+
+
+def test_the_readme_states_each_tiers_peak_disk_as_the_code_estimates_it():
+    """README's Tiers table: each tier's peak disk cell is lengen.config.config.disk_mb's, as
+    `python -m lengen.config.config` prints it (the total, and a training job's checkpoints where
+    a tier runs several)."""
+    import re
+
+    from lengen.config.config import disk_mb, gb, load
+
+    rows = {m[1]: m[2] for m in re.finditer(r"^\| ([\w-]+) \| `(config/[\w-]+\.yaml)` \|",
+                                            (ROOT / "README.md").read_text(), re.M)}  # fmt: skip
+    assert set(rows) == {"smoke", "default", "gpu", "gpu-smoke", "paper"}
+    text = (ROOT / "README.md").read_text()
+    for tier, path in rows.items():
+        disk = disk_mb(load(ROOT / path))
+        row = next(x for x in text.splitlines() if x.startswith(f"| {tier} | `{path}` |"))
+        cell = row.split(" | ")[3]
+        assert cell.startswith(f"~{gb(disk['total'])}"), (tier, cell)
+        if disk["checkpoints"] >= 1024:
+            assert f"+{gb(disk['checkpoints'])} a training job beside the first" in cell

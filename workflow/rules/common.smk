@@ -11,7 +11,7 @@ import sys
 from lengen import tasks
 from lengen.config import artifacts, figure_jobs, lock, plan
 from lengen.config.code import code_hash
-from lengen.config.cluster import too_large
+from lengen.config.cluster import disk_short, too_large
 from lengen.config.config import ConfigError, read_tier, read_yaml, validate
 from lengen.core import gpus
 from lengen.core.cli import EXIT_KNOWN, error_line
@@ -32,17 +32,20 @@ validate(config)
 # A GPU tier on one machine: each job's devices are its own (lengen.core.gpus, `on_devices`), and
 # at most as many GPU jobs run at once as the machine lends: `--resources gpu=G` (G at most the
 # pool), else the whole pool. (A machine showing no GPU, as for a dry run, registers nothing.)
+GPU_POOL, SLOTS = [], 0  # the machine's GPUs, and the jobs they take at once
 if config["runtime"]["device"] == "cuda" and workflow.local_exec and workflow.is_main_process:
     GPU_POOL = gpus.pool()
+    SLOTS = len(GPU_POOL) * config.get("jobs_per_gpu", 1)  # a GPU takes jobs_per_gpu jobs at once
     if "gpu" in workflow.global_resources:
         asked = workflow.global_resources["gpu"].value
-        if GPU_POOL and asked is not None and asked > len(GPU_POOL):
+        if GPU_POOL and asked is not None and asked > SLOTS:
             raise ConfigError(
                 f"--resources gpu={asked}, but this machine lends {len(GPU_POOL)} GPU(s) "
-                f"({','.join(GPU_POOL)}; {gpus.POOL} or nvidia-smi): at most {len(GPU_POOL)}"
+                f"({','.join(GPU_POOL)}; {gpus.POOL} or nvidia-smi) x jobs_per_gpu "
+                f"{config.get('jobs_per_gpu', 1)}: at most {SLOTS}"
             )
     elif GPU_POOL:
-        workflow.register_resource("gpu", len(GPU_POOL))
+        workflow.register_resource("gpu", SLOTS)
     # Snakemake would cap a job's `gpu` at the pool silently: refuse a job that cannot fit instead
     for key, want in plan.gpus_per_job(config).items():
         if GPU_POOL and want > len(GPU_POOL):
@@ -64,6 +67,7 @@ onstart:
         )  # fmt: skip
         if oversized:
             raise ValueError("the tier's jobs do not fit a node:\n  " + "\n  ".join(oversized))
+    check_disk()
     take_results()
 
 
@@ -129,6 +133,22 @@ def take_results():
         sys.exit(EXIT_KNOWN)
     if note:
         print(note, file=sys.stderr)
+
+
+def check_disk():
+    """Before the first job: results_dir's disk holds what the tier writes there (its model files,
+    token files and the checkpoints of the training jobs that can run at once: one machine's cores
+    or GPU slots, a cluster's --jobs); else one line and exit (lengen.config.cluster.disk_short)."""
+    if not workflow.is_main_process or os.environ.get("LENGEN_DISK_CHECK") == "0":
+        return
+    threads = max(1, config["runtime"]["threads_per_job"])
+    at_once = max(1, workflow.cores // threads) if workflow.local_exec else workflow.nodes
+    if workflow.local_exec and config["runtime"]["device"] == "cuda" and GPU_POOL:
+        at_once = min(at_once, SLOTS)
+    short = disk_short(config, max(1, at_once or 1))
+    if short:
+        print(short, file=sys.stderr)
+        sys.exit(EXIT_KNOWN)
 
 
 def give_results():

@@ -199,11 +199,11 @@ def report_figures(cfg: dict) -> list[str]:
 
 def report_config(cfg: dict) -> dict:
     """The config slice the report's rules read: everything but the figure sections and what a
-    job asks a cluster for (`jobs`, `gpu_model`: they change no verdict)."""
+    job asks a machine or a cluster for (`jobs`, `gpu_model`, `jobs_per_gpu`: no verdict moves)."""
     return {
         key: {k: v for k, v in value.items() if k != "figures"}
         if isinstance(value, dict)
         else value
         for key, value in cfg.items()
-        if key not in ("jobs", "gpu_model")
+        if key not in ("jobs", "gpu_model", "jobs_per_gpu")
     }

@@ -24,7 +24,7 @@ import yaml
 
 from lengen import tasks
 from lengen.config import plan
-from lengen.config.config import load
+from lengen.config.config import disk_mb, load
 from lengen.core.cli import command_parser, one_line_errors
 
 NO_ACCOUNTING = "accounting storage is disabled"
@@ -225,6 +225,33 @@ def free_mb(folder: str | Path) -> int:
     while not path.exists():
         path = path.parent
     return shutil.disk_usage(path).free // 2**20
+
+
+def used_mb(folder: str | Path) -> float:
+    """What `folder` holds already, MB (0 if it does not exist)."""
+    path = Path(folder)
+    if not path.is_dir():
+        return 0.0
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
+
+
+def disk_short(cfg: dict, jobs_at_once: int, free: int | None = None) -> str | None:
+    """One line when results_dir's disk cannot hold what the tier will write there (its model
+    files, token files and `jobs_at_once` training jobs' checkpoints: config.disk_mb) beyond what
+    is there already; None when it can. Checked before the first job (workflow onstart)."""
+    need = disk_mb(cfg, jobs_at_once)
+    free = free_mb(cfg["results_dir"]) if free is None else free
+    more = need["total"] - used_mb(cfg["results_dir"])
+    if more <= free:
+        return None
+    return (
+        f"{cfg['results_dir']}: the tier writes ~{need['total'] / 1024:,.1f} GB there (model files "
+        f"{need['models'] / 1024:,.1f}, token files {need['data'] / 1024:,.1f}, checkpoints of "
+        f"{jobs_at_once} training job(s) at once {need['checkpoints'] / 1024:,.1f}), "
+        f"~{more / 1024:,.1f} GB more than it holds, but its disk has {free / 1024:,.1f} GB free: "
+        "free space, point results_dir at a larger disk, or run fewer jobs at once "
+        "(LENGEN_DISK_CHECK=0 skips this check)"
+    )
 
 
 def short_of_disk(cfg: dict, free: int) -> list[str]:

@@ -261,8 +261,49 @@ def checkpoint_mb(cfg: dict) -> dict[str, float]:
         params = max(layer_params(m) for m in models)
         runs = max(len(g) for v in cfg[name]["variants"] for g in plan.groups(cfg, name, v))
         ckpt = runs * params * per
-        out[name] = max(2 * ckpt, ckpt + runs * params * MODEL_FILE_BYTES_PER_PARAM) / 2**20
+        train = cfg[name]["train"]  # checkpoints at each multiple of checkpoint_every < steps
+        written = (train["steps"] - 1) // train["checkpoint_every"]
+        copies = min(2, written)  # the newest, and the one being written (after the first)
+        at_end = (ckpt if written else 0) + runs * params * MODEL_FILE_BYTES_PER_PARAM
+        out[name] = max(copies * ckpt, at_end) / 2**20
     return out
+
+
+TOKEN_BYTES = 2  # a language-model token on disk (lengen.data.tokens: uint16)
+
+
+def disk_mb(cfg: dict, jobs_at_once: int = 1) -> dict[str, float]:
+    """A tier's peak disk under results_dir, MB, from its config alone (a lower bound: layers'
+    parameters only, as checkpoint_mb): every model file it keeps (each synthetic run's, the
+    language models'), their token files, and the checkpoints of `jobs_at_once` training jobs on
+    the disk at once (each its largest: checkpoint_mb; a run deletes its own when it ends).
+    {"models": ..., "data": ..., "checkpoints": ..., "total": ...}."""
+    per_run = []
+    for name in plan.experiments(cfg):
+        models = _models(name, cfg[name])
+        for variant in plan.variants(cfg, name):
+            model = models.get(variant) or next(iter(models.values()))
+            n = len(plan.runs(cfg, name, variant))
+            per_run += [layer_params(model) * MODEL_FILE_BYTES_PER_PARAM] * n
+    ckpts = list(checkpoint_mb(cfg).values())
+    data = 0.0
+    nl = cfg.get("natural_language")
+    if nl:
+        params = layer_params(nl["model"])
+        per_run += [params * MODEL_FILE_BYTES_PER_PARAM] * 2  # h_short, h_long
+        zero = nl.get("zero_stage", cfg["runtime"]["zero_stage"])
+        per = CHECKPOINT_BYTES_PER_PARAM["bf16 with ZeRO" if zero else cfg["runtime"]["precision"]]
+        ckpts.append(2 * params * per / 2**20)
+        data = sum(nl["max_tokens"].values()) * TOKEN_BYTES / 2**20
+    models_mb = sum(per_run) / 2**20
+    out = {"models": models_mb, "data": data, "checkpoints": jobs_at_once * max(ckpts, default=0)}
+    out["total"] = sum(out.values())
+    return out
+
+
+def gb(mb: float) -> str:
+    """A size in MB as the docs state it: GB to one decimal from 1 GB, else MB."""
+    return f"{mb / 1024:,.1f} GB" if mb >= 1024 else f"{max(mb, 1):,.0f} MB"
 
 
 def _job_checks(cfg: dict) -> list[tuple[str, str]]:
@@ -451,8 +492,12 @@ def main(argv: list[str] | None = None) -> None:
     failed = False
     for path in parser.parse_args(argv).files:
         try:
-            load(path)
-            print(f"{path}: valid")
+            cfg = load(path)
+            disk = disk_mb(cfg)
+            print(f"{path}: valid; peak disk under {cfg['results_dir']} ~{gb(disk['total'])} "
+                  f"(model files {gb(disk['models'])}, token files {gb(disk['data'])}, one "
+                  f"training job's checkpoints {gb(disk['checkpoints'])}; each training job "
+                  "running beside it adds its checkpoints)")  # fmt: skip
         except (ConfigError, OSError) as err:
             print(f"{path}: {err}" if isinstance(err, OSError) else str(err), file=sys.stderr)
             failed = True

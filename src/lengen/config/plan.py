@@ -203,7 +203,8 @@ def devices(cfg: dict, gpus: int) -> str:
     allocation's); nothing on a CPU tier."""
     if cfg["runtime"]["device"] != "cuda":
         return ""
-    return f"python -m lengen.core.gpus {int(gpus)} --"
+    share = cfg.get("jobs_per_gpu", 1)
+    return f"python -m lengen.core.gpus {int(gpus)}{f' --share {share}' if share > 1 else ''} --"
 
 
 STARTUP_MIN = 10  # a training job's minutes before and after its steps, unless its kind says
