@@ -518,3 +518,33 @@ def test_a_training_jobs_disk_holds_its_groups_checkpoints(tmp_path):
     zero["runtime"]["zero_stage"] = 2
     assert checkpoint_mb(zero)["parity_scratchpad"] == 2 * 8 * params * 14 / 2**20
     assert cluster.free_mb(tmp_path / "not" / "yet") > 0  # its nearest existing parent's
+
+
+@pytest.mark.parametrize("key", ["results_dir", "reports_dir"])
+def test_no_run_writes_into_the_reference_the_code_or_the_repository(key, tmp_path, monkeypatch):
+    """results_dir and reports_dir are resolved (`..`, a symlink, an absolute path) and refused,
+    one line naming the key and the path, inside reference/, src/, config/, tests/ or .git
+    (a `reports/../reference/smoke` once rewrote the committed smoke reference)."""
+    smoke = load(ROOT / "config" / "smoke.yaml")
+    monkeypatch.chdir(ROOT)
+    link = tmp_path / "link"
+    link.symlink_to(ROOT / "reference")
+    for value, folder in (
+        ("reports/../reference/smoke", "reference"),
+        (str(ROOT / "reference" / "smoke"), "reference"),
+        (str(link / "smoke"), "reference"),
+        ("reference", "reference"),
+        ("src/lengen/out", "src"),
+        ("./config/x", "config"),
+        ("tests/../tests/out", "tests"),
+        (".git/objects/x", ".git"),
+    ):
+        cfg = copy.deepcopy(smoke)
+        cfg[key] = value
+        with pytest.raises(ConfigError) as err:
+            validate(cfg)
+        [line] = [x for x in str(err.value).splitlines() if x.strip().startswith(f"{key}:")]
+        assert f"inside {ROOT / folder}" in line and "no run writes there" in line, line
+    cfg = copy.deepcopy(smoke)
+    cfg[key] = "results/../results/elsewhere" if key == "results_dir" else "reports/mine"
+    validate(cfg)  # beside them, fine

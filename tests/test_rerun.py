@@ -113,7 +113,7 @@ def test_values_the_schema_accepts_but_make_no_sense(smoke_config):
     c["reports_dir"] = c["results_dir"]
     _invalid(c, "reports_dir", "must differ from results_dir")
     c["reports_dir"] = "reference/smoke"
-    _invalid(c, "reports_dir", "no run writes it")
+    _invalid(c, "reports_dir", "no run writes there")
 
 
 def test_the_train_entry_point_takes_a_spec_file_or_text_and_names_bad_keys(

@@ -120,3 +120,64 @@ def test_the_smoke_tier_on_slurm_equals_the_local_run_in_grouped_jobs(cluster, t
     first = {j: next((k for k in kinds if seen[j][1].startswith(k)), None) for j in submitted}
     assert None not in first.values() and set(first.values()) == kinds, seen
 
+
+
+ZERO2_SNAKEFILE = """
+rule zero2:
+    output: "zero2/model.pt"
+    log: "zero2.log"
+    resources: cpus_per_task=2, mem_mb=3000, runtime=15
+    shell: "CUDA_VISIBLE_DEVICES=0,1 LOCAL_SIZE=2 OMP_NUM_THREADS=1 {launcher} lengen.train.train"
+           " --spec spec.json --out zero2 > {{log}} 2>&1"
+"""
+
+
+def test_a_two_process_zero_2_training_through_the_profile_resumes_after_a_kill(cluster, tmp_path,
+                                                                               tiny_spec):
+    """The paper tier's language-model job in small: one SLURM job whose command is the
+    workflow's deepspeed launcher line (lengen.config.plan.launcher) with two processes (gloo on
+    the fixture's CPUs, the job's two devices named as lengen.core.gpus or SLURM names them),
+    ZeRO-2 with the paper's buckets, submitted through the profile. Cancelled (scancel) once a
+    checkpoint is written, the profile's retry submits it again, and it resumes from the
+    checkpoint to one model.pt."""
+    import copy
+    import json
+
+    from lengen.config import plan
+    from lengen.config.config import load
+    from lengen.core.specs import read_ds_config
+
+    mode, env = cluster
+    profile = "slurm" if mode == "accounting" else "slurm-squeue"
+    paper = load(ROOT / "config" / "paper.yaml")
+    nl = paper["natural_language"]
+    spec = copy.deepcopy(tiny_spec)
+    spec["train"].update(steps=400, batch_size=8, checkpoint_every=20, log_every=20)
+    spec["runtime"].update(zero_stage=nl["zero_stage"],
+                           ds_config=read_ds_config(ROOT / nl["ds_config"]))  # fmt: skip
+    first, *rest = plan.launcher(paper, 2).split()
+    launcher = " ".join([first, "--master_port", "29541", *rest])
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    (tmp_path / "Snakefile").write_text(ZERO2_SNAKEFILE.format(launcher=launcher))
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(tmp_path / "Snakefile"), "--directory",
+           str(tmp_path), "--profile", str(ROOT / "workflow" / "profiles" / profile),
+           "--default-resources", "slurm_partition=local", "--cores", "2",
+           "--slurm-init-seconds-before-status-checks", "5"]  # fmt: skip
+    log = tmp_path / "snakemake.log"
+    with open(log, "w") as out:
+        run = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 900
+        ckpt = tmp_path / "zero2" / "ckpt"
+        while not (ckpt.is_dir() and any(p.name[5:].isdigit() for p in ckpt.glob("step_*"))):
+            assert run.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
+            time.sleep(1)
+        [job] = re.findall(r"submitted with SLURM jobid (\d+)", log.read_text())
+        subprocess.run(["scancel", job], env=env, check=True)  # the first submission, cut
+        run.wait(timeout=900)
+    text = log.read_text()
+    assert run.returncode == 0, text[-4000:]
+    submitted = re.findall(r"submitted with SLURM jobid (\d+)", text)
+    assert len(submitted) == 2 and submitted[0] == job, text[-4000:]  # the retry
+    assert "resumed from" in (tmp_path / "zero2.log").read_text()
+    assert sorted(p.name for p in (tmp_path / "zero2").iterdir()) == [
+        "mlflow_run_id", "model.pt", "spec.json"]

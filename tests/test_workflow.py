@@ -642,6 +642,26 @@ def test_the_results_lock_is_taken_once_and_given_back_only_by_its_holder(tmp_pa
     assert not (tmp_path / lock.LOCK).exists()
 
 
+@pytest.mark.parametrize("content", ["", "{\"host\": \"a", "[1, 2]", "\xff\xfe"])
+def test_an_empty_or_unreadable_writer_lock_is_taken_over_in_one_line(tmp_path, content):
+    """A lock file cut by a kill while it was written (`host ?, process -1` once wedged the folder
+    for good): nobody to name or wait for, so it is taken over, saying so in one line; the new
+    lock is whole (written beside it and linked into place) and no part file stays."""
+    import json
+    import os
+
+    from lengen.config import lock
+
+    (tmp_path / lock.LOCK).write_bytes(content.encode("latin-1"))
+    note = lock.claim(tmp_path, ".")
+    assert note and "empty or unreadable (cut by a kill); this workflow takes" in note
+    assert len(note.splitlines()) == 1
+    assert json.loads((tmp_path / lock.LOCK).read_text())["pid"] == os.getpid()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [lock.LOCK]
+    lock.release(tmp_path)
+    assert not (tmp_path / lock.LOCK).exists()
+
+
 def test_constraints_pin_every_dependency_inside_its_range():
     """constraints.txt (what the README's install and CI use) pins every dependency of
     pyproject.toml, dev tools included, with `==` to a version its range admits; the README and

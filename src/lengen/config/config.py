@@ -120,9 +120,37 @@ def _general_checks(cfg: dict) -> list[tuple[str, str]]:
     reports, results = Path(cfg["reports_dir"]), Path(cfg["results_dir"])
     if reports.resolve() == results.resolve():
         errors.append(("reports_dir", "must differ from results_dir (reports_dir/ holds tables)"))
-    if reports.parts[:1] == ("reference",):
-        errors.append(("reports_dir", "reference/ holds the committed results; no run writes it"))
+    for key in ("results_dir", "reports_dir"):
+        if (inside := protected_folder(cfg[key])) is not None:
+            errors.append((key, f"{cfg[key]!r} is {Path(cfg[key]).resolve()}, inside {inside}: "
+                           f"{PROTECTED[inside.name]}; no run writes there"))  # fmt: skip
     return errors
+
+
+# the project's folders a run never writes into, and why
+PROTECTED = {
+    "reference": "the committed results (a refresh replaces them, lengen.report.refresh)",
+    "src": "the code",
+    "config": "the tiers' configs",
+    "tests": "the tests",
+    ".git": "the repository",
+}
+
+
+def protected_folder(value: str) -> Path | None:
+    """The project folder (PROTECTED) that `value` falls inside once resolved (`..`, symlinks,
+    an absolute path), in the checkout it is run from or the one this package lives in; else
+    None."""
+    target = Path(value).resolve()
+    checkouts = {Path.cwd().resolve(), Path(__file__).resolve().parents[3]}
+    for root in checkouts:
+        if not (root / "Snakefile").is_file():
+            continue  # not a checkout of the project (an installed package's folder)
+        for name in PROTECTED:
+            folder = (root / name).resolve()
+            if target == folder or folder in target.parents:
+                return root / name
+    return None
 
 
 def _path(error: jsonschema.ValidationError) -> str:

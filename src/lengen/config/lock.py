@@ -5,9 +5,11 @@ starts executing jobs (the Snakefile's onstart; a dry run takes none) and gives 
 ends; a second workflow is refused, naming the first.
 
 The lock is results_dir/.lengen-writer (JSON: host, process id, checkout, start time), created
-atomically. A lock whose process is gone from this host (a kill -9, a lost terminal) is taken
-over, saying so; one held from another host cannot be checked from here: the message says whose
-it is and to delete the file only once that workflow has stopped.
+atomically whole (written beside it, then hard-linked into place: a kill cannot leave it cut). A
+lock whose process is gone from this host (a kill -9, a lost terminal) is taken over, saying so,
+and so is an empty or unreadable one (no holder to name: cut by a kill under older code); one held
+from another host cannot be checked from here: the message says whose it is and to delete the
+file only once that workflow has stopped.
 """
 
 from __future__ import annotations
@@ -48,39 +50,55 @@ def claim(results_dir: str | Path, checkout: str | Path) -> str | None:
           "since": time.strftime("%Y-%m-%d %H:%M:%S")}  # fmt: skip
     note = None
     for _ in range(2):
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            holder = _holder(path)
-            if holder.get("host") == me["host"] and holder.get("pid") == me["pid"]:
-                return None  # this workflow's own (taken once already)
-            if holder.get("host") == me["host"] and not _alive(int(holder.get("pid", -1))):
-                path.unlink(missing_ok=True)
-                note = (f"{path}: its workflow (process {holder.get('pid')}, checkout "
-                        f"{holder.get('checkout')}) is gone; this one takes the results folder")
-                continue
-            raise ResultsLocked(
-                f"{folder} is being written by another workflow (host {holder.get('host')}, "
-                f"process {holder.get('pid')}, checkout {holder.get('checkout')}, since "
-                f"{holder.get('since')}): wait for it to end, or give this one another "
-                f"`results_dir`; if that workflow has stopped, delete {path}"
-            ) from None
-        with os.fdopen(fd, "w") as f:
-            json.dump(me, f)
-        return note
+        if _create(path, me):
+            return note
+        holder = _holder(path)
+        if holder is None:  # empty or unreadable: no workflow to name, nothing to wait for
+            path.unlink(missing_ok=True)
+            note = f"{path}: empty or unreadable (cut by a kill); this workflow takes the folder"
+            continue
+        if holder.get("host") == me["host"] and holder.get("pid") == me["pid"]:
+            return None  # this workflow's own (taken once already)
+        if holder.get("host") == me["host"] and not _alive(int(holder.get("pid", -1))):
+            path.unlink(missing_ok=True)
+            note = (f"{path}: its workflow (process {holder.get('pid')}, checkout "
+                    f"{holder.get('checkout')}) is gone; this one takes the results folder")
+            continue
+        raise ResultsLocked(
+            f"{folder} is being written by another workflow (host {holder.get('host')}, "
+            f"process {holder.get('pid')}, checkout {holder.get('checkout')}, since "
+            f"{holder.get('since')}): wait for it to end, or give this one another "
+            f"`results_dir`; if that workflow has stopped, delete {path}"
+        )
     raise ResultsLocked(f"{path}: could not be taken (another workflow took it meanwhile)")
+
+
+def _create(path: Path, holder: dict) -> bool:
+    """Create the lock file whole, or find it there (False): its content is written to a file
+    of this process's beside it, then hard-linked to its name, which fails if the name exists."""
+    part = path.with_name(f"{path.name}.{holder['pid']}.part")
+    part.write_text(json.dumps(holder))
+    try:
+        os.link(part, path)
+    except FileExistsError:
+        return False
+    finally:
+        part.unlink(missing_ok=True)
+    return True
 
 
 def release(results_dir: str | Path) -> None:
     """Give the lock back, if this process holds it."""
     path = Path(results_dir) / LOCK
-    holder = _holder(path) if path.exists() else {}
+    holder = (_holder(path) if path.exists() else None) or {}
     if holder.get("host") == socket.gethostname() and holder.get("pid") == os.getpid():
         path.unlink(missing_ok=True)
 
 
-def _holder(path: Path) -> dict:
+def _holder(path: Path) -> dict | None:
+    """The lock's holder, or None where the file is empty or unreadable (or gone meanwhile)."""
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):  # cut by a kill mid-write, or gone meanwhile
-        return {"host": "?", "pid": -1, "checkout": "?", "since": "?"}
+        holder = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return holder if isinstance(holder, dict) and "pid" in holder else None
