@@ -548,3 +548,30 @@ def test_no_run_writes_into_the_reference_the_code_or_the_repository(key, tmp_pa
     cfg = copy.deepcopy(smoke)
     cfg[key] = "results/../results/elsewhere" if key == "results_dir" else "reports/mine"
     validate(cfg)  # beside them, fine
+
+
+@pytest.mark.parametrize(("key", "value", "says"), [
+    ("sparse_parity.train.steps", 6.0, "6.0 is not of type 'integer'"),
+    ("sparse_parity.train.steps", 10**12, "is greater than the maximum of 10000000"),
+    ("sparse_parity.train.lr", 1e6, "is greater than the maximum of 1"),
+    ("sparse_parity.train.batch_size", 10**9, "is greater than the maximum of 1048576"),
+    ("sparse_parity.n", 10**9, "is greater than the maximum of 65534"),
+    ("sparse_parity.variants.neox.runs", 10**6, "is greater than the maximum of 1000"),
+    ("seed", 10**30, "is greater than the maximum of 4294966295"),
+    ("seed", True, "True is not of type 'integer'"),
+    ("variable_assignment.n_vars", 1, "1 is less than the minimum of 2"),
+    ("theory.test_lengths", [9], "[9] below 2L = 16: the risks are stated for Lbar >= 2L"),
+])  # fmt: skip
+def test_a_value_that_cannot_be_meant_is_refused_naming_its_key_and_bound(key, value, says):
+    """Integers where the schema means integers (not 6.0, not a bool), sizes bounded by a stated
+    ceiling, lr in (0, 1], seeds within numpy's range, n_vars >= 2, theory's Lbar >= 2L."""
+    cfg = load(ROOT / "config" / "config.yaml")
+    *parents, last = key.split(".")
+    node = cfg
+    for part in parents:
+        node = node[part]
+    node[last] = value
+    with pytest.raises(ConfigError) as err:
+        validate(cfg)
+    assert any(line.strip().startswith(f"{key}:") and says in line
+               for line in str(err.value).splitlines()), str(err.value)  # fmt: skip

@@ -153,6 +153,15 @@ def protected_folder(value: str) -> Path | None:
     return None
 
 
+# "integer" is an int, not a float that happens to be whole (`steps: 6.0`), nor a bool
+STRICT = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _, x: isinstance(x, int) and not isinstance(x, bool)
+    ),
+)
+
+
 def _path(error: jsonschema.ValidationError) -> str:
     """Dotted key path of a schema error, e.g. 'sparse_parity.train.lr'."""
     parts = [str(p) for p in error.absolute_path]
@@ -163,6 +172,16 @@ def _path(error: jsonschema.ValidationError) -> str:
         missing = [r for r in error.validator_value if r not in error.instance]
         parts.append(",".join(missing))
     return ".".join(parts) or "<root>"
+
+
+def _theory_checks(cfg: dict) -> list[tuple[str, str]]:
+    """Every theory test length is at least twice the training length (Lbar >= 2L, Prop. C.3)."""
+    th = cfg.get("theory")
+    if not th:
+        return []
+    short = [n for n in th["test_lengths"] if n < 2 * th["L"]]
+    return [("theory.test_lengths", f"{short} below 2L = {2 * th['L']}: the risks are stated "
+             "for Lbar >= 2L (Prop. C.3)")] if short else []  # fmt: skip
 
 
 def _cross_checks(cfg: dict) -> list[tuple[str, str]]:
@@ -425,13 +444,14 @@ def _figure_checks(cfg: dict) -> list[tuple[str, str]]:
 
 def validate(cfg: dict) -> dict:
     """Return cfg unchanged if valid; raise ConfigError naming every bad key otherwise."""
-    validator = jsonschema.Draft202012Validator(schema())
+    validator = STRICT(schema())
     errors = nonfinite(cfg) + [
         (_path(e), e.message)
         for e in sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
     ]
     if not errors:
-        errors = _general_checks(cfg) + _job_checks(cfg) + _cross_checks(cfg) + _figure_checks(cfg)
+        errors = (_general_checks(cfg) + _job_checks(cfg) + _theory_checks(cfg)
+                  + _cross_checks(cfg) + _figure_checks(cfg))  # fmt: skip
     if errors:
         lines = "\n".join(f"  {key}: {msg}" for key, msg in errors)
         raise ConfigError(f"invalid config:\n{lines}")
