@@ -25,7 +25,7 @@ cd "$(dirname "$0")/.."
 IMAGE="annotated-doc anyio attrs certifi charset-normalizer click cloudpickle filelock h11 idna
 jinja2 markupsafe numpy packaging pandas pyyaml requests urllib3 zipp psutil py-cpuinfo msgpack
 ninja nvidia-ml-py einops tqdm transformers tokenizers safetensors huggingface-hub tabulate wrapt
-torch triton sympy networkx mpmath fsspec setuptools pyarrow xxhash"
+torch triton sympy networkx mpmath fsspec setuptools pyarrow xxhash hf-xet"
 ROOTS="snakemake mlflow-skinny mlflow-tracing sqlalchemy alembic jsonschema hjson pydantic protobuf
 typing-extensions markdown deepspeed datasets"
 # name==version of ROOTS and all they need (Linux, PYTHON_VERSION), as installed here
