@@ -148,7 +148,8 @@ def test_a_two_process_zero_2_training_through_the_profile_resumes_after_a_kill(
     from lengen.core.specs import read_ds_config
 
     mode, env = cluster
-    profile = "slurm" if mode == "accounting" else "slurm-squeue"
+    env = {**env, "PATH": f"{Path(sys.executable).parent}:{env['PATH']}"}  # the launcher, as in
+    profile = "slurm" if mode == "accounting" else "slurm-squeue"  # an activated environment
     paper = load(ROOT / "config" / "paper.yaml")
     nl = paper["natural_language"]
     spec = copy.deepcopy(tiny_spec)
