@@ -176,7 +176,7 @@ def test_a_two_process_zero_2_training_cut_at_its_time_limit_resumes_on_the_prof
     assert done.returncode == 0, text[-4000:]
     submitted = re.findall(r"submitted with SLURM jobid (\d+)", text)
     assert len(submitted) == 2, text[-4000:]  # cut once, retried once
-    log = (tmp_path / "zero2.log").read_text()
-    assert "stopped by SIGTERM" in log and "resumed from" in log, log[-3000:]
+    log = (tmp_path / "zero2.log").read_text()  # the retry's (Snakemake clears a job's log)
+    assert re.search(r"resumed from zero2/ckpt/step_(\d+)", log), log[-3000:]
     assert sorted(p.name for p in (tmp_path / "zero2").iterdir()) == [
         "mlflow_run_id", "model.pt", "spec.json"]
