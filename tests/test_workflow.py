@@ -104,13 +104,21 @@ def test_slurm_profile_dry_runs_the_paper_dag(tmp_path):
         str(ROOT / "config" / "paper.yaml"),
     )
     out = proc.stdout + proc.stderr
+    from lengen.config import plan
+    from lengen.config.config import load
+
+    jobs = load(ROOT / "config" / "paper.yaml")["jobs"]
+    # a model's minutes from its steps x the measured step x the margin (275), not typed hours
+    minutes = plan.job_minutes(jobs["train"], 50000)
     train = out[out.index("rule synthetic_train:") :][:1500]
-    assert "gpu=1" in train and "runtime=1440" in train and "cpus_per_task=8" in train
+    assert "gpu=1" in train and f"runtime={minutes}," in train and "cpus_per_task=8" in train
+    assert minutes < 24 * 60
     assert "slurm_partition=gpu" in out and "report" in out
-    # the 1.3B language models: 8 GPUs on one node, their own CPUs, memory and time
+    # the 1.3B language models: 8 GPUs on one node, their own CPUs, memory, and a day at most a
+    # submission (a cut one resumes on the profile's retry)
     nl = out[out.index("rule natural_language_train:") :][:1500]
     nl_resources = next(line for line in nl.splitlines() if "resources:" in line)
-    for item in ("gpu=8", "nodes=1", "cpus_per_task=64", "mem_mb=480000", "runtime=4320"):
+    for item in ("gpu=8", "nodes=1", "cpus_per_task=64", "mem_mb=480000", "runtime=1440"):
         assert item in nl_resources, nl_resources
     for rule in ("natural_language_perplexity", "natural_language_influence"):
         part = out[out.index(f"rule {rule}:") :][:1500]
