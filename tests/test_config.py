@@ -267,10 +267,11 @@ def test_cluster_check_names_what_will_not_run(tmp_path, monkeypatch):
         (bin_dir / name).chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     smoke, paper = (load(ROOT / "config" / f"{t}.yaml") for t in ("smoke", "paper"))
-    assert cluster.node_sizes(None) == [(2, 7900)]
+    node = [cluster.Partition("local", 2, 7900, None, 0)]
+    assert cluster.partitions(None) == node
     sacct = cluster.run("sacct")
-    assert cluster.problems(smoke, [(2, 7900)], "") == []
-    found = cluster.problems(paper, [(2, 7900)], sacct)
+    assert cluster.problems(smoke, node, "") == []
+    found = cluster.problems(paper, node, sacct)
     assert any(p.startswith("jobs.natural_language_train asks 64 CPUs") for p in found)
     assert "workflow/profiles/slurm-squeue" in found[-1]
     with pytest.raises(SystemExit):

@@ -85,11 +85,6 @@ def partitions(partition: str | None) -> list[Partition]:
     return found
 
 
-def node_sizes(partition: str | None) -> list[tuple[int, int]]:
-    """(CPUs, memory MB) of each node type of the partition (all partitions if None)."""
-    return [(p.cpus, p.mem_mb) for p in partitions(partition)]
-
-
 def select_type() -> str:
     """The cluster's SelectType (`scontrol show config`), '' where it cannot be read."""
     m = re.search(r"^SelectType\s*=\s*(\S+)", run("scontrol", "show", "config"), re.M)
@@ -266,19 +261,17 @@ def short_of_disk(cfg: dict, free: int) -> list[str]:
     ]
 
 
-def problems(cfg: dict, sizes: list[tuple[int, int]] | list[Partition], sacct: str,
+def problems(cfg: dict, parts: list[Partition], sacct: str,
              free: int | None = None, select: str = "",
              retries: int | None = None) -> list[str]:  # fmt: skip
     """What will not run: a job kind no node can hold; a SLURM job past the partition's MaxTime
     or its nodes' GPUs, or needing more resubmissions than the profile's retries; GPUs the
     cluster cannot give as asked; a job kind whose checkpoints the results_dir's disk cannot
-    hold (`free` MB there, where known); job states sacct cannot report. `sizes`: the
-    partition's node types (Partition), or (CPUs, MB) pairs."""
+    hold (`free` MB there, where known); job states sacct cannot report. `parts`: the
+    partition's node types."""
     found = []
-    parts = [p for p in sizes if isinstance(p, Partition)]
-    pairs = [(p.cpus, p.mem_mb) for p in parts] or [p for p in sizes if isinstance(p, tuple)]
-    if pairs:
-        found += too_large(cfg, max(c for c, _ in pairs), max(m for _, m in pairs))
+    if parts:
+        found += too_large(cfg, max(p.cpus for p in parts), max(p.mem_mb for p in parts))
     found += over_limits(cfg, parts, select, retries)
     if free is not None:
         found += short_of_disk(cfg, free)
