@@ -53,6 +53,7 @@ def cases(tmp: str) -> list[tuple[str, list[str], str]]:
         ("lengen.cli", ["influence", "--model", f"{m}", "--tokens", f"{m}.bin", "--out",
                         f"{tmp}/i.csv"], m),
         ("lengen.core.gpus", ["99", "--", "true"], "NoGpus: a job asks for 99 GPU(s)"),
+        ("lengen.report.coverage", ["--tables", m], f"NoCells: {m}: no table with cells"),
     ]  # fmt: skip
 
 

@@ -132,7 +132,7 @@ def test_a_new_claim_touches_its_experiment_module_alone(tmp_path):
     module = src / "lengen" / "report" / "claims" / "majority.py"
     text = module.read_text()
     text = text.replace("\nRULES = (\n", """\nRULES = (
-    Rule("XX-1", "Sec. 9", "a toy sentence", "every length", 0.9, "none", RUN_MEANS_T,
+    Rule("XX-1", "Sec. 9", "a toy sentence", "every length", 0.9, "none", RUN_OUTCOMES,
          "a test"),
 """, 1)
     text = text.replace("    return [\n", """    return [

@@ -50,14 +50,22 @@ def overlapping(boxes):
     return [(a, b) for (a, ba), (b, bb) in itertools.combinations(boxes, 2) if ba.overlaps(bb)]
 
 
-def test_influence_panels_have_no_colliding_text_and_a_legend_per_line(drawn, tmp_path):
+def test_influence_panels_have_no_colliding_text_and_one_fit_the_rules(drawn, tmp_path):
+    """Fig. 6 (a positive correlation): the diagonal and no fit, Pearson's r in the title;
+    Fig. 4 (roughly equal): the diagonal and the rule's one fit; legends below the panels."""
     table = pd.read_csv(SMOKE / "influence_loo.csv")  # losses ~1e-3: long tick labels before
     figures.influence_figure(table, "fig6", "Fig. 6", tmp_path / "f.png", {})
     fig = drawn[0]
     for ax in fig.axes:
-        labels = {t.get_label() for t in ax.get_lines()}
-        assert {"y = x (the diagonal)"} <= labels and len(ax.get_legend().get_texts()) == 3
+        labels = [t.get_label() for t in ax.get_lines()]
+        assert labels == ["y = x (the diagonal)"] and "Pearson r" in ax.get_title()
+        assert ax.get_legend().get_bbox_to_anchor().y1 < ax.get_window_extent().y0
     assert not overlapping(texts(fig, legends=False))  # ticks, labels, exponents, titles
+    figures.influence_figure(table, "fig4", "Fig. 4", tmp_path / "g.png", {})
+    ax = drawn[1].axes[0]
+    labels = [t.get_label() for t in ax.get_lines()]
+    assert labels[0] == "y = x (the diagonal)" and len(labels) == 2
+    assert labels[1].startswith("the rule's fit: reduced-major-axis slope")
 
 
 def test_one_k_train_puts_the_models_side_by_side(drawn, tmp_path):

@@ -164,8 +164,8 @@ def test_effect_judgement_three_ways_and_the_decisive_effect():
     assert effects.judge(0.2, 0.4, 0.3) == "inconclusive"
     a, b, c = (effects.Effect("a", 0.5, 0.4, 0.6), effects.Effect("b", 0.35, 0.25, 0.45),
                effects.Effect("c", 0.2, 0.1, 0.28))  # fmt: skip
-    assert effects.decisive([a, b], 0.3) is b  # the lowest bound decides
-    assert effects.decisive([a, b, c], 0.3) is c  # a whole CI below decides against
+    assert effects.decisive([a, b]) is b  # the lowest run mean is shown
+    assert effects.decisive([a, b, c]) is c
     rows = pd.DataFrame({"accuracy": [0.5, 1.0], "n": [100, 100]})
     e = effects.level(rows, "x")
     assert e.estimate == 0.75 and e.low < 0.75 < e.high

@@ -42,8 +42,15 @@ def test_the_reference_is_judged_again_from_its_tables(project, monkeypatch):
     tables = {p.name: p.read_bytes() for p in ref.glob("*.csv") if p.name != "verdicts.csv"}
     rows = rejudge.rejudge(judged_config(project), project)
     after = pd.read_csv(ref / "verdicts.csv", dtype=str)
-    assert sorted(after.id) == sorted(before.id) and set(after.git_commit) == {"c0ffee"}
+    assert set(before.id) <= set(after.id) and set(after.git_commit) == {"c0ffee"}
+    assert all(i.endswith("[learned runs]") for i in set(after.id) - set(before.id))
     assert list(rows.verdict) == list(after.verdict)
+    # every decided or mixed row of training runs shows each run's outcome (issue 75)
+    runs = after[after.id.str.match(r"(SP|PS|VA|MJ)-") & ~after.verdict.isin(
+        ["not run", "not testable"])]  # fmt: skip
+    assert len(runs) >= 8 and runs.outcomes.notna().all()
+    n = runs.outcomes.map(lambda o: o.count(" pass") + o.count(" fail"))
+    assert (n >= 1).all() and (n[runs.verdict != "underpowered"] >= 3).all()
     # every sparse-parity row has its number (SP-2 compares at each length with the k_test
     # tested there: 2l = 20 has none above 8)
     assert after[after.id.str.startswith("SP")].value.notna().all()

@@ -98,12 +98,14 @@ FIGURES: dict[str, Figure] = {  # figure stem -> Figure (Figs. 1-8 of the paper,
 def trained_model(section: dict, variants: list[str] | None = None) -> str:
     """The size of the models a figure shows, as trained ("3 layers x 64"; issue 64: a label
     names the model actually trained, not the paper's): the section's model with each variant's
-    overrides (sparse parity's `schemes` models included), sizes that differ joined by " / "."""
+    overrides (sparse parity's `schemes` models included), sizes that differ joined by " / ";
+    a model with log-length attention scaling says so (a DEPARTURE, named in every title)."""
     table = {**section.get("variants", {}), **(section.get("schemes") or {}).get("variants", {})}
     sizes = []
     for v in variants if variants is not None else [None]:
         model = {**section["model"], **(table.get(v) or {}).get("model", {})}
-        sizes.append(f"{model['n_layer']} layers x {model['d_model']}")
+        scaled = " + log-length attention (DEPARTURE)" if model.get("attn_scale") else ""
+        sizes.append(f"{model['n_layer']} layers x {model['d_model']}{scaled}")
     return " / ".join(dict.fromkeys(sizes))
 
 

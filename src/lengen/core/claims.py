@@ -23,6 +23,18 @@ class NotTestable:
 
 
 @dataclass(frozen=True)
+class RunOutcome:
+    """One training run against a rule "every effect >= threshold": its worst value over the
+    cells the rule names (its own accuracy, or its gap to the paired run), and whether it
+    passes (lengen.report.effects.run_outcomes)."""
+
+    run: str
+    value: float
+    passed: bool
+    group: str = ""  # the model group the sentence quantifies over (e.g. "K_train 8")
+
+
+@dataclass(frozen=True)
 class Measured:
     """A measurement made of several named numbers (an estimate and its 95% CI, or a slope and a
     spread), shown together; a rule reads them by name."""
@@ -32,7 +44,12 @@ class Measured:
     # a run-level measurement: the fewest runs in a compared arm of the effect it is judged on
     # (None: not made of training runs, e.g. the theory's exact risks)
     runs: int | None = None
-    needed: str = ""  # what would decide it, when undecided (lengen.report.effects.needed_text)
+    more: str = ""  # what more evidence would decide it (lengen.report.effects.more_evidence)
+    # each run's outcome, when the row is judged on its runs (lengen.report.effects.judge_runs)
+    outcomes: tuple[RunOutcome, ...] = ()
+    # why the measured row is shown but not counted, when that depends on the data (e.g. a
+    # claim beyond the paper whose test cannot discriminate); "" : as its claim says
+    uncounted: str = ""
 
     def __getitem__(self, name: str) -> float:
         return self.values[name]
@@ -45,9 +62,27 @@ class Measured:
             ("ci_low", "ci_high") if name == "estimate" else (f"{name}_ci_low", f"{name}_ci_high")
         )
 
+    def runs_text(self) -> str:
+        """The runs' outcomes in brief: "2 of 3 runs pass (exact 95% CI on the share
+        0.09-0.99); runs: depth 2: 0.91, 0.88, 0.31" (each run's worst value, by group)."""
+        k, n = sum(o.passed for o in self.outcomes), len(self.outcomes)
+        lo, hi = self.values["passing_ci_low"], self.values["passing_ci_high"]
+        groups: dict[str, list[str]] = {}
+        for o in self.outcomes:
+            groups.setdefault(o.group, []).append(f"{o.value:.2f}")
+        values = "; ".join(f"{g}: {', '.join(v)}" if g else ", ".join(v)
+                           for g, v in groups.items())  # fmt: skip
+        return (f"{k} of {n} run{'s' if n != 1 else ''} pass (exact 95% CI on the share "
+                f"{lo:.2f}-{hi:.2f}); runs: {values}")  # fmt: skip
+
     def __str__(self) -> str:
         """'name value [CI low, CI high]' per number (CI keys: ci_low / ci_high for `estimate`,
-        NAME_ci_low / NAME_ci_high for the others)."""
+        NAME_ci_low / NAME_ci_high for the others); a row judged on its runs: its run mean,
+        then the runs' outcomes (runs_text)."""
+        if self.outcomes:
+            lo, hi = self.ci_keys("estimate")
+            ci = f" [{self.values[lo]:.3f}, {self.values[hi]:.3f}]" if lo in self.values else ""
+            return f"lowest cell's run mean {self.values['estimate']:.3f}{ci}; {self.runs_text()}"
         parts = []
         for k, v in self.values.items():
             if k.endswith(("ci_low", "ci_high")):
@@ -85,10 +120,15 @@ class Claim:
     # sentence is counted once (lengen.report.rules.sentence_of); a sub-row that rests on a
     # DEPARTURE beyond the tier's model (log-length scaling, equal budgets) is shown, not counted
     departure: bool = False
+    # why the row is shown but not counted ("" : counted): a DEPARTURE sub-row, the runs of a
+    # gated comparison that learned, a claim beyond the paper that cannot discriminate
+    uncounted: str = ""
 
     def __post_init__(self) -> None:
         if (self.holds is None) == (self.threshold is None):
             raise ValueError(f"claim {self.id}: give exactly one of holds and threshold")
+        if self.departure and not self.uncounted:
+            self.uncounted = "DEPARTURE sub-row"
 
     @property
     def theory(self) -> bool:

@@ -1,30 +1,30 @@
-"""Effect sizes with run-level confidence intervals, and the runs a verdict would need.
+"""Effect sizes, each run's own outcome, and the verdict the runs give.
 
 The run is the unit of evidence: whether a transformer length-generalizes is decided by its
-training run (our seed probes: one recipe 0.31-0.91 over five seeds), so an interval that
-resamples only test examples measures test-set noise, not the spread that decides the claim.
+training run, and runs like ours either generalize or fail (one recipe's five seeds: 0.31-0.91 at
+2l = 500, one of them 0.055 at 2l = 200). So a verdict is read off the runs themselves: each run
+passes or fails the sentence's own per-run criterion (its accuracy, or its gap to the paired run
+of the compared arm, against the rule's threshold, in every cell the rule names), and the row is
+*reproduced* only when every run passes, *not reproduced* when every run fails, *mixed (k of n
+runs)* otherwise, with an exact (Clopper-Pearson) 95% interval on the share of runs that pass;
+*underpowered* with fewer than MIN_RUNS runs in a compared arm (its runs' leaning is said).
 
-A group of models (PPC at one depth, jump j, k_test = 4 at K_train 10) is its runs (the `seed`
-column; a table without one is one run), each with its examples over the compared lengths (the
-tables hold accuracy x n correct of n per run and length). Its estimate is the mean over runs of
-each run's accuracy. Its 95% CI is a t-interval on the run means (issue 64): the variance of the
-mean is the runs' own spread, s^2 / r (which holds both the between-run spread and each run's
-test-set noise), but never below what the runs' test examples alone give, sum p(1 - p) / n / r^2
-(p: each run's accuracy with half an example added to each side, so that three runs all at 1.0
-still get an interval), with r - 1 degrees of freedom. A gap between two groups is a Welch
-interval (Welch-Satterthwaite degrees of freedom). A level is clipped to [0, 1], a gap to [-1, 1].
+Why not an interval on the run means: fitted to this data's cells (lengen.report.coverage: the
+runs drawn from each committed cell's own run outcomes, a generalize-or-fail mixture, and a
+smooth Beta spread), the t-interval on 3 run means covers the true mean as little as 0.65 of the
+time (median 0.93, over half the cells below 0.93), 0.83 at 5 runs, and no run count up to 100
+makes it hold >= 0.93 in every such model (skewed cells near 1.0 stay below). So the run mean is
+shown without an interval; the exact interval on the share of runs that pass holds >= 0.95 in
+every model (tests/test_effects.py measures both).
 
-Why not the bootstrap this module used before: resampling 3 runs with replacement has only 10
-distinct resamples, so a percentile bootstrap over them covers the true value ~76% of the time at
-a between-run SD of 0.1 (issue 64's simulation; tests/test_effects.py measures both). The t
-quantile at 2 degrees of freedom (4.30) is what 3 runs honestly allow. Simulated coverage
-(tests/test_effects.py): >= 0.93 at 3 and 5 runs per arm, between-run SDs 0.02-0.2 at 0.5 and
-accuracies near 0 and 1; a strongly skewed spread costs some (0.923 at 3 runs, mean 0.7, SD
-0.2). With fewer than MIN_RUNS runs in an arm such an effect is *underpowered*: its estimate is
-shown, never a verdict.
+How the per-run values pair up: a level's runs are its rows' `run` ids (the seed without one); a
+gap between two cells of one model (k_test 4 vs 8 of the same run) pairs each run with itself; a
+gap between two models pairs their runs by seed (independent runs, so any pairing gives
+independent paired draws; by seed makes it reproducible).
 
-`runs_needed` states how many runs per arm would decide an undecided effect, as a range over the
-between-run spread its few runs allow (docs/rules.md, "How many runs a verdict needs").
+The t-interval (a level: s^2 / r, at least the examples' binomial variance, r - 1 degrees of
+freedom; a gap: Welch) stays as the tool for the one-run, many-example effects of the language
+models (`paired`: a bootstrap over held-out chunks) and for the coverage study.
 """
 
 from __future__ import annotations
@@ -36,11 +36,15 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from lengen.core.claims import RunOutcome
+
 N_RESAMPLES = 2000  # bootstrap resamples (seeded: a report is deterministic)
 SEED = 0
 MIN_RUNS = 3  # runs per compared arm below which a comparison reads "underpowered"
-ALPHA, POWER = 0.05, 0.8  # runs_needed: a two-sided 95% CI clearing the threshold, 80% power
+ALPHA = 0.05  # two-sided 95% intervals
 UNDERPOWERED = "underpowered"
+MIXED = "mixed"  # the verdict's word where the runs disagree: "mixed (k of n runs)"
+
 
 
 def runs_of(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -53,6 +57,42 @@ def runs_of(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         "n": n,
     }).groupby("run")[["right", "n"]].sum()  # fmt: skip
     return per.right.to_numpy(), per.n.to_numpy()
+
+
+def run_accuracies(rows: pd.DataFrame) -> dict[str, float]:
+    """Each run's accuracy pooled over the rows' cells, by run id (the `run` column; the seed
+    without one; a single run "run" without either)."""
+    n = rows.n.to_numpy(dtype=float)
+    key = (rows.run.astype(str).to_numpy() if "run" in rows
+           else rows.seed.astype(str).to_numpy() if "seed" in rows
+           else np.full(len(rows), "run"))  # fmt: skip
+    per = pd.DataFrame({"run": key, "right": np.rint(rows.accuracy.to_numpy(dtype=float) * n),
+                        "n": n}).groupby("run")[["right", "n"]].sum()  # fmt: skip
+    return {str(k): float(v) for k, v in (per.right / per.n).items()}
+
+
+def _seed_of(rows: pd.DataFrame) -> dict[str, str]:
+    """run id -> seed (as text) for the rows' runs (run_accuracies' ids)."""
+    if "run" not in rows:
+        return {}
+    seeds = rows.seed if "seed" in rows else pd.Series("0", index=rows.index)
+    return {str(r): str(s) for r, s in zip(rows.run, seeds, strict=True)}
+
+
+def paired_runs(better: pd.DataFrame, worse: pd.DataFrame) -> tuple[tuple[str, float], ...]:
+    """Each run's own gap, better minus worse: the same run ids in both (two cells of one model)
+    pair with themselves; otherwise runs pair by seed (module docstring); unpaired runs drop."""
+    a, b = run_accuracies(better), run_accuracies(worse)
+    if set(a) & set(b):
+        return tuple((r, a[r] - b[r]) for r in sorted(set(a) & set(b)))
+    seed_a, seed_b = _seed_of(better), _seed_of(worse)
+    by_seed_b = {seed_b.get(r, r): r for r in b}
+    out = []
+    for r in sorted(a):
+        other = by_seed_b.get(seed_a.get(r, r))
+        if other is not None:
+            out.append((f"{r} - {other}", a[r] - b[other]))
+    return tuple(out)
 
 
 def _sd(right: np.ndarray, n: np.ndarray) -> float:
@@ -115,6 +155,11 @@ class Effect:
     high: float
     runs: tuple[int, ...] = (1,)
     sds: tuple[float, ...] = (math.nan,)
+    # each run's own value (a level: its accuracy; a gap: its paired gap), by run id
+    per_run: tuple[tuple[str, float], ...] = ()
+    # the model group the sentence quantifies over ("K_train 8", "jump 1 minus 2"; "": the
+    # effect's name): its runs are judged together (judge_runs)
+    group: str = ""
 
     @property
     def powered(self) -> bool:
@@ -122,23 +167,32 @@ class Effect:
         return min(self.runs) >= MIN_RUNS
 
     def __str__(self) -> str:
+        """'name +mean (runs: v1, v2, v3)' for an effect of runs; 'name +estimate [CI] (n runs)'
+        for one without per-run values (a paired effect of one model)."""
+        if self.per_run:
+            return f"{self.name} {self.estimate:+.3f} (runs: " + ", ".join(
+                f"{v:+.2f}" for _, v in self.per_run) + ")"  # fmt: skip
         runs = "/".join(map(str, self.runs))
         return f"{self.name} {self.estimate:+.3f} [{self.low:+.3f}, {self.high:+.3f}] ({runs} runs)"
 
 
-def gap(better: pd.DataFrame, worse: pd.DataFrame, name: str) -> Effect:
-    """Run-mean accuracy of `better` minus `worse`, with its Welch t-interval (gap_interval)."""
+def gap(better: pd.DataFrame, worse: pd.DataFrame, name: str, group: str = "") -> Effect:
+    """Run-mean accuracy of `better` minus `worse`, with its Welch t-interval (gap_interval)
+    and each run's paired gap (paired_runs); `group`: the model group it belongs to."""
     (right_a, n_a), (right_b, n_b) = runs_of(better), runs_of(worse)
     estimate, low, high = map(float, gap_interval(right_a, n_a, right_b, n_b))
     return Effect(name, estimate, low, high, (len(n_a), len(n_b)),
-                  (_sd(right_a, n_a), _sd(right_b, n_b)))  # fmt: skip
+                  (_sd(right_a, n_a), _sd(right_b, n_b)),
+                  paired_runs(better, worse), group or name)  # fmt: skip
 
 
-def level(rows: pd.DataFrame, name: str) -> Effect:
-    """Run-mean accuracy of the rows, with its t-interval (level_interval)."""
+def level(rows: pd.DataFrame, name: str, group: str = "") -> Effect:
+    """Run-mean accuracy of the rows, with its t-interval (level_interval) and each run's
+    accuracy; `group`: the model group it belongs to."""
     right, n = runs_of(rows)
     estimate, low, high = map(float, level_interval(right, n))
-    return Effect(name, estimate, low, high, (len(n),), (_sd(right, n),))
+    return Effect(name, estimate, low, high, (len(n),), (_sd(right, n),),
+                  tuple(sorted(run_accuracies(rows).items())), group or name)
 
 
 def _ci(samples: tuple[np.ndarray, ...], statistic, paired: bool = False) -> tuple[float, float]:
@@ -167,16 +221,10 @@ def paired(a: pd.Series, b: pd.Series, name: str, runs: int = 1) -> Effect:
     return Effect(name, float((x - y).mean()), low, high, (runs,), (math.nan,))
 
 
-def decisive(effects: list[Effect], threshold: float) -> Effect:
-    """The effect a rule "every effect >= threshold" is judged on: a powered effect whose whole
-    CI is below the threshold if any (the claim fails there); else, if any effect is
-    underpowered, the underpowered one with the lowest CI bound (nothing is decided); else the
-    one with the lowest CI bound."""
-    failing = [e for e in effects if e.powered and e.high < threshold]
-    if failing:
-        return min(failing, key=lambda e: (e.high, e.low))
-    weak = [e for e in effects if not e.powered]
-    return min(weak or effects, key=lambda e: (e.low, e.high))
+def decisive(effects: list[Effect]) -> Effect:
+    """The effect a rule "every effect >= threshold" is shown by: the one with the lowest run
+    mean (its worst cell; the first by name on a tie)."""
+    return min(effects, key=lambda e: (e.estimate, e.name))
 
 
 def judge(low: float, high: float, threshold: float, runs: int | None = None) -> str:
@@ -193,60 +241,63 @@ def judge(low: float, high: float, threshold: float, runs: int | None = None) ->
     return "inconclusive"
 
 
-def _runs_for(variance: float, distance: float, arms: int) -> float:
-    """Runs per arm at which a t-interval of that between-run variance (summed over the arms)
-    clears a threshold `distance` away with POWER: the smallest n >= MIN_RUNS with
-    (t_{1-ALPHA/2} + t_{POWER})^2 x variance / distance^2 <= n at arms x (n - 1) degrees of
-    freedom (fixed-point iteration from the normal approximation)."""
-    if variance == 0:
-        return MIN_RUNS
-    if distance == 0:
-        return math.inf
-    n = float(MIN_RUNS)
-    for _ in range(50):
-        df = arms * (max(n, 2) - 1)
-        t = stats.t.ppf(1 - ALPHA / 2, df) + stats.t.ppf(POWER, df)
-        new = max(float(MIN_RUNS), t**2 * variance / distance**2)
-        if abs(new - n) < 0.5:
-            break
-        n = new
-    return math.ceil(n)
+def run_outcomes(found: list[Effect], threshold: float) -> list[RunOutcome]:
+    """Each run's outcome over the effects (its per-run values), per model group: it passes
+    when every value it has is >= threshold (the sentence holds in every cell for that run)."""
+    worst: dict[str, dict[str, float]] = {}  # group (in the effects' order) -> run -> value
+    for e in found:
+        runs = worst.setdefault(e.group or e.name, {})
+        for run, value in e.per_run:
+            runs[run] = min(value, runs.get(run, math.inf))
+    return [RunOutcome(r, v, v >= threshold, g)
+            for g, runs in worst.items() for r, v in sorted(runs.items())]  # fmt: skip
 
 
-def runs_needed(effect: Effect, threshold: float) -> tuple[float, float] | None:
-    """Runs per arm at which the effect's 95% t-interval would clear `threshold` (on the side
-    its estimate is) with 80% power, assuming the true effect is the observed one: a range, from
-    the low to the high end of the between-run variance's 95% interval (chi-square, r - 1
-    degrees of freedom per arm: with 3 runs the variance is known within a factor of ~1,000, and
-    so is the number). None when an arm has one run (no spread to go on); infinite when the
-    estimate sits on the threshold and the runs differ."""
-    if any(math.isnan(s) for s in effect.sds):
-        return None
-    distance = abs(effect.estimate - threshold)
-    lows, highs = [], []
-    for sd, runs in zip(effect.sds, effect.runs, strict=True):
-        df = runs - 1
-        lows.append(sd**2 * df / stats.chi2.ppf(1 - ALPHA / 2, df))
-        highs.append(sd**2 * df / stats.chi2.ppf(ALPHA / 2, df))
-    arms = len(effect.sds)
-    return _runs_for(sum(lows), distance, arms), _runs_for(sum(highs), distance, arms)
+def share_interval(passed: int, runs: int) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) 95% interval on the share of runs that pass, `passed` of
+    `runs`: its coverage is >= 0.95 whatever the share (scipy.stats.binomtest)."""
+    ci = stats.binomtest(passed, runs).proportion_ci(1 - ALPHA, method="exact")
+    return float(ci.low), float(ci.high)
 
 
-def needed_text(effects: list[Effect], threshold: float) -> str:
-    """What would decide the undecided effects (underpowered, or a CI straddling the threshold):
-    the range of runs per arm the most demanding of them needs (runs_needed), with its
-    assumption, or what is missing to estimate it."""
-    undecided = [e for e in effects if not e.powered or e.low < threshold <= e.high]
-    if not undecided:
-        return ""
-    needs = [runs_needed(e, threshold) for e in undecided]
-    if None in needs:
-        return f"an arm has one run: >= {MIN_RUNS} runs per arm to measure the between-run spread"
-    low, high = max(n[0] for n in needs), max(n[1] for n in needs)
-    if math.isinf(low):
-        return "the estimate sits on the threshold: no number of runs decides it"
-    fewest = min(min(e.runs) for e in undecided)
-    span = f"~{low:,}" if low == high else f"~{low:,}-{high:,}" if math.isfinite(high) else (
-        f"{low:,} or more")  # fmt: skip
-    return (f"{span} runs per arm would decide it, if the true effect is the one observed (the "
-            f"range: the between-run spread's 95% interval from {fewest} runs)")  # fmt: skip
+def judge_runs(outcomes: list[RunOutcome], powered: bool) -> str:
+    """The runs' verdict on a sentence that quantifies over model groups ("for K_train <= 8",
+    "for each jump pair"): underpowered unless every compared arm has MIN_RUNS runs (`powered`);
+    not reproduced when every run of some group fails (the sentence fails for that group, its
+    runs agreeing); reproduced when every run of every group passes; "mixed (k of n runs)"
+    otherwise (some group's runs disagree)."""
+    n, k = len(outcomes), sum(o.passed for o in outcomes)
+    if not powered or n < MIN_RUNS:
+        return UNDERPOWERED
+    groups: dict[str, list[bool]] = {}
+    for o in outcomes:
+        groups.setdefault(o.group, []).append(o.passed)
+    if any(not any(g) for g in groups.values()):
+        return "not reproduced"
+    if k == n:
+        return "reproduced"
+    return f"{MIXED} ({k} of {n} runs)"
+
+
+def leaning(outcomes: list[RunOutcome]) -> str:
+    """Where every run of an underpowered row lies on one side: "for" (all pass) or "against"
+    (all fail) the paper's reading; "" when they disagree or there are none."""
+    if outcomes and all(o.passed for o in outcomes):
+        return "for"
+    if outcomes and not any(o.passed for o in outcomes):
+        return "against"
+    return ""
+
+
+def more_evidence(verdict: str, found: list[Effect]) -> str:
+    """One plain sentence of what more evidence would decide an undecided row ("" when decided):
+    more runs where arms have fewer than MIN_RUNS, or where the runs disagree (the share that
+    passes is what is unknown)."""
+    if verdict == UNDERPOWERED:
+        fewest = min(min(e.runs) for e in found)
+        return (f"{fewest} run{'s' if fewest != 1 else ''} in an arm: {MIN_RUNS} or more runs per "
+                "arm would give each run's outcome a verdict")  # fmt: skip
+    if verdict.startswith(MIXED):
+        return ("the runs disagree: more runs per arm would measure the share of runs that "
+                "pass, not the mean")
+    return ""

@@ -50,10 +50,11 @@ DEFAULT_STYLE = {"context": "paper", "height": 3.0, "aspect": 1.15, "dpi": 150}
 
 def wrapped(title: str, fig) -> str:
     """A suptitle broken into lines no wider than the figure (about 9 characters an inch at
-    matplotlib's default title size)."""
+    matplotlib's default title size); its own line breaks kept."""
     import textwrap
 
-    return "\n".join(textwrap.wrap(title, max(20, int(fig.get_figwidth() * 9))))
+    width = max(20, int(fig.get_figwidth() * 9))
+    return "\n".join(line for part in title.split("\n") for line in textwrap.wrap(part, width))
 
 
 def _save(fig, out: Path, dpi: int, metadata: dict | None) -> None:
@@ -150,6 +151,9 @@ def sparse_parity_figure(
         ax.axhline(0.5, color="grey", lw=0.8, ls=":")
         if train_range:
             ax.axvspan(*train_range, color="grey", alpha=0.15, lw=0)
+        if train_range:  # say what the grey band is, inside it, clear of the lines (top)
+            ax.text(sum(train_range) / 2, 0.04, "trained", ha="center", fontsize=6,
+                    color="dimgrey")  # fmt: skip
     for key, ax in grid.axes_dict.items():  # a model that never learned: faint
         model, k_train = (key, table["k_train"].iloc[0]) if single else key
         cell = table[(table.model == model) & (table.k_train == k_train)]
@@ -162,13 +166,19 @@ def sparse_parity_figure(
                 line.set_alpha(0.3)
             ax.set_title(f"{ax.get_title()}\n(did not learn its training range: "
                          f"{means.min():.2f})", fontsize=8, color="dimgrey")  # fmt: skip
-    counts = sorted(set(runs)) if runs is not None and len(runs) else [1]
-    shown = "/".join(map(str, counts))
-    # the two-line title ~0.6 in above the panels' three-line titles, whatever the height
-    top = 1 + 0.6 / grid.figure.get_figheight()
-    grid.figure.suptitle(f"{title}\nruns per model: {shown}; bands: the range of the runs, lowest "
-                         "to highest (none with one run); dashed: k_test > K_train",
-                         y=top)  # fmt: skip
+    per = runs.groupby(level=0).min() if runs is not None and len(runs) else None
+    counts = [int(per[v]) for v in order if v in per] if per is not None else [1]
+    if len(set(counts)) == 1:  # "training runs per model: 3"
+        shown = str(counts[0])
+    else:  # a row per model variant: "3 (row 1), 1 (row 2)"
+        shown = ", ".join(f"{n} (row {i})" for i, n in enumerate(counts, 1))
+    note = (f"training runs per model: {shown}; line: their mean; band: their range, lowest to "
+            "highest (none with one run); dashed: k_test > K_train; grey: training lengths; "
+            "dotted: chance")  # fmt: skip
+    lines = wrapped(f"{title}\n{note}", grid.figure)
+    # the title ~0.3 in a line above the panels' three-line titles, whatever the height
+    top = 1 + 0.3 * (lines.count("\n") + 1) / grid.figure.get_figheight()
+    grid.figure.suptitle(lines, y=top)
     grid.figure.subplots_adjust(hspace=0.45)  # three-line panel titles clear the row above
     _save(grid.figure, out, style["dpi"], metadata)
 
@@ -201,9 +211,9 @@ def _draw_sparse_parity(table: pd.DataFrame, args, meta: dict) -> None:
 SPARSE_PARITY = FigureKind(
     "sparse_parity", _sparse_parity_job, _draw_sparse_parity,
     lambda cfg: "Sparse parity (Sec. 5.1, Figs. 1 and 7): final-token accuracy vs test length "
-    "2l, a line per k_test (the mean over training runs; band: the range of the runs, not a "
-    "CI: REPORT.md has the intervals), a panel per K_train; training lengths shaded, chance "
-    "dotted.",
+    "2l, a line per k_test (the mean over training runs; band: the range of the runs, lowest "
+    "to highest, as in every figure of the report: REPORT.md judges each run), a panel per "
+    "K_train; training lengths shaded, chance dotted.",
     reads="eval",
 )  # fmt: skip
 
@@ -217,14 +227,24 @@ VARIANT_LABELS = {  # variants named for what they drop; a scheme's own name: it
 }
 
 
+# each task's length axis with what it counts (the paper's own notation: 2l for parity, l for
+# variable assignment; both in tokens, said so that Figs. 2 and 3 read on one unit)
+UNITS = {
+    "test length 2l": "test length 2l (tokens: input + scratchpad)",
+    "test length l": "test length l (tokens: the input's assignments)",
+}
+
+
 def panel_label(variant: str) -> str:
     """A panel's title: the variant's label, else its scheme's (lengen.core.positions)."""
     return VARIANT_LABELS.get(variant) or scheme_label(variant)
 
 
 def run_bands(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Per cell of `keys` (+ length): the run-mean accuracy, its run-level 95% CI (the report's
-    t-interval, lengen.report.effects.level) and the number of runs."""
+    """Per cell of `keys` (+ length): the run-mean accuracy, the range of the runs (lowest and
+    highest run: the band of every figure; the report judges each run, and no interval on the
+    run means holds its coverage on runs like ours, lengen.report.coverage) and the number of
+    runs."""
     import pandas as pd
 
     from lengen.report import effects
@@ -232,8 +252,9 @@ def run_bands(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     rows = []
     for cell, g in table.groupby([*keys, "length"]):
         e = effects.level(g, "")
+        values = [v for _, v in e.per_run] or [e.estimate]
         rows.append({**dict(zip([*keys, "length"], cell, strict=True)), "accuracy": e.estimate,
-                     "low": e.low, "high": e.high, "runs": e.runs[0]})  # fmt: skip
+                     "low": min(values), "high": max(values), "runs": e.runs[0]})  # fmt: skip
     return pd.DataFrame(rows)
 
 
@@ -255,20 +276,19 @@ def generation_figure(
     train_range: tuple[int, int] | None,
     metadata: dict | None = None,
 ) -> None:
-    """Exact-match accuracy vs test length, a line per jump / depth (the run mean, with a run-
-    level 95% CI band where the line has >= effects.MIN_RUNS runs, as the paper's bands over
-    seeds), a panel per variant in `panels` order (Figs. 2, 8, 3a-d). A line whose models did
-    not learn the training range (run mean < NEAR_PERFECT there) is drawn dashed and faint and
-    named so in the legend: it is not a length-generalization result."""
+    """Exact-match accuracy vs test length, a line per jump / depth (the run mean, with the range
+    of the runs as its band where it has more than one run, as Fig. 1's), a panel per variant in
+    `panels` order (Figs. 2, 8, 3a-d); the legend below each panel, never over the data. A line
+    whose models did not learn the training range (run mean < NEAR_PERFECT there) is drawn
+    dashed and faint and named so in the legend: it is not a length-generalization result."""
     plt, sns = _pyplot()
-    from lengen.report import effects
 
     style = {**DEFAULT_STYLE, **style}
     sns.set_theme(context=style["context"], style="whitegrid")
     setting = next(  # the task whose per-model setting (jump, depth, ...) the table has
         t.SETTING for t in tasks.generation_tasks().values() if t.SETTING.key in table
     )
-    param, x = setting.key, setting.length_axis
+    param, x = setting.key, UNITS.get(setting.length_axis, setting.length_axis)
     table = table[table["variant"].isin(panels)]
     letters = "abcdefgh" if len(panels) > 1 else ""
     values = sorted(table[param].unique())
@@ -284,20 +304,19 @@ def generation_figure(
             label += "" if ok else ", did not learn its training range"
             ax.plot(b.length, b.accuracy, marker="o", ms=3, color=colors[value],
                     ls="-" if ok else "--", alpha=1.0 if ok else 0.45, label=label)  # fmt: skip
-            if runs >= effects.MIN_RUNS:
+            if runs > 1:
                 ax.fill_between(b.length, b.low, b.high, color=colors[value], alpha=0.2, lw=0)
         if train_range:
-            ax.axvspan(*train_range, color="grey", alpha=0.15, lw=0)
+            ax.axvspan(*train_range, color="grey", alpha=0.15, lw=0, label="training lengths")
         ax.set_title((f"({letters[i]}) " if letters else "") + panel_label(variant), fontsize=9)
         ax.set_xlabel(x)
         ax.set_ylim(-0.02, 1.02)
-        ax.legend(fontsize=6, loc="lower left", frameon=True)
+        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
     axes[0][0].set_ylabel("accuracy")
     fig.suptitle(title, y=1.0)
-    fig.text(0.5, -0.02, f"Lines: the mean over training runs; bands: run-level 95% CI (the "
-             f"report's t-interval on the run means), drawn for lines of >= {effects.MIN_RUNS} "
-             "runs; dashed: "
-             "the models did not learn the training range, not a result.",
+    fig.text(0.5, -0.02, "Lines: the mean over training runs; bands: the range of the runs, "
+             "lowest to highest (as in Fig. 1; REPORT.md judges each run); dashed: the models "
+             f"did not learn the training range, not a result (< {NEAR_PERFECT} there).",
              ha="center", va="top", fontsize=7, wrap=True)  # fmt: skip
     fig.tight_layout()
     _save(fig, out, style["dpi"], metadata)
@@ -329,9 +348,8 @@ GENERATION = FigureKind(
     lambda cfg: "Tasks scored by greedy generation (the scratchpad tasks of Sec. 5.2, Figs. 2, 8, "
     "3a-d; majority): exact-match accuracy (every scratchpad token and, for Predictive Position "
     "Coupling, every predicted position ID; the answer token without a scratchpad) vs test "
-    "length, a line per jump or depth (mean over training runs, the report's run-level 95% CI "
-    "as its band), a panel per "
-    "variant.",
+    "length, a line per jump or depth (mean over training runs; band: the range of the runs, "
+    "as in Fig. 1), a panel per variant.",
     reads="eval",
 )  # fmt: skip
 
@@ -350,18 +368,22 @@ def influence_figure(
     table: pd.DataFrame, fig: str, title: str, out: Path, style: dict, metadata: dict | None = None
 ) -> None:
     """Figs. 4 / 6: per test sequence, (L_short - L_long, L_short - L_short,sparse), one panel per
-    (model scored, model choosing J), the diagonal (dashed), the fitted slope through the origin
-    and the slope and spread with their 95% CIs (lengen.core.stats.diagonal_fit)."""
+    (model scored, model choosing J), the diagonal (dashed) and one fit, the rule's: Fig. 4
+    ("roughly equal") its reduced-major-axis slope through the origin, with slope and spread and
+    their 95% CIs (lengen.core.stats.diagonal_fit); Fig. 6 ("a similar positive correlation")
+    Pearson's r and its 95% CI (correlation_ci), no line. Axes as the paper's text (Sec. 5.3:
+    L_short - L_long "is roughly equal to" L_short - L_short,sparse), x first; its caption
+    swaps them. The legend sits below the panel, never over the points."""
     plt, sns = _pyplot()
     from matplotlib.ticker import MaxNLocator
 
-    from lengen.core.stats import diagonal_fit
+    from lengen.core.stats import correlation_ci, diagonal_fit
 
     style = {**DEFAULT_STYLE, **style}
     sns.set_theme(context=style["context"], style="whitegrid")
     panels = INFLUENCE_PANELS[fig]
     fig_, axes = plt.subplots(
-        1, len(panels), figsize=(style["height"] * 1.2 * len(panels), style["height"] * 1.3),
+        1, len(panels), figsize=(style["height"] * 1.2 * len(panels), style["height"] * 1.6),
         squeeze=False,
     )  # fmt: skip
     letters = "abc" if len(panels) > 1 else ""
@@ -371,29 +393,31 @@ def influence_figure(
         sns.scatterplot(x=x, y=y, ax=ax, s=10, alpha=0.6, edgecolor=None)
         lo, hi = min(x.min(), y.min()), max(x.max(), y.max())
         ax.plot([lo, hi], [lo, hi], color="grey", lw=1, ls="--", label="y = x (the diagonal)")
-        fit = diagonal_fit(x.to_numpy(), y.to_numpy())  # the report's NL-Fig4/6 numbers
-        ax.plot([lo, hi], [lo * fit["slope"], hi * fit["slope"]], color="C1", lw=1,
-                label=f"symmetric slope through 0: {fit['slope']:.2f} (the rule's)")  # fmt: skip
-        ls = float((x * y).sum() / (x * x).sum()) if (x * x).sum() > 0 else float("nan")
-        ax.plot([lo, hi], [lo * ls, hi * ls], color="C3", lw=1, ls=":",
-                label=f"least squares through 0: {ls:.2f}")  # fmt: skip
-        # where it covers the fewest points and lines (matplotlib's "best"), ticks few enough not
-        # to collide; small losses get a shared exponent (x 1e-3) instead of long labels
-        ax.legend(fontsize=6, loc="best", framealpha=0.85)
+        if fig == "fig4":  # NL-Fig4's rule: near the diagonal
+            fit = diagonal_fit(x.to_numpy(), y.to_numpy())  # the report's NL-Fig4 numbers
+            ax.plot([lo, hi], [lo * fit["slope"], hi * fit["slope"]], color="C1", lw=1,
+                    label=f"the rule's fit: reduced-major-axis slope through 0, "
+                    f"{fit['slope']:.2f}")  # fmt: skip
+            numbers = (f"slope {fit['slope']:.2f} [{fit['slope_ci_low']:.2f}, "
+                       f"{fit['slope_ci_high']:.2f}], spread {fit['spread']:.2f} "
+                       f"[{fit['spread_ci_low']:.2f}, {fit['spread_ci_high']:.2f}]")  # fmt: skip
+        else:  # NL-Fig6's rule: a positive correlation
+            r = correlation_ci(x.to_numpy(), y.to_numpy())  # the report's NL-Fig6 numbers
+            numbers = (f"Pearson r {r['pearson_r']:.2f} [{r['pearson_r_ci_low']:.2f}, "
+                       f"{r['pearson_r_ci_high']:.2f}] (the rule's)")  # fmt: skip
+        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.22), frameon=False)
         for axis in (ax.xaxis, ax.yaxis):
             axis.set_major_locator(MaxNLocator(nbins=4))
         ax.ticklabel_format(axis="both", style="sci", scilimits=(-2, 3))
         label = f"({letters[i]}) " if letters else ""
-        ax.set_title(
-            f"{label}{scored} CE loss; J from {chosen}, n = {len(t)}\nslope {fit['slope']:.2f} "
-            f"[{fit['slope_ci_low']:.2f}, {fit['slope_ci_high']:.2f}], spread {fit['spread']:.2f} "
-            f"[{fit['spread_ci_low']:.2f}, {fit['spread_ci_high']:.2f}]",
-            fontsize=8,
-        )
+        ax.set_title(f"{label}{scored} CE loss; J from {chosen}, n = {len(t)}\n{numbers}",
+                     fontsize=8)  # fmt: skip
         ax.set_xlabel("L_short - L_long", labelpad=2)
         ax.set_ylabel("L_short - L_short,sparse")
         ax.xaxis.get_offset_text().set_fontsize(7)  # the shared exponent, clear of the label
-    fig_.suptitle(wrapped(title, fig_), y=1.02)  # never wider than the panels (issue 65)
+    # never wider than the panels (issue 65); the axes' order said, as the paper disagrees
+    fig_.suptitle(wrapped(f"{title}; axes as the paper's text (Sec. 5.3), which its caption "
+                          "swaps", fig_), y=1.02)  # fmt: skip
     fig_.tight_layout()
     _save(fig_, out, style["dpi"], metadata)
 
@@ -495,12 +519,15 @@ def theory_figure(table: pd.DataFrame, out: Path, metadata: dict | None = None) 
         ax.set_ylim(-0.03, 1.03)
     for ax in axes[::ncol]:
         ax.set_ylabel("risk E|h(X) - Y|")
-    axes[len(cases) - 1].legend(fontsize=6, loc="center right")
     L = table["L"].iloc[0]
     fig.suptitle(
         f"Prop. C.3, Theorem 4.3 and Prop. 4.4: exact risks of the Eq. (3) minimisers (L = {L})"
     )
     fig.tight_layout()
+    # one legend for every panel, below them: never over a panel's points
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncols=3,
+               fontsize=7, frameon=False)  # fmt: skip
     _save(fig, out, 150, metadata)
 
 
@@ -652,8 +679,7 @@ def main(argv: list[str] | None = None) -> None:
     args = cli_parser().parse_args(argv)
     kind = KINDS[args.figure]
     if kind.reads == "nothing":
-        meta = provenance.png_metadata({"figure": args.figure}, "")
-        kind.draw(pd.DataFrame(), args, meta)
+        meta = render(args, pd.DataFrame())
         if args.tracking_uri:
             log_figure(args.out, pd.DataFrame(), args.tracking_uri, args.experiment,
                        setup={"figure": args.figure}, provenance_tags=meta)  # fmt: skip
@@ -663,18 +689,36 @@ def main(argv: list[str] | None = None) -> None:
     else:  # report-level tables (the leave-one-out, theory, attention tables)
         tables = [pd.read_csv(p, dtype=provenance.DTYPES) for p in args.tables]
     table = pd.concat(tables, ignore_index=True)
-    # what was drawn, not where it was logged (the hash depends on the science, not on paths)
-    setup = {k: v for k, v in vars(args).items()
-             if k not in ("tables", "out", "tracking_uri", "experiment")}  # fmt: skip
-    setup["inputs"] = sorted(table["config_hash"].unique()) if "config_hash" in table else []
-    meta = provenance.png_metadata(setup, provenance.table_seeds(table))
-    kind.draw(table, args, meta)
+    meta = render(args, table)
+    setup = drawn_setup(args, table)
     if args.tracking_uri:
         shown = table[table.variant.isin(args.panels)] if args.panels else table
         models = args.models  # the influence figures: the models their panels score and choose
         if args.figure in INFLUENCE_PANELS:
             models = [m for pair in INFLUENCE_PANELS[args.figure] for m in pair]
         log_figure(args.out, shown, args.tracking_uri, args.experiment, models, setup, meta)
+
+
+def drawn_setup(args, table: pd.DataFrame) -> dict:
+    """What was drawn, not where it was logged (its hash depends on the science, not on paths):
+    the figure's arguments and its input tables' config hashes."""
+    if KINDS[args.figure].reads == "nothing":
+        return {"figure": args.figure}
+    setup = {k: v for k, v in vars(args).items()
+             if k not in ("tables", "out", "tracking_uri", "experiment")}  # fmt: skip
+    setup["inputs"] = sorted(table["config_hash"].unique()) if "config_hash" in table else []
+    return setup
+
+
+def render(args, table: pd.DataFrame) -> dict:
+    """Draw one figure (cli_parser's `args`) from its table, its provenance in the PNG; returns
+    that provenance (the workflow's figure jobs and lengen.report.rejudge's redraw share it)."""
+    from lengen.core import provenance
+
+    seeds = provenance.table_seeds(table) if len(table) else ""
+    meta = provenance.png_metadata(drawn_setup(args, table), seeds)
+    KINDS[args.figure].draw(table, args, meta)
+    return meta
 
 
 def log_figure(path: Path, table: pd.DataFrame, uri: str, experiment: str,

@@ -8,9 +8,10 @@ reference's REPORT.md, REPORT.html and verdicts.csv (reference/<tier>/) from its
 tables by today's rules (lengen.report.report), with a section comparing the verdicts it
 replaces. The report names both commits: the one that trained (the tables' `git_commit`) and the
 one that judged (this checkout's HEAD; a checkout with uncommitted changes is refused unless
-`--allow-dirty`, for a check). The figures are the run's and are not redrawn. The config must be
-the tier's (its config hash the tables'), so that the rules read the windows and thresholds the
-run was made for.
+`--allow-dirty`, for a check). Its figures are drawn again from the same committed tables by
+today's drawing code (a band's meaning, a title, a legend's place are the report's, not the
+run's). The config must be the tier's (its config hash the tables'), so that the rules read the
+windows and thresholds the run was made for.
 
 No workflow job imports this module: a maintainer runs it by hand after a change of
 lengen.report.effects or a claim's rule, then commits the reference (docs/rules.md, History).
@@ -88,7 +89,35 @@ def rejudge(whole: dict, root: Path, allow_dirty: bool = False) -> pd.DataFrame:
         )  # fmt: skip
         for name in (artifacts.REPORT, artifacts.REPORT_HTML, artifacts.VERDICTS):
             shutil.copy(out / name, ref / name)
+    redraw(whole, ref, figures)
     return rows
+
+
+def redraw(whole: dict, ref: Path, names: list[str]) -> None:
+    """Draw the reference's figures (`names`, its PNG files) again from its committed tables:
+    each figure job of the tier (lengen.report.figures.figure_job) with the tidy table in place
+    of the per-model eval tables it reads in a run (the same rows: the run's `run` ids)."""
+    from lengen.core.provenance import DTYPES
+    from lengen.report import figures as drawing
+
+    for stem in artifacts.drawn_figures(whole):
+        if f"{stem}.png" not in names:
+            continue
+        job = drawing.figure_job(whole, stem)
+        args = drawing.cli_parser().parse_args([job.kind, *job.args, "--out",
+                                                str(ref / f"{stem}.png")])  # fmt: skip
+        reads = drawing.KINDS[job.kind].reads
+        if reads == "nothing":
+            table = pd.DataFrame()
+        elif reads == "eval":  # results/<tier>/<task>/<variant>/<model>/<seed>/eval.csv
+            runs = {"/".join(Path(p).parts[-4:-1]) for p in job.tables}
+            tidy = ref / Path(artifacts.table(whole, job.section)).name
+            table = pd.read_csv(tidy, dtype=DTYPES)
+            table = table[table.run.astype(str).isin(runs)]
+        else:
+            table = pd.concat([pd.read_csv(ref / Path(p).name, dtype=DTYPES)
+                               for p in job.tables], ignore_index=True)  # fmt: skip
+        drawing.render(args, table)
 
 
 @one_line_errors

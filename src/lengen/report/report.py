@@ -4,12 +4,13 @@ claims themselves (what each measures, its rule) are lengen.report.claims, one m
 experiment; this module reads the tables, judges each row and writes REPORT.md and
 verdicts.csv.
 
-Verdicts: "reproduced" / "not reproduced" when the rule could be evaluated (for a comparison:
-its effect's whole 95% CI on one side of the minimum effect, lengen.report.effects),
-"inconclusive" when that CI straddles it, "not testable" when the comparison would show nothing
-(models that did not learn the task in distribution; the reason is printed), "not run" when the
-results it needs are absent (e.g. a tier without that experiment); a check (a row that cannot
-fail by construction) "passed" / "failed". Rules read only the tidy tables
+Verdicts: a row of training runs is judged on its runs (lengen.report.effects): "reproduced" /
+"not reproduced" when every run passes / fails the rule's per-run criterion, "mixed (k of n
+runs)" when they disagree, "underpowered" with fewer than 3 runs in an arm; a row of one model's
+units (the language models) on its CI against the threshold; "not testable" when the comparison
+would show nothing (models that did not learn the task in distribution; the reason is printed),
+"not run" when the results it needs are absent (e.g. a tier without that experiment); a check (a
+row that cannot fail by construction) "passed" / "failed". Rules read only the tidy tables
 under the reports directory; nothing here is typed by hand except the paper's statements and the
 thresholds, each written next to its claim.
 """
@@ -55,10 +56,11 @@ def scale(cfg: dict, experiment: str) -> dict[str, str | float] | None:
     """The tier's model and steps for an experiment beside the paper's (issue 64: a verdict
     holds at the scale it was measured at): layers x width, the layers' parameters
     (lengen.config.config.layer_params), the most steps any of its runs may take (early stops end
-    many sooner) and the ratios to the paper's; None for an experiment the paper has no model
-    for (the theory, majority) or the tier does not run."""
+    many sooner) and the ratios to the paper's; None for an experiment without a model (the
+    theory) or that the tier does not run. One the paper has no model for (majority) has only
+    its `short` line."""
     paper, section = PAPER_SCALE.get(experiment), cfg.get(experiment)
-    if paper is None or not isinstance(section, dict) or "model" not in section:
+    if not isinstance(section, dict) or "model" not in section:
         return None
     model = section["model"]
     if experiment == "natural_language":
@@ -66,6 +68,9 @@ def scale(cfg: dict, experiment: str) -> dict[str, str | float] | None:
     else:
         overrides = [v.get("train", {}).get("steps") for v in section.get("variants", {}).values()]
         steps = max([section["train"]["steps"], *[s for s in overrides if s]])
+    if paper is None:
+        return {"short": f"{model['n_layer']} x {model['d_model']}, <= {steps:,} steps (no "
+                         "model in the paper)"}  # fmt: skip
     ours, theirs = layer_params(model), layer_params(paper)
     short = (f"{model['n_layer']} x {model['d_model']}, <= {steps:,} steps (paper: "
              f"{paper['n_layer']} x {paper['d_model']}, {paper['steps']:,})")  # fmt: skip
@@ -83,14 +88,20 @@ def share(x: float) -> str:
     return f"{x:.0%}" if x >= 0.01 else f"1/{1 / x:,.0f}"
 
 
+def millions(x: float) -> str:
+    """Parameters in millions as the scale table states them: two decimals from 0.1 M, two
+    significant digits below (a smoke tier's 0.0012 M, not "0.00 M")."""
+    return f"{x:.2f}" if x >= 0.1 else f"{x:.2g}"
+
+
 def scale_table(cfg: dict) -> str:
     """REPORT.md's opening table: each experiment's model and steps beside the paper's."""
-    rows = [s for name in PAPER_SCALE if (s := scale(cfg, name))]
+    rows = [s for name in PAPER_SCALE if (s := scale(cfg, name)) and "experiment" in s]
     if not rows:
         return ""
     frame = pd.DataFrame([{
         "experiment": s["experiment"],
-        "this tier": f"{s['model']} ({s['layer_params_m']:.2f} M layer parameters), <= "
+        "this tier": f"{s['model']} ({millions(s['layer_params_m'])} M layer parameters), <= "
                      f"{s['steps']:,} steps",
         "the paper": f"{s['paper_model']} ({s['paper_layer_params_m']:,.0f} M), "
                      f"{s['paper_steps']:,} steps",
@@ -105,6 +116,7 @@ def verdict(claim: Claim, tables: Tables, at: str = "") -> dict:
     at (an experiment's: scale(...)["short"])."""
     value = claim.measure(tables)
     measured_as = claim.measured_as
+    lean = ""
     if isinstance(value, NotTestable):
         result, shown = "not testable", "-"
         measured_as = f"{measured_as}; not testable: {value.reason}"
@@ -113,10 +125,17 @@ def verdict(claim: Claim, tables: Tables, at: str = "") -> dict:
     else:
         # a claim of runs (paper or beyond) needs effects.MIN_RUNS runs per arm for a verdict
         of_runs = getattr(value, "runs", None) if claim.kind in ("paper", "beyond") else None
-        if claim.threshold is not None:  # a run-level CI against the claim's threshold
-            result = effects.judge(value["ci_low"], value["ci_high"], claim.threshold, of_runs)
+        if isinstance(value, Measured) and value.outcomes:  # judged on its runs
+            powered = of_runs is None or of_runs >= effects.MIN_RUNS
+            result = effects.judge_runs(list(value.outcomes), powered)
+            lean = effects.leaning(list(value.outcomes))
+        elif claim.threshold is not None:  # one model's units: its CI against the threshold
+            low, high = value["ci_low"], value["ci_high"]
+            result = effects.judge(low, high, claim.threshold, of_runs)
+            lean = "for" if low >= claim.threshold else "against" if high < claim.threshold else ""
         elif of_runs is not None and of_runs < effects.MIN_RUNS:
             result = effects.UNDERPOWERED
+            lean = "for" if claim.holds(value) else ""
         else:
             result = "reproduced" if claim.holds(value) else "not reproduced"
         if claim.kind == "check":  # a check passes or fails; it reproduces nothing
@@ -124,40 +143,63 @@ def verdict(claim: Claim, tables: Tables, at: str = "") -> dict:
         shown = str(value) if isinstance(value, Measured) else f"{value:.3f}"
         if isinstance(value, Measured) and value.detail:
             measured_as = f"{measured_as}; {value.detail}"
-        if isinstance(value, Measured) and value.needed and result in UNDECIDED:
-            shown = f"{shown}; {value.needed}"
+        if isinstance(value, Measured) and value.more and result != "reproduced":
+            shown = f"{shown}; {value.more}"
     runs = value.runs if isinstance(value, Measured) else None
+    outcomes = value.outcomes if isinstance(value, Measured) else ()
     return {
         "id": claim.id,
         "sentence": rules.sentence_of(claim.id),
         "kind": claim.kind,
         "area": "theory" if claim.theory else "experiment",
-        "counted": "no: DEPARTURE sub-row" if claim.departure else "yes",
+        "counted": f"no: {why}" if (why := claim.uncounted or getattr(value, "uncounted", ""))
+        else "yes",
         "section": claim.section,
         "paper": claim.paper,
         "measured": shown,
         "measured as": measured_as,
         "rule": claim.rule,
         "verdict": result,
+        # an underpowered row's runs (or its one model's CI) all on one side: "for" / "against"
+        # the paper's reading (said with the verdict, never counted as one)
+        "leaning": lean if result == effects.UNDERPOWERED else "",
         **numbers(value),
         "runs": math.nan if runs is None else runs,
-        "runs_needed": value.needed if isinstance(value, Measured) else "",
+        "passing": value.values.get("passing", math.nan) if outcomes else math.nan,
+        "passing_ci_low": value.values.get("passing_ci_low", math.nan) if outcomes else math.nan,
+        "passing_ci_high": value.values.get("passing_ci_high", math.nan) if outcomes else math.nan,
+        "outcomes": "; ".join(f"{o.run} {o.value:.3f} {'pass' if o.passed else 'fail'}"
+                              for o in outcomes),  # fmt: skip
         "scale": "" if result == "not run" else at,  # a row nothing measured holds at no scale
     }
 
 
-UNDECIDED = (effects.UNDERPOWERED, "inconclusive")  # verdicts a power estimate is shown for
+def shown_verdict(row) -> str:
+    """The verdict as the report prints it: an underpowered row with its leaning ("underpowered,
+    against the paper's reading")."""
+    lean = row.get("leaning")
+    if isinstance(lean, str) and lean:
+        return f"{row['verdict']}, {lean} the paper's reading"
+    return row["verdict"]
+
+
 # how a sentence's counted sub-rows combine: the first verdict in this order that any sub-row
 # has, except that "reproduced" needs every sub-row reproduced
-PRECEDENCE = ("not reproduced", "failed", "inconclusive", effects.UNDERPOWERED, "not testable",
-              "not run")  # fmt: skip
+PRECEDENCE = ("not reproduced", "failed", effects.MIXED, "inconclusive", effects.UNDERPOWERED,
+              "not testable", "not run")  # fmt: skip
+
+
+def category(verdict: str) -> str:
+    """A verdict's word without its counts ("mixed (2 of 3 runs)" -> "mixed")."""
+    return effects.MIXED if verdict.startswith(effects.MIXED) else verdict
 
 
 def combined(verdicts: list[str]) -> str:
     """One sentence's verdict from its counted sub-rows' (PRECEDENCE)."""
     if all(v == verdicts[0] for v in verdicts):
         return verdicts[0]
-    return next(v for v in PRECEDENCE if v in verdicts)
+    first = next(c for c in PRECEDENCE if c in map(category, verdicts))
+    return next(v for v in verdicts if category(v) == first)
 
 
 def sentences(rows: pd.DataFrame) -> pd.DataFrame:
@@ -176,14 +218,14 @@ def counts(per_sentence: pd.DataFrame, kind: str, area: str | None = None) -> st
     """'n verdict, ...' over the sentences of one kind (and area), or 'none'."""
     d = per_sentence[per_sentence.kind == kind]
     d = d if area is None else d[d.area == area]
-    found = d.verdict.value_counts().to_dict()
+    found = d.verdict.map(category).value_counts().to_dict()
     return ", ".join(f"{n} {k}" for k, n in sorted(found.items())) or "none"
 
 
 def summary(rows: pd.DataFrame) -> str:
     """The verdicts in brief, one line per paper sentence (README's table): its verdict and
     the row it is decided on (the first counted sub-row with that verdict), with its number
-    and the runs that would decide it."""
+    and its runs."""
     per = sentences(rows)
     lines = [
         f"Each paper sentence once: experiments {counts(per, 'paper', 'experiment')}; theory "
@@ -202,7 +244,8 @@ def summary(rows: pd.DataFrame) -> str:
             measured = shortened(first["measured as"].split("not testable: ")[-1])
         paper = RULES[s.sentence].paper if s.sentence in RULES else first["paper"]
         at = first.get("scale")  # "" or NaN (read back from a CSV) where it has none
-        lines.append(f"| {s.sentence} | {paper} | {s.verdict} | {first['id']} | {measured} | "
+        lines.append(f"| {s.sentence} | {paper} | {shown_verdict(first)} | {first['id']} | "
+                     f"{measured} | "
                      f"{at if isinstance(at, str) and at else '-'} |")  # fmt: skip
     return "\n".join(lines)
 
@@ -277,7 +320,7 @@ def write_report(
     the provenance saying which commit trained the tables and which judged them (a reference
     judged again by lengen.report.rejudge)."""
     tables = read_tables(cfg, paths)
-    scales = {name: scale(cfg, name) for name in PAPER_SCALE}
+    scales = {name: scale(cfg, name) for name, _ in by_experiment(cfg)}
     rows = pd.DataFrame([verdict(c, tables, (scales.get(e) or {}).get("short", ""))
                          for e, c in by_experiment(cfg)])  # fmt: skip
     tests_paper = cfg.get("tests_the_paper", True)
@@ -303,7 +346,8 @@ def write_report(
                           break_long_words=False, break_on_hyphens=False)  # fmt: skip
             for _, r in mine.iterrows()
         ]
-        return "\n".join([reference.markdown_table(mine[list(SHOWN)]), "", *details])
+        shown = mine.assign(verdict=[shown_verdict(r) for _, r in mine.iterrows()])
+        return "\n".join([reference.markdown_table(shown[list(SHOWN)]), "", *details])
 
     if tests_paper:
         title = "# Does the paper hold? Claims and verdicts"
@@ -337,18 +381,24 @@ def write_report(
         "",
         *(["**Scale.** Every experimental verdict below holds at this tier's size, not the "
            "paper's: a *not reproduced* here is no refutation of a sentence about the paper's "
-           "models, and an *inconclusive* or *not testable* says what this size cannot show.",
+           "models, and a *mixed*, *underpowered* or *not testable* says what this size cannot "
+           "show.",
            "", opening, ""] if opening else []),
         tally,
         "",
-        f"Verdicts: the run is the unit of evidence. With fewer than {effects.MIN_RUNS} runs in "
-        "a compared arm a row reads *underpowered*, with its estimate and the runs per arm "
-        "that would decide it. Otherwise *reproduced* / *not reproduced* when the whole 95% CI "
-        "(a t-interval on the run means, r - 1 degrees of freedom: docs/rules.md) is on one side "
-        "of the rule's threshold; *inconclusive* when it straddles it; "
-        "*not testable* when the compared models did not learn the task in distribution (the "
-        "reason is printed); *not run* when the tier has no such results. Every rule, window "
-        "and threshold is the registry's (`lengen.report.rules`, docs/rules.md).",
+        "Verdicts: the run is the unit of evidence, and runs like ours either generalize or "
+        "fail, so each run is judged on its own: it passes when its accuracy (or its gap to "
+        "the paired run of the compared arm) clears the rule's threshold in every cell the rule "
+        "names. A row is *reproduced* when every run passes, *not reproduced* when every run "
+        "fails, *mixed (k of n runs)* when they disagree, each with an exact 95% interval on the "
+        "share of runs that pass and every run's value. With fewer than "
+        f"{effects.MIN_RUNS} runs in a compared arm it reads *underpowered*, with the side its "
+        "runs lie on when they agree. The run mean is shown without an interval: none holds "
+        "its coverage on runs that either generalize or fail (docs/rules.md). *Not "
+        "testable*: the compared models did not learn the task in "
+        "distribution (the reason, and what the runs that did learn say, are printed); *not "
+        "run*: the tier has no such results. Every rule, window and threshold is the registry's "
+        "(`lengen.report.rules`, docs/rules.md).",
         "",
         "## Claims of the paper",
         "",

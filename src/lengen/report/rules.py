@@ -17,12 +17,12 @@ from lengen.report.claims import PAPER_RATIO, RULES, base
 from lengen.report.claims.base import (  # the registry's vocabulary (docs/extending.md)
     EXACT,
     LEARNED_GATE,
-    RUN_MEANS_T,
+    RUN_OUTCOMES,
     UNITS,
     Rule,
 )
 
-__all__ = ["EXACT", "LEARNED_GATE", "PAPER_RATIO", "RULES", "RUN_MEANS_T", "UNITS", "Rule"]
+__all__ = ["EXACT", "LEARNED_GATE", "PAPER_RATIO", "RULES", "RUN_OUTCOMES", "UNITS", "Rule"]
 
 
 def sentence_of(claim_id: str) -> str:

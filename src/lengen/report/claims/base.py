@@ -17,9 +17,10 @@ from lengen.report import effects
 __all__ = ["NEAR_PERFECT", "Claim", "Measured", "NotTestable"]
 
 # interval methods (lengen.report.effects)
-RUN_MEANS_T = (
-    "t-interval on the run means (Welch for a gap), at least the examples' binomial variance, "
-    "95%; fewer than 3 runs in an arm: underpowered"
+RUN_OUTCOMES = (
+    "each run against the threshold (a gap: runs paired by seed); reproduced / not reproduced "
+    "when every run agrees, mixed otherwise, exact 95% CI on the share of runs that pass; "
+    "fewer than 3 runs in an arm: underpowered"
 )
 UNITS = "paired bootstrap over held-out chunks of one model (scipy), 95% percentile CI"
 EXACT = "exact: computed risks, no sampling"
@@ -49,6 +50,10 @@ def beyond(ratio: float, longest_train: int, lengths) -> list[int]:
     return sorted(int(x) for x in lengths if longest_train < x <= top)
 
 
+# the columns that name one training run of a task's table (beside the seed)
+RUN_KEYS = ("variant", "k_train", "jump", "depth", "train_max_len", "seed")
+
+
 @dataclass
 class Tables:
     """The run's tidy tables by name (an experiment's, or the language branch's perplexity and
@@ -58,38 +63,66 @@ class Tables:
     frames: dict[str, pd.DataFrame | None] = field(default_factory=dict)
 
     def table(self, name: str) -> pd.DataFrame | None:
-        """A table by name (None when absent)."""
-        return self.frames.get(name)
+        """A table by name (None when absent); one with seeds but no `run` column (a hand-made
+        test table) gets run ids from its model columns and seed, as the workflow names runs."""
+        d = self.frames.get(name)
+        if d is not None and "seed" in d and "run" not in d:
+            keys = [k for k in RUN_KEYS if k in d]
+            d = d.assign(run=d[keys].astype(str).agg("/".join, axis=1))
+            self.frames[name] = d
+        return d
 
 
 def effect_measured(found: list[effects.Effect], threshold: float, note: str = "") -> Measured:
-    """The decisive effect of a rule "every effect >= threshold" (effects.decisive) as the row's
-    number, with the fewest runs in its arms and, where the row is undecided (its decisive effect
-    inconclusive or underpowered), what would decide it; every effect with its CI and runs as
-    the row's detail."""
-    worst = effects.decisive(found, threshold)
-    detail = "effects (95% CI): " + "; ".join(map(str, found)) + (f"; {note}" if note else "")
-    values = {"estimate": worst.estimate, "ci_low": worst.low, "ci_high": worst.high}
-    decided = effects.judge(worst.low, worst.high, threshold, min(worst.runs)) in (
-        "reproduced", "not reproduced")  # fmt: skip
-    needed = "" if decided else effects.needed_text(found, threshold)
-    return Measured(values, detail, min(worst.runs), needed)
+    """A rule "every effect >= threshold" measured on its runs: each run's outcome over every
+    effect (effects.run_outcomes), the share that pass with its exact 95% interval, the
+    lowest run mean as the row's estimate (no interval: none holds its coverage on runs like
+    ours, lengen.report.coverage), the fewest runs in an arm, and what more evidence would
+    decide it; every effect with its runs' values as the row's detail. Effects without per-run
+    values (one model's paired units) keep their own CI: the row is judged on it."""
+    worst = effects.decisive(found)
+    fewest = min(min(e.runs) for e in found)
+    detail = "effects (run mean; each run): " + "; ".join(map(str, found)) + (
+        f"; {note}" if note else "")  # fmt: skip
+    outcomes = effects.run_outcomes(found, threshold)
+    if not outcomes:  # one model's units: its own CI
+        values = {"estimate": worst.estimate, "ci_low": worst.low, "ci_high": worst.high}
+        return Measured(values, detail, fewest)
+    values = {"estimate": worst.estimate}
+    passed = sum(o.passed for o in outcomes)
+    low, high = effects.share_interval(passed, len(outcomes))
+    values |= {"passing": passed / len(outcomes), "passing_ci_low": low, "passing_ci_high": high}
+    verdict = effects.judge_runs(outcomes, all(e.powered for e in found))
+    return Measured(values, detail, fewest, effects.more_evidence(verdict, found), tuple(outcomes))
 
 
 def effect_claim(threshold: float, what: str) -> dict:
-    """The rule and threshold of a claim judged on effects' run-level CIs against a minimum
-    effect (effects.judge: underpowered below effects.MIN_RUNS runs in an arm)."""
+    """The rule and threshold of a claim judged on its runs against a minimum effect
+    (effects.judge_runs: underpowered below effects.MIN_RUNS runs in an arm)."""
     return {
-        "rule": f"every CI >= {threshold:g} ({what}); a CI below it: not reproduced; "
-        f"straddling: inconclusive; < {effects.MIN_RUNS} runs in an arm: underpowered",
+        "rule": f"each run >= {threshold:g} ({what}); every run: reproduced; none: not "
+        f"reproduced; some: mixed; < {effects.MIN_RUNS} runs in an arm: underpowered",
         "threshold": threshold,
     }
 
 
-def cell_levels(d: pd.DataFrame, keys: list[str], name) -> list[effects.Effect]:
+def ci_claim(threshold: float, what: str) -> dict:
+    """The rule and threshold of a claim on one model's units (held-out chunks, examples): its
+    95% CI against the threshold; one model is one run, so it reads underpowered, with the side
+    its whole CI lies on (report.verdict's leaning)."""
+    return {
+        "rule": f"whole 95% CI >= {threshold:g} ({what}): reproduced; whole CI below: not "
+        f"reproduced; straddling: inconclusive; < {effects.MIN_RUNS} models: underpowered, "
+        "with the side its whole CI lies on",
+        "threshold": threshold,
+    }
+
+
+def cell_levels(d: pd.DataFrame, keys: list[str], name, group=None) -> list[effects.Effect]:
     """One run-level effect per cell of `keys` (e.g. K_train, k_test, length), named by
     name(cell values)."""
-    return [effects.level(g, name(*cell)) for cell, g in d.groupby(keys)]
+    group = group or (lambda *cell: f"{keys[0]} {cell[0]}")
+    return [effects.level(g, name(*cell), group(*cell)) for cell, g in d.groupby(keys)]
 
 
 # --- the generation tasks' comparisons (Sec. 5.2: a scratchpad task's models per variant and
@@ -172,15 +205,28 @@ def departure_note(t: Tables, experiment: str) -> str:
     return ""
 
 
+def learned_runs(t: Tables, experiment: str) -> set[str]:
+    """The runs (run ids) that learned the task in distribution on their own: exact match >=
+    NEAR_PERFECT at every tested length inside their variant's training range."""
+    d = t.table(experiment)
+    inside = pd.concat(
+        g[g.length.between(*train_range(t, experiment, v))] for v, g in d.groupby("variant"))
+    worst = inside.groupby("run").accuracy.min()
+    return {str(r) for r in worst[worst >= NEAR_PERFECT].index}
+
+
 def compare_beyond(
-    experiment: str, better: str, worse: list[str], threshold: float, ratio: float
+    experiment: str, better: str, worse: list[str], threshold: float, ratio: float,
+    learned_only: bool = False,
 ) -> Callable[[Tables], Measured | NotTestable | None]:
-    """Measure: per jump / depth that `better` and a model in `worse` both ran, the gap (better
-    minus it) in mean exact match beyond the training lengths (to `ratio` x the longest), with
-    its run-level CI; the
-    decisive one against `threshold`. Testable only when every compared model is >=
-    NEAR_PERFECT in distribution: a model that never learned the task shows nothing about
-    length generalization. The row names the section model's DEPARTURE (departure_note)."""
+    """Measure: per jump / depth that `better` and a model in `worse` both ran, each run's gap
+    (better minus the paired run, by seed) in exact match beyond the training lengths (to
+    `ratio` x the longest), judged on the runs against `threshold`. Testable only when every
+    compared model is >= NEAR_PERFECT in distribution (run mean): a model that never learned
+    the task shows nothing about length generalization. `learned_only`: the same comparison on
+    the runs that learned on their own (learned_runs), whatever the others did: what a gated
+    row's learned runs say (a sub-row, not counted). The row names the section model's
+    DEPARTURE (departure_note)."""
 
     def measure(t: Tables) -> Measured | NotTestable | None:
         d = t.table(experiment)
@@ -190,19 +236,27 @@ def compare_beyond(
         others = [w for w in worse if w in set(d.variant)]
         ran = lambda v: set(d[d.variant == v][param])  # noqa: E731
         values = sorted(ran(better) & set().union(*(ran(w) for w in others)))
-        weak = not_learned(t, experiment, [better, *others], values)
-        if weak:
-            return NotTestable("not learned in distribution (< 0.9): " + ", ".join(weak))
+        keep = learned_runs(t, experiment) if learned_only else None
+        if not learned_only:
+            weak = not_learned(t, experiment, [better, *others], values)
+            if weak:
+                return NotTestable("not learned in distribution (< 0.9): " + ", ".join(weak))
         found = []
         for value in values:
             ours = beyond_rows(t, experiment, better, value, ratio)
             for other in others:
                 theirs = beyond_rows(t, experiment, other, value, ratio)
-                if len(theirs):
+                if keep is not None:
+                    ours_k, theirs = ours[ours.run.isin(keep)], theirs[theirs.run.isin(keep)]
+                else:
+                    ours_k = ours
+                if len(theirs) and len(ours_k):
                     name = f"{param} {value}: {better} minus {other}"
-                    found.append(effects.gap(ours, theirs, name))
+                    found.append(effects.gap(ours_k, theirs, name))
+        found = [e for e in found if e.per_run]
         if not found:
-            return None
+            return NotTestable("no run of a compared model learned in distribution on its own"
+                               ) if learned_only else None  # fmt: skip
         return effect_measured(found, threshold, departure_note(t, experiment))
 
     return measure

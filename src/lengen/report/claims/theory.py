@@ -103,12 +103,16 @@ def claims(cfg: dict) -> list[Claim]:
                   "worst risk minimiser's smallest test risk at Lbar >= 2L (0 if the code's "
                   "assumption checks disagree)",
                   theory_failure(c, dropped, max_train), f">= {OMEGA_1}",
-                  lambda v: v >= OMEGA_1)
-            for c, name, dropped, train, max_train in (
-                ("a", "locality", "local", "0", 1e-12),
-                ("b", "relativity", "relative", "0", 1e-12),
-                ("c'", "realizability", "realizable", "<= 0.1 (repaired (c))", 0.1),
-                ("d", "coverage", "coverage", "0", 1e-12),
+                  lambda v: v >= OMEGA_1, uncounted=why)
+            for c, name, dropped, train, max_train, why in (
+                ("a", "locality", "local", "0", 1e-12, ""),
+                ("b", "relativity", "relative", "0", 1e-12, ""),
+                # the paper's (c) also breaks coverage as Assumption 4.2 is written
+                # (lengen.analysis.theory_cases): ours is a repair, shown and not counted
+                ("c'", "realizability (our repair of case (c), not the paper's construction)",
+                 "realizable", "<= 0.1", 0.1,
+                 "a repair of the paper's case (c), which also breaks coverage"),
+                ("d", "coverage", "coverage", "0", 1e-12, ""),
             )
         ],
         Claim("TH-4.3", "Theorem 4.3",
