@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+import textwrap
 from pathlib import Path
 
 import yaml
@@ -30,7 +31,8 @@ def block(root: Path = ROOT) -> str:
     paths = {k: str(ref / Path(v).name) for k, v in artifacts.report_tables(cfg).items()}
     with tempfile.TemporaryDirectory() as tmp:
         rows = report.write_report(cfg, Path(tmp) / "REPORT.md", paths, None, None, [])
-    return "\n".join([BEGIN, report.summary(rows), END])
+    first, rest = report.summary(rows).split("\n", 1)  # the tally, wrapped as README's prose
+    return "\n".join([BEGIN, textwrap.fill(first, 100), rest, END])
 
 
 def replaced(text: str, new: str) -> str:

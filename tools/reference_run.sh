@@ -15,9 +15,7 @@
 # CONFIG defaults to config/config.yaml (the default tier). --refresh copies the finished run into
 # reference/<tier>/ through lengen.report.refresh (which refuses a run made at more than one
 # commit; main's science may have moved on meanwhile), then, for the default tier, rewrites
-# docs/results.md's tables, every quote of the reference in README.md and docs/ (its commit among them) and README's verdicts from it
-# (tools/results_tables.py, tools/readme_verdicts.py) and prints the sittings' time, for
-# benchmarks/measured/times.yaml.
+# README's verdicts from it (tools/readme_verdicts.py) and prints the sittings' time.
 set -euo pipefail
 { # the whole script is one block, which bash reads before it runs any of it: an edit of this file
   # while a sitting runs cannot change what the sitting does (bash reads a plain script as it goes:
@@ -71,7 +69,6 @@ if [[ -n ${REFRESH:-} ]]; then
   (cd "$WT" && PYTHONPATH=$WT/src python -m lengen.report.refresh --configfile "$CONFIG" \
     --project "$ROOT" ${ALLOW_REMOVAL:+--allow-removal})
   if [[ $TIER == default ]]; then
-    python tools/results_tables.py --write
     python tools/readme_verdicts.py --write
   fi
   exec bash "$0" --time "$COMMIT" "$CONFIG"

@@ -1,13 +1,10 @@
-"""The times README.md and docs/ state, from committed data: benchmarks/measured/times.yaml (a
-measurement in seconds, or an estimate computed from a committed benchmarks/step_time.py JSON),
-written into every `<!-- time:KEY -->...<!-- /time -->` span and into docs/pipeline.md's table of
-times (date, machine, how each was measured).
+"""Every measured time of the project, from committed data: benchmarks/measured/times.yaml (a
+measurement in seconds, with its date, machine and method, or an estimate computed from a
+committed benchmarks/step_time.py JSON and a tier's config as it is now).
 
-    python tools/times.py           # print the table
-    python tools/times.py --write   # rewrite the spans and the table
+    python tools/times.py           # the table: each time, its date, machine and how
 
-tests/test_docs.py fails when a span or the table differs from what this writes, when a key has
-no span and when a span names no key."""
+Docs quote a time with its date and point here; nothing writes it into them."""
 
 from __future__ import annotations
 
@@ -18,8 +15,8 @@ import sys
 from pathlib import Path
 
 import yaml
-from spans import ROOT, Spans  # tools/, beside this file
 
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from schedule import job_kinds, job_table, training_hours  # noqa: E402  (benchmarks/, no torch)
 
@@ -27,9 +24,6 @@ from lengen.config import plan  # noqa: E402
 from lengen.config.config import load as load_config  # noqa: E402
 
 TIMES = "benchmarks/measured/times.yaml"
-SPANS = Spans("time", TIMES)
-BEGIN, END = "<!-- times: begin (tools/times.py) -->", "<!-- times: end -->"
-TABLE_DOC = "docs/pipeline.md"
 
 
 def load(root: Path = ROOT) -> dict[str, dict]:
@@ -154,42 +148,20 @@ def texts(root: Path = ROOT) -> dict[str, str]:
 
 
 def table(root: Path = ROOT) -> str:
-    """docs/pipeline.md's table: every time, its date, machine and how it was measured."""
-    lines = [BEGIN, "| time | value | date | machine | how |", "| --- | --- | --- | --- | --- |"]
+    """Every time, its date, machine and how it was measured, as a markdown table."""
+    lines = ["| time | value | date | machine | how |", "| --- | --- | --- | --- | --- |"]
     for key, entry in load(root).items():
         how = entry["how"] if "seconds" in entry else f"{entry['how']} (`{entry['estimate']}`)"
         if "slowdown_from" in entry:  # the ratio from its file, not typed beside it
             how += f"; x {slowdown(entry, root):.2f} (`{entry['slowdown_from']}`)"
         lines.append(f"| `{key}` | {text(entry, root)} | {entry['date']} | {entry['machine']} | "
                      f"{how} |")  # fmt: skip
-    return "\n".join([*lines, END])
-
-
-def problems(root: Path = ROOT) -> list[str]:
-    """What differs: a span's value, an unknown key, a key with no span, the table."""
-    out = SPANS.problems(texts(root), root)
-    doc = (root / TABLE_DOC).read_text()
-    if BEGIN not in doc or table(root) not in doc:
-        out.append(f"{TABLE_DOC}: the table of times differs from `python tools/times.py`")
-    return out
-
-
-def write(root: Path = ROOT) -> None:
-    SPANS.write(texts(root), root)
-    path = root / TABLE_DOC
-    doc = path.read_text()
-    if BEGIN in doc:
-        head, rest = doc.split(BEGIN, 1)
-        path.write_text(head + table(root) + rest.split(END, 1)[1])
+    return "\n".join(lines)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--write", action="store_true", help="rewrite the spans and the table")
-    if parser.parse_args().write:
-        write()
-    else:
-        print(table())
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
+    print(table())
 
 
 if __name__ == "__main__":

@@ -222,10 +222,14 @@ def counts(per_sentence: pd.DataFrame, kind: str, area: str | None = None) -> st
     return ", ".join(f"{n} {k}" for k, n in sorted(found.items())) or "none"
 
 
+CELL = 100  # README's verdict block: no cell longer (a table a reader scans)
+
+
 def summary(rows: pd.DataFrame) -> str:
-    """The verdicts in brief, one line per paper sentence (README's table): its verdict and
-    the row it is decided on (the first counted sub-row with that verdict), with its number
-    and its runs."""
+    """The verdicts in brief, one line per paper sentence (README's block): the sentence (the
+    registry's text, cut to CELL characters), its verdict (with an underpowered row's leaning)
+    and what decided it: "k of n runs pass" for a row of runs, else its number or the reason it
+    has none, cut at a clause (shortened); REPORT.md has every sub-row and run."""
     per = sentences(rows)
     lines = [
         f"Each paper sentence once: experiments {counts(per, 'paper', 'experiment')}; theory "
@@ -233,20 +237,23 @@ def summary(rows: pd.DataFrame) -> str:
         f"{counts(per, 'descriptive')}; checks {counts(per, 'check')}; beyond the paper "
         f"{counts(per, 'beyond')}.",
         "",
-        "| sentence | paper | verdict | decided on | measured | at scale |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| sentence | the paper | verdict | decided by |",
+        "| --- | --- | --- | --- |",
     ]
     for s in per.itertuples():
         sub = rows[(rows.sentence == s.sentence) & (rows.counted == "yes")]
         first = sub[sub.verdict == s.verdict].iloc[0]  # combined() picks a sub-row's verdict
-        measured = first["measured"]
-        if measured == "-":  # not testable / not run: the reason, shortened
-            measured = shortened(first["measured as"].split("not testable: ")[-1])
+        outcomes = first.get("outcomes")
+        if isinstance(outcomes, str) and outcomes:
+            n, k = outcomes.count(" pass") + outcomes.count(" fail"), outcomes.count(" pass")
+            measured = f"{k} of {n} run{'s' if n != 1 else ''} pass"
+        elif first["measured"] == "-":  # not testable / not run: the reason
+            measured = first["measured as"].split("not testable: ")[-1]
+        else:
+            measured = first["measured"]
         paper = RULES[s.sentence].paper if s.sentence in RULES else first["paper"]
-        at = first.get("scale")  # "" or NaN (read back from a CSV) where it has none
-        lines.append(f"| {s.sentence} | {paper} | {shown_verdict(first)} | {first['id']} | "
-                     f"{measured} | "
-                     f"{at if isinstance(at, str) and at else '-'} |")  # fmt: skip
+        lines.append(f"| {s.sentence} | {shortened(paper, CELL)} | {shown_verdict(first)} | "
+                     f"{shortened(measured, CELL) if measured else '-'} |")  # fmt: skip
     return "\n".join(lines)
 
 
