@@ -366,3 +366,50 @@ def test_an_evaluation_rerun_logs_only_what_changed(tmp_path):
                for k in "abc"}  # fmt: skip
     assert history == {"a": [(0, 1.0)], "b": [(0, 0.5), (1, 0.75)], "c": [(0, 2.0)]}
     assert client.get_run(run_id).data.metrics == {"a": 1.0, "b": 0.75, "c": 2.0}
+
+
+def test_a_model_file_copied_from_another_run_is_refused(tmp_path, smoke_config):
+    """Issue 77's drill: K1's model.pt copied over K2's. The model file is bound to its run: where
+    its folder holds training's spec.json, a model.pt saved for another spec is refused, one line
+    naming both runs; its own folder's model reads; a folder without spec.json is not checked."""
+    from lengen import tasks
+    from lengen.model.modelfile import ModelFileError, read_model_file, write_model_file
+    from lengen.train.train import build_model
+
+    folders = {}
+    for jump in (1, 2):
+        spec = parse_spec(tasks.generation_spec(smoke_config, "parity_scratchpad", "ppc", jump, 0))
+        folder = tmp_path / "ppc" / f"k{jump}" / "seed0"
+        folder.mkdir(parents=True)
+        write_model_file(build_model(spec), spec, folder / "model.pt", 7, "steps")
+        (folder / "spec.json").write_text(json.dumps(spec.source, indent=2, sort_keys=True))
+        folders[jump] = folder
+    assert read_model_file(folders[2] / "model.pt")["spec"]["run_name"].endswith("seed0")
+    (folders[2] / "model.pt").write_bytes((folders[1] / "model.pt").read_bytes())
+    with pytest.raises(ModelFileError) as refused:
+        read_model_file(folders[2] / "model.pt")
+    line = str(refused.value)
+    assert "\n" not in line and str(folders[2] / "model.pt") in line
+    k1, k2 = (json.loads((f / "spec.json").read_text())["run_name"] for f in folders.values())
+    assert k1 != k2 and f"trained for {k1}" in line and f"spec.json is {k2}" in line
+    (folders[2] / "spec.json").unlink()  # a model directory of one's own: not checked
+    assert read_model_file(folders[2] / "model.pt")["spec"]["run_name"] == k1
+
+
+def test_a_table_refuses_another_folders_run_and_a_run_twice(tmp_path):
+    """combine(): an eval.csv whose rows name another run than its folder (an evaluation of a
+    copied model file) or a run another table holds is refused, naming the file and both runs."""
+    from lengen.analysis.evaluate import check_runs
+
+    def table(run):
+        return pd.DataFrame({"run": [run, run], "length": [10, 20]})
+
+    a = tmp_path / "neox" / "K1" / "seed0" / "eval.csv"
+    b = tmp_path / "neox" / "K2" / "seed0" / "eval.csv"
+    check_runs([a, b], [table("neox/K1/seed0"), table("neox/K2/seed0")])
+    with pytest.raises(TableError, match=r"K2/seed0/eval.csv: holds run neox/K1/seed0, its folder "
+                                         r"is run neox/K2/seed0"):
+        check_runs([a, b], [table("neox/K1/seed0"), table("neox/K1/seed0")])
+    other = tmp_path / "elsewhere.csv"  # not a run's folder: only duplicates are checked
+    with pytest.raises(TableError, match="run neox/K1/seed0 is already in"):
+        check_runs([a, other], [table("neox/K1/seed0"), table("neox/K1/seed0")])

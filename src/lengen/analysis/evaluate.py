@@ -224,12 +224,34 @@ def check_lengths(table: pd.DataFrame, lengths: dict[str, list[int]], path: Path
             )
 
 
+def check_runs(paths: list[Path], parts: list[pd.DataFrame]) -> None:
+    """Each per-model table holds its own run: the run id its rows name is the one its folder
+    stands for (results/<task>/<variant>/<setting>/seed<k>/eval.csv -> variant/setting/seed<k>:
+    an eval of a model file copied from another folder names the other run), and no two tables
+    hold one run. One line naming the file, what it holds and what it should."""
+    seen: dict[str, Path] = {}
+    for path, table in zip(paths, parts, strict=True):
+        if "run" not in table:
+            continue
+        runs = sorted(set(table["run"].astype(str)))
+        want = "/".join(Path(path).parts[-4:-1])
+        fix = f"delete {path} (and the model.pt beside it if it is another run's) and rerun"
+        if Path(path).parent.name.startswith("seed") and runs != [want]:
+            raise TableError(f"{path}: holds run {', '.join(runs)}, its folder is run {want}; "
+                             f"{fix}")  # fmt: skip
+        for run in runs:
+            if run in seen:
+                raise TableError(f"{path}: run {run} is already in {seen[run]}; {fix}")
+            seen[run] = Path(path)
+
+
 def combine(
     tables: list[Path], out: Path, lengths: dict[str, list[int]] | None = None
 ) -> pd.DataFrame:
     """One tidy table from per-model tables, sorted by setting, seed, length (and k_test); with
     `lengths` (variant -> eval lengths), each table checked against the config's grid too."""
     parts = [read_eval_table(p, lengths) for p in tables]
+    check_runs(tables, parts)
     grids = [
         frozenset(map(tuple, t[[c for c in ("length", "k_test") if c in t]].values)) for t in parts
     ]

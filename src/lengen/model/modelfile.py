@@ -4,6 +4,7 @@ without importing the trainer or DeepSpeed."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -59,7 +60,31 @@ def read_model_file(path: str | Path, device: str = "cpu") -> dict:
     missing = [k for k in MODEL_KEYS if not isinstance(saved, dict) or k not in saved]
     if missing:
         raise ModelFileError(f"{path}: not a lengen model file (missing {missing}); {fix}")
+    check_bound(path, saved["spec"], fix)
     return saved
+
+
+def _named(spec: dict) -> str:
+    """A spec as an error names it: its run and the hash of its science."""
+    return f"{spec.get('run_name', '?')} (spec hash {provenance.config_hash(spec)})"
+
+
+def check_bound(path: Path, spec: dict, fix: str) -> None:
+    """A model file is bound to its run: where its folder holds the spec.json that training
+    wrote, the spec saved inside model.pt must be that one (a model.pt copied from another
+    run's folder, or left by an older spec, is refused, one line naming both). A folder without
+    spec.json (a model directory of one's own, `lengen influence`) is not checked."""
+    beside = path.parent / "spec.json"
+    if not beside.is_file():
+        return
+    try:
+        folder = json.loads(beside.read_text())
+    except (OSError, ValueError) as err:
+        raise ModelFileError(f"{beside}: unreadable ({type(err).__name__}: {err}); delete it "
+                             "and rerun the rule that trains it") from err  # fmt: skip
+    if json.dumps(folder, sort_keys=True) != json.dumps(spec, sort_keys=True):
+        raise ModelFileError(f"{path}: trained for {_named(spec)}, but its folder's spec.json "
+                             f"is {_named(folder)}: a model file of another run; {fix}")
 
 
 def load_model(path: str | Path, device: str = "cpu") -> GPTNeoX:
