@@ -710,13 +710,20 @@ def drawn_setup(args, table: pd.DataFrame) -> dict:
     return setup
 
 
-def render(args, table: pd.DataFrame) -> dict:
+def render(args, table: pd.DataFrame, trained_at: str | None = None) -> dict:
     """Draw one figure (cli_parser's `args`) from its table, its provenance in the PNG; returns
-    that provenance (the workflow's figure jobs and lengen.report.rejudge's redraw share it)."""
+    that provenance (the workflow's figure jobs and lengen.report.rejudge's redraw share it).
+    `trained_at`: a reference's figure drawn again from its tables keeps the commit that made
+    them as its `git_commit` (a reference is one run of one commit) and names the drawing code's
+    as `drawn_at`."""
     from lengen.core import provenance
 
     seeds = provenance.table_seeds(table) if len(table) else ""
     meta = provenance.png_metadata(drawn_setup(args, table), seeds)
+    if trained_at is not None:
+        record = json.loads(meta[provenance.PNG_KEY])
+        record |= {"git_commit": trained_at, "drawn_at": record["git_commit"]}
+        meta = {provenance.PNG_KEY: json.dumps(record, sort_keys=True)}
     KINDS[args.figure].draw(table, args, meta)
     return meta
 

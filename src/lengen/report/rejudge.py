@@ -89,14 +89,15 @@ def rejudge(whole: dict, root: Path, allow_dirty: bool = False) -> pd.DataFrame:
         )  # fmt: skip
         for name in (artifacts.REPORT, artifacts.REPORT_HTML, artifacts.VERDICTS):
             shutil.copy(out / name, ref / name)
-    redraw(whole, ref, figures)
+    redraw(whole, ref, figures, trained[0])
     return rows
 
 
-def redraw(whole: dict, ref: Path, names: list[str]) -> None:
+def redraw(whole: dict, ref: Path, names: list[str], trained_at: str) -> None:
     """Draw the reference's figures (`names`, its PNG files) again from its committed tables:
     each figure job of the tier (lengen.report.figures.figure_job) with the tidy table in place
-    of the per-model eval tables it reads in a run (the same rows: the run's `run` ids)."""
+    of the per-model eval tables it reads in a run (the same rows: the run's `run` ids); each
+    PNG keeps the commit that trained (`trained_at`) and names the drawing code's."""
     from lengen.core.provenance import DTYPES
     from lengen.report import figures as drawing
 
@@ -117,7 +118,7 @@ def redraw(whole: dict, ref: Path, names: list[str]) -> None:
         else:
             table = pd.concat([pd.read_csv(ref / Path(p).name, dtype=DTYPES)
                                for p in job.tables], ignore_index=True)  # fmt: skip
-        drawing.render(args, table)
+        drawing.render(args, table, trained_at)
 
 
 @one_line_errors
