@@ -16,6 +16,7 @@ from lengen.config.config import ConfigError, read_tier, read_yaml, validate
 from lengen.core import gpus
 from lengen.core.cli import EXIT_KNOWN, error_line
 from lengen.core.floats import portable
+from lengen.core.stores import stale_markers
 from lengen.core.specs import experiment_name, tracking_uri
 
 for path in {*workflow.configfiles, *workflow.overwrite_configfiles}:
@@ -94,6 +95,18 @@ REPORTS = config["reports_dir"]
 LOGS = f"{RESULTS}/logs"
 BENCHMARKS = f"{RESULTS}/benchmarks"  # every job's wall time, memory, CPU (snakemake --report)
 CONDA_ENV = "../../envs/lengen.yaml"  # `--sdm conda` (relative to this folder)
+
+
+# A lost or replaced MLflow store (mlflow.db deleted, or another file in its place): its setup
+# markers no longer mark it (lengen.core.stores), so they go and the setup rules run again; every
+# job reads a marker as `ancient`, so no finished training or table reruns for it.
+if workflow.is_main_process:
+    STALE, WHY = stale_markers(RESULTS, tracking_uri(config))
+    for marker in STALE:
+        marker.unlink(missing_ok=True)
+    if STALE:
+        print(f"{WHY}: its setup runs again (trained models and tables stay; their MLflow runs "
+              "went with the old store)", file=sys.stderr)
 
 
 def figure_tracking(experiment):

@@ -74,7 +74,7 @@ rule natural_language_train:
     # h_short or h_long through DeepSpeed; resumes from ckpt/ after a crash
     input:
         NL_TOKENS,
-        f"{RESULTS}/mlflow/natural_language.ready",
+        ancient(f"{RESULTS}/mlflow/natural_language.ready"),
         force_unfinished,
     output:
         f"{NL_DIR}/h_{{which}}/model.pt",

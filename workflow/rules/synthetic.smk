@@ -14,7 +14,7 @@ SYNTHETIC_WILDCARDS = {
 rule synthetic_train:
     # One training run (variant, K_train / jump / depth, seed); resumes from ckpt/ after a crash.
     input:
-        f"{RESULTS}/mlflow/{{experiment}}.ready",
+        ancient(f"{RESULTS}/mlflow/{{experiment}}.ready"),
         force_unfinished,
     output:
         f"{RESULTS}/{{experiment}}/{{variant}}/{{setting}}/seed{{run}}/model.pt",
@@ -47,7 +47,7 @@ rule synthetic_train_group:
     # trained as one fused model (one job, one GPU): each run's model.pt, spec.json and MLflow run
     # in its own folder, as alone.
     input:
-        f"{RESULTS}/mlflow/{{experiment}}.ready",
+        ancient(f"{RESULTS}/mlflow/{{experiment}}.ready"),
         force_unfinished,
     output:
         touch(f"{RESULTS}/{{experiment}}/{{variant}}/fused{{group}}.done"),

@@ -26,6 +26,7 @@ from sqlalchemy.engine import Engine  # noqa: E402
 
 from lengen.core.cli import KnownError, one_line_errors
 from lengen.core.files import read_state, write_text_atomic  # noqa: E402
+from lengen.core.stores import identity, store_path  # noqa: E402
 
 # A SQLite store is shared by every job of a run; a writer that finds it locked (another job's
 # write, a `mlflow ui` query, a backup) waits this long for the lock, not sqlite3's 5 s (a store
@@ -53,9 +54,6 @@ class StoreError(KnownError, RuntimeError):
     """The MLflow store cannot be read: the message names it and the recovery."""
 
 
-def store_path(uri: str) -> Path | None:
-    """The SQLite file of a store (None for a tracking server)."""
-    return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
 
 
 @contextlib.contextmanager
@@ -132,12 +130,27 @@ def start_run(uri: str, experiment: str, run_name: str, run_id_file: Path) -> ml
         run_id = read_state(run_id_file, "this model's MLflow run id",
                             "Delete it to log this model to a new MLflow run (the old run stays "
                             "as it is)")  # fmt: skip
-        print(f"MLflow: resuming run {run_id} ({run_name})", file=sys.stderr, flush=True)
-        return mlflow.start_run(run_id=run_id)
+        if _has_run(uri, run_id):
+            print(f"MLflow: resuming run {run_id} ({run_name})", file=sys.stderr, flush=True)
+            return mlflow.start_run(run_id=run_id)
+        print(f"MLflow: run {run_id} is not in the store {uri} (a lost or replaced store): this "
+              f"model goes on in a new run", file=sys.stderr, flush=True)  # fmt: skip
     run = mlflow.start_run(experiment_id=exp.experiment_id, run_name=run_name)
     write_text_atomic(run_id_file, run.info.run_id)
     print(f"MLflow: new run {run.info.run_id} ({run_name})", file=sys.stderr, flush=True)
     return run
+
+
+def _has_run(uri: str, run_id: str) -> bool:
+    """Whether the store holds the run (a store made again after a loss does not)."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        with readable_store(uri):
+            MlflowClient(tracking_uri=uri).get_run(run_id)
+    except MlflowException:
+        return False
+    return True
 
 
 def resume_run(uri: str, run_id_file: Path) -> mlflow.ActiveRun:
@@ -145,6 +158,10 @@ def resume_run(uri: str, run_id_file: Path) -> mlflow.ActiveRun:
     mlflow.set_tracking_uri(uri)
     run_id = read_state(run_id_file, "this model's MLflow run id",
                         "Delete it to write the table without logging it to MLflow")
+    if not _has_run(uri, run_id):
+        raise StoreError(f"{run_id_file}: MLflow run {run_id} is not in the store {uri} (a lost "
+                         "or replaced store); delete that file to write the table without "
+                         "logging it to MLflow")  # fmt: skip
     return mlflow.start_run(run_id=run_id)
 
 
@@ -349,8 +366,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--done", type=Path, help="file to write when ready")
     args = parser.parse_args(argv)
     ids = prepare_store(args.uri, args.experiments)
-    if args.done:
-        args.done.write_text(json.dumps({"uri": args.uri, "experiments": ids}, indent=2))
+    if args.done:  # the store it marks, so that a lost or replaced store reruns this
+        done = {"uri": args.uri, "experiments": ids, "store": identity(args.uri)}
+        write_text_atomic(args.done, json.dumps(done, indent=2))
 
 
 if __name__ == "__main__":
