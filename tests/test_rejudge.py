@@ -42,7 +42,9 @@ def test_the_reference_is_judged_again_from_its_tables(project, monkeypatch):
     tables = {p.name: p.read_bytes() for p in ref.glob("*.csv") if p.name != "verdicts.csv"}
     rows = rejudge.rejudge(judged_config(project), project)
     after = pd.read_csv(ref / "verdicts.csv", dtype=str)
-    assert set(before.id) <= set(after.id) and set(after.git_commit) == {"c0ffee"}
+    assert set(before.id) <= set(after.id) and set(after.judged_at) == {"c0ffee"}
+    assert set(after.git_commit) == set(rejudge.trained_commits(
+        {p.name: str(p) for p in ref.glob("*.csv") if p.name != "verdicts.csv"}))
     assert all(i.endswith("[learned runs]") for i in set(after.id) - set(before.id))
     assert list(rows.verdict) == list(after.verdict)
     # every decided or mixed row of training runs shows each run's outcome (issue 75)

@@ -105,8 +105,11 @@ if workflow.is_main_process:
     for marker in STALE:
         marker.unlink(missing_ok=True)
     if STALE:
-        print(f"{WHY}: its setup runs again (trained models and tables stay; their MLflow runs "
-              "went with the old store)", file=sys.stderr)
+        print(
+            f"{WHY}: its setup runs again (trained models and tables stay; their MLflow runs "
+            "went with the old store)",
+            file=sys.stderr,
+        )
 
 
 def figure_tracking(experiment):
