@@ -47,27 +47,28 @@ MIXED = "mixed"  # the verdict's word where the runs disagree: "mixed (k of n ru
 
 
 
+def _pooled(rows: pd.DataFrame, key: np.ndarray) -> pd.DataFrame:
+    """Examples right and scored per value of `key` (one per row), pooled over the rows' cells
+    (lengths, k_test)."""
+    n = rows.n.to_numpy(dtype=float)
+    right = np.rint(rows.accuracy.to_numpy(dtype=float) * n)
+    return pd.DataFrame({"run": key, "right": right, "n": n}).groupby("run")[["right", "n"]].sum()
+
+
 def runs_of(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """(examples right, examples scored) per run (the `seed` column; one run without it), pooled
     over the rows' cells (lengths, k_test)."""
-    n = rows.n.to_numpy(dtype=float)
-    per = pd.DataFrame({
-        "run": rows.seed.to_numpy() if "seed" in rows else np.zeros(len(rows), dtype=int),
-        "right": np.rint(rows.accuracy.to_numpy(dtype=float) * n),
-        "n": n,
-    }).groupby("run")[["right", "n"]].sum()  # fmt: skip
+    per = _pooled(rows, rows.seed.to_numpy() if "seed" in rows else np.zeros(len(rows), int))
     return per.right.to_numpy(), per.n.to_numpy()
 
 
 def run_accuracies(rows: pd.DataFrame) -> dict[str, float]:
     """Each run's accuracy pooled over the rows' cells, by run id (the `run` column; the seed
     without one; a single run "run" without either)."""
-    n = rows.n.to_numpy(dtype=float)
     key = (rows.run.astype(str).to_numpy() if "run" in rows
            else rows.seed.astype(str).to_numpy() if "seed" in rows
            else np.full(len(rows), "run"))  # fmt: skip
-    per = pd.DataFrame({"run": key, "right": np.rint(rows.accuracy.to_numpy(dtype=float) * n),
-                        "n": n}).groupby("run")[["right", "n"]].sum()  # fmt: skip
+    per = _pooled(rows, key)
     return {str(k): float(v) for k, v in (per.right / per.n).items()}
 
 
