@@ -45,6 +45,9 @@ PACKAGES = (
     "snakemake", "numpy", "pandas", "seaborn",
 )  # fmt: skip
 COLUMNS = ("config_hash", "seed", "git_commit", "versions")
+# a reference judged or drawn again (lengen.report.rejudge) keeps the training commit as
+# `git_commit` and names the code that judged its verdicts or drew its figures in these
+JUDGED_AT, DRAWN_AT = "judged_at", "drawn_at"
 # read these back as text: a hash or commit that happens to be all digits must not become an int
 DTYPES = {"config_hash": str, "git_commit": str, "versions": str}
 PNG_KEY = "lengen:provenance"

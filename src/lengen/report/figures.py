@@ -722,7 +722,7 @@ def render(args, table: pd.DataFrame, trained_at: str | None = None) -> dict:
     meta = provenance.png_metadata(drawn_setup(args, table), seeds)
     if trained_at is not None:
         record = json.loads(meta[provenance.PNG_KEY])
-        record |= {"git_commit": trained_at, "drawn_at": record["git_commit"]}
+        record |= {"git_commit": trained_at, provenance.DRAWN_AT: record["git_commit"]}
         meta = {provenance.PNG_KEY: json.dumps(record, sort_keys=True)}
     KINDS[args.figure].draw(table, args, meta)
     return meta

@@ -90,7 +90,9 @@ def rejudge(whole: dict, root: Path, allow_dirty: bool = False) -> pd.DataFrame:
         # a reference is one run of one commit: its verdicts keep the commit that trained as
         # `git_commit` and name the judging code's as `judged_at`
         verdicts = pd.read_csv(out / artifacts.VERDICTS, dtype=str)
-        verdicts = verdicts.assign(judged_at=verdicts["git_commit"], git_commit=trained[0])
+        verdicts = verdicts.assign(
+            **{provenance.JUDGED_AT: verdicts["git_commit"]}, git_commit=trained[0]
+        )
         verdicts.to_csv(out / artifacts.VERDICTS, index=False)
         for name in (artifacts.REPORT, artifacts.REPORT_HTML, artifacts.VERDICTS):
             shutil.copy(out / name, ref / name)
