@@ -285,7 +285,7 @@ def test_a_sigterm_is_named_and_the_mlflow_runs_end_killed(tiny_spec, tmp_path, 
     """Snakemake and SLURM stop a job with SIGTERM: the trainer (and a fused group) exits 143
     with one line naming the signal and what a rerun does, and its MLflow runs end KILLED, not
     left RUNNING (before: Snakemake said only "non-zero exit code"; a group died without closing
-    its members' runs)."""
+    its members' runs). The line reaches LENGEN_ERROR_FD too: Snakemake's own output."""
     import os
     import signal
     import subprocess
@@ -301,9 +301,11 @@ def test_a_sigterm_is_named_and_the_mlflow_runs_end_killed(tiny_spec, tmp_path, 
     else:
         second = dict(spec, seed=1, run_name=spec["run_name"] + "-b")
         args = ["--specs", json.dumps([spec, second]), "--out", *map(str, outs)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", module, *args], env=env,
+    read, write = os.pipe()  # the workflow's descriptor on Snakemake's own output
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "LENGEN_ERROR_FD": str(write)}
+    proc = subprocess.Popen([sys.executable, "-m", module, *args], env=env, pass_fds=(write,),
                             stderr=subprocess.PIPE, text=True)  # fmt: skip
+    os.close(write)
     deadline = time.time() + 120
     while not (outs[0] / "mlflow_run_id").exists() and time.time() < deadline:
         time.sleep(0.2)
@@ -312,6 +314,8 @@ def test_a_sigterm_is_named_and_the_mlflow_runs_end_killed(tiny_spec, tmp_path, 
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
     assert "stopped by SIGTERM (signal 15)" in err and "rerun" in err
+    with os.fdopen(read) as shown:  # where Snakemake reports the job, not only in its log
+        assert shown.read().startswith("stopped by SIGTERM (signal 15)")
     client = MlflowClient(tracking_uri=spec["tracking"]["uri"])
     for out in outs:
         assert client.get_run((out / "mlflow_run_id").read_text()).info.status == "KILLED"
@@ -349,6 +353,67 @@ def test_a_full_disk_is_named_as_one(tiny_spec, tmp_path, monkeypatch):
     monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(10**12, 0, 10**12))
     with pytest.raises(RuntimeError, match="iostream error"), files.space_for(tmp_path, "x"):
         raise RuntimeError("basic_ios::clear: iostream error")  # room enough: not a full disk
+
+
+def test_a_full_store_or_disk_is_one_line_naming_it_and_its_free_space(tmp_path, capfd,
+                                                                        monkeypatch):  # fmt: skip
+    """A write a full SQLite store refuses (SQLite's own "database or disk is full", here by
+    capping the file's pages) ended a job in raw tracebacks; a full disk where no checkpoint
+    write names it gave Snakemake's bare `[Errno 28]`. Each is now one line (also on
+    LENGEN_ERROR_FD: Snakemake's output) naming the store or the file and the free MB, exit 2."""
+    import errno
+    import os
+    import sqlite3
+
+    from sqlalchemy import event
+    from sqlalchemy.pool import Pool
+
+    from lengen.core import tracking
+    from lengen.core.cli import one_line_errors
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    cap = {}
+
+    def capped(dbapi, record, proxy):  # every connection MLflow takes from its pool
+        if isinstance(dbapi, sqlite3.Connection) and cap:
+            dbapi.execute(f"PRAGMA max_page_count = {cap['pages']}")
+
+    event.listen(Pool, "checkout", capped)
+    try:
+        tracking.prepare_store(uri, ["e"])
+        with sqlite3.connect(tmp_path / "mlflow.db") as con:
+            cap["pages"] = con.execute("PRAGMA page_count").fetchone()[0]  # no room to grow
+
+        @one_line_errors
+        def job():
+            tracking.start_run(uri, "e", "r", tmp_path / "mlflow_run_id")
+            tracking.log_metrics({f"m{i}_{'x' * 200}": float(i) for i in range(2000)})
+
+        read, write = os.pipe()
+        monkeypatch.setenv("LENGEN_ERROR_FD", str(write))
+        with pytest.raises(SystemExit) as ended:
+            job()
+        assert ended.value.code == 2
+        shown = os.read(read, 4096).decode()
+        assert shown.startswith(f"StoreError: MLflow store {tmp_path / 'mlflow.db'} is full (")
+        assert "MB free on its disk): free space there" in shown and shown.count("\n") == 1
+        err = capfd.readouterr().err
+        assert "Traceback" not in err and shown in err
+    finally:
+        event.remove(Pool, "checkout", capped)
+        tracking.end_run()
+
+    @one_line_errors
+    def writes_a_table(path):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    with pytest.raises(SystemExit):
+        writes_a_table(tmp_path / "t" / "table.csv")
+    shown = os.read(read, 4096).decode()
+    assert shown.startswith(f"NoSpace: [Errno 28] no space left on the disk of {tmp_path}/t/")
+    assert shown.endswith(" MB free): free space there and rerun\n")
+    os.close(read)
+    os.close(write)
 
 
 def _lock_store(path, seconds: float):

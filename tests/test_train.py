@@ -421,12 +421,15 @@ def test_a_resumed_run_logs_each_step_once(tiny_spec, tmp_path):
 def test_a_changed_seed_keeps_the_old_model_beside_its_run(tiny_spec, tmp_path):
     """A folder retrained with another seed (a changed config, then a rerun) keeps the old model,
     spec and run id in replaced/<old run id>/, the old MLflow run's model_path pointing there
-    (issue 47: the old model was deleted while its run still named it)."""
+    (the old model was once deleted while its run still named it), the run KILLED if a kill
+    had left it RUNNING."""
     from mlflow.tracking import MlflowClient
 
     out = tmp_path / "run"
     first = torch.load(train(tiny_spec, out), weights_only=True)["state_dict"]
     old_id = (out / "mlflow_run_id").read_text()
+    client = MlflowClient(tracking_uri=tiny_spec["tracking"]["uri"])
+    client.update_run(old_id, status="RUNNING")  # as a kill -9 leaves it
     reseeded = dict(copy.deepcopy(tiny_spec), seed=tiny_spec["seed"] + 7)
     second = torch.load(train(reseeded, out), weights_only=True)["state_dict"]
     kept = out / "replaced" / old_id
@@ -434,8 +437,11 @@ def test_a_changed_seed_keeps_the_old_model_beside_its_run(tiny_spec, tmp_path):
     kept_weights = torch.load(kept / "model.pt", weights_only=True)["state_dict"]
     assert all(torch.equal(kept_weights[k], first[k]) for k in first)
     assert any(not torch.equal(second[k], first[k]) for k in first)
-    client = MlflowClient(tracking_uri=tiny_spec["tracking"]["uri"])
-    assert client.get_run(old_id).data.tags["model_path"] == str((kept / "model.pt").resolve())
+    old_run = client.get_run(old_id)
+    assert old_run.data.tags["model_path"] == str((kept / "model.pt").resolve())
+    # a run a kill left RUNNING never goes on once its spec is replaced: it ends KILLED
+    assert old_run.info.status == "KILLED" and old_run.data.tags["set_aside_in"] == str(
+        kept.resolve())
     assert (out / "mlflow_run_id").read_text() != old_id  # the new spec's own run
     # each model file a version of the run's registered model; the moved one says where it went
     from lengen.core.tracking import model_name

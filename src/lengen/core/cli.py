@@ -41,21 +41,48 @@ def error_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {' '.join(str(err).split())}"
 
 
+def say(line: str) -> None:
+    """A job's closing line, on stderr (its log) and on the LENGEN_ERROR_FD descriptor when set
+    (Snakemake's own output, where it reports the job)."""
+    print(line, file=sys.stderr, flush=True)
+    fd = os.environ.get(ERROR_FD, "")
+    if fd.isdigit():
+        with contextlib.suppress(OSError):  # closed, or a broken pipe: stderr has it
+            os.write(int(fd), (line + "\n").encode())
+
+
+# Functions that recognise a library's error as a known fault (a full SQLite store:
+# lengen.core.tracking) and give the KnownError that says it, else None; a module that brings
+# the library in registers its own (`recognises`)
+_RECOGNISERS: list = []
+
+
+def recognises(fn):
+    """Register `fn(err) -> KnownError | None` with one_line_errors."""
+    _RECOGNISERS.append(fn)
+    return fn
+
+
+def known(err: BaseException) -> KnownError | None:
+    """`err` as a KnownError: itself, or what a registered recogniser makes of it."""
+    if isinstance(err, KnownError):
+        return err
+    return next((k for fn in _RECOGNISERS if (k := fn(err)) is not None), None)
+
+
 def one_line_errors(main):
-    """Wrap a tool's `main`: a KnownError is printed as one line on stderr (and on the
-    LENGEN_ERROR_FD descriptor, when set) and exits EXIT_KNOWN; anything else raises as before."""
+    """Wrap a tool's `main`: a KnownError (or an error a recogniser knows) is said as one line
+    (`say`) and exits EXIT_KNOWN; anything else raises as before."""
 
     @functools.wraps(main)
     def wrapped(*args, **kwargs):
         try:
             return main(*args, **kwargs)
-        except KnownError as err:
-            line = error_line(err)
-            print(line, file=sys.stderr, flush=True)
-            fd = os.environ.get(ERROR_FD, "")
-            if fd.isdigit():
-                with contextlib.suppress(OSError):  # closed, or a broken pipe: stderr has it
-                    os.write(int(fd), (line + "\n").encode())
+        except Exception as err:  # noqa: BLE001 - recognised, or raised again as it was
+            found = known(err)
+            if found is None:
+                raise
+            say(error_line(found))
             raise SystemExit(EXIT_KNOWN) from None
 
     return wrapped

@@ -10,7 +10,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from lengen.core.cli import KnownError
+from lengen.core.cli import KnownError, recognises
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -61,6 +61,26 @@ LOW_SPACE = 64 * 2**20  # bytes free below which a failed write is put down to a
 _WRITE_FAILURES = ("iostream error", "failed writing", "unexpected pos", "no space left")
 
 
+def free_mb(path: Path) -> float:
+    """Free space, in MB, on the disk of `path` (its nearest existing folder)."""
+    here = Path(path).absolute()
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    return shutil.disk_usage(here).free / 2**20
+
+
+@recognises
+def full_disk(err: BaseException) -> NoSpace | None:
+    """A write a full disk refused where no `space_for` names it (a table, a log, a figure): one
+    line with the file (when the error names it) and the free space."""
+    if not (isinstance(err, OSError) and err.errno == errno.ENOSPC) or isinstance(err, NoSpace):
+        return None
+    where = Path(err.filename) if err.filename else Path.cwd()
+    named = f" of {where}" if err.filename else ""
+    return NoSpace(errno.ENOSPC, f"no space left on the disk{named} ({free_mb(where):.0f} MB "
+                                 "free): free space there and rerun")  # fmt: skip
+
+
 @contextlib.contextmanager
 def space_for(path: Path, what: str):
     """Turn a failed write on a full disk into NoSpace naming the path, the free space and the
@@ -72,15 +92,12 @@ def space_for(path: Path, what: str):
     except (OSError, RuntimeError) as err:
         full = isinstance(err, OSError) and err.errno == errno.ENOSPC
         failed_write = full or any(m in str(err).lower() for m in _WRITE_FAILURES)
-        here = Path(path)
-        while not here.exists() and here != here.parent:
-            here = here.parent
-        free = shutil.disk_usage(here).free
-        if not (full or (failed_write and free < LOW_SPACE)):
+        free = free_mb(path)
+        if not (full or (failed_write and free * 2**20 < LOW_SPACE)):
             raise
         raise NoSpace(
             errno.ENOSPC,
-            f"no space left on the disk of {path} ({free / 2**20:.0f} MB free) while writing "
+            f"no space left on the disk of {path} ({free:.0f} MB free) while writing "
             f"{what}: free space there and rerun; the last complete checkpoint is kept",
         ) from err
 

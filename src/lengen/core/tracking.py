@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import sys
 from collections.abc import Iterable, Mapping
@@ -24,9 +25,13 @@ from mlflow.tracking import MlflowClient  # noqa: E402
 from sqlalchemy import event  # noqa: E402
 from sqlalchemy.engine import Engine  # noqa: E402
 
-from lengen.core.cli import KnownError, one_line_errors
-from lengen.core.files import read_state, write_text_atomic  # noqa: E402
+from lengen.core.cli import KnownError, one_line_errors, recognises
+from lengen.core.files import free_mb, read_state, write_text_atomic  # noqa: E402
 from lengen.core.stores import identity, store_path  # noqa: E402
+
+# MLflow logs each database error it re-raises, with its traceback, before raising it: the error
+# itself says it (and a full or unwritable store's is one line: store_fault)
+logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
 
 # A SQLite store is shared by every job of a run; a writer that finds it locked (another job's
 # write, a `mlflow ui` query, a backup) waits this long for the lock, not sqlite3's 5 s (a store
@@ -54,6 +59,28 @@ class StoreError(KnownError, RuntimeError):
     """The MLflow store cannot be read: the message names it and the recovery."""
 
 
+# SQLite's words for a store it cannot write (through SQLAlchemy and MLflow, as their messages)
+_STORE_FAULTS = {"database or disk is full": "full", "readonly database": "not writable",
+                 "unable to open database file": "not reachable", "disk I/O error": "unreadable"}
+
+
+@recognises
+def store_fault(err: BaseException) -> StoreError | None:
+    """A write MLflow could not make to a full or unwritable SQLite store (anywhere in a job:
+    a metric, a tag, a run's end), as one line naming the store and its disk's free space."""
+    chain, seen = [], err
+    while seen is not None and len(chain) < 8:
+        chain.append(str(seen))
+        seen = seen.__cause__ or seen.__context__
+    fault = next((w for m, w in _STORE_FAULTS.items() if any(m in t for t in chain)), None)
+    path = store_path(mlflow.get_tracking_uri())
+    if fault is None or path is None:
+        return None
+    return StoreError(
+        f"MLflow store {path} is {fault} ({free_mb(path):.0f} MB free on its disk): free space "
+        "there (or give this user write access to it and its folder) and rerun; trained models "
+        "and checkpoints are kept"
+    )
 
 
 @contextlib.contextmanager
@@ -191,14 +218,28 @@ def register_model(client: MlflowClient, experiment: str, run_name: str, run_id:
     return version.version
 
 
-def model_moved(uri: str, run_id: str, where: Path) -> None:
-    """A replaced model's file moved (lifecycle.set_aside): its run's model_path tag and its
-    registered version's `moved_to` tag say where (a version's source cannot change)."""
+def run_set_aside(uri: str, run_id: str, where: Path, model: Path | None) -> None:
+    """A replaced spec's run (lifecycle.set_aside: a changed value, then a rerun): its files went
+    to `where`, tagged `set_aside_in`; a run left RUNNING (its job killed outright) ends KILLED, as
+    it will never go on; a moved model.pt's path is its `model_path` tag and its registered
+    version's `moved_to` tag (a version's source cannot change). A store without the run (lost
+    since) has nothing to mark."""
+    from mlflow.exceptions import MlflowException
+
     client = MlflowClient(tracking_uri=uri)
     with readable_store(uri):
-        client.set_tag(run_id, "model_path", str(where))
+        try:
+            status = client.get_run(run_id).info.status
+        except MlflowException:
+            return
+        if status == "RUNNING":
+            client.set_terminated(run_id, "KILLED")
+        client.set_tag(run_id, "set_aside_in", str(where))
+        if model is None:
+            return
+        client.set_tag(run_id, "model_path", str(model))
         for version in client.search_model_versions(f"run_id='{run_id}'"):
-            client.set_model_version_tag(version.name, version.version, "moved_to", str(where))
+            client.set_model_version_tag(version.name, version.version, "moved_to", str(model))
 
 
 def set_tags(tags: Mapping[str, object]) -> None:

@@ -275,7 +275,8 @@ class Member:
 def forget_other_spec(out: Path, spec: Spec, ckpt_dir: Path) -> bool:
     """A folder last used by a different spec (a changed value or seed, then a rerun) starts a
     new run; the old spec's model.pt, spec.json and MLflow run id move to replaced/<its run id>/
-    (its MLflow run, which stays as it was, has its model_path tag pointed there), so nothing
+    (its MLflow run has its model_path tag pointed there, and ends KILLED if a kill left it
+    RUNNING), so nothing
     trained is lost; the checkpoints it trained (`ckpt_dir`: the run's, or its group's) go. Only
     the same spec resumes. True when it forgot one."""
     old = out / "spec.json"
@@ -300,8 +301,9 @@ def forget_other_spec(out: Path, spec: Spec, ckpt_dir: Path) -> bool:
 
 def set_aside(out: Path, spec: Spec, old_source: dict | None) -> Path | None:
     """Move an old spec's model.pt, spec.json and MLflow run id out of the way, to
-    out/replaced/<its run id> (else <its spec's hash>); its MLflow run stays as it was, its
-    model_path tag pointed there. Where they went (None: nothing was there)."""
+    out/replaced/<its run id> (else <its spec's hash>); its MLflow run keeps its history, its
+    model_path tag pointed there, and ends KILLED if a kill left it RUNNING. Where they went
+    (None: nothing was there)."""
     names = [n for n in ("model.pt", "spec.json", "mlflow_run_id") if (out / n).exists()]
     if not names:
         return None
@@ -313,8 +315,10 @@ def set_aside(out: Path, spec: Spec, old_source: dict | None) -> Path | None:
     keep.mkdir(parents=True, exist_ok=True)
     for name in names:
         os.replace(out / name, keep / name)
-    if run_id and (keep / "model.pt").exists():
-        tracking.model_moved(spec.tracking.uri, run_id, (keep / "model.pt").resolve())
+    if run_id:
+        model = keep / "model.pt"
+        tracking.run_set_aside(spec.tracking.uri, run_id, keep.resolve(),
+                               model.resolve() if model.exists() else None)  # fmt: skip
     return keep
 
 

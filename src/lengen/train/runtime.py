@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from lengen.core.cli import say
 from lengen.core.specs import bf16_section, ds_config_clashes, ds_config_unknown, merge_dicts
 
 if TYPE_CHECKING:
@@ -133,9 +134,9 @@ def exit_on_signals(out: Path | list[Path]) -> None:
 
     def stop(signum, frame):
         name = signal.Signals(signum).name
-        print(f"stopped by {name} (signal {signum}) at {time.strftime('%Y-%m-%d %H:%M:%S')}: "
-              f"{', '.join(map(str, outs))} keep their last checkpoints; rerun the job (or "
-              "snakemake) to resume from them", file=sys.stderr, flush=True)  # fmt: skip
+        say(f"stopped by {name} (signal {signum}) at {time.strftime('%Y-%m-%d %H:%M:%S')}: "
+            f"{', '.join(map(str, outs))} keep their last checkpoints; rerun the job (or "
+            "snakemake) to resume from them")
         sys.exit(128 + signum)
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
