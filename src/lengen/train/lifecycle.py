@@ -643,6 +643,7 @@ def _loop(trainee: Trainee, members: list[Member], runs: Runs, ckpts: Checkpoint
     training = [r for r, m in enumerate(members) if not m.stopped]
     t0 = time.perf_counter()
     for step in bar:
+        runtime.exit_if_stopped()  # a SIGTERM whose exit a callback swallowed
         losses, fed = trainee.step(step)
         done = step + 1
         for r in training:

@@ -125,20 +125,33 @@ def deepspeed_engine(spec: Spec, model: torch.nn.Module, optimizer, scheduler):
     return engine
 
 
+_STOPPED: list[int] = []  # the signal exit_on_signals' handler took, once it took one
+
+
 def exit_on_signals(out: Path | list[Path]) -> None:
     """Snakemake and SLURM stop a job with SIGTERM (and a lost terminal with SIGHUP): exit
     through Python, so MLflow runs end KILLED and a fused group closes its members' runs, after
     one line naming the signal, when, and what a rerun does (Snakemake's own report is only "a
-    non-zero exit code")."""
+    non-zero exit code"). The handler's SystemExit can land where Python swallows it (a garbage
+    collector's callback: "Exception ignored in ..."); the signal is recorded, and the training
+    loop's `exit_if_stopped` exits at its next step."""
     outs = [out] if isinstance(out, Path) else out
 
     def stop(signum, frame):
-        name = signal.Signals(signum).name
-        say(f"stopped by {name} (signal {signum}) at {time.strftime('%Y-%m-%d %H:%M:%S')}: "
-            f"{', '.join(map(str, outs))} keep their last checkpoints; rerun the job (or "
-            "snakemake) to resume from them")
+        if not _STOPPED:
+            name = signal.Signals(signum).name
+            say(f"stopped by {name} (signal {signum}) at {time.strftime('%Y-%m-%d %H:%M:%S')}: "
+                f"{', '.join(map(str, outs))} keep their last checkpoints; rerun the job (or "
+                "snakemake) to resume from them")
+            _STOPPED.append(signum)
         sys.exit(128 + signum)
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, stop)
+
+
+def exit_if_stopped() -> None:
+    """Exit as the signal handler does, when it took a signal whose exit was swallowed."""
+    if _STOPPED:
+        sys.exit(128 + _STOPPED[0])
 
