@@ -602,6 +602,34 @@ def test_a_jobs_known_error_is_the_line_snakemake_shows(tmp_path):
     assert "Traceback" not in log.read_text() and shown[0] in log.read_text().splitlines()
 
 
+def test_every_job_kind_says_its_known_error_where_snakemake_reports_it():
+    """The line above holds for every job kind, not only evaluation: every module a rule's shell
+    runs (as `python -m`, the training launcher's module, or the GPU wrapper plan.devices puts
+    in front) ends through lengen.core.cli.one_line_errors, and every rule's shell gets the
+    prefix that opens LENGEN_ERROR_FD on Snakemake's own stderr."""
+    import importlib
+    import re
+
+    from lengen.config import plan
+
+    text = "\n".join(p.read_text() for p in sorted((ROOT / "workflow" / "rules").glob("*.smk")))
+    shells = re.findall(r"\n    shell:\n((?:        .*\n)+)", text)
+    named = {m for block in shells
+             for m in re.findall(r"(?:python -m|\{params\.launcher\}) (lengen(?:\.\w+)+)", block)}
+    named |= set(re.findall(r"python -m (lengen(?:\.\w+)+)", plan.devices(
+        {"runtime": {"device": "cuda"}}, 1)))  # fmt: skip
+    assert {"lengen.train.train", "lengen.train.group", "lengen.analysis.evaluate",
+            "lengen.report.figures", "lengen.report.report", "lengen.core.gpus",
+            "lengen.train.tracking"} <= named, named  # fmt: skip
+    assert len(named) >= 13, named
+    from lengen.core.cli import one_line_errors
+
+    wrapper = one_line_errors(lambda: None).__code__
+    for module in sorted(named):
+        assert importlib.import_module(module).main.__code__ is wrapper, module
+    assert 'shell.prefix("set -euo pipefail; exec 3>&2; export LENGEN_ERROR_FD=3; ")' in text
+
+
 def test_one_results_folder_has_one_writer(tmp_path):
     """Issue 66: two checkouts given one results_dir each ran every job into it (Snakemake's lock
     is per checkout). A workflow about to run jobs takes results_dir/.lengen-writer; a live
