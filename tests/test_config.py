@@ -369,11 +369,9 @@ def test_every_default_is_the_dataclass_default_and_written_once():
     """Issue 62: config/README.md's default column is the dataclasses' (an absent key's value
     in the job), for every section they parse: grad_clip 1.0, betas, checkpoint_every, log_every
     and the early stop's n_examples 512 among them; no description restates one ("absent: ...");
-    a variant's override keys show none (absent, they are the section's); and the prose's file
-    sizes are the files'."""
-    import re
+    a variant's override keys show none (absent, they are the section's)."""
 
-    from lengen.config.keys import rows, tier_sizes
+    from lengen.config.keys import rows
 
     table = {path: (required, default, text) for path, _, required, default, text in rows()}
     for section in ("sparse_parity", "parity_scratchpad", "natural_language.short"):
@@ -389,9 +387,6 @@ def test_every_default_is_the_dataclass_default_and_written_once():
     assert table["sparse_parity.model.init_std"][1] == "0.02"
     assert table["parity_scratchpad.variants.<name>.train.grad_clip"][1] == ""  # the section's
     assert [p for p, (_, d, t) in table.items() if d and "absent" in t] == []
-    readme = (ROOT / "config" / "README.md").read_text()
-    stated = dict(re.findall(r"<!-- size:(\w+) -->(\d+)<!-- /size -->", readme))
-    assert {k: int(v) for k, v in stated.items()} == tier_sizes(ROOT)
 
 
 def test_every_config_key_has_a_description():

@@ -165,7 +165,7 @@ def test_the_gpu_tier_time_comes_from_the_trainers_fused_step():
 
 
 def test_the_gpu_grid_table_is_the_probe_rows():
-    """docs/gpu-and-cluster.md's table of the 1,500-step PPC grid (probe GPU_PS_ppc_fused_1500):
+    """The lease's README table of the 1,500-step PPC grid (probe GPU_PS_ppc_fused_1500):
     how many runs of each jump learned 2l <= 40 (>= 0.9 at 20 and 40) and jump 1's range at
     2l = 60-150, from probes/scratchpad_probes.csv."""
 
@@ -174,7 +174,7 @@ def test_the_gpu_grid_table_is_the_probe_rows():
     rows = pd.read_csv(ROOT / "probes" / "scratchpad_probes.csv")
     grid = rows[rows["probe"].str.startswith("GPU_PS_ppc_fused_1500/")]
     assert len(grid) == 16 and (grid["steps_run"] == 1500).all()
-    doc = (ROOT / "docs" / "gpu-and-cluster.md").read_text()
+    doc = (ROOT / "benchmarks" / "measured" / "2026-11-26-h200-lease2" / "README.md").read_text()
     for jump, runs in grid.groupby("value"):
         learned = int(((runs["acc_L20"] >= 0.9) & (runs["acc_L40"] >= 0.9)).sum())
         assert re.search(rf"\n  \| {int(jump)} \| {learned} of 4", doc), jump
@@ -315,7 +315,8 @@ def test_the_mutation_score_in_the_docs_is_the_committed_table():
 
 
 def test_the_padding_the_docs_state_is_the_counted_one():
-    """docs/performance.md's padding numbers are benchmarks/padding.py's committed count of the
+    """The padding numbers beside their count (benchmarks/measured/2026-11-28-cpu/README.md)
+    are benchmarks/padding.py's committed count of the
     gpu tier's groups, and its explanation holds: the order statistic of R per-batch lengths
     (the expected longest of R uniform draws over the mean) is within 0.02 of each PPC parity
     count, planned and by jump."""
@@ -326,7 +327,8 @@ def test_the_padding_the_docs_state_is_the_counted_one():
     rows = json.loads((ROOT / "benchmarks" / "measured" / "2026-11-28-cpu" /
                        "padding_gpu_tier.json").read_text())["rows"]  # fmt: skip
     at = {(r["experiment"], r["variant"], r["grouping"]): r for r in rows}
-    doc = " ".join((ROOT / "docs" / "performance.md").read_text().split())
+    doc = " ".join((ROOT / "benchmarks" / "measured" / "2026-11-28-cpu" /
+                    "README.md").read_text().split())  # fmt: skip
     ppc = [at["parity_scratchpad", "ppc", g]["fed_over_own"] for g in ("planned", "by_setting")]
     ablation = [at["parity_scratchpad", "absolute", g]["fed_over_own"]
                 for g in ("planned", "by_setting")]  # fmt: skip
@@ -347,21 +349,23 @@ def test_the_padding_the_docs_state_is_the_counted_one():
 
 
 def test_the_host_batch_times_the_docs_state_are_the_timed_ones():
-    """docs/performance.md's host batch times are benchmarks/host_batches.py's committed JSON."""
+    """The host batch times in their folder's README are benchmarks/host_batches.py's
+    committed JSON."""
     import json
 
     rows = json.loads((ROOT / "benchmarks" / "measured" / "2026-11-28-cpu" /
                        "host_batches_gpu_tier.json").read_text())["rows"]  # fmt: skip
     ms = {(r["experiment"], r["variant"]): r["ms_per_batch"] for r in rows}
     va = [v for (e, _), v in ms.items() if e == "variable_assignment"]
-    doc = " ".join((ROOT / "docs" / "performance.md").read_text().split())
+    doc = " ".join((ROOT / "benchmarks" / "measured" / "2026-11-28-cpu" /
+                    "README.md").read_text().split())  # fmt: skip
     assert (f"{ms['sparse_parity', 'neox']:.1f} ms for sparse parity's group, "
             f"{ms['parity_scratchpad', 'ppc']:.1f} ms for PPC parity's, {min(va):.1f}-"
             f"{max(va):.1f} ms for variable assignment's") in doc
 
 
 def test_the_operator_counts_the_docs_state_are_the_counted_ones():
-    """docs/performance.md's operators per fused step are benchmarks/launches.py's committed
+    """The operators per fused step in their folder's README are benchmarks/launches.py's committed
     count of the gpu tier's groups."""
     import json
 
@@ -373,7 +377,8 @@ def test_the_operator_counts_the_docs_state_are_the_counted_ones():
 
     groups, (ppc, sp) = counted("launches_gpu_tier.json")
     fit = groups[0]["per_added_run"]
-    doc = " ".join((ROOT / "docs" / "performance.md").read_text().split())
+    doc = " ".join((ROOT / "benchmarks" / "measured" / "2026-11-28-cpu" /
+                    "README.md").read_text().split())  # fmt: skip
     assert (f"group dispatches {ppc[1]['total']:.0f} operators per step at R = 1, "
             f"{ppc[8]['total']:.0f} at R = 8 and {ppc[16]['total']:.0f} at R = 16: "
             f"{fit['total']:.0f} more per added run (its own loss, {fit['loss']:.0f}, and their "
@@ -394,7 +399,7 @@ def test_the_operator_counts_the_docs_state_are_the_counted_ones():
 
 def test_the_h100_numbers_the_docs_state_are_the_measured_ones():
     """The trainer's fused step on an H100 (benchmarks/group_step.py's JSON), as
-    docs/performance.md states it."""
+    its folder's README states it."""
     import json
 
     measured = ROOT / "benchmarks" / "measured" / "2026-11-27-h100"
@@ -402,7 +407,7 @@ def test_the_h100_numbers_the_docs_state_are_the_measured_ones():
     by = {(r["group"], r["runs"]): r for r in rows}
     r8, r16 = by["parity_scratchpad/ppc", 8], by["parity_scratchpad/ppc", 16]
     sp = by["sparse_parity/neox", 5]
-    perf = " ".join((ROOT / "docs" / "performance.md").read_text().split())
+    perf = " ".join((measured / "README.md").read_text().split())
     assert (f"R = 8 took {r8['ms_per_step']:.0f} ms per step ({r8['ms_per_run_step']:.1f} ms per "
             f"run-step, {r8['mfu_peak']:.1%} of the 989 TFLOP/s") in perf
     assert f"{r8['padding_share']:.0%} of the tokens fed padding" in perf

@@ -87,7 +87,8 @@ def test_committed_rows_have_definitions_and_consistent_verdicts(probes):
 
 
 def test_the_fused_grid_rows_are_what_the_docs_say():
-    """The H200's fused PPC grid (GPU_PS_ppc_fused, docs/gpu-and-cluster.md): 16 rows, one per
+    """The H200's fused PPC grid (GPU_PS_ppc_fused, benchmarks/measured/2026-11-26-h200/): 16
+    rows, one per
     jump x run, all stopped by the budget at step 939; jump 1's 4 runs learned and hold >= 0.9
     to 2l = 60, jumps 2-4 did not learn (<= 0.27 at 2l = 20); each row's verdict its numbers'."""
     scratchpad = load_script(ROOT / "probes" / "scratchpad.py", "probes_ps")

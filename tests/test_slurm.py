@@ -4,7 +4,7 @@ MariaDB and slurmdbd), the smoke tier runs through workflow/profiles/slurm (sacc
 workflow/profiles/slurm-squeue (no accounting), and its tables and REPORT.md must equal the
 committed smoke reference, which a local run reproduces (test_workflow.py), with one SLURM job per
 group job the DAG plans; before that, a run interrupted with Ctrl-C must leave no job queued.
-Wall times: docs/gpu-and-cluster.md "Tested on SLURM"."""
+Wall times: benchmarks/measured/2026-11-25-cpu/README.md."""
 
 from __future__ import annotations
 

@@ -107,34 +107,6 @@ def markdown() -> str:
     return "\n".join(lines)
 
 
-def tier_sizes(root) -> dict[str, int]:
-    """What config/README.md says of the tier files' sizes: gpu.yaml's and paper.yaml's lines,
-    and the values (leaves of the whole config) of smoke and paper, and how many of them differ
-    from config.yaml's."""
-    from pathlib import Path
-
-    from lengen.config.config import load
-
-    def leaves(d: dict, prefix: str = "") -> dict:
-        out = {}
-        for k, v in d.items():
-            if isinstance(v, dict) and v:
-                out.update(leaves(v, f"{prefix}{k}."))
-            else:
-                out[f"{prefix}{k}"] = v
-        return out
-
-    folder = Path(root) / "config"
-    base = leaves(load(folder / "config.yaml"))
-    sizes = {f"{t}_lines": len((folder / f"{t}.yaml").read_text().splitlines())
-             for t in ("gpu", "paper")}  # fmt: skip
-    for tier in ("smoke", "paper"):
-        values = leaves(load(folder / f"{tier}.yaml"))
-        sizes[f"{tier}_values"] = len(values)
-        sizes[f"{tier}_differ"] = sum(base.get(k, object()) != v for k, v in values.items())
-    return sizes
-
-
 @one_line_errors
 def main(argv: list[str] | None = None) -> None:
     """CLI: print the table of every config key."""

@@ -76,7 +76,8 @@ class FusedGPTNeoX(nn.Module):
         x, weight = x.reshape(R, B * T, -1), self.w(f"{name}.weight")  # (R, in, out)
         if f"{name}.bias" in self.names:  # the bias inside the matmul, as nn.Linear's addmm: one
             # kernel in the autocast dtype (a bias added after a bf16 bmm made the sum fp32 and
-            # cast every activation back at the next matmul: docs/performance.md, fused runs)
+            # cast every activation back at the next matmul: benchmarks/measured/
+            # 2026-11-26-h200-lease3/)
             y = torch.baddbmm(self.w(f"{name}.bias")[:, None], x, weight)
         else:
             y = torch.bmm(x, weight)
