@@ -2,8 +2,9 @@
 schema entry (3 files) plus its tier-YAML section (its figure is config: a `figures` key). The
 task here is a copy of `majority` under a new name, added to a copy of the project through exactly
 those steps; the workflow then plans its trainings, evaluations, table and figure, and `lengen
-sample` prints it. A new figure of an existing kind is config alone. (A new position scheme, one
-file: tests/test_positions.py.)"""
+sample` prints it; then one command (tools/regenerate.py) leaves the tests that hold the files
+it changes green. A new figure of an existing kind is config alone. (A new position scheme that
+only changes IDs, one file: tests/test_positions.py.)"""
 
 from __future__ import annotations
 
@@ -84,6 +85,31 @@ def test_a_new_generation_task_is_three_files_and_its_tier_section(tmp_path):
                             check=True)  # fmt: skip
     row = json.loads(sample.stdout.splitlines()[0])
     assert row["length"] == 5 and len(row["tokens"]) == 8
+
+
+@pytest.mark.slow  # a copy of the project, its regeneration and the tests that hold it
+def test_a_new_task_then_one_command_leaves_the_tests_that_hold_the_files_green(tmp_path):
+    """docs/extending.md's whole path, short of the smoke reference's from-scratch run: the
+    task added by its steps, then `python tools/regenerate.py`; the tests that hold the files a
+    task changes (every tier's golden plan, config/README.md's keys, docs/rules.md and README's
+    verdicts) pass in the copy, where before the command the smoke plan's fails."""
+    root = tmp_path / "project"
+    _copy_project(root)
+    _add_toy_task(root)
+    env = {**os.environ, "PYTHONPATH": str(root / "src")}
+    held = ["tests/test_plan.py::test_a_dry_run_plans_the_golden_jobs",
+            "tests/test_config.py::test_config_readme_lists_every_key_of_the_schema",
+            "tests/test_docs.py::test_readme_verdicts_are_the_reference_judged_by_todays_rules"]
+    pytest_cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *held]
+    before = subprocess.run(pytest_cmd, cwd=root, env=env, capture_output=True, text=True)
+    assert before.returncode != 0 and "test_a_dry_run_plans_the_golden_jobs[smoke]" in (
+        before.stdout), before.stdout[-2000:]
+    subprocess.run([sys.executable, "tools/regenerate.py"], cwd=root, env=env, check=True,
+                   capture_output=True)  # fmt: skip
+    after = subprocess.run(pytest_cmd, cwd=root, env=env, capture_output=True, text=True)
+    assert after.returncode == 0, after.stdout[-3000:]
+    assert NAME in (root / "tests" / "golden" / "plans" / "smoke.json").read_text()
+    assert f"`{NAME}." in (root / "config" / "README.md").read_text()
 
 
 @pytest.mark.slow
@@ -256,8 +282,9 @@ def test_a_settings_path_is_the_files_docs_name(key):
 
     path = SETTING_PATHS[key]
     doc = (ROOT / "docs" / "extending.md").read_text()
-    row = next(line for line in doc.splitlines() if f"<!-- path:{key} -->" in line)
-    assert int(re.search(rf"<!-- path:{key} -->(\d+)<!-- /path -->", row)[1]) == len(path)
+    rows = [line for line in doc.splitlines() if line.startswith("| ")]
+    row = next(r for r in rows if re.search(rf"[`.]{key}`", r.split("|")[1]))
+    assert int(row.split("|")[2]) == len(path)
     assert re.findall(r"`((?:config|src|workflow)/[^`]+)`", row.split("| ")[-1])[: len(path)] == (
         path)
     assert len(path) <= PATH_LIMITS[key]

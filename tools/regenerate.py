@@ -1,0 +1,79 @@
+"""Rewrite every file the tests hold to the code, after a change meant to change them (a new
+task, scheme, figure, claim or config key: docs/extending.md):
+
+    python tools/regenerate.py                     # the fast ones (about a minute)
+    python tools/regenerate.py --smoke-reference   # and reference/smoke/, from a smoke run
+
+- config/README.md's table of keys (`python -m lengen.config.keys`);
+- docs/rules.md's table of rules (`python -m lengen.report.rules`);
+- README.md's verdict block (tools/readme_verdicts.py);
+- tests/golden/plans/<tier>.json, every tier's planned jobs (tools/planned_jobs.py, on a
+  simulated machine of 8 GPUs, as the test plans them);
+- with --smoke-reference: reference/smoke/, the smoke tier run from scratch and refreshed
+  (lengen.report.refresh: commit first, the reference names its commit).
+
+Read the diff before committing: each file changes only where what runs changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GPUS = ",".join(map(str, range(8)))  # the golden plans' machine (tests/test_plan.py)
+
+
+def run(*cmd: str, **env: str) -> str:
+    """A command in the project root; its stdout (its stderr passes through)."""
+    proc = subprocess.run(cmd, cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.PIPE,
+                          text=True, check=True)  # fmt: skip
+    return proc.stdout
+
+
+def replace_table(path: Path, header: str, table: str) -> None:
+    """Replace the markdown table that starts at `header` in `path` by `table`."""
+    text = path.read_text()
+    start = text.index(header)
+    end = re.compile(r"\n(?!\|)").search(text, start)
+    text = text[:start] + table.strip() + (text[end.start():] if end else "\n")
+    path.write_text(text)
+
+
+def replace_block(path: Path, begin: str, end: str, body: str) -> None:
+    """Replace what lies between the lines starting `begin` and `end` in `path` by `body`."""
+    text = path.read_text()
+    i = text.index(begin)
+    i = text.index("\n", i) + 1
+    j = text.index(end, i)
+    path.write_text(text[:i] + body.strip() + "\n" + text[j:])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--smoke-reference", action="store_true",
+                        help="also run the smoke tier from scratch and refresh reference/smoke/")
+    args = parser.parse_args(argv)
+    py = sys.executable
+    replace_table(ROOT / "config" / "README.md", "| key | type |",
+                  run(py, "-m", "lengen.config.keys"))  # fmt: skip
+    replace_block(ROOT / "docs" / "rules.md", "<!-- rules: begin", "<!-- rules: end -->",
+                  run(py, "-m", "lengen.report.rules"))  # fmt: skip
+    run(py, "tools/readme_verdicts.py", "--write")
+    run(py, "tools/planned_jobs.py", "--write", LENGEN_GPUS=GPUS)
+    if args.smoke_reference:
+        shutil.rmtree(ROOT / "results" / "smoke", ignore_errors=True)
+        shutil.rmtree(ROOT / "reports" / "smoke", ignore_errors=True)
+        run(py, "-m", "snakemake", "--cores", "all", "--configfile", "config/smoke.yaml")
+        run(py, "-m", "lengen.report.refresh", "--configfile", "config/smoke.yaml")
+    print("rewritten: config/README.md, docs/rules.md, README.md's verdicts, tests/golden/plans/"
+          + (", reference/smoke/" if args.smoke_reference else ""))
+
+
+if __name__ == "__main__":
+    main()
