@@ -208,26 +208,6 @@ def test_the_reference_run_sums_its_sittings(tmp_path):
     assert "2 sittings, 2.25 h; jobs done: 6/12" in done.stdout
 
 
-def test_the_theory_table_in_the_docs_is_the_references():
-    """docs/experiments.md's table of the theory's cases (minimisers, worst minimiser's test risk
-    at each Lbar) reads what reference/default/theory_table.csv holds, to its 3 decimals."""
-
-    import pandas as pd
-
-    table = pd.read_csv(ROOT / "reference" / "default" / "theory_table.csv")
-    doc = (ROOT / "docs" / "experiments.md").read_text()
-    cases = {"C.3(a)": "a", "C.3(b)": "b", "C.3(c)": "c", "C.3(c')": "c'", "C.3(d)": "d",
-             "coupling, plain windowed class": "coupling: plain",
-             "coupling, PC[H_attn]": "coupling: PC"}  # fmt: skip
-    for label, case in cases.items():
-        row = re.search(rf"^\| {re.escape(label)} \| [^|]* \| (\d+)[^|]* \| ([^|(]*)", doc, re.M)
-        assert row, label
-        mine = table[table.case == case].sort_values("Lbar")
-        assert int(row[1]) == mine.n_minimizers.iloc[0], label
-        shown = [float(x) for x in row[2].split("/")]
-        assert shown == [round(float(v), 3) for v in mine.test_risk_worst], label
-
-
 def test_the_fault_drill_table_names_tests_that_exist():
     """docs/testing.md's table of fault drills names each drill's test as file::name; every one
     is a test function of that file."""
