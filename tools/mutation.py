@@ -28,6 +28,7 @@ Start a new score with `--fresh` (deletes mutants/).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import fnmatch
 import functools
@@ -242,7 +243,12 @@ def run_mutmut(names: list[str], children: int) -> bool:
 
     previous = signal.signal(signal.SIGTERM, stop)
     try:
-        if proc.wait() != 0:
+        # a signal can reach another thread than the main one, whose blocking wait it then does
+        # not interrupt: wait in short slices, so that the handler runs within one
+        while proc.poll() is None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=0.5)
+        if proc.returncode != 0:
             raise subprocess.CalledProcessError(proc.returncode, "mutmut run")
         return False
     except KeyboardInterrupt:
