@@ -235,8 +235,11 @@ def run_mutmut(names: list[str], children: int) -> bool:
     scheduler or `kill` sends it), so that the sitting is still logged (mutmut has saved each
     mutant it finished) and the shard resumes where it stopped."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    def default_sigint():  # started by `nohup ... &`, this script ignores SIGINT, and so would
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # mutmut, which the stop below interrupts
+
     proc = subprocess.Popen(["mutmut", "run", "--max-children", str(children), *names], cwd=ROOT,
-                            env=env, start_new_session=True)  # fmt: skip
+                            env=env, start_new_session=True, preexec_fn=default_sigint)  # fmt: skip
 
     def stop(signum, frame):
         raise KeyboardInterrupt(signal.Signals(signum).name)
