@@ -19,10 +19,10 @@ import sys
 from pathlib import Path
 
 JOBS = ("lengen.train.train", "lengen.train.group", "lengen.analysis.evaluate",
-        "lengen.analysis.perplexity", "lengen.analysis.influence", "lengen.analysis.attention",
-        "lengen.analysis.theory_cases", "lengen.data.corpus", "lengen.data.tokens",
-        "lengen.report.figures", "lengen.report.report", "lengen.train.tracking",
-        "lengen.core.gpus")  # fmt: skip
+        "lengen.analysis.tables", "lengen.analysis.perplexity", "lengen.analysis.influence",
+        "lengen.analysis.attention", "lengen.analysis.theory_cases", "lengen.data.corpus",
+        "lengen.data.tokens", "lengen.report.figures", "lengen.report.report",
+        "lengen.train.tracking", "lengen.core.gpus")  # fmt: skip
 HEAVY = ("torch", "mlflow", "deepspeed", "transformers", "matplotlib", "seaborn", "pandas")
 PROBE = """
 import importlib, sys, time

@@ -10,8 +10,8 @@ import pytest
 MODULES = [
     "lengen.config.cluster", "lengen.report.refresh", "lengen.report.report",
     "lengen.report.figures", "lengen.train.train", "lengen.data.tokens", "lengen.data.corpus",
-    "lengen.analysis.evaluate", "lengen.analysis.attention", "lengen.analysis.theory_cases",
-    "lengen.analysis.influence", "lengen.analysis.perplexity",
+    "lengen.analysis.evaluate", "lengen.analysis.tables", "lengen.analysis.attention",
+    "lengen.analysis.theory_cases", "lengen.analysis.influence", "lengen.analysis.perplexity",
 ]  # fmt: skip
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
-from lengen.analysis.evaluate import TableError
+from lengen.analysis.tables import TableError, read_eval_table
 from lengen.core.provenance import config_hash
 from lengen.model.model import GPTNeoX, ModelConfig
 from lengen.tasks import parse_spec
@@ -102,7 +102,7 @@ def test_sparse_parity_evaluate_known_answers(tmp_path, monkeypatch):
         assert (table.n == 10).all() and (table.k_train == 3).all() and (table.seed == 7).all()
         assert set(table.variant) == {"neox"} and set(table.run) == {"r"}
         assert set(table.steps_run) == {40} and set(table.stop_reason) == {"early stop"}
-        written = ev.read_eval_table(tmp_path / "eval.csv")
+        written = read_eval_table(tmp_path / "eval.csv")
         assert written.accuracy.tolist() == table.accuracy.tolist()
     # beside a model with an MLflow run, the accuracies go to that run (the spec's store)
     calls = []
@@ -172,7 +172,7 @@ def test_generation_evaluate_known_answers(tmp_path, monkeypatch):
 
 
 def test_combine_sorts_by_setting_seed_length(tmp_path):
-    from lengen.analysis.evaluate import combine
+    from lengen.analysis.tables import combine
 
     paths = []
     for variant, jump, seed in (("ppc", 2, 1), ("absolute", 1, 0), ("ppc", 1, 1), ("ppc", 1, 0)):
@@ -250,7 +250,7 @@ def test_check_lengths_holds_each_variant_to_its_grid(tmp_path):
     """A table is held to the grid the config asks for, variant by variant: the same lengths pass;
     a missing or an extra length, or a variant the config does not score, is a TableError
     naming the file, the lengths and the fix; a table without variants is held to ''."""
-    from lengen.analysis.evaluate import check_lengths
+    from lengen.analysis.tables import check_lengths
 
     path = tmp_path / "eval.csv"
     table = pd.DataFrame({"variant": ["a", "a", "b"], "length": [10, 20, 10]})
@@ -284,7 +284,7 @@ def test_read_eval_table_names_each_defect_and_its_column(tmp_path):
     and non-integral values name every such key column (the last one, `n`, too); an accuracy
     outside [0, 1] names 'accuracy'; integral floats come back int64; with `lengths`, the grid
     is checked naming the file and its fix."""
-    from lengen.analysis.evaluate import read_eval_table
+    from lengen.analysis.tables import read_eval_table
 
     path = tmp_path / "eval.csv"
     fix = f"delete {path} and rerun its eval rule"
@@ -319,7 +319,7 @@ def test_combine_checks_the_grid_per_variant_and_writes_where_asked(tmp_path):
     the one with fewer test points is named, whichever comes first (grids that do not nest
     included); tables without a variant column and a single row combine; the output folder is
     made, however deep."""
-    from lengen.analysis.evaluate import combine
+    from lengen.analysis.tables import combine
 
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     _sp_rows().to_csv(a, index=False)
@@ -399,7 +399,7 @@ def test_a_model_file_copied_from_another_run_is_refused(tmp_path, smoke_config)
 def test_a_table_refuses_another_folders_run_and_a_run_twice(tmp_path):
     """combine(): an eval.csv whose rows name another run than its folder (an evaluation of a
     copied model file) or a run another table holds is refused, naming the file and both runs."""
-    from lengen.analysis.evaluate import check_runs
+    from lengen.analysis.tables import check_runs
 
     def table(run):
         return pd.DataFrame({"run": [run, run], "length": [10, 20]})

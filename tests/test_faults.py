@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
-from lengen.analysis.evaluate import TableError, combine, read_eval_table
+from lengen.analysis.tables import TableError, combine, read_eval_table
 from lengen.data.tokens import DTYPE, TokenFileError, load_tokens
 from lengen.model.modelfile import ModelFileError, load_model
 from lengen.tasks import parse_spec
@@ -263,7 +263,7 @@ def test_spec_change_names_what_differs():
 def test_a_figure_from_a_cut_eval_table_fails_naming_it(tmp_path):
     """Issue 47: the figure rule read eval.csv with a bare read_csv and drew Fig. 1 from a file
     cut mid-line; it now reads it as the table rule does, and stops naming the file."""
-    from lengen.analysis.evaluate import TableError
+    from lengen.analysis.tables import TableError
     from lengen.report import figures
 
     good = pd.DataFrame({"experiment": "sparse_parity", "variant": "neox", "k_train": 2,

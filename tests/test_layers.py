@@ -58,6 +58,30 @@ def test_validating_a_config_imports_neither_torch_nor_mlflow():
     assert json.loads(out.stdout) == []
 
 
+def test_the_test_set_and_table_jobs_import_neither_torch_nor_mlflow(tmp_path):
+    """The jobs of lengen.analysis.tables run as the rules run them: sparse parity's test set
+    written, a table joined; neither loads a model library (about 6 s a job before they were
+    split from the scoring: benchmarks/measured/2026-12-02-cpu/)."""
+    table = tmp_path / "sp.csv"
+    table.write_text((ROOT / "reference" / "smoke" / "sparse_parity_accuracy.csv").read_text())
+    code = (
+        "import json, sys\n"
+        "from lengen.analysis import tables\n"
+        "tables.main(['testset', '--experiment', 'sparse_parity', '--eval', json.dumps("
+        "{'lengths': [8, 16], 'k_test': [1, 2], 'n_examples': 4}), '--n', '20', '--seed', '0',"
+        f" '--out', {str(tmp_path / 'test.npz')!r}])\n"
+        f"tables.main(['combine', '--tables', {str(table)!r}, '--out', "
+        f"{str(tmp_path / 'all.csv')!r}])\n"
+        "print(json.dumps(sorted(m for m in ('torch', 'mlflow', 'deepspeed', 'transformers')"
+        " if m in sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == []
+    assert (tmp_path / "test.npz").stat().st_size > 0
+    assert (tmp_path / "all.csv").read_text() == table.read_text()
+
+
 def test_a_module_no_job_imports_says_why_it_stays():
     """Issue 62: every module of the package is run by a job (a rule's `python -m`, in any
     tier's planned jobs: tests/golden/plans), imported by the workflow itself (the Snakefile and

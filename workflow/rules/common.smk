@@ -228,7 +228,7 @@ def out_dir(wildcards, output):
 
 def eval_lengths(exp):
     """JSON {variant: the eval lengths its models are scored at}: the grid the table rules check
-    every per-model table against (lengen.analysis.evaluate.read_eval_table)."""
+    every per-model table against (lengen.analysis.tables.read_eval_table)."""
     return figure_jobs.eval_lengths(config, exp)
 
 

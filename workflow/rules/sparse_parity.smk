@@ -31,7 +31,7 @@ rule sparse_parity_testset:
         **job_resources("small"),
     params:
         # reruns when the code it runs changes (its own task's, not the others')
-        code=code_hash("lengen.analysis.evaluate", task="sparse_parity"),
+        code=code_hash("lengen.analysis.tables", task="sparse_parity"),
         # Only what the draw depends on: changing eval.batch_size keeps the test set.
         eval=lambda w: to_json(
             {key: SP["eval"][key] for key in ("lengths", "k_test", "n_examples")}
@@ -39,7 +39,7 @@ rule sparse_parity_testset:
         n=SP["n"],
         seed=config["seed"],
     shell:
-        "python -m lengen.analysis.evaluate testset --experiment sparse_parity --eval {params.eval:q}"
+        "python -m lengen.analysis.tables testset --experiment sparse_parity --eval {params.eval:q}"
         " --n {params.n} --seed {params.seed} --out {output:q} > {log:q} 2>&1"
 
 
@@ -129,8 +129,8 @@ rule sparse_parity_schemes_table:
         **job_resources("small"),
     params:
         # reruns when the code it runs changes (its own task's, not the others')
-        code=code_hash("lengen.analysis.evaluate", task="sparse_parity"),
+        code=code_hash("lengen.analysis.tables", task="sparse_parity"),
         lengths=eval_lengths("sparse_parity"),  # the grid every table is checked against
     shell:
-        "python -m lengen.analysis.evaluate combine --tables {input:q} --lengths {params.lengths:q}"
+        "python -m lengen.analysis.tables combine --tables {input:q} --lengths {params.lengths:q}"
         " --out {output:q} > {log:q} 2>&1"

@@ -98,8 +98,8 @@ rule synthetic_table:
         **job_resources("small"),
     params:
         # reruns when the code it runs changes (its own task's, not the others')
-        code=lambda w: code_hash("lengen.analysis.evaluate", task=w.experiment),
+        code=lambda w: code_hash("lengen.analysis.tables", task=w.experiment),
         lengths=lambda w: eval_lengths(w.experiment),  # the grid every table is checked against
     shell:
-        "python -m lengen.analysis.evaluate combine --tables {input:q} --lengths {params.lengths:q}"
+        "python -m lengen.analysis.tables combine --tables {input:q} --lengths {params.lengths:q}"
         " --out {output:q} > {log:q} 2>&1"

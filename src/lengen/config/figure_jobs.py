@@ -58,7 +58,7 @@ def results(cfg: dict, *parts) -> str:
 
 def eval_lengths(cfg: dict, exp: str) -> str:
     """JSON {variant: the eval lengths its models are scored at}: the grid the table and figure
-    jobs check every per-model table against (lengen.analysis.evaluate.read_eval_table)."""
+    jobs check every per-model table against (lengen.analysis.tables.read_eval_table)."""
     section, variants = cfg[exp], plan.variants(cfg, exp)
     if exp == plan.SPARSE_PARITY:  # one stored test set for every model, scheme models' too
         return to_json({v: section["eval"]["lengths"] for v in variants})

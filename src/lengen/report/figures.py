@@ -673,7 +673,7 @@ def main(argv: list[str] | None = None) -> None:
     KINDS, an artifacts.Figure's kind)."""
     import pandas as pd
 
-    from lengen.analysis.evaluate import read_eval_table
+    from lengen.analysis.tables import read_eval_table
     from lengen.core import provenance
 
     args = cli_parser().parse_args(argv)

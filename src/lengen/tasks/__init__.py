@@ -29,9 +29,9 @@ Tasks scored by greedy generation over test lengths, one model per (variant, set
 - `config_checks(name, section)`: as every task, after the checks all such tasks share;
 - `heldout_example(spec, rng)` (optional): early stopping's held-out batch at test-time IDs.
 
-`lengen.analysis.evaluate`, the config checks, the CLI, the report and the workflow rules
-dispatch through `get` and `generation_tasks`; job specs are parsed by `parse_spec` and built by
-each task (`generation_spec` for the generation-scored ones).
+`lengen.analysis.evaluate` and `.tables`, the config checks, the CLI, the report and the
+workflow rules dispatch through `get` and `generation_tasks`; job specs are parsed by
+`parse_spec` and built by each task (`generation_spec` for the generation-scored ones).
 """
 
 from __future__ import annotations
