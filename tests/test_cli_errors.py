@@ -40,8 +40,8 @@ def cases(tmp: str) -> list[tuple[str, list[str], str]]:
         ("lengen.analysis.evaluate", ["run", "--model", f"{m}.pt", "--testset", f"{m}.npz",
                                       "--batch-size", "4", "--out", f"{tmp}/e.csv"],
          f"ModelFileError: {m}.pt: missing"),
-        ("lengen.analysis.evaluate", ["combine", "--tables", f"{m}.csv", "--out",
-                                      f"{tmp}/e.csv"], f"{m}.csv: missing"),
+        ("lengen.analysis.tables", ["combine", "--tables", f"{m}.csv", "--out",
+                                    f"{tmp}/e.csv"], f"{m}.csv: missing"),
         ("lengen.analysis.attention", ["--model", f"{m}.pt", "--out", f"{tmp}/a.csv"],
          f"{m}.pt: missing"),
         ("lengen.analysis.influence", ["--short", f"{m}.pt", "--long", f"{m}.pt", "--tokens",
@@ -101,3 +101,19 @@ def test_every_tool_with_a_main_is_driven_here():
             rel = path.relative_to(ROOT / "src").with_suffix("")
             tools.add(".".join(rel.parts))
     assert tools - {"lengen.core.floats"} <= set(TOOLS) | {"lengen.train.tracking"}, tools
+
+
+def test_a_tool_exits_without_the_collectors_passes_once_registered(monkeypatch):
+    """Every tool's exit skips the garbage collector's passes over what its libraries left
+    (gc.freeze at exit: 1-2 s a job that imported torch, MLflow and DeepSpeed,
+    benchmarks/job_phases.py): registered once, however many tools one process runs."""
+    import gc
+
+    from lengen.core import cli
+
+    registered = []
+    monkeypatch.setattr(cli.atexit, "register", registered.append)
+    monkeypatch.setattr(cli.quick_exit, "registered", False, raising=False)
+    tool = cli.one_line_errors(lambda x: x + 1)
+    assert tool(1) == 2 and tool(2) == 3
+    assert registered == [gc.freeze]
