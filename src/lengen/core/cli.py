@@ -72,15 +72,14 @@ def known(err: BaseException) -> KnownError | None:
     return next((k for fn in _RECOGNISERS if (k := fn(err)) is not None), None)
 
 
+@functools.cache  # once per process, however many tools it runs
 def quick_exit() -> None:
     """From now on, the process's exit skips the garbage collector's passes over the objects
     alive at exit (gc.freeze, the last thing before the interpreter tears its modules down; it
     still frees what reference counting frees, so every file is closed and flushed as before).
     A job that imported torch, MLflow and DeepSpeed spent 1-2 s in those passes after its work
-    was done (benchmarks/job_phases.py). Once per process, however many tools it runs."""
-    if not getattr(quick_exit, "registered", False):
-        atexit.register(gc.freeze)  # atexit runs last-registered first, after every thread ended
-        quick_exit.registered = True
+    was done (benchmarks/job_phases.py)."""
+    atexit.register(gc.freeze)  # atexit runs last-registered first, after every thread ended
 
 
 def one_line_errors(main):
