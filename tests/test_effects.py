@@ -17,35 +17,125 @@ def runs(accuracies, n: int = 192, lengths=(60, 80)) -> pd.DataFrame:
                          for s, a in enumerate(accuracies) for length in lengths])  # fmt: skip
 
 
-def test_each_run_is_judged_and_the_row_needs_every_run():
-    """A row is decided on its runs: reproduced when every run passes in every cell, not
-    reproduced when none does, mixed (k of n) otherwise; a run passes only if it clears the
-    threshold in every effect it appears in; fewer than 3 runs in an arm: underpowered."""
-    agree = effects.gap(runs([0.95, 0.96, 0.94]), runs([0.20, 0.22, 0.18]), "ppc minus ablation")
-    assert agree.runs == (3, 3) and agree.powered
-    assert agree.estimate == pytest.approx(0.75, abs=5e-3)  # accuracy x 192, rounded per run
-    assert [round(v, 2) for _, v in agree.per_run] == [0.75, 0.74, 0.76]
+def test_each_run_is_judged_and_the_row_needs_every_group_to_usually_pass():
+    """A row is decided on its runs: reproduced when every group's runs pass often enough to
+    show a pass rate above 1/2 (5 of 5), not reproduced when the runs are shown to pass less,
+    mixed (k of n) otherwise; a run passes only if no cell shows it below the threshold; fewer
+    than 5 runs in an arm: underpowered."""
+    agree = effects.gap(runs([0.95, 0.96, 0.94, 0.97, 0.95]), runs([0.2, 0.22, 0.18, 0.2, 0.1]),
+                        "ppc minus ablation")  # fmt: skip
+    assert agree.runs == (5, 5) and agree.powered
+    assert agree.estimate == pytest.approx(0.774, abs=5e-3)  # accuracy x 192, rounded per run
+    assert [round(v, 2) for _, v in agree.per_run] == [0.75, 0.74, 0.76, 0.77, 0.85]
     assert effects.judge_runs(effects.run_outcomes([agree], 0.3), True) == "reproduced"
     assert effects.judge_runs(effects.run_outcomes([agree], 0.9), True) == "not reproduced"
     # the seed probes' pattern: runs that generalize or fail give a mixed row, whatever the mean
-    disagree = effects.level(runs([0.91, 0.31, 0.83]), "three runs")
+    disagree = effects.level(runs([0.91, 0.31, 0.83, 0.95, 0.2]), "five runs")
     outcomes = effects.run_outcomes([disagree], 0.5)
-    assert [o.passed for o in outcomes] == [True, False, True]
-    assert effects.judge_runs(outcomes, True) == "mixed (2 of 3 runs)"
+    assert [o.passed for o in outcomes] == [True, False, True, True, False]
+    assert effects.judge_runs(outcomes, True) == "mixed (3 of 5 runs)"
     assert effects.leaning(outcomes) == ""
-    # a run must pass in every cell: seed 1 fails at one length only
-    at_60 = effects.level(runs([0.95, 0.95, 0.95], lengths=(60,)), "2l = 60", "model")
-    at_80 = effects.level(runs([0.95, 0.5, 0.95], lengths=(80,)), "2l = 80", "model")
+    # 4 of 5 passing cannot show "usually" (P(>= 4 of 5 | 1/2) = 0.19): mixed, not reproduced
+    four = effects.run_outcomes([effects.level(runs([0.95] * 4 + [0.2]), "four")], 0.9)
+    assert effects.judge_runs(four, True) == "mixed (4 of 5 runs)"
+    # a run must pass in every cell: seed 1 is shown below the threshold at one length only
+    at_60 = effects.level(runs([0.95] * 5, lengths=(60,)), "2l = 60", "model")
+    at_80 = effects.level(runs([0.95, 0.5, 0.95, 0.95, 0.95], lengths=(80,)), "2l = 80", "model")
     both = effects.run_outcomes([at_60, at_80], 0.9)
-    assert [(o.run, o.passed) for o in both] == [("0", True), ("1", False), ("2", True)]
+    assert [(o.run, o.passed) for o in both][:3] == [("0", True), ("1", False), ("2", True)]
     assert both[1].value == pytest.approx(0.5, abs=1e-2)  # its worst cell
-    two = effects.level(runs([0.99, 0.98]), "two runs")
-    assert effects.judge_runs(effects.run_outcomes([two], 0.5), two.powered) == (
+    three = effects.level(runs([0.99, 0.98, 0.99]), "three runs")
+    assert not three.powered
+    assert effects.judge_runs(effects.run_outcomes([three], 0.5), three.powered) == (
         effects.UNDERPOWERED)
-    assert effects.leaning(effects.run_outcomes([two], 0.5)) == "for"
-    assert effects.leaning(effects.run_outcomes([two], 0.999)) == "against"
-    gap = effects.gap(runs([1.0, 1.0, 1.0]), runs([0.1, 0.1]), "3 vs 2 runs")
-    assert gap.runs == (3, 2) and not gap.powered and len(gap.per_run) == 2
+    assert effects.leaning(effects.run_outcomes([three], 0.5)) == "for"
+    assert effects.leaning(effects.run_outcomes([three], 0.9999)) == "against"
+    gap = effects.gap(runs([1.0] * 5), runs([0.1] * 4), "5 vs 4 runs")
+    assert gap.runs == (5, 4) and not gap.powered and len(gap.per_run) == 4
+
+
+def test_a_run_truly_at_the_threshold_fails_from_sampling_alone_at_most_5_percent():
+    """A run's pass accounts for its test-set noise: drawn at its true accuracy in every one of
+    up to 30 cells of 192-512 examples (a level) or at a true gap exactly at the threshold (two
+    cells of one run, or two models), it fails in <= 5% of redraws; the earlier rule (its
+    observed worst cell) failed such a run most of the time. A run far below still fails."""
+    rng = np.random.default_rng(3)
+    trials = 400
+    for truth, threshold, cells, n in ((0.92, 0.9, 30, 192), (0.9, 0.9, 30, 192),
+                                       (0.9, 0.9, 1, 512), (1.0, 0.9, 30, 192),
+                                       (0.32, 0.3, 12, 192)):  # fmt: skip
+        right = rng.binomial(n, truth, size=(trials, cells))
+        failed = observed_failed = 0
+        for row in right:
+            found = [effects.Effect(f"c{i}", 0, 0, 0, (1,), (0,), (("r", k / n),), "g",
+                                    ((float(k), float(n)),)) for i, k in enumerate(row)]
+            (o,) = effects.run_outcomes(found, threshold)
+            failed += not o.passed
+            observed_failed += not o.observed
+        assert failed / trials <= 0.05, (truth, cells, n)
+        if cells == 30 and truth == 0.92:
+            assert observed_failed / trials > 0.5  # the rule of EARLIER: 76% in the issue
+    for true_a, true_b, threshold, n in ((0.95, 0.65, 0.3, 192), (1.0, 0.7, 0.3, 256),
+                                         (0.55, 0.5, 0.05, 512), (0.3, 0.0, 0.3, 192)):
+        ka, kb = rng.binomial(n, true_a, trials), rng.binomial(n, true_b, trials)
+        failed = sum(effects.run_upper((a, n, b, n), effects.ALPHA) < threshold
+                     for a, b in zip(ka, kb, strict=True))  # fmt: skip
+        assert failed / trials <= 0.05, (true_a, true_b)
+    far = effects.level(runs([0.6] * 5, n=192), "far below")
+    assert not any(o.passed for o in effects.run_outcomes([far], 0.9))
+
+
+@pytest.mark.parametrize("sizes", [(5,), (5, 5), (5, 5, 5), (6, 6, 6), (5, 5, 5, 5), (8, 3)])
+def test_the_rows_error_rates_are_exact_and_at_most_5_percent_at_a_coin_flip(sizes):
+    """error_rates is exact (a simulation of the verdicts agrees) and symmetric at the line it
+    draws: a recipe whose runs pass half the time reads reproduced <= 5% and not reproduced
+    <= 5% of the time, for any group count; the earlier rule read a coin flip not reproduced
+    33% of the time on a 3-group row of 3 runs."""
+    rng = np.random.default_rng(sum(sizes))
+    rates = effects.error_rates(sizes)
+    for p, (rep, refuted) in rates.items():
+        k = rng.binomial(sizes, p, size=(4000, len(sizes)))
+        found = [effects.group_verdict(list(zip(row, sizes, strict=True))) for row in k]
+        assert np.mean([v == "reproduced" for v in found]) == pytest.approx(rep, abs=0.025)
+        assert np.mean([v == "not reproduced" for v in found]) == pytest.approx(refuted, abs=0.025)
+    assert rates[0.5][0] <= effects.ALPHA and rates[0.5][1] <= effects.ALPHA
+    # monotone: the rates that matter are largest at the line (pass rate 1/2) itself
+    assert effects.error_rates(sizes, (0.3,))[0.3][0] <= rates[0.5][0]
+    assert effects.error_rates(sizes, (0.7,))[0.7][1] <= rates[0.5][1]
+    assert effects.error_rates((3, 3, 3), earlier=True)[0.5][1] == pytest.approx(0.33, abs=0.005)
+
+
+def test_arms_are_compared_by_boschloo_on_their_generalize_counts():
+    """A sentence comparing arms: Boschloo's one-sided exact test on each arm's runs that
+    generalize; 5 of 5 against 0 of 5 is significant; worse arms shown to generalize more often
+    than not, one of them as often as its better arm, refute the sentence (one such arm of two
+    at 5 runs is not shown: 1/32 > 0.05 / 4); the exact error rates agree with a simulation,
+    and a worse arm as good as the better reads reproduced <= 5%."""
+    assert effects.boschloo((5, 5), (0, 5)) == pytest.approx(0.000977, abs=1e-5)
+    assert effects.boschloo((3, 3), (0, 3)) == pytest.approx(0.0156, abs=1e-3)
+    assert effects.boschloo((0, 5), (5, 5)) == 1.0
+    test = lambda b, w: effects.ArmTest("c", "c", b, w, effects.boschloo(b, w))  # noqa: E731
+    assert effects.judge_arms([test((5, 5), (0, 5)), test((5, 5), (1, 5))], True) == "reproduced"
+    assert effects.judge_arms([test((5, 5), (4, 5)), test((5, 5), (5, 5))], True) == (
+        "not reproduced")
+    assert effects.judge_arms([test((5, 5), (0, 5)), test((5, 5), (5, 5))], True) == (
+        effects.MIXED)
+    assert effects.judge_arms([test((5, 5), (5, 5))], True) == "not reproduced"
+    assert effects.judge_arms([test((5, 5), (3, 5))], True) == effects.MIXED
+    assert effects.judge_arms([test((3, 3), (0, 3))], True) == effects.UNDERPOWERED
+    assert effects.arm_leaning([test((3, 3), (0, 3))]) == "for"
+    sizes = ((5, 5), (5, 5))
+    rates = effects.arm_error_rates(sizes)
+    rng = np.random.default_rng(8)
+    for (pb, pw), (rep, refuted) in rates.items():
+        k = rng.binomial([5, 5, 5, 5], [pb, pw, pb, pw], size=(1500, 4))
+        found = [effects.arm_verdict([test((a, 5), (b, 5)), test((c, 5), (d, 5))])
+                 for a, b, c, d in k]  # fmt: skip
+        assert np.mean([v == "reproduced" for v in found]) == pytest.approx(rep, abs=0.03)
+        assert np.mean([v == "not reproduced" for v in found]) == pytest.approx(refuted, abs=0.03)
+    for p in (0.1, 0.5, 0.9):  # no difference between the arms: Boschloo's level holds
+        assert effects.arm_error_rates(((5, 5),), ((p, p),))[(p, p)][0] <= effects.ALPHA
+    assert rates[(0.9, 0.1)][1] <= effects.ALPHA  # a real harm is not refuted
 
 
 def test_gaps_pair_runs_with_themselves_within_a_model_and_by_seed_across_models():

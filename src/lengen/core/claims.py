@@ -30,8 +30,40 @@ class RunOutcome:
 
     run: str
     value: float
-    passed: bool
+    passed: bool  # not shown below the threshold in any cell, its test-set noise accounted for
     group: str = ""  # the model group the sentence quantifies over (e.g. "K_train 8")
+    observed: bool | None = None  # its worst observed value clears the threshold (the old rule)
+
+
+@dataclass(frozen=True)
+class GroupShare:
+    """One model group's runs that pass, and the exact 95% interval on its share."""
+
+    group: str
+    passed: int
+    runs: int
+    low: float
+    high: float
+
+    def __str__(self) -> str:
+        return f"{self.passed} of {self.runs} pass [{self.low:.2f}-{self.high:.2f}]"
+
+
+@dataclass(frozen=True)
+class ArmTest:
+    """A comparison of two arms on their runs' generalize / fail counts: the arm the paper says
+    generalizes better, the worse one, each (runs that generalize, runs), and Boschloo's one-
+    sided p (lengen.report.effects.judge_arms)."""
+
+    name: str
+    group: str
+    better: tuple[int, int]
+    worse: tuple[int, int]
+    p: float
+
+    def __str__(self) -> str:
+        return (f"{self.name}: {self.better[0]} of {self.better[1]} vs {self.worse[0]} of "
+                f"{self.worse[1]} runs generalize, Boschloo p = {self.p:.3g}")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -47,6 +79,11 @@ class Measured:
     more: str = ""  # what more evidence would decide it (lengen.report.effects.more_evidence)
     # each run's outcome, when the row is judged on its runs (lengen.report.effects.judge_runs)
     outcomes: tuple[RunOutcome, ...] = ()
+    # each model group's share of runs that pass, with its exact interval
+    groups: tuple[GroupShare, ...] = ()
+    # a sentence comparing arms: each comparison's generalize / fail counts and Boschloo's p
+    # (lengen.report.effects.judge_arms decides the row on them; `outcomes` are shown beside)
+    arms: tuple[ArmTest, ...] = ()
     # why the measured row is shown but not counted, when that depends on the data (e.g. a
     # claim beyond the paper whose test cannot discriminate); "" : as its claim says
     uncounted: str = ""
@@ -63,17 +100,19 @@ class Measured:
         )
 
     def runs_text(self) -> str:
-        """The runs' outcomes in brief: "2 of 3 runs pass (exact 95% CI on the share
-        0.09-0.99); runs: depth 2: 0.91, 0.88, 0.31" (each run's worst value, by group)."""
+        """The runs' outcomes in brief, per group: "2 of 3 runs pass; depth 2: 2 of 3 pass
+        [0.09-0.99]: 0.91, 0.88, 0.31x" (each run's worst value, x where it fails; the exact
+        95% interval on each group's share, never pooled over groups)."""
         k, n = sum(o.passed for o in self.outcomes), len(self.outcomes)
-        lo, hi = self.values["passing_ci_low"], self.values["passing_ci_high"]
-        groups: dict[str, list[str]] = {}
+        values: dict[str, list[str]] = {}
         for o in self.outcomes:
-            groups.setdefault(o.group, []).append(f"{o.value:.2f}")
-        values = "; ".join(f"{g}: {', '.join(v)}" if g else ", ".join(v)
-                           for g, v in groups.items())  # fmt: skip
-        return (f"{k} of {n} run{'s' if n != 1 else ''} pass (exact 95% CI on the share "
-                f"{lo:.2f}-{hi:.2f}); runs: {values}")  # fmt: skip
+            values.setdefault(o.group, []).append(f"{o.value:.2f}{'' if o.passed else 'x'}")
+        share = {g.group: f"{g}: " for g in self.groups}
+        text = "; ".join(f"{g + ': ' if g else ''}{share.get(g, '')}{', '.join(v)}"
+                         for g, v in values.items())  # fmt: skip
+        arms = "; ".join(map(str, self.arms))
+        return (f"{k} of {n} run{'s' if n != 1 else ''} pass (x: fails); {text}"
+                + (f"; between the arms: {arms}" if arms else ""))  # fmt: skip
 
     def __str__(self) -> str:
         """'name value [CI low, CI high]' per number (CI keys: ci_low / ci_high for `estimate`,
@@ -123,6 +162,13 @@ class Claim:
     # why the row is shown but not counted ("" : counted): a DEPARTURE sub-row, the runs of a
     # gated comparison that learned, a claim beyond the paper that cannot discriminate
     uncounted: str = ""
+    # a rule judged by `holds`: what shows the sentence false; where neither holds nor this
+    # does (an interval that straddles), the row reads "inconclusive" (None: not holding is
+    # refuting)
+    refutes: Callable[[float | Measured], bool] | None = None
+    # the rules this row was judged by before a change made after the data: (label, the
+    # earlier rule as a claim); REPORT.md prints each one's verdict beside today's
+    earlier: tuple[tuple[str, Claim], ...] = ()
 
     def __post_init__(self) -> None:
         if (self.holds is None) == (self.threshold is None):

@@ -2,20 +2,37 @@
 
 The run is the unit of evidence: whether a transformer length-generalizes is decided by its
 training run, and runs like ours either generalize or fail (one recipe's five seeds: 0.31-0.91 at
-2l = 500, one of them 0.055 at 2l = 200). So a verdict is read off the runs themselves: each run
-passes or fails the sentence's own per-run criterion (its accuracy, or its gap to the paired run
-of the compared arm, against the rule's threshold, in every cell the rule names), and the row is
-*reproduced* only when every run passes, *not reproduced* when every run fails, *mixed (k of n
-runs)* otherwise, with an exact (Clopper-Pearson) 95% interval on the share of runs that pass;
-*underpowered* with fewer than MIN_RUNS runs in a compared arm (its runs' leaning is said).
+2l = 500, one of them 0.055 at 2l = 200). So a verdict is read off the runs themselves, in three
+steps, each with its error rate stated (docs/rules.md, "How a verdict is made"):
+
+1. **A run passes or fails** the sentence's own criterion (its accuracy, or its gap to the
+   paired run of the compared arm, against the rule's threshold, in every cell the rule names),
+   with its test-set noise accounted for: it fails only where some cell is shown below the
+   threshold by an exact one-sided bound at level ALPHA / m over its m cells (run_upper), so a
+   run truly at or above the threshold everywhere fails from sampling alone with probability
+   <= ALPHA.
+2. **A group of runs** (the model group the sentence quantifies over: "K_train 8", "jump 1
+   minus 2") *usually passes* when an exact one-sided binomial test shows its pass rate above
+   USUALLY at ALPHA, and *rarely passes* when one shows it below USUALLY at ALPHA / G (G: the
+   row's groups).
+3. **The row** is *reproduced* when every group usually passes (an intersection of tests, each
+   at ALPHA: P(reproduced) <= ALPHA when some group's pass rate is USUALLY or less), *not
+   reproduced* when some group rarely passes (Bonferroni over the G groups: P(not reproduced)
+   <= ALPHA when every group's pass rate is USUALLY or more), *mixed (k of n runs)* otherwise,
+   and *underpowered* with fewer than MIN_RUNS runs in a compared arm (its runs' leaning is
+   said). error_rates gives both probabilities exactly for a row's group sizes.
+
+A sentence comparing arms ("significantly harm", "significantly worse") is judged on the runs'
+generalize / fail counts per arm (judge_arms): Boschloo's exact unconditional test of the
+difference in each comparison, beside the runs' paired gaps.
 
 Why not an interval on the run means: fitted to this data's cells (lengen.report.coverage: the
 runs drawn from each committed cell's own run outcomes, a generalize-or-fail mixture, and a
 smooth Beta spread), the t-interval on 3 run means covers the true mean as little as 0.65 of the
 time (median 0.93, over half the cells below 0.93), 0.83 at 5 runs, and no run count up to 100
 makes it hold >= 0.93 in every such model (skewed cells near 1.0 stay below). So the run mean is
-shown without an interval; the exact interval on the share of runs that pass holds >= 0.95 in
-every model (tests/test_effects.py measures both).
+shown without an interval; the exact interval on each group's share of runs that pass holds
+>= 0.95 in every model (tests/test_effects.py measures both).
 
 How the per-run values pair up: a level's runs are its rows' `run` ids (the seed without one); a
 gap between two cells of one model (k_test 4 vs 8 of the same run) pairs each run with itself; a
@@ -29,6 +46,7 @@ models (`paired`: a bootstrap over held-out chunks) and for the coverage study.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -36,12 +54,21 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from lengen.core.claims import RunOutcome
+from lengen.core.claims import ArmTest, GroupShare, RunOutcome
 
 N_RESAMPLES = 2000  # bootstrap resamples (seeded: a report is deterministic)
 SEED = 0
-MIN_RUNS = 3  # runs per compared arm below which a comparison reads "underpowered"
-ALPHA = 0.05  # two-sided 95% intervals
+# runs per compared arm below which a comparison reads "underpowered": with fewer, even runs that
+# all agree cannot show a group's pass rate above USUALLY at ALPHA (0.5^4 = 0.063 > 0.05)
+MIN_RUNS = 5
+ALPHA = 0.05  # two-sided 95% intervals; every one-sided test's level
+# a group "usually" passes when its runs' pass rate is shown above this, "rarely" when below: the
+# line between a recipe that generalizes and a coin flip (docs/rules.md)
+USUALLY = 0.5
+# the rule of 2026-12-02 (REPORT.md prints its verdict beside today's, docs/rules.md History):
+# a run passed on its observed worst value, a row was decided from 3 runs per arm
+EARLIER = "2026-12-02"
+EARLIER_MIN_RUNS = 3
 UNDERPOWERED = "underpowered"
 MIXED = "mixed"  # the verdict's word where the runs disagree: "mixed (k of n runs)"
 
@@ -62,14 +89,20 @@ def runs_of(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return per.right.to_numpy(), per.n.to_numpy()
 
 
-def run_accuracies(rows: pd.DataFrame) -> dict[str, float]:
-    """Each run's accuracy pooled over the rows' cells, by run id (the `run` column; the seed
-    without one; a single run "run" without either)."""
+def run_counts(rows: pd.DataFrame) -> dict[str, tuple[float, float]]:
+    """Each run's (examples right, examples scored) pooled over the rows' cells, by run id (the
+    `run` column; the seed without one; a single run "run" without either)."""
     key = (rows.run.astype(str).to_numpy() if "run" in rows
            else rows.seed.astype(str).to_numpy() if "seed" in rows
            else np.full(len(rows), "run"))  # fmt: skip
     per = _pooled(rows, key)
-    return {str(k): float(v) for k, v in (per.right / per.n).items()}
+    return {str(k): (float(r), float(n)) for k, r, n in zip(per.index, per.right, per.n,
+                                                            strict=True)}  # fmt: skip
+
+
+def run_accuracies(rows: pd.DataFrame) -> dict[str, float]:
+    """Each run's accuracy pooled over the rows' cells, by run id (run_counts)."""
+    return {r: right / n for r, (right, n) in run_counts(rows).items()}
 
 
 def _seed_of(rows: pd.DataFrame) -> dict[str, str]:
@@ -80,20 +113,22 @@ def _seed_of(rows: pd.DataFrame) -> dict[str, str]:
     return {str(r): str(s) for r, s in zip(rows.run, seeds, strict=True)}
 
 
-def paired_runs(better: pd.DataFrame, worse: pd.DataFrame) -> tuple[tuple[str, float], ...]:
-    """Each run's own gap, better minus worse: the same run ids in both (two cells of one model)
+def _pairs(better: pd.DataFrame, worse: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """(name, run in better, run in worse): the same run ids in both (two cells of one model)
     pair with themselves; otherwise runs pair by seed (module docstring); unpaired runs drop."""
-    a, b = run_accuracies(better), run_accuracies(worse)
+    a, b = run_counts(better), run_counts(worse)
     if set(a) & set(b):
-        return tuple((r, a[r] - b[r]) for r in sorted(set(a) & set(b)))
+        return [(r, r, r) for r in sorted(set(a) & set(b))]
     seed_a, seed_b = _seed_of(better), _seed_of(worse)
     by_seed_b = {seed_b.get(r, r): r for r in b}
-    out = []
-    for r in sorted(a):
-        other = by_seed_b.get(seed_a.get(r, r))
-        if other is not None:
-            out.append((f"{r} - {other}", a[r] - b[other]))
-    return tuple(out)
+    return [(f"{r} - {other}", r, other) for r in sorted(a)
+            if (other := by_seed_b.get(seed_a.get(r, r))) is not None]  # fmt: skip
+
+
+def paired_runs(better: pd.DataFrame, worse: pd.DataFrame) -> tuple[tuple[str, float], ...]:
+    """Each run's own gap, better minus worse, paired as _pairs does."""
+    a, b = run_accuracies(better), run_accuracies(worse)
+    return tuple((name, a[x] - b[y]) for name, x, y in _pairs(better, worse))
 
 
 def _sd(right: np.ndarray, n: np.ndarray) -> float:
@@ -161,6 +196,9 @@ class Effect:
     # the model group the sentence quantifies over ("K_train 8", "jump 1 minus 2"; "": the
     # effect's name): its runs are judged together (judge_runs)
     group: str = ""
+    # each run's test-set counts, in per_run's order: (right, n) for a level, (right, n of the
+    # better cell, right, n of the worse) for a gap; what run_upper bounds its value with
+    counts: tuple[tuple[float, ...], ...] = ()
 
     @property
     def powered(self) -> bool:
@@ -182,9 +220,12 @@ def gap(better: pd.DataFrame, worse: pd.DataFrame, name: str, group: str = "") -
     and each run's paired gap (paired_runs); `group`: the model group it belongs to."""
     (right_a, n_a), (right_b, n_b) = runs_of(better), runs_of(worse)
     estimate, low, high = map(float, gap_interval(right_a, n_a, right_b, n_b))
+    a, b = run_counts(better), run_counts(worse)
+    pairs = _pairs(better, worse)
     return Effect(name, estimate, low, high, (len(n_a), len(n_b)),
                   (_sd(right_a, n_a), _sd(right_b, n_b)),
-                  paired_runs(better, worse), group or name)  # fmt: skip
+                  paired_runs(better, worse), group or name,
+                  tuple((*a[x], *b[y]) for _, x, y in pairs))  # fmt: skip
 
 
 def level(rows: pd.DataFrame, name: str, group: str = "") -> Effect:
@@ -192,8 +233,10 @@ def level(rows: pd.DataFrame, name: str, group: str = "") -> Effect:
     accuracy; `group`: the model group it belongs to."""
     right, n = runs_of(rows)
     estimate, low, high = map(float, level_interval(right, n))
+    counts = sorted(run_counts(rows).items())
     return Effect(name, estimate, low, high, (len(n),), (_sd(right, n),),
-                  tuple(sorted(run_accuracies(rows).items())), group or name)
+                  tuple((r, k / m) for r, (k, m) in counts), group or name,
+                  tuple(c for _, c in counts))  # fmt: skip
 
 
 def _ci(samples: tuple[np.ndarray, ...], statistic, paired: bool = False) -> tuple[float, float]:
@@ -242,16 +285,55 @@ def judge(low: float, high: float, threshold: float, runs: int | None = None) ->
     return "inconclusive"
 
 
+# --- step 1: a run's outcome, its test-set noise accounted for ---------------------------------
+
+
+def _cp_upper(right: float, n: float, alpha: float) -> float:
+    """Clopper-Pearson one-sided upper (1 - alpha) bound on a proportion, right of n."""
+    return 1.0 if right >= n else float(stats.beta.ppf(1 - alpha, right + 1, n - right))
+
+
+def _cp_lower(right: float, n: float, alpha: float) -> float:
+    """Clopper-Pearson one-sided lower (1 - alpha) bound on a proportion, right of n."""
+    return 0.0 if right <= 0 else float(stats.beta.ppf(alpha, right, n - right + 1))
+
+
+def run_upper(counts: tuple[float, ...], alpha: float) -> float:
+    """An exact one-sided upper (1 - alpha) confidence bound on a run's true value from its
+    test-set counts: a level (right, n) by Clopper-Pearson; a gap (right, n of the better cell,
+    right, n of the worse) by the better cell's upper bound minus the worse cell's lower bound,
+    each at alpha / 2 (so the bound falls below the truth with probability <= alpha whatever
+    the two accuracies: a normal approximation undercovers near 0 and 1, where our runs are)."""
+    if len(counts) == 2:
+        return _cp_upper(*counts, alpha)
+    right_a, n_a, right_b, n_b = counts
+    return _cp_upper(right_a, n_a, alpha / 2) - _cp_lower(right_b, n_b, alpha / 2)
+
+
 def run_outcomes(found: list[Effect], threshold: float) -> list[RunOutcome]:
-    """Each run's outcome over the effects (its per-run values), per model group: it passes
-    when every value it has is >= threshold (the sentence holds in every cell for that run)."""
-    worst: dict[str, dict[str, float]] = {}  # group (in the effects' order) -> run -> value
+    """Each run's outcome over the effects (its per-run values), per model group. A run fails
+    only where the test set shows it below the threshold: some cell's exact upper bound
+    (run_upper at ALPHA / m over the run's m cells) is below it; so a run truly at or above the
+    threshold in every cell fails from sampling alone with probability <= ALPHA (Bonferroni).
+    `observed`: whether its worst observed value clears the threshold (the rule of EARLIER)."""
+    cells: dict[str, dict[str, list]] = {}  # group (in the effects' order) -> run -> cells
     for e in found:
-        runs = worst.setdefault(e.group or e.name, {})
-        for run, value in e.per_run:
-            runs[run] = min(value, runs.get(run, math.inf))
-    return [RunOutcome(r, v, v >= threshold, g)
-            for g, runs in worst.items() for r, v in sorted(runs.items())]  # fmt: skip
+        runs = cells.setdefault(e.group or e.name, {})
+        counts = e.counts or (None,) * len(e.per_run)
+        for (run, value), c in zip(e.per_run, counts, strict=True):
+            runs.setdefault(run, []).append((value, c))
+    out = []
+    for g, runs in cells.items():
+        for r, values in sorted(runs.items()):
+            worst = min(v for v, _ in values)
+            alpha = ALPHA / len(values)
+            passed = all((v if c is None else run_upper(c, alpha)) >= threshold
+                         for v, c in values)  # fmt: skip
+            out.append(RunOutcome(r, worst, passed, g, worst >= threshold))
+    return out
+
+
+# --- steps 2 and 3: a group's runs, then the row ------------------------------------------------
 
 
 def share_interval(passed: int, runs: int) -> tuple[float, float]:
@@ -261,31 +343,209 @@ def share_interval(passed: int, runs: int) -> tuple[float, float]:
     return float(ci.low), float(ci.high)
 
 
-def judge_runs(outcomes: list[RunOutcome], powered: bool) -> str:
-    """The runs' verdict on a sentence that quantifies over model groups ("for K_train <= 8",
-    "for each jump pair"): underpowered unless every compared arm has MIN_RUNS runs (`powered`);
-    not reproduced when every run of some group fails (the sentence fails for that group, its
-    runs agreeing); reproduced when every run of every group passes; "mixed (k of n runs)"
-    otherwise (some group's runs disagree)."""
-    n, k = len(outcomes), sum(o.passed for o in outcomes)
-    if not powered or n < MIN_RUNS:
-        return UNDERPOWERED
+def group_counts(outcomes: list[RunOutcome], observed: bool = False) -> dict[str, tuple[int, int]]:
+    """(runs that pass, runs) per model group, in the outcomes' order (`observed`: passing by
+    the rule of EARLIER)."""
     groups: dict[str, list[bool]] = {}
     for o in outcomes:
-        groups.setdefault(o.group, []).append(o.passed)
-    if any(not any(g) for g in groups.values()):
+        groups.setdefault(o.group, []).append(o.observed if observed else o.passed)
+    return {g: (sum(v), len(v)) for g, v in groups.items()}
+
+
+def group_shares(outcomes: list[RunOutcome]) -> tuple[GroupShare, ...]:
+    """Each group's runs that pass with the exact 95% interval on its share (never pooled over
+    groups: they may pass at different rates)."""
+    return tuple(GroupShare(g, k, n, *share_interval(k, n))
+                 for g, (k, n) in group_counts(outcomes).items())  # fmt: skip
+
+
+def usually(passed, runs):
+    """A group usually passes: the exact one-sided binomial test shows its pass rate above
+    USUALLY at ALPHA (P(at least `passed` of `runs` | rate USUALLY) <= ALPHA); vectorized."""
+    return stats.binom.sf(np.asarray(passed) - 1, runs, USUALLY) <= ALPHA + 1e-12
+
+
+def shown_below(passed, runs) -> np.ndarray:
+    """Some group's pass rate is shown below USUALLY: the groups' pooled count by an exact one-
+    sided binomial test at ALPHA / 2, or one group's at ALPHA / (2 G) (G groups; one group: its
+    own test at ALPHA). `passed`, `runs`: one entry per group on the last axis (leading axes a
+    batch). Valid whatever the rates: if every group passes at USUALLY or more, the pooled count
+    is no smaller than a Binomial(runs, USUALLY) one, so this happens with probability
+    <= ALPHA (the region is monotone: its chance is largest when every rate is USUALLY)."""
+    passed, runs = np.asarray(passed), np.asarray(runs)
+    g = passed.shape[-1]
+    if g == 1:
+        return stats.binom.cdf(passed[..., 0], runs[..., 0], USUALLY) <= ALPHA + 1e-12
+    pooled = stats.binom.cdf(passed.sum(-1), runs.sum(-1), USUALLY) <= ALPHA / 2 + 1e-12
+    one = (stats.binom.cdf(passed, runs, USUALLY) <= ALPHA / (2 * g) + 1e-12).any(-1)
+    return pooled | one
+
+
+def group_verdict(counts: list[tuple[int, int]]) -> str:
+    """The row from its groups' (passed, runs): not reproduced when some group's pass rate is
+    shown below USUALLY (shown_below), reproduced when every group usually passes, else mixed
+    (without its counts)."""
+    passed, runs = np.array(counts).T
+    if shown_below(passed, runs):
         return "not reproduced"
-    if k == n:
+    if all(usually(k, n) for k, n in counts):
         return "reproduced"
-    return f"{MIXED} ({k} of {n} runs)"
+    return MIXED
 
 
-def leaning(outcomes: list[RunOutcome]) -> str:
+def judge_runs(outcomes: list[RunOutcome], powered: bool) -> str:
+    """The runs' verdict on a sentence that quantifies over model groups ("for K_train <= 8",
+    "for each jump pair"): underpowered unless every compared arm has MIN_RUNS runs (`powered`)
+    and every group as many; else group_verdict, "mixed (k of n runs)" with the runs' counts."""
+    n, k = len(outcomes), sum(o.passed for o in outcomes)
+    counts = list(group_counts(outcomes).values())
+    if not powered or not counts or min(m for _, m in counts) < MIN_RUNS:
+        return UNDERPOWERED
+    found = group_verdict(counts)
+    return f"{MIXED} ({k} of {n} runs)" if found == MIXED else found
+
+
+def judge_runs_earlier(outcomes: list[RunOutcome], fewest: int | None) -> str:
+    """The verdict by the rule of EARLIER, printed beside today's: a run passed on its observed
+    worst value; not reproduced when every run of some group failed, reproduced when every run
+    passed, mixed otherwise; underpowered below EARLIER_MIN_RUNS runs in an arm (`fewest`)."""
+    n = len(outcomes)
+    k = sum(o.observed for o in outcomes)
+    if (fewest is not None and fewest < EARLIER_MIN_RUNS) or n < EARLIER_MIN_RUNS:
+        return UNDERPOWERED
+    if any(p == 0 for p, _ in group_counts(outcomes, observed=True).values()):
+        return "not reproduced"
+    return "reproduced" if k == n else f"{MIXED} ({k} of {n} runs)"
+
+
+RATES = (0.5, 0.7, 0.9)  # the pass rates at which REPORT.md states each row's error rates
+
+
+def _joint(sizes: tuple[int, ...]) -> np.ndarray:
+    """Every joint outcome of groups of `sizes` runs: shape (outcomes, groups) of pass counts."""
+    return np.stack(np.meshgrid(*[np.arange(n + 1) for n in sizes], indexing="ij"),
+                    -1).reshape(-1, len(sizes))  # fmt: skip
+
+
+def error_rates(sizes: tuple[int, ...], rates=RATES, earlier: bool = False) -> dict:
+    """Exactly, for a row of groups of `sizes` runs, every run passing with the same probability
+    p (each of `rates`): p -> (P(reproduced), P(not reproduced)) under group_verdict, summed over
+    every joint outcome of the groups (independent binomials). `earlier`: under the rule of
+    EARLIER (reproduced when every run passes, not reproduced when every run of some group
+    fails)."""
+    k = _joint(sizes)
+    n = np.array(sizes)
+    if earlier:
+        rep, refuted = (k == n).all(-1), (k == 0).any(-1)
+    else:
+        refuted = shown_below(k, np.broadcast_to(n, k.shape))
+        rep = usually(k, n).all(-1) & ~refuted
+    out = {}
+    for p in rates:
+        prob = stats.binom.pmf(k, n, p).prod(-1)
+        out[p] = (float(prob[rep].sum()), float(prob[refuted].sum()))
+    return out
+
+
+def error_text(sizes: tuple[int, ...]) -> str:
+    """A row's error rates in words: "P(reproduced) / P(not reproduced) when every run passes
+    with probability 0.5: 0.002 / 0.031; 0.7: ...; 0.9: ..." for its group sizes."""
+    rates = error_rates(sizes)
+    return ("if each run passes with probability " + "; ".join(
+        f"{p:g}: P(reproduced) {a:.3f}, P(not reproduced) {b:.3f}"
+        for p, (a, b) in rates.items()))  # fmt: skip
+
+
+# --- sentences comparing arms: Boschloo on the runs' generalize / fail counts -----------------
+
+
+def boschloo(better: tuple[int, int], worse: tuple[int, int]) -> float:
+    """One-sided p of Boschloo's exact unconditional test that the first arm's runs generalize
+    more often than the second's: (runs that generalize, runs) per arm
+    (scipy.stats.boschloo_exact)."""
+    return _boschloo(*better, *worse)
+
+
+@functools.lru_cache(maxsize=4096)
+def _boschloo(k_a: int, n_a: int, k_b: int, n_b: int) -> float:
+    table = np.array([[k_a, k_b], [n_a - k_a, n_b - k_b]])
+    if k_a * (n_b - k_b) <= k_b * (n_a - k_a):  # the first arm's share is not above: p = 1
+        return 1.0
+    return float(stats.boschloo_exact(table, alternative="greater").pvalue)
+
+
+def arm_verdict(tests: list[ArmTest]) -> str:
+    """The row from its comparisons (each: the arm the paper says generalizes better, the arm it
+    says is worse): reproduced when every comparison's Boschloo p <= ALPHA (an intersection of
+    tests: P(reproduced) <= ALPHA when some worse arm generalizes as often); not reproduced when
+    the worse arms are shown to generalize more often than not (shown_below on their fail
+    counts) and one that generalizes at least as often as its better arm is among them (no
+    harm seen); else mixed."""
+    fails = np.array([(t.worse[1] - t.worse[0], t.worse[1]) for t in tests])
+    no_harm = [t.worse[0] * t.better[1] >= t.better[0] * t.worse[1] for t in tests]
+    if any(no_harm) and shown_below(fails[:, 0], fails[:, 1]):
+        return "not reproduced"
+    if all(t.p <= ALPHA for t in tests):
+        return "reproduced"
+    return MIXED
+
+
+def judge_arms(tests: list[ArmTest], powered: bool) -> str:
+    """arm_verdict, underpowered unless every arm has MIN_RUNS runs (`powered`)."""
+    if not powered or not tests or min(min(t.better[1], t.worse[1]) for t in tests) < MIN_RUNS:
+        return UNDERPOWERED
+    return arm_verdict(tests)
+
+
+ARM_RATES = ((0.9, 0.1), (0.9, 0.5), (0.9, 0.9), (0.5, 0.5))  # (better, worse) pass rates
+
+
+def arm_error_rates(sizes: tuple[tuple[int, int], ...], rates=ARM_RATES) -> dict:
+    """Exactly, for a row of comparisons of (better, worse) arms of `sizes` runs, the runs of
+    each arm generalizing with probability (p_better, p_worse) (each of `rates`, every
+    comparison alike): rates -> (P(reproduced), P(not reproduced)) under arm_verdict (the
+    comparisons taken as independent; an enumeration of every pair of counts)."""
+    flat = tuple(n for pair in sizes for n in pair)
+    k = _joint(flat)  # every joint count: better, worse of each comparison in turn
+    verdicts = [arm_verdict([ArmTest("", "", (kb, nb), (kw, nw), boschloo((kb, nb), (kw, nw)))
+                             for (kb, kw), (nb, nw) in zip(row.reshape(-1, 2), sizes,
+                                                            strict=True)])
+                for row in k]  # fmt: skip
+    rep = np.array([v == "reproduced" for v in verdicts])
+    refuted = np.array([v == "not reproduced" for v in verdicts])
+    out = {}
+    for pb, pw in rates:
+        prob = stats.binom.pmf(k, np.array(flat), np.tile([pb, pw], len(sizes))).prod(-1)
+        out[(pb, pw)] = (float(prob[rep].sum()), float(prob[refuted].sum()))
+    return out
+
+
+def arm_error_text(sizes: tuple[tuple[int, int], ...]) -> str:
+    """A compared row's error rates in words (arm_error_rates)."""
+    return "if the runs generalize with probability (paper's better arm, worse arm) " + "; ".join(
+        f"({pb:g}, {pw:g}): P(reproduced) {a:.3f}, P(not reproduced) {b:.3f}"
+        for (pb, pw), (a, b) in arm_error_rates(sizes).items())  # fmt: skip
+
+
+def leaning(outcomes: list[RunOutcome], observed: bool = False) -> str:
     """Where every run of an underpowered row lies on one side: "for" (all pass) or "against"
-    (all fail) the paper's reading; "" when they disagree or there are none."""
-    if outcomes and all(o.passed for o in outcomes):
+    (all fail) the paper's reading; "" when they disagree or there are none (`observed`: passing
+    by the rule of EARLIER)."""
+    passed = [o.observed if observed else o.passed for o in outcomes]
+    if passed and all(passed):
         return "for"
-    if outcomes and not any(o.passed for o in outcomes):
+    if passed and not any(passed):
+        return "against"
+    return ""
+
+
+def arm_leaning(tests: list[ArmTest]) -> str:
+    """Where an underpowered comparison of arms lies: "for" when in every comparison every run of
+    the better arm generalizes and none of the worse arm's does; "against" when in every one the
+    worse arm generalizes at least as often; "" otherwise."""
+    if tests and all(t.better[0] == t.better[1] and t.worse[0] == 0 for t in tests):
+        return "for"
+    if tests and all(t.worse[0] * t.better[1] >= t.better[0] * t.worse[1] for t in tests):
         return "against"
     return ""
 
@@ -297,8 +557,8 @@ def more_evidence(verdict: str, found: list[Effect]) -> str:
     if verdict == UNDERPOWERED:
         fewest = min(min(e.runs) for e in found)
         return (f"{fewest} run{'s' if fewest != 1 else ''} in an arm: {MIN_RUNS} or more runs per "
-                "arm would give each run's outcome a verdict")  # fmt: skip
+                "arm would let the runs' outcomes decide it")  # fmt: skip
     if verdict.startswith(MIXED):
-        return ("the runs disagree: more runs per arm would measure the share of runs that "
-                "pass, not the mean")
+        return ("the runs disagree, or too few agree to tell \"usually\" from \"sometimes\": "
+                "more runs per arm would measure each group's share of runs that pass")
     return ""

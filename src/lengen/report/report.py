@@ -111,9 +111,10 @@ def scale_table(cfg: dict) -> str:
     return reference.markdown_table(frame)
 
 
-def verdict(claim: Claim, tables: Tables, at: str = "") -> dict:
+def verdict(claim: Claim, tables: Tables, at: str = "", earlier_rule: bool = False) -> dict:
     """One report row: the claim, its measurement and verdict; `at`, the scale it is measured
-    at (an experiment's: scale(...)["short"])."""
+    at (an experiment's: scale(...)["short"]). `earlier_rule`: judged as the rule of
+    effects.EARLIER judged (what REPORT.md prints beside today's verdict)."""
     value = claim.measure(tables)
     measured_as = claim.measured_as
     lean = ""
@@ -126,18 +127,30 @@ def verdict(claim: Claim, tables: Tables, at: str = "") -> dict:
         # a claim of runs (paper or beyond) needs effects.MIN_RUNS runs per arm for a verdict
         of_runs = getattr(value, "runs", None) if claim.kind in ("paper", "beyond") else None
         if isinstance(value, Measured) and value.outcomes:  # judged on its runs
+            outcomes = list(value.outcomes)
             powered = of_runs is None or of_runs >= effects.MIN_RUNS
-            result = effects.judge_runs(list(value.outcomes), powered)
-            lean = effects.leaning(list(value.outcomes))
+            if earlier_rule:
+                result = effects.judge_runs_earlier(outcomes, of_runs)
+                lean = effects.leaning(outcomes, observed=True)
+            elif value.arms:  # a sentence comparing arms: their generalize / fail counts
+                result = effects.judge_arms(list(value.arms), powered)
+                lean = effects.arm_leaning(list(value.arms))
+            else:
+                result = effects.judge_runs(outcomes, powered)
+                lean = effects.leaning(outcomes)
         elif claim.threshold is not None:  # one model's units: its CI against the threshold
             low, high = value["ci_low"], value["ci_high"]
             result = effects.judge(low, high, claim.threshold, of_runs)
             lean = "for" if low >= claim.threshold else "against" if high < claim.threshold else ""
-        elif of_runs is not None and of_runs < effects.MIN_RUNS:
-            result = effects.UNDERPOWERED
-            lean = "for" if claim.holds(value) else ""
         else:
-            result = "reproduced" if claim.holds(value) else "not reproduced"
+            refuted = claim.refutes(value) if claim.refutes else not claim.holds(value)
+            held = claim.holds(value)
+            if of_runs is not None and of_runs < effects.MIN_RUNS:
+                result = effects.UNDERPOWERED
+                lean = "for" if held else "against" if refuted and claim.refutes else ""
+            else:
+                result = ("reproduced" if held else "not reproduced" if refuted
+                          else "inconclusive")  # fmt: skip
         if claim.kind == "check":  # a check passes or fails; it reproduces nothing
             result = {"reproduced": "passed", "not reproduced": "failed"}.get(result, result)
         shown = str(value) if isinstance(value, Measured) else f"{value:.3f}"
@@ -147,6 +160,7 @@ def verdict(claim: Claim, tables: Tables, at: str = "") -> dict:
             shown = f"{shown}; {value.more}"
     runs = value.runs if isinstance(value, Measured) else None
     outcomes = value.outcomes if isinstance(value, Measured) else ()
+    earlier = [] if earlier_rule else earlier_verdicts(claim, value, tables)
     return {
         "id": claim.id,
         "sentence": rules.sentence_of(claim.id),
@@ -163,24 +177,52 @@ def verdict(claim: Claim, tables: Tables, at: str = "") -> dict:
         # an underpowered row's runs (or its one model's CI) all on one side: "for" / "against"
         # the paper's reading (said with the verdict, never counted as one)
         "leaning": lean if result == effects.UNDERPOWERED else "",
+        # the verdicts earlier rules give (a rule changed after the data), printed beside
+        "earlier": "; ".join(earlier),
         **numbers(value),
         "runs": math.nan if runs is None else runs,
         "passing": value.values.get("passing", math.nan) if outcomes else math.nan,
-        "passing_ci_low": value.values.get("passing_ci_low", math.nan) if outcomes else math.nan,
-        "passing_ci_high": value.values.get("passing_ci_high", math.nan) if outcomes else math.nan,
+        "groups": "; ".join(f"{g.group}: {g}" for g in value.groups) if outcomes else "",
         "outcomes": "; ".join(f"{o.run} {o.value:.3f} {'pass' if o.passed else 'fail'}"
                               for o in outcomes),  # fmt: skip
+        "error_rates": error_rates(value) if outcomes else "",
         "scale": "" if result == "not run" else at,  # a row nothing measured holds at no scale
     }
 
 
-def shown_verdict(row) -> str:
+def earlier_verdicts(claim: Claim, value, tables: Tables) -> list[str]:
+    """The verdicts the earlier rules give, as "rule of DATE: verdict": for a row of runs, the
+    rule of effects.EARLIER on today's measurement; then each of the claim's own earlier rules
+    (Claim.earlier), judged as they were."""
+    found = []
+    if isinstance(value, Measured) and value.outcomes:
+        row = {"verdict": effects.judge_runs_earlier(list(value.outcomes), value.runs),
+               "leaning": effects.leaning(list(value.outcomes), observed=True)}  # fmt: skip
+        row["leaning"] = row["leaning"] if row["verdict"] == effects.UNDERPOWERED else ""
+        found.append(f"rule of {effects.EARLIER}: {shown_verdict(row, earlier=False)}")
+    for label, old in claim.earlier:
+        found.append(f"{label}: {shown_verdict(verdict(old, tables, earlier_rule=True), False)}")
+    return found
+
+
+def error_rates(value: Measured) -> str:
+    """A row of runs' error rates in words, for its group sizes (effects.error_text) or, for a
+    sentence comparing arms, its arms' sizes (effects.arm_error_text)."""
+    if value.arms:
+        return effects.arm_error_text(tuple((t.better[1], t.worse[1]) for t in value.arms))
+    return effects.error_text(tuple(g.runs for g in value.groups))
+
+
+def shown_verdict(row, earlier: bool = True) -> str:
     """The verdict as the report prints it: an underpowered row with its leaning ("underpowered,
-    against the paper's reading")."""
+    against the paper's reading"), then (`earlier`) the verdicts earlier rules give, in
+    brackets."""
     lean = row.get("leaning")
+    text = row["verdict"]
     if isinstance(lean, str) and lean:
-        return f"{row['verdict']}, {lean} the paper's reading"
-    return row["verdict"]
+        text = f"{text}, {lean} the paper's reading"
+    old = row.get("earlier") if earlier else ""
+    return f"{text} ({old})" if isinstance(old, str) and old else text
 
 
 # how a sentence's counted sub-rows combine: the first verdict in this order that any sub-row

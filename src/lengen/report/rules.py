@@ -15,6 +15,7 @@ from __future__ import annotations
 from lengen.core.cli import command_parser, one_line_errors
 from lengen.report.claims import PAPER_RATIO, RULES, base
 from lengen.report.claims.base import (  # the registry's vocabulary (docs/extending.md)
+    ARMS,
     EXACT,
     LEARNED_GATE,
     RUN_OUTCOMES,
@@ -22,7 +23,7 @@ from lengen.report.claims.base import (  # the registry's vocabulary (docs/exten
     Rule,
 )
 
-__all__ = ["EXACT", "LEARNED_GATE", "PAPER_RATIO", "RULES", "RUN_OUTCOMES", "UNITS", "Rule"]
+__all__ = ["ARMS", "EXACT", "LEARNED_GATE", "PAPER_RATIO", "RULES", "RUN_OUTCOMES", "UNITS", "Rule"]
 
 
 def sentence_of(claim_id: str) -> str:

@@ -11,16 +11,31 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from lengen import tasks
-from lengen.core.claims import NEAR_PERFECT, Claim, Measured, NotTestable
+from lengen.core.claims import NEAR_PERFECT, ArmTest, Claim, Measured, NotTestable
 from lengen.report import effects
 
 __all__ = ["NEAR_PERFECT", "Claim", "Measured", "NotTestable"]
 
+# a run length-generalizes: its exact match pooled over the window beyond training (to the
+# paper's ratio) >= this; the paper's "generalizes well" (VA-1's threshold, Sec. 5.2.2), what the
+# arms of a "significantly harm" / "significantly worse" sentence are counted on (judge_arms)
+GENERALIZES = 0.8
+
 # interval methods (lengen.report.effects)
 RUN_OUTCOMES = (
-    "each run against the threshold (a gap: runs paired by seed); reproduced / not reproduced "
-    "when every run agrees, mixed otherwise, exact 95% CI on the share of runs that pass; "
-    "fewer than 3 runs in an arm: underpowered"
+    "each run against the threshold (a gap: runs paired by seed), failing only where a cell is "
+    "shown below it (exact bound at 0.05 over the run's cells); reproduced when every group's "
+    "pass rate is shown above 1/2 (exact binomial test, 0.05), not reproduced when some "
+    "group's is shown below 1/2 (0.05 / groups), mixed otherwise; fewer than 5 runs in an "
+    "arm: underpowered"
+)
+ARMS = (
+    "each arm's runs generalize (exact match over the window >= 0.8, noise accounted for) or "
+    "fail; reproduced when Boschloo's exact test shows the paper's better arm generalizing "
+    "more often in every comparison (one-sided, 0.05), not reproduced when in some "
+    "comparison the worse arm generalizes as often and its rate is shown above 1/2 "
+    "(0.05 / comparisons), mixed otherwise; fewer than 5 runs in an arm: underpowered; each "
+    "seed pair's gap shown beside"
 )
 UNITS = "paired bootstrap over held-out chunks of one model (scipy), 95% percentile CI"
 EXACT = "exact: computed risks, no sampling"
@@ -73,13 +88,15 @@ class Tables:
         return d
 
 
-def effect_measured(found: list[effects.Effect], threshold: float, note: str = "") -> Measured:
+def effect_measured(found: list[effects.Effect], threshold: float, note: str = "",
+                    arms: tuple[ArmTest, ...] = ()) -> Measured:  # fmt: skip
     """A rule "every effect >= threshold" measured on its runs: each run's outcome over every
-    effect (effects.run_outcomes), the share that pass with its exact 95% interval, the
-    lowest run mean as the row's estimate (no interval: none holds its coverage on runs like
-    ours, lengen.report.coverage), the fewest runs in an arm, and what more evidence would
-    decide it; every effect with its runs' values as the row's detail. Effects without per-run
-    values (one model's paired units) keep their own CI: the row is judged on it."""
+    effect (effects.run_outcomes), each group's share that pass with its exact 95% interval,
+    the lowest run mean as the row's estimate (no interval: none holds its coverage on runs
+    like ours, lengen.report.coverage), the fewest runs in an arm, and what more evidence would
+    decide it; every effect with its runs' values as the row's detail. `arms`: a sentence
+    comparing arms, judged on them (effects.judge_arms). Effects without per-run values (one
+    model's paired units) keep their own CI: the row is judged on it."""
     worst = effects.decisive(found)
     fewest = min(min(e.runs) for e in found)
     detail = "effects (run mean; each run): " + "; ".join(map(str, found)) + (
@@ -90,20 +107,29 @@ def effect_measured(found: list[effects.Effect], threshold: float, note: str = "
         return Measured(values, detail, fewest)
     values = {"estimate": worst.estimate}
     passed = sum(o.passed for o in outcomes)
-    low, high = effects.share_interval(passed, len(outcomes))
-    values |= {"passing": passed / len(outcomes), "passing_ci_low": low, "passing_ci_high": high}
-    verdict = effects.judge_runs(outcomes, all(e.powered for e in found))
-    return Measured(values, detail, fewest, effects.more_evidence(verdict, found), tuple(outcomes))
+    values |= {"passing": passed / len(outcomes)}
+    powered = all(e.powered for e in found)
+    verdict = (effects.judge_arms(list(arms), powered) if arms
+               else effects.judge_runs(outcomes, powered))  # fmt: skip
+    return Measured(values, detail, fewest, effects.more_evidence(verdict, found),
+                    tuple(outcomes), effects.group_shares(outcomes), tuple(arms))  # fmt: skip
 
 
-def effect_claim(threshold: float, what: str) -> dict:
+def effect_claim(threshold: float, what: str, arms: bool = False) -> dict:
     """The rule and threshold of a claim judged on its runs against a minimum effect
-    (effects.judge_runs: underpowered below effects.MIN_RUNS runs in an arm)."""
-    return {
-        "rule": f"each run >= {threshold:g} ({what}); every run: reproduced; none: not "
-        f"reproduced; some: mixed; < {effects.MIN_RUNS} runs in an arm: underpowered",
-        "threshold": threshold,
-    }
+    (effects.judge_runs: underpowered below effects.MIN_RUNS runs in an arm); `arms`: a
+    sentence comparing arms, judged on their generalize / fail counts (effects.judge_arms)."""
+    if arms:
+        rule = (f"each arm's runs generalize (exact match beyond training >= {GENERALIZES:g}) or "
+                f"fail; every comparison's Boschloo p <= {effects.ALPHA:g}: reproduced; a worse "
+                "arm generalizing as often, its rate shown above 1/2: not reproduced; else "
+                f"mixed; each seed pair's gap >= {threshold:g} ({what}) shown beside; "
+                f"< {effects.MIN_RUNS} runs in an arm: underpowered")  # fmt: skip
+    else:
+        rule = (f"each run >= {threshold:g} ({what}) unless shown below it; every group's pass "
+                "rate shown above 1/2: reproduced; some group's shown below 1/2: not "
+                f"reproduced; else mixed; < {effects.MIN_RUNS} runs in an arm: underpowered")
+    return {"rule": rule, "threshold": threshold}
 
 
 def ci_claim(threshold: float, what: str) -> dict:
@@ -215,9 +241,21 @@ def learned_runs(t: Tables, experiment: str) -> set[str]:
     return {str(r) for r in worst[worst >= NEAR_PERFECT].index}
 
 
+def arm_test(better: pd.DataFrame, worse: pd.DataFrame, name: str, group: str) -> ArmTest:
+    """Two arms' runs over one window: each run generalizes when its exact match pooled over
+    the window is not shown below GENERALIZES (effects.run_outcomes: its test-set noise
+    accounted for); the counts per arm and Boschloo's one-sided p."""
+    def counts(rows: pd.DataFrame) -> tuple[int, int]:
+        found = effects.run_outcomes([effects.level(rows, name)], GENERALIZES)
+        return sum(o.passed for o in found), len(found)
+
+    ours, theirs = counts(better), counts(worse)
+    return ArmTest(name, group, ours, theirs, effects.boschloo(ours, theirs))
+
+
 def compare_beyond(
     experiment: str, better: str, worse: list[str], threshold: float, ratio: float,
-    learned_only: bool = False,
+    learned_only: bool = False, arms: bool = False,
 ) -> Callable[[Tables], Measured | NotTestable | None]:
     """Measure: per jump / depth that `better` and a model in `worse` both ran, each run's gap
     (better minus the paired run, by seed) in exact match beyond the training lengths (to
@@ -226,7 +264,8 @@ def compare_beyond(
     the task shows nothing about length generalization. `learned_only`: the same comparison on
     the runs that learned on their own (learned_runs), whatever the others did: what a gated
     row's learned runs say (a sub-row, not counted). The row names the section model's
-    DEPARTURE (departure_note)."""
+    DEPARTURE (departure_note). `arms`: a sentence comparing arms ("significantly harm"),
+    judged on each arm's generalize / fail counts (arm_test), the paired gaps shown beside."""
 
     def measure(t: Tables) -> Measured | NotTestable | None:
         d = t.table(experiment)
@@ -241,7 +280,7 @@ def compare_beyond(
             weak = not_learned(t, experiment, [better, *others], values)
             if weak:
                 return NotTestable("not learned in distribution (< 0.9): " + ", ".join(weak))
-        found = []
+        found, tests = [], []
         for value in values:
             ours = beyond_rows(t, experiment, better, value, ratio)
             for other in others:
@@ -253,10 +292,13 @@ def compare_beyond(
                 if len(theirs) and len(ours_k):
                     name = f"{param} {value}: {better} minus {other}"
                     found.append(effects.gap(ours_k, theirs, name))
+                    if arms and found[-1].per_run:
+                        tests.append(arm_test(ours_k, theirs, f"{param} {value}: {better} vs "
+                                              f"{other}", name))  # fmt: skip
         found = [e for e in found if e.per_run]
         if not found:
             return NotTestable("no run of a compared model learned in distribution on its own"
                                ) if learned_only else None  # fmt: skip
-        return effect_measured(found, threshold, departure_note(t, experiment))
+        return effect_measured(found, threshold, departure_note(t, experiment), tuple(tests))
 
     return measure

@@ -117,12 +117,13 @@ def sp_small_k_generalizes(variant: str | None = None):
     return measure
 
 
-def sp_large_k_deteriorates(variant: str | None = None):
+def sp_large_k_deteriorates(variant: str | None = None, largest: bool = False):
     """Measure: per competent K_train and tested length where k_test = K_train is near-perfect
     (run mean >= NEAR_PERFECT), each run's accuracy at k_test = K_train minus at the next
     k_test > K_train tested (the same run: "deteriorates rapidly" is already there), judged on
     the runs against DETERIORATES. The drop to the largest k_test is listed too, as a
-    descriptive note."""
+    descriptive note. `largest`: the rule of 2026-11-27 to 2026-12-02, the drop to the largest
+    k_test tested (REPORT.md prints its verdict beside today's)."""
 
     def measure(t: Tables) -> Measured | NotTestable | None:
         d = _sp_rows(t, variant)
@@ -141,9 +142,10 @@ def sp_large_k_deteriorates(variant: str | None = None):
                 if not above:
                     continue
                 base_rows = at[at.k_test == k_train]
-                found.append(effects.gap(base_rows, at[at.k_test == above[0]],
+                against = above[-1] if largest else above[0]
+                found.append(effects.gap(base_rows, at[at.k_test == against],
                                          f"K_train {k_train}, 2l = {length}: k_test {k_train} "
-                                         f"minus {above[0]}", f"K_train {k_train}"))  # fmt: skip
+                                         f"minus {against}", f"K_train {k_train}"))  # fmt: skip
                 if len(above) > 1:
                     far = effects.gap(base_rows, at[at.k_test == above[-1]], "")
                     notes.append(f"{k_train}/{length}: {far.estimate:+.2f} at k_test {above[-1]}")
@@ -211,7 +213,10 @@ def sp_claims(variants: dict[str, str] | None, departures: set[str] = frozenset(
                   f"K_train minus at the next k_test > K_train; the lowest run mean shown{where}",
                   sp_large_k_deteriorates(variant),
                   **effect_claim(DETERIORATES, '"deteriorates rapidly", at every such length'),
-                  departure=dep),
+                  departure=dep, earlier=(("rule of 2026-11-27 (the drop to the largest k_test)",
+                  Claim(f"SP-2{tag}", RULES[1].section, RULES[1].paper, "",
+                        sp_large_k_deteriorates(variant, largest=True),
+                        **effect_claim(DETERIORATES, "")),),)),
             Claim(f"SP-3{tag}", RULES[2].section, RULES[2].paper,
                   f"per K_train 10, 12 (those >= {NEAR_PERFECT} in distribution): accuracy "
                   f"beyond the training lengths (to 10x, the paper's ratio) at the smallest "
