@@ -166,7 +166,7 @@ def test_the_share_of_runs_that_pass_has_an_exact_interval():
 def test_more_evidence_says_more_runs_only_where_runs_are_what_is_missing():
     few = effects.level(runs([0.9]), "one run")
     assert effects.more_evidence(effects.UNDERPOWERED, [few]).startswith("1 run in an arm")
-    assert "the runs disagree" in effects.more_evidence("mixed (1 of 3 runs)", [few])
+    assert "the runs disagree" in effects.more_evidence("mixed (1 of 5 runs)", [few])
     assert effects.more_evidence("reproduced", [few]) == ""
 
 
@@ -235,10 +235,10 @@ def test_paired_effects_align_their_units_and_take_booleans():
 def test_verdicts_at_the_threshold_itself():
     """One model's CI rule is "whole CI >= threshold": a CI whose low end is the threshold clears
     it; one whose high end is the threshold straddles it. A run exactly at the threshold passes."""
-    assert effects.judge(0.9, 1.0, 0.9, 3) == "reproduced"
-    assert effects.judge(0.5, 0.9, 0.9, 3) == "inconclusive"
-    assert effects.judge(0.5, 0.89, 0.9, 3) == "not reproduced"
-    assert effects.judge(0.95, 1.0, 0.9, 2) == effects.UNDERPOWERED
+    assert effects.judge(0.9, 1.0, 0.9, 5) == "reproduced"
+    assert effects.judge(0.5, 0.9, 0.9, 5) == "inconclusive"
+    assert effects.judge(0.5, 0.89, 0.9, 5) == "not reproduced"
+    assert effects.judge(0.95, 1.0, 0.9, 4) == effects.UNDERPOWERED
     assert effects.judge(0.95, 1.0, 0.9, None) == "reproduced"
     e = effects.level(runs([0.9, 0.95, 1.0], n=200), "edge")
     assert [o.passed for o in effects.run_outcomes([e], 0.9)] == [True, True, True]

@@ -116,12 +116,16 @@ class Measured:
 
     def __str__(self) -> str:
         """'name value [CI low, CI high]' per number (CI keys: ci_low / ci_high for `estimate`,
-        NAME_ci_low / NAME_ci_high for the others); a row judged on its runs: its run mean,
-        then the runs' outcomes (runs_text)."""
-        if self.outcomes:
-            lo, hi = self.ci_keys("estimate")
-            ci = f" [{self.values[lo]:.3f}, {self.values[hi]:.3f}]" if lo in self.values else ""
-            return f"lowest cell's run mean {self.values['estimate']:.3f}{ci}; {self.runs_text()}"
+        NAME_ci_low / NAME_ci_high for the others); a row judged on its runs: its lowest run
+        mean and how many runs pass (runs_text has each run)."""
+        if self.outcomes:  # in brief: the row's details hold runs_text
+            k, n = sum(o.passed for o in self.outcomes), len(self.outcomes)
+            arms = (f"; {sum(t.better[0] for t in self.arms)} vs "
+                    f"{sum(t.worse[0] for t in self.arms)} runs generalize over "
+                    f"{len(self.arms)} comparison{'s' if len(self.arms) != 1 else ''}, largest "
+                    f"Boschloo p {max(t.p for t in self.arms):.3g}" if self.arms else "")
+            return (f"lowest cell's run mean {self.values['estimate']:.3f}; {k} of {n} run"
+                    f"{'s' if n != 1 else ''} pass{arms}")  # fmt: skip
         parts = []
         for k, v in self.values.items():
             if k.endswith(("ci_low", "ci_high")):

@@ -43,6 +43,7 @@ CELL_KEYS = {
     "majority_accuracy.csv": ["variant", "train_max_len", "length"],
 }
 MIN_SD = 0.02  # cells whose runs agree closer than this are left out (every method covers them)
+MIN_CELL_RUNS = 3  # a cell's runs: the fewest a committed cell needs to give an outcome model
 # (success level, failure level, share of runs that succeed): runs that either generalize or fail
 MIXTURES = [(0.97, 0.5, 2 / 3), (0.97, 0.5, 1 / 3), (0.97, 0.1, 2 / 3), (0.97, 0.1, 1 / 3)]
 
@@ -62,7 +63,7 @@ class Cell:
 
 
 def cells(folder: Path) -> list[Cell]:
-    """The cells of a tier's committed tables with >= effects.MIN_RUNS runs and a between-run
+    """The cells of a tier's committed tables with >= MIN_CELL_RUNS runs and a between-run
     SD >= MIN_SD."""
     found = []
     for table, keys in CELL_KEYS.items():
@@ -72,7 +73,7 @@ def cells(folder: Path) -> list[Cell]:
         d = pd.read_csv(path)
         for key, g in d.groupby(keys):
             acc = g.accuracy.to_numpy(dtype=float)
-            if g.seed.nunique() >= effects.MIN_RUNS and np.std(acc, ddof=1) >= MIN_SD:
+            if g.seed.nunique() >= MIN_CELL_RUNS and np.std(acc, ddof=1) >= MIN_SD:
                 name = table.removesuffix("_accuracy.csv") + " " + "/".join(map(str, key))
                 found.append(Cell(name, acc, int(g.n.iloc[0])))
     return found

@@ -421,29 +421,56 @@ def judge_runs_earlier(outcomes: list[RunOutcome], fewest: int | None) -> str:
 RATES = (0.5, 0.7, 0.9)  # the pass rates at which REPORT.md states each row's error rates
 
 
-def _joint(sizes: tuple[int, ...]) -> np.ndarray:
-    """Every joint outcome of groups of `sizes` runs: shape (outcomes, groups) of pass counts."""
-    return np.stack(np.meshgrid(*[np.arange(n + 1) for n in sizes], indexing="ij"),
-                    -1).reshape(-1, len(sizes))  # fmt: skip
+def _sum_states(parts: list[list[tuple[float, int, tuple[bool, ...]]]]) -> dict:
+    """The distribution of (summed count, each flag or-ed / and-ed over the parts) over
+    independent parts, each a list of (probability, count, flags): flags[0:2] combine by "any",
+    the rest by "all". A dynamic programme over the parts: exact, and linear in their number
+    where enumerating every joint outcome is exponential."""
+    states: dict[tuple, float] = {(0, False, False, True): 1.0}
+    for part in parts:
+        nxt: dict[tuple, float] = {}
+        for (total, any0, any1, all2), p in states.items():
+            for q, count, flags in part:
+                key = (total + count, any0 or flags[0], any1 or flags[1], all2 and flags[2])
+                nxt[key] = nxt.get(key, 0.0) + p * q
+        states = nxt
+    return states
+
+
+def _single_level(groups: int) -> float:
+    """shown_below's level for one group alone: ALPHA / (2 G), or ALPHA for a single group."""
+    return ALPHA if groups == 1 else ALPHA / (2 * groups)
+
+
+def _pooled_below(total: int, runs: int, groups: int) -> bool:
+    """shown_below's pooled test (none for a single group: its own test is the pooled one)."""
+    return groups > 1 and stats.binom.cdf(total, runs, USUALLY) <= ALPHA / 2 + 1e-12
 
 
 def error_rates(sizes: tuple[int, ...], rates=RATES, earlier: bool = False) -> dict:
     """Exactly, for a row of groups of `sizes` runs, every run passing with the same probability
-    p (each of `rates`): p -> (P(reproduced), P(not reproduced)) under group_verdict, summed over
-    every joint outcome of the groups (independent binomials). `earlier`: under the rule of
-    EARLIER (reproduced when every run passes, not reproduced when every run of some group
-    fails)."""
-    k = _joint(sizes)
-    n = np.array(sizes)
-    if earlier:
-        rep, refuted = (k == n).all(-1), (k == 0).any(-1)
-    else:
-        refuted = shown_below(k, np.broadcast_to(n, k.shape))
-        rep = usually(k, n).all(-1) & ~refuted
+    p (each of `rates`): p -> (P(reproduced), P(not reproduced)) under group_verdict (groups are
+    independent binomials; _sum_states sums over their joint outcomes). `earlier`: under the
+    rule of EARLIER (reproduced when every run passes, not reproduced when every run of some
+    group fails)."""
+    g, total_runs = len(sizes), sum(sizes)
     out = {}
     for p in rates:
-        prob = stats.binom.pmf(k, n, p).prod(-1)
-        out[p] = (float(prob[rep].sum()), float(prob[refuted].sum()))
+        parts = []
+        for n in sizes:
+            k = np.arange(n + 1)
+            single = k == 0 if earlier else (
+                stats.binom.cdf(k, n, USUALLY) <= _single_level(g) + 1e-12)
+            holds = k == n if earlier else usually(k, n)
+            parts.append([(float(q), int(i), (bool(s1), False, bool(h)))
+                          for q, i, s1, h in zip(stats.binom.pmf(k, n, p), k, single, holds,
+                                                 strict=True)])  # fmt: skip
+        rep = refuted = 0.0
+        for (total, single, _, holds), q in _sum_states(parts).items():
+            below = single or (not earlier and _pooled_below(total, total_runs, g))
+            refuted += q * below
+            rep += q * (holds and not below)
+        out[p] = (float(rep), float(refuted))
     return out
 
 
@@ -503,20 +530,30 @@ ARM_RATES = ((0.9, 0.1), (0.9, 0.5), (0.9, 0.9), (0.5, 0.5))  # (better, worse) 
 def arm_error_rates(sizes: tuple[tuple[int, int], ...], rates=ARM_RATES) -> dict:
     """Exactly, for a row of comparisons of (better, worse) arms of `sizes` runs, the runs of
     each arm generalizing with probability (p_better, p_worse) (each of `rates`, every
-    comparison alike): rates -> (P(reproduced), P(not reproduced)) under arm_verdict (the
-    comparisons taken as independent; an enumeration of every pair of counts)."""
-    flat = tuple(n for pair in sizes for n in pair)
-    k = _joint(flat)  # every joint count: better, worse of each comparison in turn
-    verdicts = [arm_verdict([ArmTest("", "", (kb, nb), (kw, nw), boschloo((kb, nb), (kw, nw)))
-                             for (kb, kw), (nb, nw) in zip(row.reshape(-1, 2), sizes,
-                                                            strict=True)])
-                for row in k]  # fmt: skip
-    rep = np.array([v == "reproduced" for v in verdicts])
-    refuted = np.array([v == "not reproduced" for v in verdicts])
+    comparison alike): rates -> (P(reproduced), P(not reproduced)) under arm_verdict, summed
+    over every joint outcome (the comparisons' arms independent; _sum_states)."""
+    g = len(sizes)
+    worse_runs = sum(nw for _, nw in sizes)
     out = {}
     for pb, pw in rates:
-        prob = stats.binom.pmf(k, np.array(flat), np.tile([pb, pw], len(sizes))).prod(-1)
-        out[(pb, pw)] = (float(prob[rep].sum()), float(prob[refuted].sum()))
+        parts = []
+        for nb, nw in sizes:
+            part = []
+            for kb in range(nb + 1):
+                for kw in range(nw + 1):
+                    q = stats.binom.pmf(kb, nb, pb) * stats.binom.pmf(kw, nw, pw)
+                    fails = nw - kw
+                    single = stats.binom.cdf(fails, nw, USUALLY) <= _single_level(g) + 1e-12
+                    no_harm = kw * nb >= kb * nw
+                    significant = boschloo((kb, nb), (kw, nw)) <= ALPHA
+                    part.append((float(q), fails, (bool(single), no_harm, significant)))
+            parts.append(part)
+        rep = refuted = 0.0
+        for (fails, single, no_harm, significant), q in _sum_states(parts).items():
+            below = no_harm and (single or _pooled_below(fails, worse_runs, g))
+            refuted += q * below
+            rep += q * (significant and not below)
+        out[(pb, pw)] = (float(rep), float(refuted))
     return out
 
 

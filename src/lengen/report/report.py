@@ -185,7 +185,10 @@ def verdict(claim: Claim, tables: Tables, at: str = "", earlier_rule: bool = Fal
         "groups": "; ".join(f"{g.group}: {g}" for g in value.groups) if outcomes else "",
         "outcomes": "; ".join(f"{o.run} {o.value:.3f} {'pass' if o.passed else 'fail'}"
                               for o in outcomes),  # fmt: skip
+        "runs_by_group": value.runs_text() if outcomes else "",
         "error_rates": error_rates(value) if outcomes else "",
+        # the runs per group (a comparison of arms: better and worse arm, "5v5")
+        "sizes": sizes(value) if outcomes else "",
         "scale": "" if result == "not run" else at,  # a row nothing measured holds at no scale
     }
 
@@ -211,6 +214,33 @@ def error_rates(value: Measured) -> str:
     if value.arms:
         return effects.arm_error_text(tuple((t.better[1], t.worse[1]) for t in value.arms))
     return effects.error_text(tuple(g.runs for g in value.groups))
+
+
+def sizes(value: Measured) -> str:
+    """The runs per group of a row of runs ("5 5 5"), or per compared arm pair ("5v5 5v5")."""
+    if value.arms:
+        return " ".join(f"{t.better[1]}v{t.worse[1]}" for t in value.arms)
+    return " ".join(str(g.runs) for g in value.groups)
+
+
+def error_table(rows: pd.DataFrame) -> str:
+    """REPORT.md's table of how often the rules err, one line per group layout its rows of runs
+    have (exact, effects.error_rates; beside it the rule of effects.EARLIER's on the same
+    layout): P(reproduced) and P(not reproduced) when every run passes with probability
+    0.5, 0.7, 0.9."""
+    layouts = [x for x in dict.fromkeys(rows.get("sizes", pd.Series(dtype=str)).dropna())
+               if x and "v" not in x]  # fmt: skip
+    if not layouts:
+        return ""
+    lines = []
+    for layout in layouts:
+        n = tuple(int(x) for x in layout.split())
+        now, then = effects.error_rates(n), effects.error_rates(n, earlier=True)
+        cell = lambda r: ", ".join(f"{a:.3f} / {b:.3f}" for a, b in r.values())  # noqa: E731
+        lines.append({"runs per group": layout.replace(" ", ", "),
+                      "today (p = 0.5, 0.7, 0.9)": cell(now),
+                      f"rule of {effects.EARLIER}": cell(then)})  # fmt: skip
+    return reference.markdown_table(pd.DataFrame(lines))
 
 
 def shown_verdict(row, earlier: bool = True) -> str:
@@ -390,7 +420,10 @@ def write_report(
         mine = rows[rows.kind == kind]
         details = [
             textwrap.fill(f"**{r['id']}**: measured as {r['measured as']}. Rule: {r['rule']}."
-                          + (f" At: {r['scale']}." if r.get("scale") else ""),
+                          + (f" At: {r['scale']}." if r.get("scale") else "")
+                          + (f" Runs: {r['runs_by_group']}." if r.get("runs_by_group") else "")
+                          + (f" Error rates: {r['error_rates']}." if r.get("error_rates")
+                             else ""),
                           WRAP, initial_indent="- ", subsequent_indent="  ",
                           break_long_words=False, break_on_hyphens=False)  # fmt: skip
             for _, r in mine.iterrows()
@@ -435,20 +468,41 @@ def write_report(
            "", opening, ""] if opening else []),
         tally,
         "",
-        "Verdicts: the run is the unit of evidence, and runs like ours either generalize or "
-        "fail, so each run is judged on its own: it passes when its accuracy (or its gap to "
-        "the paired run of the compared arm) clears the rule's threshold in every cell the rule "
-        "names. A row is *reproduced* when every run passes, *not reproduced* when every run "
-        "fails, *mixed (k of n runs)* when they disagree, each with an exact 95% interval on the "
-        "share of runs that pass and every run's value. With fewer than "
-        f"{effects.MIN_RUNS} runs in a compared arm it reads *underpowered*, with the side its "
-        "runs lie on when they agree. The run mean is shown without an interval: none holds "
-        "its coverage on runs that either generalize or fail (docs/rules.md). *Not "
-        "testable*: the compared models did not learn the task in "
-        "distribution (the reason, and what the runs that did learn say, are printed); *not "
-        "run*: the tier has no such results. Every rule, window and threshold is the registry's "
-        "(`lengen.report.rules`, docs/rules.md).",
+        textwrap.fill(
+        f"Verdicts (docs/rules.md): the run is the unit of evidence, and runs like ours either "
+        "generalize or fail. (1) A run passes the row's criterion (its accuracy, or its gap to "
+        "the paired run of the compared arm, against the rule's threshold in every cell the rule "
+        "names) unless a cell shows it below the threshold: an exact bound at 0.05 shared over "
+        "the run's cells, so that a run truly at the threshold fails from test-set noise alone "
+        "at most 5% of the time. (2) A model group (what the sentence quantifies over: a "
+        "K_train, a pair of jumps, a depth) *usually passes* when an exact binomial test shows "
+        "its runs' pass rate above 1/2 (5 of 5, 7 of 8, 9 of 10 runs). (3) A row is "
+        "*reproduced* when every group usually passes; *not reproduced* when its runs are shown "
+        "to pass less than half the time, pooled (at 0.025) or in one group (at 0.025 / G, G "
+        "groups); *mixed (k of n runs)* otherwise; with fewer than "
+        f"{effects.MIN_RUNS} runs in a compared arm *underpowered*, with the side its runs lie "
+        "on when they agree. If every run passes with probability 1/2, each of *reproduced* and "
+        "*not reproduced* happens at most 5% of the time; the table below gives both rates for "
+        "each layout of groups in this report, and every row its own. A sentence comparing "
+        "arms (\"significantly harm\", \"significantly worse\") counts each arm's runs that "
+        "generalize (exact match beyond training >= 0.8): *reproduced* when Boschloo's exact "
+        "test shows the paper's better arm generalizing more often in every comparison "
+        "(one-sided, 0.05), *not reproduced* when the worse arms are shown to generalize more "
+        "often than not and one does as often as its better arm; each seed pair's gap is shown "
+        "beside. In brackets after a verdict: what the rule of "
+        f"{effects.EARLIER} gives on the same runs (a run passed on its observed worst cell; a "
+        "row was reproduced when every run passed, not reproduced when every run of some group "
+        "failed, decided from 3 runs per arm), and any earlier rule of that row changed after "
+        "the data. The run mean is shown without an interval: none holds its coverage on runs "
+        "that either generalize or fail (docs/rules.md). *Not testable*: the compared models "
+        "did not learn the task in distribution (the reason, and what the runs that did learn "
+        "say, are printed); *inconclusive*: one model's interval straddles the line; *not run*: "
+        "the tier has no such results. Every rule, window and threshold is the registry's "
+        "(`lengen.report.rules`, docs/rules.md).", WRAP, break_on_hyphens=False),
         "",
+        *(["How often the rules err, for each layout of runs per group in this report: "
+           "P(reproduced) / P(not reproduced) when every run passes with probability 0.5, 0.7 "
+           "and 0.9 (exact).", "", errors, ""] if (errors := error_table(rows)) else []),
         "## Claims of the paper",
         "",
         table("paper"),
