@@ -129,6 +129,7 @@ def sparse_parity_figure(
         style="k_test vs K_train",
         style_order=["k_test <= K_train", "k_test > K_train (untrained k)"],
         **facets,
+        # DEPARTURE (docs/departures.md, Figures): the paper's bands are 95% CIs; ours are
         # the range of the runs (one row per run and length): lowest to highest. Not a CI: a
         # bootstrap over 3 rows (seaborn's "ci") is roughly that range, and reads as more
         # (issue 64); the report's intervals are in REPORT.md
@@ -242,7 +243,8 @@ def panel_label(variant: str) -> str:
 
 def run_bands(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Per cell of `keys` (+ length): the run-mean accuracy, the range of the runs (lowest and
-    highest run: the band of every figure; the report judges each run, and no interval on the
+    highest run: the band of every figure, a DEPARTURE from the paper's 95% CIs,
+    docs/departures.md; the report judges each run, and no interval on the
     run means holds its coverage on runs like ours, lengen.report.coverage) and the number of
     runs."""
     import pandas as pd
