@@ -49,7 +49,8 @@ def test_report_html_renders_every_claim_in_a_table(tmp_path):
     page = rendered(tmp_path).read_text()
     cells = Cells()
     cells.feed(page)
-    heads = r"^\| *id *\||^\| *sentence|^\| *claim|^\| *experiment"  # the scale table too
+    # every table: the rows, the scale table and the error-rate table
+    heads = r"^\| *id *\||^\| *sentence|^\| *claim|^\| *experiment|^\| *runs per group"
     assert cells.tables == len(re.findall(heads, text, re.M)) > 0
     ids = re.findall(r"^\| (SP-\d[^|]*|PS-\d|VA-\d|TH-[^|]*|NL-[^|]*|MJ-\d) *\|", text, re.M)
     assert ids and {i.strip() for i in ids} <= {c.strip() for c in cells.cells}
