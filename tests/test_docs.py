@@ -30,6 +30,10 @@ def test_readme_verdicts_are_the_reference_judged_by_todays_rules():
     )
     # the block is replaceable in place, and the replacement is idempotent
     assert tool.replaced(readme, shown) == readme
+    # the first screen says how many sentences each column decides: the block's first line
+    first = readme.split(tool.TALLY_BEGIN, 1)[1].split(tool.TALLY_END, 1)[0]
+    assert tool.TALLY_BEGIN + first + tool.TALLY_END == tool.tally()
+    assert readme.index(tool.TALLY_BEGIN) < readme.index("## Quick start")
 
 
 def _times():

@@ -361,10 +361,10 @@ def test_checks_and_claims_beyond_the_paper_are_counted_apart(tmp_path):
     report.write_report(c, tmp_path / "REPORT.md")
     text = (tmp_path / "REPORT.md").read_text()
     # each paper sentence once: SP-1..3, PS-1..3, NL-T1w, NL-Fig4, NL-Fig6 (9; VA-1..4 rest on
-    # this cfg's log-length DEPARTURE: shown, not counted), the theory's Prop. C.3 (its cases a,
-    # b, d one sentence; c' a repair, not counted) and Prop. 4.4, neither run here; Theorem 4.3
-    # is a check
-    assert "The paper's experiments: 9 not run." in text
+    # this cfg's log-length DEPARTURE: counted apart, with SP-1..3 [loglen]), the theory's Prop.
+    # C.3 (its cases a, b, d one sentence; c' a repair, not counted) and Prop. 4.4, neither run
+    # here; Theorem 4.3 is a check
+    assert "The paper's experiments: 9 not run; under a DEPARTURE: 7 not run." in text
     assert "The paper's theory (exact computations on toy cases): 2 not run." in text
     assert "whose test cannot decide a sentence): 2 not run." in text  # NL-T1 (+ T1b), NL-T1c
     assert "Checks (cannot fail by construction): 1 passed." in text
@@ -683,12 +683,13 @@ AT = "3 x 64, <= 12,000 steps (paper: 12 x 1024, 50,000)"  # a row's scale (repo
 def test_summary_counts_each_sentence_once_and_names_the_row_it_is_decided_on():
     """README's verdict block (report.summary): a sentence's verdict combines its counted sub-rows
     (the most severe, PRECEDENCE) and is shown on the first sub-row that has it; a DEPARTURE
-    sub-row is shown in REPORT.md, not here; a row without a number gives its reason, cut to 160
+    sub-row is counted apart, in its own count and table, never mixed with the paper's model; a
+    row without a number gives its reason, cut to 160
     characters at a clause or a word (report.shortened); the registry's sentence text replaces
     the row's; kinds are counted apart."""
     reason = "not learned in distribution (< 0.9): " + "x" * 200
     rows = pd.DataFrame([
-        _summary_row("SP-1 [loglen]", "SP-1", "reproduced", "0.95", counted="no: DEPARTURE"),
+        _summary_row("SP-1 [loglen]", "SP-1", "reproduced", "0.95", counted=report.DEPARTURE_ROW),
         _summary_row("SP-1 [neox]", "SP-1", "inconclusive", "0.80 [0.7, 0.9]"),
         _summary_row("SP-1 [other]", "SP-1", "not reproduced", "0.40 [0.3, 0.5]", scale=AT),
         _summary_row("PS-3", "PS-3", "not testable", measured_as=f"gap; not testable: {reason}"),
@@ -699,21 +700,23 @@ def test_summary_counts_each_sentence_once_and_names_the_row_it_is_decided_on():
     ])  # fmt: skip
     lines = report.summary(rows).splitlines()
     assert lines[0] == (
-        "Each paper sentence once: experiments 1 not reproduced, 1 not testable; theory (exact "
-        "computations on toy cases) 1 reproduced; descriptive none; checks 1 passed; beyond the "
-        "paper 1 reproduced."
+        "Each paper sentence once, on the paper's model: experiments 1 not reproduced, 1 not "
+        "testable; theory (exact computations on toy cases) 1 reproduced; descriptive none; checks "
+        "1 passed; beyond the paper 1 reproduced. Counted apart, under a DEPARTURE beyond the "
+        "paper's model: experiments 1 reproduced."
     )
     assert lines[1:4] == ["", "| sentence | the paper | verdict | decided by |",
                           "| --- | --- | --- | --- |"]  # fmt: skip
     paper = {s: report.shortened(report.RULES[s].paper, report.CELL)
              for s in ("SP-1", "PS-3", "TH-4.3", "TH-C3")}  # fmt: skip
-    assert lines[4:] == [
+    assert lines[4:9] == [
         f"| SP-1 | {paper['SP-1']} | not reproduced | 0.40 [0.3, 0.5] |",
         f"| PS-3 | {paper['PS-3']} | not testable | not learned in distribution (< 0.9): ... |",
         f"| TH-4.3 | {paper['TH-4.3']} | passed | -0.086 |",
         f"| TH-C3 | {paper['TH-C3']} | reproduced | 0.973 |",
         "| NEW-1 | a new claim | reproduced | 1.0 |",
     ]
+    assert lines[-1] == f"| SP-1 | {paper['SP-1']} | reproduced | 0.95 |"  # the DEPARTURE's
     assert all(len(cell) <= report.CELL + 4 for line in lines[4:] for cell in line.split(" | "))
     # every counted sub-row alike: the first one decides; several verdicts of one kind sorted
     same = pd.DataFrame([_summary_row("A [x]", "A", "underpowered", "0.5"),

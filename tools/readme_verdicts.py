@@ -21,24 +21,38 @@ from lengen.report import report
 
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- verdicts: begin (tools/readme_verdicts.py) -->", "<!-- verdicts: end -->"
+# the first screen's count of what each column decides (the block's first line)
+TALLY_BEGIN, TALLY_END = "<!-- tally: begin (tools/readme_verdicts.py) -->", "<!-- tally: end -->"
 
 
-def block(root: Path = ROOT) -> str:
-    """The README block: the summary of the default config's rules on reference/default/."""
+def summary(root: Path = ROOT) -> str:
+    """The summary of the default config's rules on reference/default/ (report.summary)."""
     whole = validate(yaml.safe_load((root / "config" / "config.yaml").read_text()))
     cfg = artifacts.report_config(whole)
     ref = root / "reference" / "default"
     paths = {k: str(ref / Path(v).name) for k, v in artifacts.report_tables(cfg).items()}
     with tempfile.TemporaryDirectory() as tmp:
         rows = report.write_report(cfg, Path(tmp) / "REPORT.md", paths, None, None, [])
-    first, rest = report.summary(rows).split("\n", 1)  # the tally, wrapped as README's prose
+    return report.summary(rows)
+
+
+def block(root: Path = ROOT, text: str | None = None) -> str:
+    """The README block: the summary, its tally wrapped as README's prose."""
+    first, rest = (text or summary(root)).split("\n", 1)
     return "\n".join([BEGIN, textwrap.fill(first, 100), rest, END])
 
 
-def replaced(text: str, new: str) -> str:
-    """README text with its block replaced by `new`."""
-    head, rest = text.split(BEGIN, 1)
-    return head + new + rest.split(END, 1)[1]
+def tally(root: Path = ROOT, text: str | None = None) -> str:
+    """The first screen's tally: how many sentences each column decides (the summary's first
+    line), between its markers."""
+    first = (text or summary(root)).split("\n", 1)[0]
+    return "\n".join([TALLY_BEGIN, textwrap.fill(first, 100), TALLY_END])
+
+
+def replaced(text: str, new: str, begin: str = BEGIN, end: str = END) -> str:
+    """README text with the block between `begin` and `end` replaced by `new`."""
+    head, rest = text.split(begin, 1)
+    return head + new + rest.split(end, 1)[1]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -46,12 +60,14 @@ def main(argv: list[str] | None = None) -> None:
                                      description=__doc__.splitlines()[0])  # fmt: skip
     parser.add_argument("--write", action="store_true", help="replace the block in README.md")
     args = parser.parse_args(argv)
-    new = block()
+    text = summary()
+    new, first = block(text=text), tally(text=text)
     if args.write:
         readme = ROOT / "README.md"
-        readme.write_text(replaced(readme.read_text(), new))
+        readme.write_text(replaced(replaced(readme.read_text(), new), first, TALLY_BEGIN,
+                                   TALLY_END))  # fmt: skip
     else:
-        print(new)
+        print(first, new, sep="\n\n")
 
 
 if __name__ == "__main__":
