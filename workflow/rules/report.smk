@@ -40,6 +40,9 @@ rule report:
         verdicts=report(
             f"{REPORTS}/{artifacts.VERDICTS}", caption="../report/tables.rst", category="Claims"
         ),
+        runs=report(
+            f"{REPORTS}/{artifacts.RUNS_FIGURE}", caption="../report/runs.rst", category="Claims"
+        ),
     log:
         f"{LOGS}/report.log",
     benchmark:

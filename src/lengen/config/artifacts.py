@@ -17,6 +17,7 @@ from lengen import tasks
 REPORT = "REPORT.md"
 REPORT_HTML = "REPORT.html"  # REPORT.md rendered: report.html's front page, any browser's
 VERDICTS = "verdicts.csv"  # the report's verdicts as a tidy table (lengen.report.reference)
+RUNS_FIGURE = "verdict_runs.png"  # every run's value by sentence and group (the report draws it)
 TABLES = {  # report-level tidy tables: name -> (file under reports_dir, the config section that
     # makes it: a table exists only when its section does)
     "sparse_parity": ("sparse_parity_accuracy.csv", "sparse_parity"),

@@ -65,6 +65,51 @@ def _save(fig, out: Path, dpi: int, metadata: dict | None) -> None:
     plt.close(fig)
 
 
+def draw_runs(panels: list[dict], out: Path, metadata: dict | None, dpi: int = 150) -> None:
+    """The report's figure of every run (artifacts.RUNS_FIGURE): a panel per row judged on its
+    runs (`panels`: each a dict of `id`, `verdict`, `threshold` and `outcomes`, the row's
+    RunOutcomes), each run's value (its worst cell, or its gap to the paired run) as a dot by
+    model group, filled where the run passes and hollow where it fails, the rule's threshold
+    dashed: a reader sees at a glance whether runs generalize or fail, and how many. A tier
+    without such rows gets a figure saying so."""
+    plt, _ = _pyplot()
+    cols = min(4, max(1, len(panels)))
+    rows = max(1, math.ceil(len(panels) / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols, 2.9 * rows), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.axis("off")
+    if not panels:
+        axes[0, 0].text(0.5, 0.5, "no row of this tier is judged on training runs",
+                        ha="center", va="center", transform=axes[0, 0].transAxes)  # fmt: skip
+    for ax, panel in zip(axes.flat, panels, strict=False):
+        groups = list(dict.fromkeys(o.group for o in panel["outcomes"]))
+        for i, group in enumerate(groups):
+            mine = [o for o in panel["outcomes"] if o.group == group]
+            offsets = [0.0] if len(mine) == 1 else [
+                -0.25 + 0.5 * j / (len(mine) - 1) for j in range(len(mine))]  # fmt: skip
+            for o, dx in zip(mine, offsets, strict=True):
+                ax.scatter(i + dx, o.value, s=22, color="tab:blue" if o.passed else "white",
+                           edgecolors="tab:blue" if o.passed else "tab:red",
+                           linewidths=1.2, zorder=3)  # fmt: skip
+        ax.axhline(panel["threshold"], color="grey", ls="--", lw=1)
+        ax.set_xticks(range(len(groups)))
+        ax.set_xticklabels([_short(g) for g in groups], rotation=30, ha="right", fontsize=7)
+        ax.set_xlim(-0.6, len(groups) - 0.4)
+        ax.set_title(wrapped(f"{panel['id']}: {panel['verdict']}", fig), fontsize=8)
+        ax.tick_params(axis="y", labelsize=7)
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle("Every training run, by sentence and model group: its worst cell (or paired "
+                 "gap); filled: passes, hollow red: fails; dashed: the rule's threshold",
+                 fontsize=9)  # fmt: skip
+    fig.tight_layout()
+    _save(fig, out, dpi, metadata)
+
+
+def _short(group: str, limit: int = 24) -> str:
+    """A model group's name short enough for a tick label."""
+    return group if len(group) <= limit else group[: limit - 3] + "..."
+
+
 # The kinds ------------------------------------------------------------------------------------
 # Each kind: `job` (config, figure) -> (the tables it reads, its other CLI arguments), `draw`
 # (table, the CLI's arguments, PNG metadata) -> the PNG at args.out, `caption` (config) -> its

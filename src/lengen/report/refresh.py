@@ -172,13 +172,13 @@ def science_changes(commit: str, project: Path) -> list[str] | None:
 
 def expected_files(whole: dict) -> set[str]:
     """Every file a finished run of the config leaves in its reports directory that the
-    reference keeps: REPORT.md (and REPORT.html, its rendering), verdicts.csv, the tables the
-    report reads, the figures it lists."""
+    reference keeps: REPORT.md (and REPORT.html, its rendering), verdicts.csv, the figure of
+    every run, the tables the report reads, the figures it lists."""
     from lengen.config import artifacts
 
     tables = artifacts.report_tables(artifacts.report_config(whole)).values()
     return (
-        {REPORT, REPORT_HTML, VERDICTS}
+        {REPORT, REPORT_HTML, VERDICTS, artifacts.RUNS_FIGURE}
         | {Path(t).name for t in tables}
         | set(artifacts.report_figures(whole))
     )

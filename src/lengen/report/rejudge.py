@@ -85,7 +85,7 @@ def rejudge(whole: dict, root: Path, allow_dirty: bool = False) -> pd.DataFrame:
         rows = report.write_report(
             cfg, out / artifacts.REPORT, paths, previous,
             f"the verdicts these tables had before (judged at `{', '.join(was)}`)", figures,
-            judged=judged,
+            judged=judged, trained_at=trained[0],
         )  # fmt: skip
         # a reference is one run of one commit: its verdicts keep the commit that trained as
         # `git_commit` and name the judging code's as `judged_at`
@@ -94,7 +94,8 @@ def rejudge(whole: dict, root: Path, allow_dirty: bool = False) -> pd.DataFrame:
             **{provenance.JUDGED_AT: verdicts["git_commit"]}, git_commit=trained[0]
         )
         verdicts.to_csv(out / artifacts.VERDICTS, index=False)
-        for name in (artifacts.REPORT, artifacts.REPORT_HTML, artifacts.VERDICTS):
+        for name in (artifacts.REPORT, artifacts.REPORT_HTML, artifacts.VERDICTS,
+                     artifacts.RUNS_FIGURE):
             shutil.copy(out / name, ref / name)
     redraw(whole, ref, figures, trained[0])
     return rows

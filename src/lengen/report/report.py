@@ -18,6 +18,7 @@ thresholds, each written next to its claim.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import textwrap
@@ -190,6 +191,11 @@ def verdict(claim: Claim, tables: Tables, at: str = "", earlier_rule: bool = Fal
         # the runs per group (a comparison of arms: better and worse arm, "5v5")
         "sizes": sizes(value) if outcomes else "",
         "scale": "" if result == "not run" else at,  # a row nothing measured holds at no scale
+        # for the figure of every run (write_report), not for verdicts.csv
+        "_runs": {"id": claim.id, "verdict": shown_verdict({"verdict": result, "leaning":
+                  lean if result == effects.UNDERPOWERED else ""}, earlier=False),
+                  "threshold": claim.threshold, "outcomes": outcomes}
+        if outcomes and claim.threshold is not None else None,
     }
 
 
@@ -405,6 +411,7 @@ def write_report(
     reference_label: str | None = None,
     figures: list[str] | None = None,
     judged: str | None = None,
+    trained_at: str | None = None,
 ) -> pd.DataFrame:
     """REPORT.md for the config's run (the report's slice of it,
     lengen.config.artifacts.report_config, is enough): the verdict table, the figures it rests
@@ -414,7 +421,8 @@ def write_report(
     (artifacts.report_figures of the whole config: the slice has no `figures` sections, so
     without them the list misses the figures only those sections add). `judged`: a line under
     the provenance saying which commit trained the tables and which judged them (a reference
-    judged again by lengen.report.rejudge)."""
+    judged again by lengen.report.rejudge); `trained_at`, that reference's training commit: the
+    figure of every run (artifacts.RUNS_FIGURE, drawn beside `out`) keeps it as its commit."""
     tables = read_tables(cfg, paths)
     scales = {name: scale(cfg, name) for name, _ in by_experiment(cfg)}
     rows = pd.DataFrame([verdict(c, tables, (scales.get(e) or {}).get("short", ""))
@@ -539,6 +547,10 @@ def write_report(
         table("beyond"),
         "",
         *reference.section(provenance.stamp(rows, cfg, cfg["seed"]), ref, label),
+        f"Every training run, by sentence and model group: `{artifacts.RUNS_FIGURE}`.",
+        "",
+        f"![every run]({artifacts.RUNS_FIGURE})",
+        "",
         "Figures: "
         + ", ".join(f"`{name}`" for name in figures or artifacts.report_figures(cfg))
         + ".",
@@ -548,8 +560,24 @@ def write_report(
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines))
     write_html("\n".join(lines), out.parent / artifacts.REPORT_HTML)
+    draw_every_run(rows, cfg, out.parent / artifacts.RUNS_FIGURE, trained_at)
+    rows = rows.drop(columns="_runs")
     provenance.stamp(rows, cfg, cfg["seed"]).to_csv(out.parent / artifacts.VERDICTS, index=False)
     return rows
+
+
+def draw_every_run(rows: pd.DataFrame, cfg: dict, out: Path, trained_at: str | None) -> None:
+    """The figure of every run (lengen.report.figures.draw_runs), its provenance in the PNG as
+    every figure's (a reference judged again keeps its training commit, `trained_at`, and names
+    the drawing code's)."""
+    from lengen.report import figures
+
+    meta = provenance.png_metadata({"figure": "verdict_runs", "config": cfg}, cfg["seed"])
+    if trained_at is not None:
+        record = json.loads(meta[provenance.PNG_KEY])
+        record |= {"git_commit": trained_at, provenance.DRAWN_AT: record["git_commit"]}
+        meta = {provenance.PNG_KEY: json.dumps(record, sort_keys=True)}
+    figures.draw_runs([r for r in rows["_runs"] if r], out, meta)
 
 
 # REPORT.html: styled under one class, so that inside Snakemake's report.html (its front page
