@@ -99,8 +99,8 @@ def draw_runs(panels: list[dict], out: Path, metadata: dict | None, dpi: int = 1
         ax.tick_params(axis="y", labelsize=7)
         ax.grid(axis="y", alpha=0.3)
     fig.suptitle("Every training run, by sentence and model group: its worst cell (or paired "
-                 "gap); filled: passes, hollow red: fails; dashed: the rule's threshold",
-                 fontsize=9)  # fmt: skip
+                 "gap); filled: passes (its test set does not show it below the threshold), "
+                 "hollow red: fails; dashed: the rule's threshold", fontsize=9)  # fmt: skip
     fig.tight_layout()
     _save(fig, out, dpi, metadata)
 
