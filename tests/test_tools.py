@@ -280,3 +280,21 @@ def test_a_sittings_script_is_one_block_bash_reads_before_running():
     body = [line for line in lines[: start] if line and not line.startswith("#")]
     assert body == ["set -euo pipefail"]  # only comments before it
     assert subprocess.run(["bash", "-n", str(ROOT / "tools" / "reference_run.sh")]).returncode == 0
+
+
+def test_the_five_run_plan_is_the_committed_one_and_orders_what_fits():
+    """tools/budget_plan.py: the committed plan is what the tool makes from today's committed
+    step rates and reference (a changed rate or reference rewrites it); its wall hours only grow
+    down the table, the rows that fit 12 h come first, and an arm's job-hours are its runs x its
+    minutes per run."""
+    plan = load_script(ROOT / "tools" / "budget_plan.py")
+    committed = ROOT / "benchmarks" / "measured" / "2026-12-06-cpu" / "budget_plan.md"
+    assert committed.read_text() == plan.markdown(), "python tools/budget_plan.py --out " + str(
+        committed.relative_to(ROOT))
+    table, factor = plan.plan()
+    assert factor > 0 and table["wall h, cumulative"].is_monotonic_increasing
+    fits = table["wall h, cumulative"] <= plan.BUDGET_H
+    assert fits.iloc[0] and not (fits.astype(int).diff().fillna(0) > 0).any()  # one cut
+    planned = table["runs (today -> planned)"].str.split(" -> ").str[1].astype(int)
+    minutes = table["min per run"].astype(float)
+    assert ((planned * minutes / 60 - table["job-h"].astype(float)).abs() <= 0.1).all()
