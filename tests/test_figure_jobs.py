@@ -78,13 +78,17 @@ def test_a_figures_inputs_are_the_models_it_draws():
 
 @pytest.mark.parametrize("tier", ("config", "smoke"))
 def test_the_one_figure_rule_writes_every_png(tier, tmp_path):
-    """In a dry run of the whole tier, every .png job is rule `figure`, one per listed figure."""
+    """In a dry run of the whole tier, every .png job is rule `figure`, one per listed figure,
+    but the figure of every run, which the report draws from its verdicts."""
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
            str(tmp_path), "-n", "--cores", "1", "--configfile",
            str(ROOT / "config" / f"{tier}.yaml")]  # fmt: skip
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     jobs = re.findall(r"^rule (\w+):\n(?:    .*\n)*?    output: (.*)$", out, re.M)
     png = {(rule, o) for rule, outs in jobs for o in outs.split(", ") if o.endswith(".png")}
+    runs = {(rule, o) for rule, o in png if o.endswith(f"/{artifacts.RUNS_FIGURE}")}
+    assert {rule for rule, _ in runs} == {"report"} and len(runs) == 1
+    png -= runs
     assert {rule for rule, _ in png} == {"figure"}
     cfg = config.load(ROOT / "config" / f"{tier}.yaml")
     assert sorted(o.rsplit("/", 1)[1] for _, o in png) == artifacts.report_figures(cfg)
