@@ -506,7 +506,7 @@ def write_report(
         "its runs' pass rate above 1/2 (5 of 5, 7 of 8, 9 of 10 runs). (3) A row is "
         "*reproduced* when every group usually passes; *not reproduced* when its runs are shown "
         "to pass less than half the time, pooled (at 0.025) or in one group (at 0.025 / G, G "
-        "groups); *mixed (k of n runs)* otherwise; with fewer than "
+        "groups; a row of one group at 0.05); *mixed (k of n runs)* otherwise; with fewer than "
         f"{effects.MIN_RUNS} runs in a compared arm *underpowered*, with the side its runs lie "
         "on when they agree. If every run passes with probability 1/2, each of *reproduced* and "
         "*not reproduced* happens at most 5% of the time; the table below gives both rates for "
