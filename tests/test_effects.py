@@ -85,7 +85,7 @@ def test_a_run_truly_at_the_threshold_fails_from_sampling_alone_at_most_5_percen
     assert not any(o.passed for o in effects.run_outcomes([far], 0.9))
 
 
-@pytest.mark.parametrize("sizes", [(5,), (5, 5), (5, 5, 5), (6, 6, 6), (5, 5, 5, 5), (8, 3)])
+@pytest.mark.parametrize("sizes", [(5,), (5, 5), (5, 5, 5), (6, 6, 6), (5, 5, 5, 5), (8, 5)])
 def test_the_rows_error_rates_are_exact_and_at_most_5_percent_at_a_coin_flip(sizes):
     """error_rates is exact (a simulation of the verdicts agrees) and symmetric at the line it
     draws: a recipe whose runs pass half the time reads reproduced <= 5% and not reproduced
@@ -103,6 +103,11 @@ def test_the_rows_error_rates_are_exact_and_at_most_5_percent_at_a_coin_flip(siz
     assert effects.error_rates(sizes, (0.3,))[0.3][0] <= rates[0.5][0]
     assert effects.error_rates(sizes, (0.7,))[0.7][1] <= rates[0.5][1]
     assert effects.error_rates((3, 3, 3), earlier=True)[0.5][1] == pytest.approx(0.33, abs=0.005)
+    # a row with fewer than 5 runs in a group is underpowered: never decided, and its stated
+    # rates are those of 5 runs a group
+    assert set(effects.error_rates((5, 3)).values()) == {(0.0, 0.0)}
+    assert effects.error_text((5, 3)).startswith("at 5 runs per group")
+    assert effects.error_text((5, 3)).endswith(effects.error_text((5, 5)))
 
 
 def test_arms_are_compared_by_boschloo_on_their_generalize_counts():

@@ -450,10 +450,13 @@ def _pooled_below(total: int, runs: int, groups: int) -> bool:
 def error_rates(sizes: tuple[int, ...], rates=RATES, earlier: bool = False) -> dict:
     """Exactly, for a row of groups of `sizes` runs, every run passing with the same probability
     p (each of `rates`): p -> (P(reproduced), P(not reproduced)) under group_verdict (groups are
-    independent binomials; _sum_states sums over their joint outcomes). `earlier`: under the
-    rule of EARLIER (reproduced when every run passes, not reproduced when every run of some
-    group fails)."""
+    independent binomials; _sum_states sums over their joint outcomes); a row with fewer than
+    MIN_RUNS runs in a group is underpowered, never decided. `earlier`: under the rule of
+    EARLIER (reproduced when every run passes, not reproduced when every run of some group
+    fails; EARLIER_MIN_RUNS runs)."""
     g, total_runs = len(sizes), sum(sizes)
+    if min(sizes) < (EARLIER_MIN_RUNS if earlier else MIN_RUNS):  # underpowered: never decided
+        return {p: (0.0, 0.0) for p in rates}
     out = {}
     for p in rates:
         parts = []
@@ -474,11 +477,20 @@ def error_rates(sizes: tuple[int, ...], rates=RATES, earlier: bool = False) -> d
     return out
 
 
+def judged_sizes(sizes: tuple[int, ...]) -> tuple[int, ...]:
+    """The group sizes a row's error rates are stated at: its own, MIN_RUNS where it has fewer
+    (such a row reads underpowered: its rates are those of the runs that would decide it)."""
+    return tuple(max(n, MIN_RUNS) for n in sizes)
+
+
 def error_text(sizes: tuple[int, ...]) -> str:
-    """A row's error rates in words: "P(reproduced) / P(not reproduced) when every run passes
-    with probability 0.5: 0.002 / 0.031; 0.7: ...; 0.9: ..." for its group sizes."""
-    rates = error_rates(sizes)
-    return ("if each run passes with probability " + "; ".join(
+    """A row's error rates in words: "if each run passes with probability 0.5: P(reproduced)
+    0.002, P(not reproduced) 0.031; 0.7: ...; 0.9: ..." for its group sizes (judged_sizes)."""
+    at = judged_sizes(sizes)
+    rates = error_rates(at)
+    fewer = (f"at {MIN_RUNS} runs per group (this row's fewer read underpowered), "
+             if at != tuple(sizes) else "")  # fmt: skip
+    return (fewer + "if each run passes with probability " + "; ".join(
         f"{p:g}: P(reproduced) {a:.3f}, P(not reproduced) {b:.3f}"
         for p, (a, b) in rates.items()))  # fmt: skip
 
@@ -558,10 +570,14 @@ def arm_error_rates(sizes: tuple[tuple[int, int], ...], rates=ARM_RATES) -> dict
 
 
 def arm_error_text(sizes: tuple[tuple[int, int], ...]) -> str:
-    """A compared row's error rates in words (arm_error_rates)."""
-    return "if the runs generalize with probability (paper's better arm, worse arm) " + "; ".join(
-        f"({pb:g}, {pw:g}): P(reproduced) {a:.3f}, P(not reproduced) {b:.3f}"
-        for (pb, pw), (a, b) in arm_error_rates(sizes).items())  # fmt: skip
+    """A compared row's error rates in words (arm_error_rates), at MIN_RUNS runs per arm where
+    it has fewer (judged_sizes)."""
+    at = tuple((max(b, MIN_RUNS), max(w, MIN_RUNS)) for b, w in sizes)
+    fewer = (f"at {MIN_RUNS} runs per arm (this row's fewer read underpowered), "
+             if at != tuple(sizes) else "")  # fmt: skip
+    rates = "; ".join(f"({pb:g}, {pw:g}): P(reproduced) {a:.3f}, P(not reproduced) {b:.3f}"
+                      for (pb, pw), (a, b) in arm_error_rates(at).items())  # fmt: skip
+    return f"{fewer}if the runs generalize with probability (paper's better arm, worse arm) {rates}"
 
 
 def leaning(outcomes: list[RunOutcome], observed: bool = False) -> str:
