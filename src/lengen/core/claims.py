@@ -161,7 +161,7 @@ class Claim:
     kind: str = "paper"
     # a sub-row of one paper sentence (a model variant, a training range, a figure panel): the
     # sentence is counted once (lengen.report.rules.sentence_of); a sub-row that rests on a
-    # DEPARTURE beyond the tier's model (log-length scaling, equal budgets) is shown, not counted
+    # DEPARTURE beyond the tier's model (log-length scaling) is counted apart (report.sentences)
     departure: bool = False
     # why the row is shown but not counted ("" : counted): a DEPARTURE sub-row, the runs of a
     # gated comparison that learned, a claim beyond the paper that cannot discriminate

@@ -194,7 +194,7 @@ def sp_larger_k_worse(variant: str | None = None):
 def sp_claims(variants: dict[str, str] | None, departures: set[str] = frozenset()) -> list[Claim]:
     """SP-1..3 for each sparse-parity model variant (variant -> label); one set, unlabelled,
     when there is a single variant or none given. A variant in `departures` (a model change
-    beyond the tier's, e.g. log-length scaling) gives sub-rows shown but not counted."""
+    beyond the tier's, e.g. log-length scaling) gives sub-rows counted apart (report.sentences)."""
     items = list((variants or {None: ""}).items())
     out = []
     for variant, label in items:
@@ -229,7 +229,7 @@ def sp_claims(variants: dict[str, str] | None, departures: set[str] = frozenset(
 
 def claims(cfg: dict) -> list[Claim]:
     """The tier's rows: SP-1..3 per model variant of `sparse_parity.variants` (labelled), those
-    with a model change beyond the tier's (e.g. log-length scaling) shown, not counted."""
+    with a model change beyond the tier's (e.g. log-length scaling) counted apart."""
     section = cfg.get("sparse_parity", {}).get("variants", {})
     variants = {v: e["label"] for v, e in section.items()}
     departures = {v for v, e in section.items() if e.get("model", {}).get("attn_scale")}

@@ -97,7 +97,7 @@ def va_rope_worse_than_ppc(t: Tables) -> Measured | NotTestable | None:
 def claims(cfg: dict) -> list[Claim]:
     """VA-1..4 (Fig. 3a: PPC by depth; Fig. 3b-d: its ablations and RoPE + PoSE). A section
     model with log-length attention scaling (a DEPARTURE) makes every row a DEPARTURE sub-row,
-    shown and not counted, as sparse parity's [loglen] rows are."""
+    counted apart, as sparse parity's [loglen] rows are."""
     dep = cfg.get("variable_assignment", {}).get("model", {}).get("attn_scale") == "log_length"
     gated = "per depth and {what}: each PPC run's exact match beyond training minus its seed's "
     return [
