@@ -250,3 +250,21 @@ def test_a_probe_base_at_a_commit_is_merged_with_its_base_there(probes):
     assert probes.read_base("config/gpu.yaml") == read_tier(ROOT / "config" / "gpu.yaml")
     with pytest.raises(SystemExit, match="config/nothing.yaml@HEAD"):
         probes.read_base("config/nothing.yaml@HEAD")
+
+
+def test_the_size_ladder_reads_its_runs_worst_k_per_length_and_draws(tmp_path):
+    """probes/ladder.py: only the ladder's probes, each run's worst accuracy over k_test <=
+    K_train at each tested length, its size and seed from its name; the figure is drawn from
+    the committed table whatever number of its runs has finished."""
+    ladder = load_script(ROOT / "probes" / "ladder.py")
+    row = {"k_train": 2, "params": 1000, "steps_run": 10}
+    for length in ladder.LENGTHS:
+        row |= {f"acc_L{length}_k1": 1.0, f"acc_L{length}_k2": 0.5 + length / 1000,
+                f"acc_L{length}_k3": 0.0}  # k_test 3 > K_train: not read
+    table = pd.DataFrame([{"probe": "K8_ladder_3x64_s2", **row}, {"probe": "K8_base", **row}])
+    d = ladder.ladder_rows(table)
+    assert set(d["size"]) == {"3 x 64"} and set(d.seed) == {2}
+    assert d.set_index("length").worst.to_dict() == {50: 0.55, 100: 0.6, 200: 0.7, 500: 1.0}
+    drawn = ladder.draw(tmp_path / "ladder.png")
+    assert (tmp_path / "ladder.png").stat().st_size > 10_000
+    assert set(drawn.get("size", [])) <= {"2 x 32", "3 x 64", "4 x 128"}
