@@ -61,11 +61,15 @@ def draw(out: Path = OUT) -> pd.DataFrame:
             ax.scatter(at.params, at.worst, color="tab:blue", zorder=3)
             means = at.groupby("params").worst.mean()
             ax.plot(means.index, means.values, color="tab:blue", alpha=0.4)
-            for params, size in at.groupby("params")["size"].first().items():
-                ax.annotate(size, (params, 1.02), ha="center", fontsize=7)
+            sizes = at.groupby("params")["size"].first()
+            ax.set_xscale("log")
+            ax.set_xticks(list(sizes.index), labels=[f"{s}\n{p:,}" for p, s in sizes.items()],
+                          fontsize=7)  # fmt: skip
+            ax.minorticks_off()
+            ax.set_xlim(sizes.index.min() / 1.8, sizes.index.max() * 1.8)
         ax.axhline(0.9, color="green", lw=0.8, ls="--")
         ax.axhline(0.5, color="grey", lw=0.8, ls=":")
-        ax.set(xscale="log", title=f"2l = {length}", xlabel="parameters", ylim=(-0.02, 1.1))
+        ax.set(title=f"2l = {length}", xlabel="model (parameters)", ylim=(-0.02, 1.05))
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("worst accuracy, k_test <= K_train = 8")
     runs = d.drop_duplicates(["size", "seed"]) if len(d) else d
