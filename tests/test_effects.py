@@ -257,3 +257,38 @@ def test_between_run_spread_is_the_sample_sd_of_the_run_accuracies():
     g = effects.gap(runs([0.5, 0.7, 0.9], n=100), runs([0.1, 0.1, 0.1], n=100), "g")
     assert g.sds == pytest.approx((0.2, 0.0))
     assert g.estimate == pytest.approx(0.6)
+
+
+def test_error_rates_hold_on_outcome_models_fitted_to_the_committed_cells():
+    """On the data's own outcome models (lengen.report.coverage: each run one of a committed
+    cell's run accuracies, scored on the cell's examples, passing unless its test set shows it
+    below the threshold): a cell whose runs pass at most half the time reads reproduced, and one
+    whose runs pass at least half the time reads not reproduced, <= 5% of the time at five runs
+    in each of three groups; two arms drawn from the same cell (no difference) read reproduced
+    by Boschloo <= 5% of the time. The probabilities are exact given each cell's pass rate, which
+    is simulated."""
+    from pathlib import Path
+
+    from scipy import stats
+
+    from lengen.report import coverage
+
+    rng = np.random.default_rng(83)
+    found = coverage.cells(Path(__file__).parents[1] / "reference" / "default")
+    assert len(found) >= 100
+    seen = set()
+    for c in found[::5]:
+        right = rng.binomial(c.n, rng.choice(c.accuracies, size=2000))
+        upper = np.where(right >= c.n, 1.0,
+                         stats.beta.ppf(1 - effects.ALPHA, right + 1, c.n - right))  # fmt: skip
+        for threshold in (0.9, 0.8, 0.5):  # near-perfect, generalizes well, a coin
+            p = float((upper >= threshold).mean())
+            rep, refuted = effects.error_rates((5, 5, 5), (p,))[p]
+            if p <= effects.USUALLY:
+                assert rep <= effects.ALPHA, (c.name, threshold, p)
+            if p >= effects.USUALLY:
+                assert refuted <= effects.ALPHA, (c.name, threshold, p)
+            q = round(p, 2)
+            if q not in seen:  # Boschloo's level on this cell's rate, both arms alike
+                seen.add(q)
+                assert effects.arm_error_rates(((5, 5),), ((q, q),))[(q, q)][0] <= effects.ALPHA
