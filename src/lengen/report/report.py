@@ -595,6 +595,7 @@ PAGE = """<div class="lengen-report">
   vertical-align: top; text-align: left; }}
 .lengen-report th {{ background: #f0f0f0; }}
 .lengen-report td:nth-child(5) {{ max-width: 40em; }}
+.lengen-report img {{ max-width: 100%; }}
 </style>
 {body}
 </div>
