@@ -119,9 +119,16 @@ def stamp(table: pd.DataFrame, config: Mapping, seed: int | str) -> pd.DataFrame
     return table.assign(**columns)
 
 
-def png_metadata(config: Mapping, seed: int | str) -> dict[str, str]:
-    """savefig(metadata=...) for a PNG: provenance as one JSON text chunk."""
-    return {PNG_KEY: json.dumps(record(config, seed), sort_keys=True)}
+def png_metadata(config: Mapping, seed: int | str, trained_at: str | None = None
+                 ) -> dict[str, str]:  # fmt: skip
+    """savefig(metadata=...) for a PNG: provenance as one JSON text chunk. `trained_at`: a
+    reference's figure drawn again from its tables keeps the commit that made them as its
+    `git_commit` (a reference is one run of one commit) and names the drawing code's as
+    DRAWN_AT."""
+    found = record(config, seed)
+    if trained_at is not None:
+        found |= {"git_commit": trained_at, DRAWN_AT: found["git_commit"]}
+    return {PNG_KEY: json.dumps(found, sort_keys=True)}
 
 
 def read_png(path: str | Path) -> dict:

@@ -100,35 +100,25 @@ def run_counts(rows: pd.DataFrame) -> dict[str, tuple[float, float]]:
                                                             strict=True)}  # fmt: skip
 
 
-def run_accuracies(rows: pd.DataFrame) -> dict[str, float]:
-    """Each run's accuracy pooled over the rows' cells, by run id (run_counts)."""
-    return {r: right / n for r, (right, n) in run_counts(rows).items()}
-
-
 def _seed_of(rows: pd.DataFrame) -> dict[str, str]:
-    """run id -> seed (as text) for the rows' runs (run_accuracies' ids)."""
+    """run id -> seed (as text) for the rows' runs (run_counts' ids)."""
     if "run" not in rows:
         return {}
     seeds = rows.seed if "seed" in rows else pd.Series("0", index=rows.index)
     return {str(r): str(s) for r, s in zip(rows.run, seeds, strict=True)}
 
 
-def _pairs(better: pd.DataFrame, worse: pd.DataFrame) -> list[tuple[str, str, str]]:
-    """(name, run in better, run in worse): the same run ids in both (two cells of one model)
-    pair with themselves; otherwise runs pair by seed (module docstring); unpaired runs drop."""
+def _paired_counts(better: pd.DataFrame, worse: pd.DataFrame) -> list[tuple[str, tuple, tuple]]:
+    """(name, the better run's counts, the worse run's counts) per pair (run_counts): the same
+    run ids in both (two cells of one model) pair with themselves; otherwise runs pair by seed
+    (module docstring); unpaired runs drop."""
     a, b = run_counts(better), run_counts(worse)
     if set(a) & set(b):
-        return [(r, r, r) for r in sorted(set(a) & set(b))]
+        return [(r, a[r], b[r]) for r in sorted(set(a) & set(b))]
     seed_a, seed_b = _seed_of(better), _seed_of(worse)
     by_seed_b = {seed_b.get(r, r): r for r in b}
-    return [(f"{r} - {other}", r, other) for r in sorted(a)
+    return [(f"{r} - {other}", a[r], b[other]) for r in sorted(a)
             if (other := by_seed_b.get(seed_a.get(r, r))) is not None]  # fmt: skip
-
-
-def paired_runs(better: pd.DataFrame, worse: pd.DataFrame) -> tuple[tuple[str, float], ...]:
-    """Each run's own gap, better minus worse, paired as _pairs does."""
-    a, b = run_accuracies(better), run_accuracies(worse)
-    return tuple((name, a[x] - b[y]) for name, x, y in _pairs(better, worse))
 
 
 def _sd(right: np.ndarray, n: np.ndarray) -> float:
@@ -217,15 +207,15 @@ class Effect:
 
 def gap(better: pd.DataFrame, worse: pd.DataFrame, name: str, group: str = "") -> Effect:
     """Run-mean accuracy of `better` minus `worse`, with its Welch t-interval (gap_interval)
-    and each run's paired gap (paired_runs); `group`: the model group it belongs to."""
+    and each run's paired gap (runs paired by _paired_counts); `group`: the model group it
+    belongs to."""
     (right_a, n_a), (right_b, n_b) = runs_of(better), runs_of(worse)
     estimate, low, high = map(float, gap_interval(right_a, n_a, right_b, n_b))
-    a, b = run_counts(better), run_counts(worse)
-    pairs = _pairs(better, worse)
+    counts = tuple((name_, (*a, *b)) for name_, a, b in _paired_counts(better, worse))
     return Effect(name, estimate, low, high, (len(n_a), len(n_b)),
                   (_sd(right_a, n_a), _sd(right_b, n_b)),
-                  paired_runs(better, worse), group or name,
-                  tuple((*a[x], *b[y]) for _, x, y in pairs))  # fmt: skip
+                  tuple((r, c[0] / c[1] - c[2] / c[3]) for r, c in counts), group or name,
+                  tuple(c for _, c in counts))  # fmt: skip
 
 
 def level(rows: pd.DataFrame, name: str, group: str = "") -> Effect:
@@ -365,6 +355,17 @@ def usually(passed, runs):
     return stats.binom.sf(np.asarray(passed) - 1, runs, USUALLY) <= ALPHA + 1e-12
 
 
+def _single_level(groups: int) -> float:
+    """shown_below's level for one group alone: ALPHA / (2 G), or ALPHA for a single group."""
+    return ALPHA if groups == 1 else ALPHA / (2 * groups)
+
+
+def _pooled_below(total, runs, groups: int):
+    """shown_below's pooled test (none for a single group: its own test is the pooled one);
+    vectorized."""
+    return (groups > 1) & (stats.binom.cdf(total, runs, USUALLY) <= ALPHA / 2 + 1e-12)
+
+
 def shown_below(passed, runs) -> np.ndarray:
     """Some group's pass rate is shown below USUALLY: the groups' pooled count by an exact one-
     sided binomial test at ALPHA / 2, or one group's at ALPHA / (2 G) (G groups; one group: its
@@ -374,11 +375,8 @@ def shown_below(passed, runs) -> np.ndarray:
     <= ALPHA (the region is monotone: its chance is largest when every rate is USUALLY)."""
     passed, runs = np.asarray(passed), np.asarray(runs)
     g = passed.shape[-1]
-    if g == 1:
-        return stats.binom.cdf(passed[..., 0], runs[..., 0], USUALLY) <= ALPHA + 1e-12
-    pooled = stats.binom.cdf(passed.sum(-1), runs.sum(-1), USUALLY) <= ALPHA / 2 + 1e-12
-    one = (stats.binom.cdf(passed, runs, USUALLY) <= ALPHA / (2 * g) + 1e-12).any(-1)
-    return pooled | one
+    one = (stats.binom.cdf(passed, runs, USUALLY) <= _single_level(g) + 1e-12).any(-1)
+    return one | _pooled_below(passed.sum(-1), runs.sum(-1), g)
 
 
 def group_verdict(counts: list[tuple[int, int]]) -> str:
@@ -435,16 +433,6 @@ def _sum_states(parts: list[list[tuple[float, int, tuple[bool, ...]]]]) -> dict:
                 nxt[key] = nxt.get(key, 0.0) + p * q
         states = nxt
     return states
-
-
-def _single_level(groups: int) -> float:
-    """shown_below's level for one group alone: ALPHA / (2 G), or ALPHA for a single group."""
-    return ALPHA if groups == 1 else ALPHA / (2 * groups)
-
-
-def _pooled_below(total: int, runs: int, groups: int) -> bool:
-    """shown_below's pooled test (none for a single group: its own test is the pooled one)."""
-    return groups > 1 and stats.binom.cdf(total, runs, USUALLY) <= ALPHA / 2 + 1e-12
 
 
 def error_rates(sizes: tuple[int, ...], rates=RATES, earlier: bool = False) -> dict:

@@ -766,11 +766,7 @@ def render(args, table: pd.DataFrame, trained_at: str | None = None) -> dict:
     from lengen.core import provenance
 
     seeds = provenance.table_seeds(table) if len(table) else ""
-    meta = provenance.png_metadata(drawn_setup(args, table), seeds)
-    if trained_at is not None:
-        record = json.loads(meta[provenance.PNG_KEY])
-        record |= {"git_commit": trained_at, provenance.DRAWN_AT: record["git_commit"]}
-        meta = {provenance.PNG_KEY: json.dumps(record, sort_keys=True)}
+    meta = provenance.png_metadata(drawn_setup(args, table), seeds, trained_at)
     KINDS[args.figure].draw(table, args, meta)
     return meta
 

@@ -18,7 +18,6 @@ thresholds, each written next to its claim.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import textwrap
@@ -131,8 +130,7 @@ def verdict(claim: Claim, tables: Tables, at: str = "", earlier_rule: bool = Fal
             outcomes = list(value.outcomes)
             powered = of_runs is None or of_runs >= effects.MIN_RUNS
             if earlier_rule:
-                result = effects.judge_runs_earlier(outcomes, of_runs)
-                lean = effects.leaning(outcomes, observed=True)
+                result, lean = judged_earlier(outcomes, of_runs)
             elif value.arms:  # a sentence comparing arms: their generalize / fail counts
                 result = effects.judge_arms(list(value.arms), powered)
                 lean = effects.arm_leaning(list(value.arms))
@@ -199,15 +197,22 @@ def verdict(claim: Claim, tables: Tables, at: str = "", earlier_rule: bool = Fal
     }
 
 
+def judged_earlier(outcomes: list, fewest: int | None) -> tuple[str, str]:
+    """The verdict the rule of effects.EARLIER gives a row's runs, and its leaning where it is
+    underpowered ("" otherwise)."""
+    result = effects.judge_runs_earlier(outcomes, fewest)
+    lean = effects.leaning(outcomes, observed=True) if result == effects.UNDERPOWERED else ""
+    return result, lean
+
+
 def earlier_verdicts(claim: Claim, value, tables: Tables) -> list[str]:
     """The verdicts the earlier rules give, as "rule of DATE: verdict": for a row of runs, the
     rule of effects.EARLIER on today's measurement; then each of the claim's own earlier rules
     (Claim.earlier), judged as they were."""
     found = []
     if isinstance(value, Measured) and value.outcomes:
-        row = {"verdict": effects.judge_runs_earlier(list(value.outcomes), value.runs),
-               "leaning": effects.leaning(list(value.outcomes), observed=True)}  # fmt: skip
-        row["leaning"] = row["leaning"] if row["verdict"] == effects.UNDERPOWERED else ""
+        result, lean = judged_earlier(list(value.outcomes), value.runs)
+        row = {"verdict": result, "leaning": lean}
         found.append(f"rule of {effects.EARLIER}: {shown_verdict(row, earlier=False)}")
     for label, old in claim.earlier:
         found.append(f"{label}: {shown_verdict(verdict(old, tables, earlier_rule=True), False)}")
@@ -576,11 +581,8 @@ def draw_every_run(rows: pd.DataFrame, cfg: dict, out: Path, trained_at: str | N
     the drawing code's)."""
     from lengen.report import figures
 
-    meta = provenance.png_metadata({"figure": "verdict_runs", "config": cfg}, cfg["seed"])
-    if trained_at is not None:
-        record = json.loads(meta[provenance.PNG_KEY])
-        record |= {"git_commit": trained_at, provenance.DRAWN_AT: record["git_commit"]}
-        meta = {provenance.PNG_KEY: json.dumps(record, sort_keys=True)}
+    meta = provenance.png_metadata({"figure": "verdict_runs", "config": cfg}, cfg["seed"],
+                                   trained_at)  # fmt: skip
     figures.draw_runs([r for r in rows["_runs"] if r], out, meta)
 
 
