@@ -3,6 +3,7 @@ on CPU, the real Snakemake scheduler and the real DeepSpeed launcher."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -12,6 +13,7 @@ import time
 
 import pytest
 
+from lengen.config.config import read_tier as load_tier
 from lengen.core import gpus
 
 from .conftest import ROOT
@@ -43,6 +45,7 @@ def test_a_lock_held_by_a_killed_job_is_free_and_a_live_one_is_waited_for(tmp_pa
             time.sleep(0.05)
         said = []
         with pytest.raises(TimeoutError):
+
             def say(line):
                 said.append(line)
                 raise TimeoutError
@@ -61,8 +64,8 @@ def test_the_pool_the_command_and_the_refusals():
     assert gpus.pool({"CUDA_VISIBLE_DEVICES": "5,6"}) == ["5", "6"]
     env, fds = gpus.environment(0, {gpus.POOL: "0,1"})
     assert env["CUDA_VISIBLE_DEVICES"] == "" and fds == []  # asked none: sees none
-    slurm = {"SLURM_JOB_ID": "12", "CUDA_VISIBLE_DEVICES": "3"}
-    assert gpus.environment(2, slurm) == (slurm, [])  # the allocation's devices, untouched
+    slurm = {"SLURM_JOB_ID": "12", "CUDA_VISIBLE_DEVICES": "3,5", gpus.POOL: "0,1,2"}
+    assert gpus.pool(slurm) == ["3", "5"]  # the allocation's devices, not the machine's list
     with pytest.raises(gpus.NoGpus, match=r"asks for 3 GPU\(s\) but this machine lends 2"):
         gpus.claim(3, ["0", "1"], "/nonexistent")
     out = subprocess.run([sys.executable, "-m", "lengen.core.gpus", "2", "--", "true"],
@@ -86,7 +89,8 @@ def test_under_snakemake_no_two_running_jobs_share_a_device(tmp_path):
     every job gets exactly its count, jobs that overlap in time hold disjoint devices, and at
     most 4 devices are held at once."""
     (tmp_path / "record.py").write_text(RECORD)
-    (tmp_path / "Snakefile").write_text(textwrap.dedent("""
+    (tmp_path / "Snakefile").write_text(
+        textwrap.dedent("""
         N = {f"j{i}": 1 + i % 2 for i in range(10)}
         rule all:
             input: [f"{j}.json" for j in N]
@@ -94,7 +98,8 @@ def test_under_snakemake_no_two_running_jobs_share_a_device(tmp_path):
             output: "{j}.json"
             resources: gpu=lambda w: N[w.j]
             shell: "python -m lengen.core.gpus {resources.gpu} -- python record.py {wildcards.j} 1"
-    """))
+    """)
+    )
     env = {**os.environ, gpus.POOL: "0,1,2,3", gpus.LOCKS: str(tmp_path / "locks")}
     out = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "all", "--resources",
                           "gpu=4", "-q"], cwd=tmp_path, env=env, capture_output=True, text=True,
@@ -113,19 +118,29 @@ def test_under_snakemake_no_two_running_jobs_share_a_device(tmp_path):
         assert held <= 4
 
 
+GPU_TIERS = sorted(p.stem for p in (ROOT / "config").glob("*.yaml")
+                   if load_tier(p)["runtime"]["device"] == "cuda")  # fmt: skip
+
+
+@functools.cache
+def dry_run_commands(tier: str) -> tuple[str, ...]:
+    """The shell commands of a tier's dry run (`snakemake -n -p`) on 8 simulated devices."""
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--configfile",
+                          f"config/{tier}.yaml"], cwd=ROOT, capture_output=True, text=True,
+                         env={**os.environ, gpus.POOL: ",".join(map(str, range(8)))},
+                         timeout=600)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    return tuple(line.removeprefix("Shell command: ") for line in out.stdout.splitlines()
+                 if line.startswith("Shell command: "))  # fmt: skip
+
+
 def test_the_gpu_tier_starts_every_model_job_on_its_own_devices():
     """Every job of the gpu and paper tiers that loads a model runs through lengen.core.gpus with
     its rule's GPU count, and the multi-GPU training through a deepspeed launcher that takes its
     devices from CUDA_VISIBLE_DEVICES (no --num_gpus, which would take devices 0..N-1); a CPU
     tier's commands start as before."""
     for tier, nl_gpus in (("gpu", 1), ("paper", 8)):
-        out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--configfile",
-                              f"config/{tier}.yaml"], cwd=ROOT, capture_output=True, text=True,
-                             env={**os.environ, gpus.POOL: ",".join(map(str, range(8)))},
-                             timeout=600)  # fmt: skip
-        assert out.returncode == 0, out.stderr[-3000:]
-        commands = [line.removeprefix("Shell command: ") for line in out.stdout.splitlines()
-                    if line.startswith("Shell command: ")]  # fmt: skip
+        commands = dry_run_commands(tier)
         model_jobs = [c for c in commands if any(m in c for m in (
             "lengen.train.train", "lengen.train.group", "evaluate run", "evaluate generate",
             "analysis.attention", "analysis.perplexity", "analysis.influence"))]  # fmt: skip
@@ -134,8 +149,9 @@ def test_the_gpu_tier_starts_every_model_job_on_its_own_devices():
             nl_train = "natural_language/h_" in command and "train.train" in command
             expected = nl_gpus if nl_train else 1
             assert command.startswith(f"python -m lengen.core.gpus {expected} -- "), command
-        assert "--num_gpus" not in out.stdout
-        assert ("deepspeed --module lengen.train.train" in out.stdout) == (nl_gpus > 1)
+        assert not any("--num_gpus" in c for c in commands)
+        deepspeed = any("deepspeed --module lengen.train.train" in c for c in commands)
+        assert deepspeed == (nl_gpus > 1)
     few = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--configfile",
                           "config/paper.yaml"], cwd=ROOT, capture_output=True, text=True,
                          env={**os.environ, gpus.POOL: "0,1"}, timeout=600)  # fmt: skip
@@ -198,7 +214,8 @@ def test_the_gpu_smoke_tier_shares_its_gpu_on_purpose_and_no_tier_by_accident():
     assert plan.devices(smoke, 1) == "python -m lengen.core.gpus 1 --share 4 --"
     for tier in ("gpu", "paper"):
         assert plan.devices(load(ROOT / "config" / f"{tier}.yaml"), 1) == (
-            "python -m lengen.core.gpus 1 --")
+            "python -m lengen.core.gpus 1 --"
+        )
     assert "jobs_per_gpu" not in artifacts.report_config(smoke)
 
 
@@ -214,7 +231,8 @@ def test_a_tier_that_cannot_fit_results_dirs_disk_is_refused_before_its_first_jo
     one, two = disk_mb(gpu, 1), disk_mb(gpu, 2)
     assert 80 * 1024 < one["models"] < 90 * 1024  # 145 models of 151 M parameters (layers)
     assert two["checkpoints"] == 2 * one["checkpoints"] and one["total"] == sum(
-        v for k, v in one.items() if k != "total")
+        v for k, v in one.items() if k != "total"
+    )
     assert cluster.disk_short(gpu, 1, free=10**9) is None
     line = cluster.disk_short(gpu, 2, free=50 * 1024)
     assert line.startswith(f"{gpu['results_dir']}: the tier writes ~138.2 GB there")
@@ -254,3 +272,172 @@ def test_the_readme_states_each_tiers_peak_disk_as_the_code_estimates_it():
         assert cell.startswith(f"~{gb(disk['total'])}"), (tier, cell)
         if disk["checkpoints"] >= 1024:
             assert f"+{gb(disk['checkpoints'])} a training job beside the first" in cell
+
+
+def test_the_wrapper_reads_its_options_wherever_they_stand(tmp_path):
+    """`N --share K -- COMMAND`, `--share K N -- COMMAND`: both run COMMAND (argparse's REMAINDER
+    once took `--share 4 -- ...` for the command and exec'd `--share`); a line without `--` or
+    without a command is refused in one usage line."""
+    env = {**os.environ, gpus.POOL: "0", gpus.LOCKS: str(tmp_path)}
+    show = [sys.executable, "-c", "import os; print(os.environ['CUDA_VISIBLE_DEVICES'])"]
+    for head in (["1", "--share", "4"], ["--share", "4", "1"], ["--share=4", "1"], ["1"]):
+        out = subprocess.run([sys.executable, "-m", "lengen.core.gpus", *head, "--", *show],
+                             env=env, capture_output=True, text=True)  # fmt: skip
+        assert out.returncode == 0 and out.stdout.strip() == "0", (head, out.stderr)
+    for bad in (["1", "--share", "4", "true"], ["1", "--"], ["-1", "--", "true"]):
+        out = subprocess.run([sys.executable, "-m", "lengen.core.gpus", *bad], env=env,
+                             capture_output=True, text=True)  # fmt: skip
+        assert out.returncode == 2 and "then -- and the command" in out.stderr, (bad, out.stderr)
+
+
+STAND_IN = """
+import json, os, sys
+keys = ("CUDA_VISIBLE_DEVICES", "MASTER_PORT", "LOCAL_RANK", "WORLD_SIZE")
+with open(os.environ["STAND_IN_OUT"] + "." + os.environ.get("LOCAL_RANK", "0"), "w") as f:
+    json.dump({k: os.environ.get(k) for k in keys}, f)
+"""
+
+
+def test_every_gpu_line_the_workflow_writes_runs_on_a_fake_pool(tmp_path):
+    """Each GPU tier's dry run (`snakemake -n -p`): every distinct start of a model job's command
+    (lengen.core.gpus with its N and --share, then `python -m` or the DeepSpeed launcher) is run
+    here, on 8 simulated devices, with a stand-in module in place of lengen's: it starts, every
+    process sees exactly its N devices, and a multi-process launch has a port of its own. A CPU
+    tier writes no such line."""
+    (tmp_path / "stand_in.py").write_text(STAND_IN)
+    starts = set()
+    for tier in GPU_TIERS:
+        for command in dry_run_commands(tier):
+            if "lengen.core.gpus" in command:
+                head, rest = command.split(" -- ", 1)
+                starts.add((head, " ".join(rest.split()[:2])))
+    assert {launcher for _, launcher in starts} == {"python -m", "deepspeed --module"}
+    assert any("--share" in head for head, _ in starts)
+    for i, (head, launcher) in enumerate(sorted(starts)):
+        n = int(head.split()[3 if head.split()[3] != "--share" else 5])
+        record = tmp_path / f"job{i}"
+        env = {**os.environ, gpus.POOL: ",".join(map(str, range(8))), "LOCAL_SIZE": "8",
+               gpus.LOCKS: str(tmp_path / "locks"), "PYTHONPATH": str(tmp_path),
+               "STAND_IN_OUT": str(record), "OMP_NUM_THREADS": "1"}  # fmt: skip
+        out = subprocess.run(f"{head} -- {launcher} stand_in", shell=True, cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert out.returncode == 0, (head, launcher, out.stderr[-3000:])
+        ranks = [json.loads(p.read_text()) for p in tmp_path.glob(f"job{i}.*")]
+        assert len(ranks) == (n if launcher.startswith("deepspeed") else 1), (head, launcher)
+        for rank in ranks:
+            assert len(rank["CUDA_VISIBLE_DEVICES"].split(",")) == n, (head, rank)
+            assert (rank["MASTER_PORT"] is not None) == (n > 1), (head, rank)
+
+
+def test_inside_one_allocation_jobs_take_its_devices_and_two_allocations_never_wait(tmp_path):
+    """Under SLURM (a fake SLURM_JOB_ID, CUDA_VISIBLE_DEVICES as the allocation names them):
+    two claims in one allocation get disjoint devices of its own, LENGEN_GPUS left aside; a
+    second allocation on the node naming the same indices (its cgroup's) claims at once."""
+    first = {"SLURM_JOB_ID": "101", "CUDA_VISIBLE_DEVICES": "0,1,2", gpus.POOL: "5,6,7",
+             gpus.LOCKS: str(tmp_path)}  # fmt: skip
+    a_env, a_fds = gpus.environment(2, first)
+    b_env, b_fds = gpus.environment(1, first)
+    a, b = a_env["CUDA_VISIBLE_DEVICES"].split(","), b_env["CUDA_VISIBLE_DEVICES"].split(",")
+    assert len(a) == 2 and len(b) == 1 and not set(a) & set(b) and set(a + b) == {"0", "1", "2"}
+    assert gpus.POOL not in a_env
+    assert gpus.try_claim(["0", "1", "2"], 1, gpus.lock_folder(first)) is None  # all held
+    second = {**first, "SLURM_JOB_ID": "102"}
+    c_env, _ = gpus.environment(3, second)  # the same indices, another allocation: no wait
+    assert c_env["CUDA_VISIBLE_DEVICES"] == "0,1,2"
+    assert gpus.lock_folder(first) != gpus.lock_folder(second)
+
+
+def test_another_user_takes_the_lock_files_and_folder_a_first_one_made(request):
+    """Root's job makes the lock folder and files under umask 022; a job of a second user
+    (nobody, in a forked child) then claims a free device, waits on a held one, and takes it
+    once freed. Runs as root only (it switches user)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to act as a second user")
+    import pwd
+
+    other = pwd.getpwnam("nobody")
+    import shutil
+    import tempfile
+
+    base = tempfile.mkdtemp(dir="/tmp")  # pytest's tmp_path is root's alone (0700)
+    request.addfinalizer(lambda: shutil.rmtree(base))
+    os.chmod(base, 0o755)
+    folder = os.path.join(base, "locks")
+    old = os.umask(0o022)
+    try:
+        held, fds = gpus.claim(1, ["0"], folder)
+        gpus.claim_port(folder)  # the port folder too
+    finally:
+        os.umask(old)
+
+    def as_other(step):
+        """step() run as the second user in a forked child; its result as text."""
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns into pytest
+            try:
+                os.setgroups([])
+                os.setgid(other.pw_gid)
+                os.setuid(other.pw_uid)
+                result = repr(step())
+            except BaseException as err:  # noqa: BLE001 - reported to the parent
+                result = f"{type(err).__name__}: {err}"
+            os.write(write, result.encode())
+            os._exit(0)
+        os.close(write)
+        os.waitpid(pid, 0)
+        with os.fdopen(read) as f:
+            return f.read()
+
+    def claims():
+        got = gpus.try_claim(["0", "1"], 2, folder)
+        one = gpus.try_claim(["0", "1"], 1, folder)
+        return got is None, one[0] if one else None, gpus.claim_port(folder)[0] > 0
+
+    assert as_other(claims) == "(True, ['1'], True)"
+    for fd in fds:
+        os.close(fd)
+    assert as_other(lambda: gpus.try_claim(["0"], 1, folder)[0]) == "['0']"
+
+
+RENDEZVOUS = """
+import json, os, sys, time
+import torch.distributed as dist
+dist.init_process_group("gloo")
+time.sleep(3)  # both jobs hold their port at once
+t = __import__("torch").ones(1)
+dist.all_reduce(t)
+with open(os.environ["STAND_IN_OUT"] + "." + os.environ["LOCAL_RANK"], "w") as f:
+    json.dump({"port": os.environ["MASTER_PORT"], "sum": t.item()}, f)
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.slow
+def test_two_multi_process_jobs_at_once_each_rendezvous_on_a_port_of_its_own(tmp_path):
+    """The paper tier's own line for a two-GPU training (lengen.config.plan: devices, then the
+    DeepSpeed launcher), twice at once on one machine of four simulated devices: both finish,
+    each rank of a job met its peer, and the two jobs used different ports (both on the
+    launcher's default 29500 the second died: address already in use)."""
+    from lengen.config import plan
+    from lengen.config.config import load
+
+    paper = load(ROOT / "config" / "paper.yaml")
+    line = f"{plan.devices(paper, 2)} {plan.launcher(paper, 2)} rendezvous"
+    (tmp_path / "rendezvous.py").write_text(RENDEZVOUS)
+    jobs = []
+    for j in ("a", "b"):
+        env = {**os.environ, gpus.POOL: "0,1,2,3", gpus.LOCKS: str(tmp_path / "locks"),
+               "PYTHONPATH": str(tmp_path), "STAND_IN_OUT": str(tmp_path / j),
+               "LOCAL_SIZE": "4", "OMP_NUM_THREADS": "1"}  # fmt: skip
+        jobs.append(subprocess.Popen(line, shell=True, cwd=tmp_path, env=env, text=True,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT))  # fmt: skip
+    for job in jobs:
+        out, _ = job.communicate(timeout=300)
+        assert job.returncode == 0, out[-3000:]
+    ports = {}
+    for j in ("a", "b"):
+        ranks = [json.loads((tmp_path / f"{j}.{r}").read_text()) for r in (0, 1)]
+        assert [r["sum"] for r in ranks] == [2.0, 2.0]
+        ports[j] = {r["port"] for r in ranks}
+    assert len(ports["a"]) == len(ports["b"]) == 1 and ports["a"] != ports["b"]
