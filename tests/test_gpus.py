@@ -137,7 +137,8 @@ def dry_run_commands(tier: str) -> tuple[str, ...]:
 def test_the_gpu_tier_starts_every_model_job_on_its_own_devices():
     """Every job of the gpu and paper tiers that loads a model runs through lengen.core.gpus with
     its rule's GPU count, and the multi-GPU training through a deepspeed launcher that takes its
-    devices from CUDA_VISIBLE_DEVICES (no --num_gpus, which would take devices 0..N-1); a CPU
+    devices from CUDA_VISIBLE_DEVICES (no --num_gpus, which would take devices 0..N-1); a job
+    asking more GPUs than the pool or `--resources gpu=` allows is refused at start; a CPU
     tier's commands start as before."""
     for tier, nl_gpus in (("gpu", 1), ("paper", 8)):
         commands = dry_run_commands(tier)
@@ -157,6 +158,12 @@ def test_the_gpu_tier_starts_every_model_job_on_its_own_devices():
                          env={**os.environ, gpus.POOL: "0,1"}, timeout=600)  # fmt: skip
     assert few.returncode != 0
     assert "natural_language.gpus_per_job is 8, but this machine lends 2 GPU(s)" in few.stdout
+    eight = {**os.environ, gpus.POOL: ",".join(map(str, range(8)))}
+    capped = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--configfile",
+                             "config/paper.yaml", "--resources", "gpu=4"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=600, env=eight)  # fmt: skip
+    assert capped.returncode != 0  # Snakemake would have run the 8-GPU job on 4, saying nothing
+    assert "gpus_per_job is 8, but --resources gpu=4 lets 4 GPU(s) run at once" in capped.stdout
     cpu = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--configfile",
                           "config/smoke.yaml"], cwd=ROOT, capture_output=True, text=True,
                          timeout=600)  # fmt: skip

@@ -37,6 +37,7 @@ GPU_POOL, SLOTS = [], 0  # the machine's GPUs, and the jobs they take at once
 if config["runtime"]["device"] == "cuda" and workflow.local_exec and workflow.is_main_process:
     GPU_POOL = gpus.pool()
     SLOTS = len(GPU_POOL) * config.get("jobs_per_gpu", 1)  # a GPU takes jobs_per_gpu jobs at once
+    asked = None  # --resources gpu=, where given
     if "gpu" in workflow.global_resources:
         asked = workflow.global_resources["gpu"].value
         if GPU_POOL and asked is not None and asked > SLOTS:
@@ -47,13 +48,20 @@ if config["runtime"]["device"] == "cuda" and workflow.local_exec and workflow.is
             )
     elif GPU_POOL:
         workflow.register_resource("gpu", SLOTS)
-    # Snakemake would cap a job's `gpu` at the pool silently: refuse a job that cannot fit instead
+    # Snakemake would cap a job's `gpu` at the pool, or at --resources gpu=, silently: refuse a
+    # job that cannot fit instead
     for key, want in plan.gpus_per_job(config).items():
         if GPU_POOL and want > len(GPU_POOL):
             raise ConfigError(
                 f"{key} is {want}, but this machine lends {len(GPU_POOL)} GPU(s) "
                 f"({','.join(GPU_POOL)}): lower it (the global batch stays, accumulated), or run "
                 "on SLURM (--profile workflow/profiles/slurm)"
+            )
+        if asked is not None and want > asked:
+            raise ConfigError(
+                f"{key} is {want}, but --resources gpu={asked} lets {asked} GPU(s) run at once: "
+                f"give --resources gpu={want} or more, or lower {key} (the global batch stays, "
+                "accumulated)"
             )
 
 
