@@ -448,3 +448,54 @@ def test_two_multi_process_jobs_at_once_each_rendezvous_on_a_port_of_its_own(tmp
         assert [r["sum"] for r in ranks] == [2.0, 2.0]
         ports[j] = {r["port"] for r in ranks}
     assert len(ports["a"]) == len(ports["b"]) == 1 and ports["a"] != ports["b"]
+
+
+def test_a_job_that_must_run_on_cuda_and_cannot_says_why_in_one_line(monkeypatch):
+    """lengen.core.device.require_cuda: the reason a torch sees no GPU, with its fix, for each
+    case a GPU user meets (a CPU build, no driver, a driver too old for the build's CUDA, no
+    device among those named); an evaluation given GPUs by lengen.core.gpus refuses too, rather
+    than shrinking to a CPU run."""
+    import torch
+
+    from lengen.core import device
+
+    assert "built without CUDA" in device.unusable_reason(None, "580.65.06", "2.13.0+cpu", "0")
+    assert "finds no NVIDIA driver" in device.unusable_reason("13.0", None, "2.13.0", "0")
+    old = device.unusable_reason("13.0", "535.104.05", "2.13.0", "0")
+    assert "needs driver 580.65.6 or later; this machine's driver is 535.104.05" in old
+    assert "GPU stack" in old
+    assert "sees no GPU among" in device.unusable_reason("12.6", "550.54.15", "2.13.0", "7")
+    if torch.cuda.is_available():
+        return  # a machine with a GPU: nothing to refuse
+    monkeypatch.setenv(device.JOB_GPUS, "1")
+    with pytest.raises(device.NoUsableGpu, match=r"^this job \(given 1 GPU\(s\)"):
+        device.eval_device()
+    monkeypatch.setenv(device.JOB_GPUS, "0")
+    assert device.eval_device() == "cpu"  # a job that asked for none runs where it can
+
+
+def test_a_cuda_tier_runs_on_a_cpu_up_to_its_first_gpu_job_which_stops_in_one_line(tmp_path):
+    """The gpu-smoke tier through Snakemake on this CPU with one simulated device: every job that
+    needs no GPU runs (test sets, corpus), and its first GPU job starts through the tier's own
+    line (lengen.core.gpus with --share) and stops in one line, on Snakemake's output, naming the
+    installed torch and the fix: no traceback, no exec of an option."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a machine with a GPU runs the tier (benchmarks/gpu_acceptance.sh)")
+    env = {**os.environ, gpus.POOL: "0", gpus.LOCKS: str(tmp_path / "locks")}
+    tier = str(ROOT / "config" / "gpu-smoke.yaml")
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
+           str(tmp_path), "--cores", "2", "--configfile", tier]  # fmt: skip
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode != 0
+    said = [x for x in out.stderr.splitlines() if x.startswith("NoUsableGpu: ")]
+    start = (
+        f"NoUsableGpu: runtime.device asks for CUDA, but the installed torch {torch.__version__}"
+    )
+    assert said and said[0].startswith(start), out.stderr[-3000:]
+    assert "Traceback" not in out.stderr and "FileNotFoundError" not in out.stderr
+    logs = list((tmp_path / "results" / "gpu-smoke" / "logs").rglob("train_*.log"))
+    assert any(log.read_text().strip() == said[0] for log in logs)
+    made = tmp_path / "results" / "gpu-smoke"
+    assert (made / "sparse_parity" / "testset.npz").is_file(), "no CPU job ran"

@@ -45,6 +45,7 @@ import sys
 import time
 
 from lengen.core.cli import KnownError, command_parser, one_line_errors
+from lengen.core.device import JOB_GPUS
 
 POOL = "LENGEN_GPUS"
 LOCKS = "LENGEN_GPU_LOCKS"  # the lock folder (tests: one per test); default LOCK_DIR
@@ -228,6 +229,7 @@ def environment(n: int, environ=os.environ, share: int = 1) -> tuple[dict, list[
     jobs a device takes at once, the tier's jobs_per_gpu)."""
     env = dict(environ)
     env.pop(POOL, None)  # the job's own processes see their devices only
+    env[JOB_GPUS] = str(n)  # what the job was given: it must use them (lengen.core.device)
     if n == 0:
         env["CUDA_VISIBLE_DEVICES"] = ""
         return env, []

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from lengen.core.cli import say
+from lengen.core.device import require_cuda
 from lengen.core.specs import bf16_section, ds_config_clashes, ds_config_unknown, merge_dicts
 
 if TYPE_CHECKING:
@@ -87,6 +88,8 @@ def precision_section(runtime: RuntimeSpec) -> dict:
 
 def setup(runtime: RuntimeSpec) -> None:
     """Threads and accelerator selection; must run before deepspeed is imported."""
+    if runtime.device == "cuda":
+        require_cuda("runtime.device")
     if runtime.device == "cpu":
         os.environ["DS_ACCELERATOR"] = "cpu"
         torch.set_num_threads(runtime.threads_per_job)
@@ -140,9 +143,11 @@ def exit_on_signals(out: Path | list[Path]) -> None:
     def stop(signum, frame):
         if not _STOPPED:
             name = signal.Signals(signum).name
-            say(f"stopped by {name} (signal {signum}) at {time.strftime('%Y-%m-%d %H:%M:%S')}: "
+            say(
+                f"stopped by {name} (signal {signum}) at {time.strftime('%Y-%m-%d %H:%M:%S')}: "
                 f"{', '.join(map(str, outs))} keep their last checkpoints; rerun the job (or "
-                "snakemake) to resume from them")
+                "snakemake) to resume from them"
+            )
             _STOPPED.append(signum)
         sys.exit(128 + signum)
 
@@ -154,4 +159,3 @@ def exit_if_stopped() -> None:
     """Exit as the signal handler does, when it took a signal whose exit was swallowed."""
     if _STOPPED:
         sys.exit(128 + _STOPPED[0])
-
