@@ -53,12 +53,18 @@
 #   before it). In order, each archived (ARCHIVE) as it ends: pytest_cuda (the CUDA tests,
 #   `pytest -m device`), group_step (the trainer's fused step in torch_autocast mode, R = 8, the
 #   step every gpu-tier time estimate needs), gpu_smoke (the tier whole, the fused group that
-#   fused_agreement decodes prioritized), fused_agreement. LEASE_BUDGET (default 540 s, from the
-#   script's start) is split so that each step's limit is its cap or what the budget leaves after
-#   the caps of the steps still to come, whichever is less; a step left under 15 s is not started
-#   and says so (status 1). Run it with WHEELS from tools/wheelhouse.sh and ARCHIVE=FILE
-#   (docs/gpu-and-cluster.md, "The lease call").
+#   fused_agreement decodes prioritized), fused_agreement. LEASE_BUDGET (default 530 s, from the
+#   script's first line, the wheels' install included) is split so that each step's limit (its
+#   kill included) is its cap or what the budget leaves after the caps of the steps still to come,
+#   whichever is less; a step left under 15 s is not started and says so (status 1). The whole
+#   call ends by ~535 s: 60 s or more to spare in a 600 s command. Run it with WHEELS from
+#   tools/wheelhouse.sh and ARCHIVE=FILE (docs/gpu-and-cluster.md, "The lease call").
+# Every call writes OUT_DIR/versions.txt: each package of constraints.txt installed, its version
+# and the lock's, and prints the ones that differ (a GPU image's own torch, numpy, ...): the
+# versions a lease tested. With WHEELS, the wheelhouse's packages (the lock's versions, DeepSpeed
+# included; torch too where its wheel is put there) come first on the path.
 set -uo pipefail
+START=$SECONDS  # the lease's budget counts from here, the wheels' install included
 OUT=${1:?usage: gpu_acceptance.sh OUT_DIR [checks|train|all|STEP,...]}
 PART=${2:-all}
 mkdir -p "$OUT"
@@ -76,18 +82,17 @@ if [[ -f COMMIT && -z ${LENGEN_SOURCE_COMMIT:-} ]]; then  # a tree copied withou
 fi
 export MLFLOW_DISABLE_TELEMETRY=true
 status=0
-START=$SECONDS
 pack() {  # ARCHIVE=FILE: OUT_DIR as one .tgz, made anew after every step (a host that gives back
   # only a few files, or cuts the command at its limit, still returns each finished step's files)
   [[ -n ${ARCHIVE:-} ]] || return 0
   tar czf "$ARCHIVE.part" -C "$(dirname "$OUT")" "$(basename "$OUT")" && mv "$ARCHIVE.part" "$ARCHIVE"
 }
-step() {  # step NAME SECONDS COMMAND...: run (stopped after SECONDS), log to OUT/NAME.log,
-  local name=$1 limit=$2  # remember a failure, go on
+step() {  # step NAME SECONDS COMMAND...: run (stopped after SECONDS, its kill included), log to
+  local name=$1 limit=$2  # OUT/NAME.log, remember a failure, go on
   shift 2
   echo "== $name (limit $limit s): $*" | tee "$OUT/$name.log"
   local t0=$SECONDS rc=0
-  timeout --kill-after=10 "$limit" "$@" >>"$OUT/$name.log" 2>&1 || rc=$?
+  timeout --kill-after=10 "$((limit > 20 ? limit - 10 : limit))" "$@" >>"$OUT/$name.log" 2>&1 || rc=$?
   if ((rc)); then
     echo "FAILED ($rc; 124: past its $limit s)" | tee -a "$OUT/$name.log"
     status=1
@@ -104,6 +109,28 @@ step() {  # step NAME SECONDS COMMAND...: run (stopped after SECONDS), log to OU
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
   python -c "import sys, torch; print(sys.version.split()[0], 'torch', torch.__version__, torch.cuda.get_device_name())"
 } | tee "$OUT/machine.txt"
+# the versions this call tests, against the lock (constraints.txt)
+python - "$OUT/versions.txt" <<'PY'
+import re, sys
+from importlib import metadata
+key = lambda n: re.sub(r"[-_.]+", "-", n).lower()  # noqa: E731
+text = open("constraints.txt").read()
+lock = {key(m[1]): m[2] for m in re.finditer(r"^([A-Za-z0-9_.-]+)==(\S+)", text, re.M)}
+rows, differ = [], []
+for name, want in sorted(lock.items()):
+    try:
+        have = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        continue
+    same = have.split("+")[0] == want.split("+")[0]
+    rows.append(f"{name} {have} (lock {want}{'' if same else ': DIFFERS'})")
+    differ += [] if same else [rows[-1]]
+open(sys.argv[1], "w").write("\n".join(rows) + "\n")
+main = [r for r in rows if r.split()[0] in ("torch", "deepspeed", "numpy", "transformers")]
+print("versions tested:", "; ".join(main) or "none of the lock's")
+print(f"{len(differ)} of {len(rows)} installed packages differ from constraints.txt"
+      + (": " + "; ".join(differ) if differ else ""))
+PY
 
 want() {  # want STEP: asked for by PART (all, its group, or a comma list naming it)
   [[ $PART == all || ,$PART, == *",$1,"* ]] && return 0
@@ -119,7 +146,7 @@ want() {  # want STEP: asked for by PART (all, its group, or a comma list naming
 
 limit() {  # limit CAP LATER: seconds for the next step of the lease: its CAP, or what
   # LEASE_BUDGET leaves once LATER seconds are kept for the steps after it
-  local left=$(( ${LEASE_BUDGET:-540} - (SECONDS - START) - $2 ))
+  local left=$(( ${LEASE_BUDGET:-530} - (SECONDS - START) - $2 ))
   echo $(( left < $1 ? left : $1 ))
 }
 lease_step() {  # lease_step NAME CAP LATER COMMAND...: a step of the lease within its share
@@ -146,9 +173,9 @@ print(plan.trained(cfg, run))
 PY
 }
 if [[ $PART == lease ]]; then
-  # caps (s): the CUDA tests 100, the fused step 75, the tier 330, the agreement 45
-  lease_step pytest_cuda 100 450 python -m pytest -q -p no:cacheprovider --device cuda -m device
-  lease_step group_step_eager 75 375 python benchmarks/group_step.py --config config/gpu.yaml \
+  # caps (s): the CUDA tests 100, the fused step 75, the tier 320, the agreement 45
+  lease_step pytest_cuda 100 440 python -m pytest -q -p no:cacheprovider --device cuda -m device
+  lease_step group_step_eager 75 365 python benchmarks/group_step.py --config config/gpu.yaml \
     --device cuda --groups parity_scratchpad/ppc sparse_parity/neox --runs 8 --steps 8 \
     --warmup 3 --profile 3 --json "$OUT/group_step_eager.json"
   rm -rf "$smoke_work" && mkdir -p "$smoke_work"
@@ -156,7 +183,7 @@ if [[ $PART == lease ]]; then
   # the tier's disk check counts four groups' checkpoints at their end at once (~47 GB, a bound):
   # on a lent machine's 64 GiB it would refuse a run that fits; the disk is recorded instead
   df -h "$smoke_work" >> "$OUT/machine.txt" 2>&1
-  lease_step gpu_smoke 330 45 env LENGEN_DISK_CHECK=0 python -m snakemake -s "$PWD/Snakefile" \
+  lease_step gpu_smoke 320 45 env LENGEN_DISK_CHECK=0 python -m snakemake -s "$PWD/Snakefile" \
     --directory "$smoke_work" --cores all --configfile "$PWD/config/gpu-smoke.yaml" \
     --prioritize "$marker"
   df -h "$smoke_work" >> "$OUT/machine.txt" 2>&1
@@ -166,7 +193,7 @@ if [[ $PART == lease ]]; then
   lease_step fused_agreement 45 0 python benchmarks/fused_agreement.py \
     --config config/gpu-smoke.yaml --device cuda --json "$OUT/fused_agreement.json" \
     --models "$smoke_work"/results/gpu-smoke/parity_scratchpad/ppc/k1/seed*/model.pt
-  echo "== lease: $((SECONDS - START)) s of ${LEASE_BUDGET:-540}" | tee -a "$OUT/machine.txt"
+  echo "== lease: $((SECONDS - START)) s of ${LEASE_BUDGET:-530}" | tee -a "$OUT/machine.txt"
   pack
   exit $status
 fi

@@ -228,8 +228,10 @@ def test_the_lease_call_runs_its_four_steps_in_order_within_its_budget(tmp_path)
     """`gpu_acceptance.sh OUT lease`, the one call of a 15-minute lease: the CUDA tests, the
     trainer's fused step, the gpu-smoke tier with fused_agreement's group first, fused_agreement,
     in that order, each limited to its cap or what LEASE_BUDGET leaves after the later steps'
-    caps (the four fill 540 s); with too little budget, a step is not started and says so, the
-    run's status 1. A stand-in `python` records each command."""
+    caps (the four fill 530 s, counted from the script's first line, each step's kill inside its
+    limit: 60 s or more to spare in a 600 s command); with too little budget, a step is not
+    started and says so, the run's status 1. It writes the versions it tests beside the lock's.
+    A stand-in `python` records each command."""
     shim = tmp_path / "bin"
     shim.mkdir()
     (shim / "python").write_text(
@@ -249,16 +251,17 @@ def test_the_lease_call_runs_its_four_steps_in_order_within_its_budget(tmp_path)
         heads = "\n".join(p.read_text().splitlines()[0] for p in logs if p.exists())
         return done, calls.read_text().splitlines(), heads
 
-    done, calls, text = lease(540)
+    done, calls, text = lease(530)
     assert done.returncode == 0, text
-    steps = [c for c in calls if not (c.startswith("-c ") or c == "-")]  # not machine.txt
+    assert any(c.startswith("- ") and c.endswith("versions.txt") for c in calls)
+    steps = [c for c in calls if not (c.startswith(("-c ", "- ")) or c == "-")]  # not machine.txt
     assert [c.split()[1 if c.startswith("-m") else 0] for c in steps] == [
         "pytest", "benchmarks/group_step.py", "snakemake", "benchmarks/fused_agreement.py"]
     assert "--device cuda -m device" in steps[0]
     assert "--runs 8" in steps[1] and "--json" in steps[1]
     assert steps[2].endswith("--prioritize results/gpu-smoke/parity_scratchpad/ppc/fused0.done")
     limits = [int(x) for x in re.findall(r"== \w+ \(limit (\d+) s\)", text)]
-    assert limits == [90, 75, 330, 45] and sum(limits) <= 540
+    assert limits == [90, 75, 320, 45] and sum(limits) <= 530
     done, calls, text = lease(100)
     assert done.returncode == 1
     assert "== pytest_cuda: not started" in text and "== group_step_eager: not started" in text
