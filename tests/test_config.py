@@ -6,6 +6,9 @@ import copy
 import math
 import os
 import re
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -297,14 +300,18 @@ def test_cluster_check_names_each_job_and_limit_a_cluster_would_refuse(tmp_path,
 
     roomy = [cluster.Partition("gpu", 64, 512000, 2 * 1440, 8)]
     assert cluster.problems(paper, roomy, "", None, "select/cons_tres", retries=1) == []
-    found = cluster.problems(paper, [cluster.Partition("short", 64, 512000, 240, 4)], "", None,
+    found = cluster.problems(paper, [cluster.Partition("short", 64, 512000, 240, 8)], "", None,
                              "select/cons_res", retries=0)  # fmt: skip
-    assert ("jobs.train + jobs.eval (a model's training and evaluation, one job) asks 395 min; "
-            "partition short allows 240 (MaxTime): set jobs.train.max_runtime lower") in found[0]
+    assert (
+        "jobs.train + jobs.eval (a model's training and evaluation, one job) asks 395 min; "
+        "partition short allows 240 (MaxTime): set jobs.train.max_runtime lower"
+    ) in found[0]
     assert any(line.startswith("jobs.natural_language_train asks 1,440 min; partition short")
                for line in found)  # fmt: skip
-    assert any("asks 8 GPU(s) (natural_language.gpus_per_job); the nodes of partition short "
-               "have 4" in line for line in found)  # fmt: skip
+    four = cluster.problems(paper, [cluster.Partition("short", 64, 512000, 2880, 4)], "")
+    assert any(line.startswith("jobs.natural_language_train asks 64 CPUs / 480000 MB / 8 GPU(s) "
+                               "(natural_language.gpus_per_job) of one node; no node type holds")
+               for line in four)  # fmt: skip
     assert any("needs ~1,603 min, 1,440 a submission: 2 submissions, but the profile's retries "
                "is 0: set retries: 1" in line for line in found)  # fmt: skip
     assert found[-1].startswith("SelectType is select/cons_res: the SLURM plugin asks for GPUs")
@@ -313,7 +320,12 @@ def test_cluster_check_names_each_job_and_limit_a_cluster_would_refuse(tmp_path,
                             "select/cons_tres", retries=1) == []  # fmt: skip
 
     assert [cluster.minutes(t) for t in ("infinite", "30", "2:00:00", "1-00:00:00", "1-12")] == [
-        None, 30, 120, 1440, 2160]
+        None,
+        30,
+        120,
+        1440,
+        2160,
+    ]
     assert [cluster.gres_gpus(g) for g in ("(null)", "gpu:8", "gpu:h100:4(S:0-1)")] == [0, 8, 4]
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -328,19 +340,142 @@ def test_cluster_check_names_each_job_and_limit_a_cluster_would_refuse(tmp_path,
     assert cluster.select_type() == "select/cons_tres"
 
 
+FAKE_SINFO = """#!/bin/sh
+# sinfo --noheader --format=... [--partition P]: the node types of P (all where none is named)
+case "$*" in
+  *--partition*) want=$(echo "$*" | sed 's/.*--partition[ =]\\([^ ]*\\).*/\\1/') ;;
+  *) want= ;;
+esac
+printf '%s\\n' "$SINFO_LINES" | while IFS= read -r line; do
+  part=${line%%|*}; part=${part%\\*}
+  [ -z "$want" ] || [ "$part" = "$want" ] && echo "$line"
+done
+exit 0
+"""
+
+
+def fake_slurm(bin_dir, sbatch_mark=None):
+    """sinfo (node types from $SINFO_LINES, honouring --partition), scontrol (cons_tres), sacct,
+    squeue; sbatch records its call in `sbatch_mark` and fails."""
+    bin_dir.mkdir(exist_ok=True)
+    scripts = {"sinfo": FAKE_SINFO,
+               "scontrol": "#!/bin/sh\necho 'SelectType              = select/cons_tres'\n",
+               "sacct": "#!/bin/sh\nexit 0\n", "squeue": "#!/bin/sh\nexit 0\n",
+               "sbatch": f"#!/bin/sh\ntouch {sbatch_mark}\nexit 1\n"}  # fmt: skip
+    for name, text in scripts.items():
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+
+
+def test_the_preflight_reads_its_profile_and_judges_whole_node_types(tmp_path, monkeypatch):
+    """lengen.config.cluster takes the partition, `cores` and retries from the profile it is
+    given; a partition sinfo does not list is refused in one line naming those it does; on a
+    partition of two node types (many CPUs without GPUs, GPUs with few CPUs) a job that needs
+    both of one node is refused, though the most CPUs and the most GPUs each suffice."""
+    from lengen.config import cluster
+
+    fake_slurm(tmp_path / "bin")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    lines = ["mixed*|128|1000000|infinite|(null)", "mixed*|16|256000|infinite|gpu:8",
+             "big|128|1000000|infinite|gpu:8"]  # fmt: skip
+    monkeypatch.setenv("SINFO_LINES", "\n".join(lines))
+    assert [p.gpus for p in cluster.partitions("mixed")] == [0, 8]
+    with pytest.raises(cluster.UnknownPartition, match=r"partition 'gpux': sinfo lists no node "
+                       r"in it \(partitions here: big, mixed\)"):  # fmt: skip
+        cluster.partitions("gpux")
+    shipped = cluster.read_profile(ROOT / "workflow" / "profiles" / "slurm")
+    assert shipped["partition"] == "gpu" and shipped["retries"] >= 1 and shipped["cores"]
+    profile = tmp_path / "profile"
+    profile.mkdir()
+    (profile / "config.yaml").write_text(
+        "executor: slurm\ncores: 128\nretries: 1\ndefault-resources:\n  slurm_partition: mixed\n"
+    )
+    assert cluster.read_profile(profile) == {"cores": 128, "retries": 1, "partition": "mixed"}
+    paper = load(ROOT / "config" / "paper.yaml")
+    mixed = cluster.problems(paper, cluster.partitions("mixed"), "", None, "select/cons_tres", 1)
+    assert any(x.startswith("jobs.natural_language_train asks 64 CPUs / 480000 MB / 8 GPU(s)")
+               and "no node type holds them all" in x for x in mixed), mixed  # fmt: skip
+    assert cluster.problems(paper, cluster.partitions("big"), "", None, "select/cons_tres",
+                            1, 128) == []  # fmt: skip
+    out = tmp_path / "out.txt"
+    for partition, code in (("mixed", 1), ("nowhere", 2)):
+        (profile / "config.yaml").write_text((profile / "config.yaml").read_text().replace(
+            "slurm_partition: mixed", f"slurm_partition: {partition}"))  # fmt: skip
+        done = subprocess.run([sys.executable, "-m", "lengen.config.cluster", "--configfile",
+                               str(ROOT / "config" / "paper.yaml"), "--profile", str(profile)],
+                              capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+        out.write_text(done.stderr)
+        assert done.returncode == code, done.stderr
+        if code == 2:
+            assert done.stderr.strip().startswith("UnknownPartition: partition 'nowhere'")
+            assert len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_the_preflight_and_the_workflows_start_agree_on_every_tier(tmp_path):
+    """Every tier, with the shipped SLURM profile (and with its `cores` set for the paper tier):
+    lengen.config.cluster names a job the profile's `cores` cannot hold exactly when Snakemake's
+    own start stops before submitting, with the same lines; a tier it passes reaches its first
+    sbatch (a fake, on a fake cluster whose one node holds every job)."""
+    mark = tmp_path / "sbatch-called"
+    fake_slurm(tmp_path / "bin", mark)
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
+           "SINFO_LINES": "gpu*|256|4000000|infinite|gpu:8", "LENGEN_DISK_CHECK": "0"}  # fmt: skip
+    shipped = ROOT / "workflow" / "profiles" / "slurm"
+    roomy = tmp_path / "roomy"
+    roomy.mkdir()
+    text = (shipped / "config.yaml").read_text()
+    (roomy / "config.yaml").write_text(re.sub(r"(?m)^cores: \d+", "cores: 64", text))
+    runs = [(p.stem, shipped) for p in sorted((ROOT / "config").glob("*.yaml"))]
+    runs.append(("paper", roomy))
+    refused = {}
+    for tier, profile in runs:
+        pre = subprocess.run([sys.executable, "-m", "lengen.config.cluster", "--configfile",
+                              str(ROOT / "config" / f"{tier}.yaml"), "--profile", str(profile)],
+                             capture_output=True, text=True, env=env, cwd=tmp_path)  # fmt: skip
+        said = {x for x in pre.stderr.splitlines() if "(the profile's `cores`)" in x}
+        mark.unlink(missing_ok=True)
+        work = tmp_path / f"work-{tier}-{profile.name}"
+        work.mkdir()
+        start = subprocess.Popen(
+            [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
+             str(work), "--profile", str(profile), "--configfile",
+             str(ROOT / "config" / f"{tier}.yaml")],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True)  # fmt: skip
+        deadline = time.time() + 300
+        while start.poll() is None and not mark.exists() and time.time() < deadline:
+            time.sleep(0.2)
+        if start.poll() is None:
+            os.killpg(start.pid, 9)
+        output = start.communicate()[0]
+        stopped = {x.strip() for x in output.splitlines() if "(the profile's `cores`)" in x}
+        assert said == stopped, (tier, profile.name, said, stopped)
+        assert mark.exists() == (not said), (tier, profile.name, output[-3000:])
+        refused[(tier, profile.name)] = bool(said)
+    assert refused[("paper", "slurm")] and not refused[("paper", "roomy")]
+    assert not refused[("smoke", "slurm")]
+
+
 def test_a_jobs_kind_asks_for_its_minutes_one_way():
     """jobs.<kind>: a fixed runtime, or (a training kind) step_s with its margin; each mix or
     lack is one error naming the key."""
     smoke = load(ROOT / "config" / "smoke.yaml")
     for change, says in (
-        ({"train": {"cpus": 1, "mem_mb": 2000, "runtime": 15, "step_s": 0.1, "margin": 2}},
-         "jobs.train: gives runtime and margin, step_s"),
+        (
+            {"train": {"cpus": 1, "mem_mb": 2000, "runtime": 15, "step_s": 0.1, "margin": 2}},
+            "jobs.train: gives runtime and margin, step_s",
+        ),
         ({"train": {"cpus": 1, "mem_mb": 2000}}, "jobs.train: needs runtime"),
         ({"train": {"cpus": 1, "mem_mb": 2000, "step_s": 0.1}}, "jobs.train.margin: step_s needs"),
-        ({"eval": {"cpus": 1, "mem_mb": 2000, "step_s": 0.1, "margin": 2}},
-         "jobs.eval.step_s: only a training kind"),
-        ({"train": {"cpus": 1, "mem_mb": 2000, "max_runtime": 60}},
-         "jobs.train.step_s: max_runtime need step_s"),
+        (
+            {"eval": {"cpus": 1, "mem_mb": 2000, "step_s": 0.1, "margin": 2}},
+            "jobs.eval.step_s: only a training kind",
+        ),
+        (
+            {"train": {"cpus": 1, "mem_mb": 2000, "max_runtime": 60}},
+            "jobs.train.step_s: max_runtime need step_s",
+        ),
     ):
         cfg = copy.deepcopy(smoke)
         cfg["jobs"].update(change)
@@ -502,8 +637,11 @@ def test_a_training_jobs_disk_holds_its_groups_checkpoints(tmp_path):
     assert max(need.values()) <= gpu["jobs"]["train"]["disk_mb"]
     small = copy.deepcopy(gpu)
     small["jobs"]["train"]["disk_mb"] = 20000
-    with pytest.raises(ConfigError, match=r"jobs.train.disk_mb: 20000 MB, but parity_scratchpad's"
-                       r" largest training job needs at least 27,677 MB"):
+    with pytest.raises(
+        ConfigError,
+        match=r"jobs.train.disk_mb: 20000 MB, but parity_scratchpad's"
+        r" largest training job needs at least 27,677 MB",
+    ):
         validate(small)
     lines = cluster.problems(gpu, [], "", free=10000)
     assert lines == [f"jobs.train.disk_mb is 29000 MB, but {gpu['results_dir']} has 10000 MB "

@@ -11,7 +11,7 @@ import sys
 from lengen import tasks
 from lengen.config import artifacts, figure_jobs, lock, plan
 from lengen.config.code import code_hash
-from lengen.config.cluster import disk_short, too_large
+from lengen.config.cluster import at_start, disk_short
 from lengen.config.config import ConfigError, read_tier, read_yaml, validate
 from lengen.core import gpus
 from lengen.core.cli import EXIT_KNOWN, error_line
@@ -70,10 +70,7 @@ onstart:
     # more would never start (SLURM keeps it PENDING); stop before submitting anything. (Jobs run
     # Snakemake again inside SLURM, not as the main process: they skip this.)
     if workflow.is_main_process and not workflow.local_exec:
-        oversized = too_large(
-            config, workflow.cores, node="a node (the profile's `cores`)",
-            fix="set the profile's `cores` to your nodes' CPUs",
-        )  # fmt: skip
+        oversized = at_start(config, workflow.cores)  # what lengen.config.cluster says first
         if oversized:
             raise ValueError("the tier's jobs do not fit a node:\n  " + "\n  ".join(oversized))
     check_disk()

@@ -8,6 +8,12 @@ limit that will not do, saying what to change, and exits 1 when something will n
 
     python -m lengen.config.cluster --configfile config/paper.yaml [--partition gpu]
         [--profile workflow/profiles/slurm]
+
+It reads the profile it is given: its `cores` (the workflow stops at start when a job asks more
+CPUs than that: this says so first), its `retries`, and its partition (default-resources
+slurm_partition; --partition overrides it). Each job is judged against whole node types of the
+partition (a node that has its CPUs, its memory and its GPUs at once), never against the most
+CPUs of one type and the most GPUs of another; a partition sinfo does not list is refused.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import yaml
 from lengen import tasks
 from lengen.config import plan
 from lengen.config.config import disk_mb, load
-from lengen.core.cli import command_parser, one_line_errors
+from lengen.core.cli import KnownError, command_parser, one_line_errors
 
 NO_ACCOUNTING = "accounting storage is disabled"
 
@@ -69,8 +75,13 @@ def gres_gpus(gres: str) -> int:
     return sum(int(n) for n in found)
 
 
+class UnknownPartition(KnownError):
+    """The partition the profile (or --partition) names is not one sinfo lists."""
+
+
 def partitions(partition: str | None) -> list[Partition]:
-    """Each node type of the partition (all partitions if None): sinfo."""
+    """Each node type of the partition (all partitions if None): sinfo. A named partition that
+    sinfo lists no node of is refused (UnknownPartition), naming the ones it lists."""
     args = ["sinfo", "--noheader", "--format=%P|%c|%m|%l|%G"] + (
         ["--partition", partition] if partition else []
     )
@@ -82,6 +93,13 @@ def partitions(partition: str | None) -> list[Partition]:
         name, cpus, mem, limit, gres = fields
         found.append(Partition(name.rstrip("*"), int(cpus.rstrip("+")), int(mem.rstrip("+")),
                                minutes(limit), gres_gpus(gres)))  # fmt: skip
+    if partition and not found:
+        known = sorted({p.name for p in partitions(None)})
+        raise UnknownPartition(
+            f"partition {partition!r}: sinfo lists no node in it (partitions here: "
+            f"{', '.join(known) or 'none'}): set the profile's default-resources slurm_partition "
+            "(or --partition) to one of them"
+        )
     return found
 
 
@@ -101,6 +119,13 @@ class Submission:
     need: int  # the whole work's minutes (more than `minutes` where a training is resumed)
     gpus: int
     gpus_key: str
+    cpus: int = 1
+    mem_mb: int = 0
+    kinds: tuple[str, ...] = ()  # the `jobs` kinds it is made of
+
+    def holds(self, node: Partition) -> bool:
+        """Whether one node of this type has this job's CPUs, memory and GPUs at once."""
+        return self.cpus <= node.cpus and self.mem_mb <= node.mem_mb and self.gpus <= node.gpus
 
 
 def submissions(cfg: dict) -> list[Submission]:
@@ -119,7 +144,9 @@ def submissions(cfg: dict) -> list[Submission]:
             "jobs.train.max_runtime" if "step_s" in train else "jobs.train.runtime",
             plan.job_minutes(train, steps["train"]) + plan.job_minutes(ev),
             plan.job_minutes(train, steps["train"], capped=False) + plan.job_minutes(ev),
-            cfg["runtime"]["gpus_per_job"], "runtime.gpus_per_job"))  # fmt: skip
+            cfg["runtime"]["gpus_per_job"], "runtime.gpus_per_job",
+            max(train["cpus"], ev["cpus"]), max(train["mem_mb"], ev["mem_mb"]),
+            ("train", "eval")))  # fmt: skip
     if steps.get("natural_language_train"):
         nl, n = jobs["natural_language_train"], steps["natural_language_train"]
         key = "natural_language.gpus_per_job"  # (the runtime's where the section sets none)
@@ -128,15 +155,21 @@ def submissions(cfg: dict) -> list[Submission]:
             "jobs.natural_language_train",
             "jobs.natural_language_train.max_runtime" if "step_s" in nl
             else "jobs.natural_language_train.runtime",
-            plan.job_minutes(nl, n), plan.job_minutes(nl, n, capped=False), gpus, key))  # fmt: skip
+            plan.job_minutes(nl, n), plan.job_minutes(nl, n, capped=False), gpus, key,
+            nl["cpus"], nl["mem_mb"], ("natural_language_train",)))  # fmt: skip
     for kind, gpus in (("natural_language_eval", plan.eval_gpus(cfg)),
                        ("natural_language_data", 0), ("small", 0)):  # fmt: skip
         if kind.startswith("natural_language") and "natural_language" not in cfg:
             continue
         m = plan.job_minutes(jobs[kind])
         found.append(Submission(f"jobs.{kind}", f"jobs.{kind}.runtime", m, m, gpus,
-                                "runtime.gpus_per_job"))  # fmt: skip
+                                "runtime.gpus_per_job", jobs[kind]["cpus"], jobs[kind]["mem_mb"],
+                                (kind,)))  # fmt: skip
     return found
+
+
+def _node(p: Partition) -> str:
+    return f"{p.cpus} CPUs / {p.mem_mb} MB / {p.gpus} GPU(s)"
 
 
 def training_steps(cfg: dict) -> dict[str, int]:
@@ -159,23 +192,26 @@ def over_limits(cfg: dict, parts: list[Partition], select: str = "",
     profile's retries), and GPUs asked with --gpus where SelectType is not select/cons_tres."""
     found = []
     subs = submissions(cfg)
-    if parts:
-        longest = max(parts, key=lambda p: p.max_minutes if p.max_minutes is not None else 10**9)
-        most_gpus = max(parts, key=lambda p: p.gpus)
-        for sub in subs:
-            if longest.max_minutes is not None and sub.minutes > longest.max_minutes:
-                found.append(
-                    f"{sub.label} asks {sub.minutes:,} min; partition {longest.name} allows "
-                    f"{longest.max_minutes:,} (MaxTime): set {sub.fix} lower (a training cut "
-                    "at its limit resumes from its checkpoints when retried), or name a partition "
-                    "with a longer MaxTime"
-                )
-            if sub.gpus > most_gpus.gpus:
-                found.append(
-                    f"{sub.label} asks {sub.gpus} GPU(s) ({sub.gpus_key}); the nodes of partition "
-                    f"{most_gpus.name} have {most_gpus.gpus} (sinfo %G): lower {sub.gpus_key} "
-                    "(the batch stays, accumulated), or name a partition with GPUs"
-                )
+    for sub in subs if parts else []:
+        holding = [p for p in parts if sub.holds(p)]  # whole node types, each a node's all
+        if not holding:
+            types = "; ".join(f"{p.name}: {_node(p)}" for p in dict.fromkeys(parts))
+            keys = ", ".join(f"jobs.{k}.cpus / mem_mb" for k in sub.kinds)
+            found.append(
+                f"{sub.label} asks {sub.cpus} CPUs / {sub.mem_mb} MB / {sub.gpus} GPU(s) "
+                f"({sub.gpus_key}) of one node; no node type holds them all ({types}): lower "
+                f"{keys} or {sub.gpus_key} (the batch stays, accumulated), or name a partition "
+                "whose nodes hold it (it would stay PENDING)"
+            )
+            continue
+        longest = max(holding, key=lambda p: p.max_minutes if p.max_minutes is not None else 10**9)
+        if longest.max_minutes is not None and sub.minutes > longest.max_minutes:
+            found.append(
+                f"{sub.label} asks {sub.minutes:,} min; partition {longest.name} allows "
+                f"{longest.max_minutes:,} (MaxTime): set {sub.fix} lower (a training cut "
+                "at its limit resumes from its checkpoints when retried), or name a partition "
+                "with a longer MaxTime"
+            )
     for sub in subs:
         if retries is not None and sub.need > sub.minutes:
             times = math.ceil(sub.need / sub.minutes)
@@ -261,17 +297,22 @@ def short_of_disk(cfg: dict, free: int) -> list[str]:
     ]
 
 
+def at_start(cfg: dict, cores: int) -> list[str]:
+    """What the workflow refuses at start on a cluster (workflow/rules/common.smk, onstart): a
+    job kind asking more CPUs than the profile's `cores`, the CPUs it states of one node."""
+    return too_large(cfg, cores, node="a node (the profile's `cores`)",
+                     fix="set the profile's `cores` to your nodes' CPUs")  # fmt: skip
+
+
 def problems(cfg: dict, parts: list[Partition], sacct: str,
              free: int | None = None, select: str = "",
-             retries: int | None = None) -> list[str]:  # fmt: skip
-    """What will not run: a job kind no node can hold; a SLURM job past the partition's MaxTime
-    or its nodes' GPUs, or needing more resubmissions than the profile's retries; GPUs the
-    cluster cannot give as asked; a job kind whose checkpoints the results_dir's disk cannot
-    hold (`free` MB there, where known); job states sacct cannot report. `parts`: the
-    partition's node types."""
-    found = []
-    if parts:
-        found += too_large(cfg, max(p.cpus for p in parts), max(p.mem_mb for p in parts))
+             retries: int | None = None, cores: int | None = None) -> list[str]:  # fmt: skip
+    """What will not run: a job the profile's `cores` refuses at start; a SLURM job no node type
+    of the partition holds whole (CPUs, memory and GPUs of one node), past its MaxTime, or
+    needing more resubmissions than the profile's retries; GPUs the cluster cannot give as
+    asked; a job kind whose checkpoints the results_dir's disk cannot hold (`free` MB there,
+    where known); job states sacct cannot report. `parts`: the partition's node types."""
+    found = at_start(cfg, cores) if cores is not None else []
     found += over_limits(cfg, parts, select, retries)
     if free is not None:
         found += short_of_disk(cfg, free)
@@ -283,25 +324,49 @@ def problems(cfg: dict, parts: list[Partition], sacct: str,
     return found
 
 
+class ProfileError(KnownError):
+    """The SLURM profile cannot be read."""
+
+
+def read_profile(folder: Path) -> dict:
+    """What the preflight takes from a Snakemake profile folder: `cores`, `retries` (0 when
+    unset, as Snakemake) and default-resources' slurm_partition (None when unset)."""
+    path = Path(folder) / "config.yaml"
+    try:
+        profile = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as err:
+        raise ProfileError(f"{path}: cannot read the profile ({err}); give --profile the folder "
+                           "you submit with") from None  # fmt: skip
+    resources = profile.get("default-resources") or {}
+    if isinstance(resources, list):  # `- slurm_partition=gpu` form
+        resources = dict(r.split("=", 1) for r in resources if "=" in r)
+    partition = resources.get("slurm_partition")
+    cores = profile.get("cores")
+    return {"cores": int(cores) if str(cores).isdigit() else None,
+            "retries": int(profile.get("retries", 0) or 0),
+            "partition": str(partition).strip("'\"") if partition else None}  # fmt: skip
+
+
 # pragma: no mutate block  (CLI wiring)
 @one_line_errors
 def main(argv: list[str] | None = None) -> None:
     """CLI: check a tier against the cluster this runs on."""
     parser = command_parser(__spec__, __doc__)
     parser.add_argument("--configfile", type=Path, required=True)
-    parser.add_argument("--partition", default=None, help="the partition the profile names")
+    which = "the partition to check (default: the profile's slurm_partition)"
+    parser.add_argument("--partition", default=None, help=which)
     parser.add_argument("--profile", type=Path, default=Path("workflow/profiles/slurm"),
-                        help="the profile you submit with (its retries)")  # fmt: skip
+                        help="the profile you submit with (its cores, retries, partition; "
+                        "default workflow/profiles/slurm)")  # fmt: skip
     args = parser.parse_args(argv)
     cfg = load(args.configfile)  # the config's own errors first, wherever this runs
     if shutil.which("sinfo") is None:
         raise SystemExit("no SLURM here (sinfo not found): run this on the submit host")
-    profile = args.profile / "config.yaml"
-    retries = (yaml.safe_load(profile.read_text()) or {}).get("retries", 0) if profile.is_file() \
-        else None
+    profile = read_profile(args.profile)
+    partition = args.partition or profile["partition"]
     sacct = run("sacct", "--noheader", "-X", "--starttime", "now")
-    found = problems(cfg, partitions(args.partition), sacct, free_mb(cfg["results_dir"]),
-                     select_type(), retries)  # fmt: skip
+    found = problems(cfg, partitions(partition), sacct, free_mb(cfg["results_dir"]),
+                     select_type(), profile["retries"], profile["cores"])  # fmt: skip
     for line in found:
         print(line, file=sys.stderr)
     if found:
