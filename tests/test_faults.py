@@ -5,6 +5,7 @@ configs in test_workflow.py, bad CLI arguments in test_sparse_parity.py)."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -192,6 +193,7 @@ def test_a_cut_state_file_is_an_error_naming_it_and_nothing_is_deleted(tiny_spec
     write_text_atomic(out / "mlflow_run_id", run_id)  # restored: the same run goes on
     assert (train(spec, out)).exists()
     (out / "model.pt").unlink()
+    shutil.rmtree(out / "finished")  # as its line says, to train again (else it is restored)
     train(spec, out, stop_after=4)
     (out / "mlflow_run_id").write_text("")
     (out / "mlflow_run_id").unlink()  # the advice: a new run, the checkpoints resumed

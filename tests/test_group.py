@@ -98,8 +98,9 @@ def test_a_crashed_group_resumes_to_the_same_end(tiny_spec, tmp_path, copy_task)
     assert sorted(steps) == list(range(10, 61, 10))  # step 30, trained twice, logged once
 
 
-def test_a_checkpoint_of_another_fused_layout_is_refused(tiny_spec, tmp_path, copy_task,
-                                                         monkeypatch):
+def test_a_checkpoint_of_another_fused_layout_is_refused(
+    tiny_spec, tmp_path, copy_task, monkeypatch
+):
     """A group checkpoint records how the fused model lays out its linear weights
     (lengen.model.fused.LAYOUT); one written by code of another layout is refused with the
     checkpoint's path, not loaded transposed (a square weight would load without an error)."""
@@ -272,8 +273,9 @@ class Reads(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-def test_a_fused_step_reads_nothing_back_and_copies_only_its_pinned_batch(tiny_spec, tmp_path,
-                                                                          copy_task, monkeypatch):
+def test_a_fused_step_reads_nothing_back_and_copies_only_its_pinned_batch(
+    tiny_spec, tmp_path, copy_task, monkeypatch
+):
     """group.Fused.step, as the GPU runs it (its batches pinned and copied non-blocking), before
     and after a member stops: no read of a value to the host and no blocking copy to the device,
     whether at the Python API (HostTraffic) or as an operator (Reads). The stopped runs' mask
@@ -310,3 +312,21 @@ def test_the_host_traffic_check_sees_what_it_looks_for():
         x.to("cpu", non_blocking=True)
     assert api.found == ["to('cpu',) blocking", "item()", "__getitem__[bool mask]"]
     assert "_local_scalar_dense" in ops.found
+
+
+def test_a_groups_finished_models_are_restored_on_a_retry_not_retrained(
+    tiny_spec, tmp_path, copy_task, capfd
+):
+    """A fused group cut after its models were written (its `done` marker removed, a member's
+    model.pt lost): the rerun links each missing model.pt back from its finished/ and trains
+    nothing; the members' files are the ones the group wrote."""
+    specs = run_specs(tiny_spec)
+    outs = [tmp_path / f"member{r}" for r in range(3)]
+    paths = train_group(specs, outs)
+    inodes = [p.stat().st_ino for p in paths]
+    paths[1].unlink()
+    capfd.readouterr()
+    assert train_group(specs, outs) == paths
+    err = capfd.readouterr().err
+    assert err.count("restored from") == 3 and "group of" not in err, err
+    assert [p.stat().st_ino for p in paths] == inodes

@@ -179,4 +179,4 @@ def test_a_two_process_zero_2_training_cut_at_its_time_limit_resumes_on_the_prof
     log = (tmp_path / "zero2.log").read_text()  # the retry's (Snakemake clears a job's log)
     assert re.search(r"resumed from zero2/ckpt/step_(\d+)", log), log[-3000:]
     assert sorted(p.name for p in (tmp_path / "zero2").iterdir()) == [
-        "mlflow_run_id", "model.pt", "spec.json"]
+        "finished", "mlflow_run_id", "model.pt", "spec.json"]

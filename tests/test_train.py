@@ -154,8 +154,9 @@ def test_two_processes_share_the_batch(tiny_spec, tmp_path):
 
 
 @pytest.mark.slow
-def test_zero_2_over_two_processes_through_the_workflows_launcher_resumes_a_kill_9(tiny_spec,
-                                                                                   tmp_path):
+def test_zero_2_over_two_processes_through_the_workflows_launcher_resumes_a_kill_9(
+    tiny_spec, tmp_path
+):
     """Issue 66: the paper tier's language models train 8-way under ZeRO-2 through the deepspeed
     launcher; on CPU (gloo) two processes run the very launcher line the workflow writes
     (lengen.config.plan.launcher, its port apart), with the paper's ZeRO stage and buckets. A
@@ -194,6 +195,7 @@ def test_zero_2_over_two_processes_through_the_workflows_launcher_resumes_a_kill
     job = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
                            start_new_session=True)  # fmt: skip
     deadline = time.monotonic() + 240
+
     def whole():  # a checkpoint renamed from step_N.partial: one a rerun resumes from
         return [p for p in (out / "ckpt").glob("step_*") if p.name[5:].isdigit()]
 
@@ -207,7 +209,8 @@ def test_zero_2_over_two_processes_through_the_workflows_launcher_resumes_a_kill
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "resumed from" in done.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["mlflow_run_id", "model.pt", "spec.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "finished", "mlflow_run_id", "model.pt", "spec.json"]
     client = MlflowClient(spec["tracking"]["uri"])
     exp = client.get_experiment_by_name(spec["tracking"]["experiment"])
     [run] = client.search_runs([exp.experiment_id])
@@ -280,8 +283,9 @@ def test_early_stop_min_steps_delays_only_the_target_stop():
     assert stop.update(0.1, 30) == "did not learn in 30 steps (held-out exact match 0.10)"
 
 
-def test_a_checkpoint_cut_mid_write_is_never_resumed_and_a_damaged_one_is_named(tiny_spec,
-                                                                             tmp_path, capfd):
+def test_a_checkpoint_cut_mid_write_is_never_resumed_and_a_damaged_one_is_named(
+    tiny_spec, tmp_path, capfd
+):
     """Issue 63: a checkpoint is written as step_N.partial and renamed once whole, and only the
     newest whole one is kept (two on the disk at most, not three). A write a kill cut off is
     removed and the run resumes from the whole one before it, to the weights of an uninterrupted
@@ -441,7 +445,8 @@ def test_a_changed_seed_keeps_the_old_model_beside_its_run(tiny_spec, tmp_path):
     assert old_run.data.tags["model_path"] == str((kept / "model.pt").resolve())
     # a run a kill left RUNNING never goes on once its spec is replaced: it ends KILLED
     assert old_run.info.status == "KILLED" and old_run.data.tags["set_aside_in"] == str(
-        kept.resolve())
+        kept.resolve()
+    )
     assert (out / "mlflow_run_id").read_text() != old_id  # the new spec's own run
     # each model file a version of the run's registered model; the moved one says where it went
     from lengen.core.tracking import model_name
@@ -499,3 +504,81 @@ def test_a_ds_config_may_add_communication_only_and_names_any_other_key(tmp_path
     path = tmp_path / "agreed.json"
     path.write_text(json.dumps(agreed))
     validate({**cfg, "natural_language": {**cfg["natural_language"], "ds_config": str(path)}})
+
+
+def test_a_finished_model_removed_by_a_cut_job_is_restored_not_retrained(
+    tiny_spec, tmp_path, capfd, monkeypatch
+):
+    """A job cut after its model.pt (its evaluation, MLflow's last writes, a time limit) has
+    its outputs removed by Snakemake, and its checkpoints are gone: the retry finds the hard
+    link kept in finished/ (no second copy on the disk), of this spec and code and whole, and
+    links it back without training; its MLflow run, left RUNNING by the cut, ends FINISHED. A
+    changed trainer (another code fingerprint), a damaged kept file or another spec trains."""
+    from mlflow.tracking import MlflowClient
+
+    from lengen.core.provenance import file_sha256
+    from lengen.train import lifecycle
+
+    spec = copy.deepcopy(tiny_spec)
+    spec["train"].update(steps=6, checkpoint_every=2)
+    out = tmp_path / "run"
+    model = train(spec, out)
+    sha, inode = file_sha256(model), model.stat().st_ino
+    assert (out / "finished" / "model.pt").stat().st_ino == inode  # a link, not a copy
+    assert not (out / "ckpt").exists()
+    client = MlflowClient(tracking_uri=spec["tracking"]["uri"])
+    run_id = (out / "mlflow_run_id").read_text().strip()
+    client.set_terminated(run_id, "RUNNING")  # the cut came before MLflow's last write
+    model.unlink()  # what Snakemake does to a failed job's outputs
+    capfd.readouterr()
+    assert train(spec, out) == model and file_sha256(model) == sha
+    err = capfd.readouterr().err
+    assert "restored from" in err and "nothing trains" in err and "MLflow" not in err, err
+    assert client.get_run(run_id).info.status == "FINISHED"
+    assert client.get_run(run_id).data.tags["model_sha256"] == sha
+    model.unlink()
+    monkeypatch.setattr(lifecycle, "code_fingerprint", lambda: "another trainer")
+    train(spec, out)
+    assert "restored" not in capfd.readouterr().err and model.stat().st_ino != inode
+    monkeypatch.undo()
+    model.unlink()
+    with open(out / "finished" / "model.pt", "r+b") as f:  # damaged where it lies
+        f.seek(100)
+        f.write(b"\0" * 16)
+    train(spec, out)
+    assert "restored" not in capfd.readouterr().err and file_sha256(model) == sha
+    other = copy.deepcopy(spec)
+    other["train"]["lr"] *= 2
+    model.unlink()
+    train(other, out)
+    assert "restored" not in capfd.readouterr().err
+
+
+def test_a_job_cut_after_its_model_under_snakemake_finishes_on_its_retry_untrained(
+    tiny_spec, tmp_path
+):
+    """Through Snakemake with --retries 1: the training job writes its model.pt and is then cut
+    (here it exits 1, as a time limit during its evaluation or MLflow's writes ends it);
+    Snakemake removes model.pt, and the retry restores it without a training step: the same
+    file, and the retry's log says so."""
+    import subprocess
+    import sys
+
+    from lengen.core.provenance import file_sha256
+
+    spec = copy.deepcopy(tiny_spec)
+    spec["train"].update(steps=6, checkpoint_every=2, log_every=2)
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    (tmp_path / "Snakefile").write_text(
+        'rule train:\n    output: "run/model.pt"\n    log: "train.log"\n'
+        '    shell: "python -m lengen.train.train --spec spec.json --out run > {log} 2>&1; '
+        'test -e cut || {{ sha256sum run/model.pt > first.sha; touch cut; exit 1; }}"\n'
+    )
+    done = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--retries", "1"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    log = (tmp_path / "train.log").read_text()  # the retry's
+    assert "restored from" in log and "resumed from" not in log and "MLflow: new" not in log, log
+    assert (tmp_path / "first.sha").read_text().split()[0] == file_sha256(
+        tmp_path / "run" / "model.pt"
+    )

@@ -482,7 +482,8 @@ def test_fused_groups_are_planned_and_run_as_one_job_each(tmp_path):
     assert (sp_dir / "K1" / "seed0" / "model.pt").is_file() and (sp_dir / "fused0.done").is_file()
     scored = pd.read_csv(tmp_path / sp_eval)
     assert set(scored.length) == set(cfg["sparse_parity"]["eval"]["lengths"])
-    # a member's model.pt deleted (issue 66): a plain rerun retrains its group and rescores
+    # a member's model.pt deleted (issue 66): a plain rerun forces its group's job, which links
+    # the finished model back (finished/, untrained), and rescores
     model = sp_dir / "K1" / "seed0" / "model.pt"
     weights = torch.load(model, weights_only=False)["state_dict"]
     model.unlink()

@@ -259,11 +259,14 @@ def free_mb(folder: str | Path) -> int:
 
 
 def used_mb(folder: str | Path) -> float:
-    """What `folder` holds already, MB (0 if it does not exist)."""
+    """What `folder` holds already, MB (0 if it does not exist); a file with several names (a
+    finished model's hard link, lengen.train.lifecycle.keep_finished) counted once."""
     path = Path(folder)
     if not path.is_dir():
         return 0.0
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
+    sizes = {(st.st_dev, st.st_ino): st.st_size
+             for f in path.rglob("*") if f.is_file() and (st := f.stat())}  # fmt: skip
+    return sum(sizes.values()) / 2**20
 
 
 def disk_short(cfg: dict, jobs_at_once: int, free: int | None = None) -> str | None:

@@ -34,6 +34,7 @@ def write_text_atomic(path: Path, text: str) -> None:
 MODEL = "model.pt"  # written last, once the run ended
 CHECKPOINTS = "ckpt"  # a run trained alone's checkpoints
 GROUP_CHECKPOINTS = "group_ckpt"  # a fused group's, in its first member's folder
+FINISHED = "finished"  # a hard link to the finished model.pt and what made it, for a retry
 STARTED = ("spec.json", "mlflow_run_id", CHECKPOINTS, GROUP_CHECKPOINTS)  # a training began
 
 

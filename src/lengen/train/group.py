@@ -43,6 +43,7 @@ from lengen.train.lifecycle import (
     forget_other_spec,
     log,
     make_engine,
+    restore_finished,
 )
 from lengen.train.loss import scored_run_losses, training_loss
 
@@ -210,6 +211,8 @@ def train_group(specs: list[Spec | dict], outs: list[Path], stop_after: int | No
         raise ValueError(f"{len(specs)} specs but {len(outs)} output folders")
     check_group(specs)
     runtime.setup(specs[0].runtime)
+    if (restored := restore_finished(specs, outs)) is not None:
+        return restored  # a retry of a job cut after its training: nothing to train
     trainee, ckpt_dir = Fused(specs, outs), outs[0] / GROUP_CHECKPOINTS
     if any([forget_other_spec(o, s, ckpt_dir) for s, o in zip(specs, outs, strict=True)]):
         log(f"{ckpt_dir}: a member's spec changed; the group trains from its start")

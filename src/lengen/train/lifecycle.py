@@ -6,7 +6,9 @@ and for a fused group of runs (lengen.train.group): read top to bottom, it is
 2. the host's batches, made a step ahead of the device on CUDA (`HostBatches`);
 3. each member's own state: its loss window checked finite before anything is written from its
    weights (`LossWindow`), its early or plateau stop (`EarlyStop`), its MLflow run (`Runs`);
-4. checkpoints, kept two deep, and resume from the newest readable one (`Checkpoints`);
+4. checkpoints, kept two deep, and resume from the newest readable one (`Checkpoints`); once
+   every model is written, a hard link to each kept for a retry of a job cut after training
+   (`keep_finished`, `restore_finished`);
 5. the loop that runs them (`fit`).
 
 What differs between the two is only the thing trained, a `Trainee`: one GPTNeoX (data parallel
@@ -18,6 +20,8 @@ step is written once, in a Trainee's `step`, or here for both.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import json
 import math
 import os
@@ -37,7 +41,14 @@ from lengen import tasks
 from lengen.core import provenance, tracking
 from lengen.core.batch import IGNORE, VALID_STREAM, step_rng
 from lengen.core.cli import KnownError
-from lengen.core.files import UnreadableState, read_state, space_for, write_text_atomic
+from lengen.core.files import (
+    FINISHED,
+    MODEL,
+    UnreadableState,
+    read_state,
+    space_for,
+    write_text_atomic,
+)
 from lengen.core.specs import Spec, TrainSpec
 from lengen.model.model import GPTNeoX, ModelConfig
 from lengen.train import runtime
@@ -294,8 +305,11 @@ def forget_other_spec(out: Path, spec: Spec, ckpt_dir: Path) -> bool:
         return False
     keep = set_aside(out, spec, written)
     shutil.rmtree(ckpt_dir, ignore_errors=True)
-    log(f"{old}: another spec trained here before; starting a new run (the old one's model and "
-        f"MLflow run id kept in {keep})")
+    shutil.rmtree(out / FINISHED, ignore_errors=True)  # the old spec's (its model is in `keep`)
+    log(
+        f"{old}: another spec trained here before; starting a new run (the old one's model and "
+        f"MLflow run id kept in {keep})"
+    )
     return True
 
 
@@ -348,8 +362,10 @@ def forget_other_checkpoints(ckpt_dir: Path, specs: list[Spec], outs: list[Path]
     old = written or {}
     kept = [set_aside(o, s, old.get(s.run_name)) for s, o in zip(specs, outs, strict=True)]
     where = "; the old MLflow run ids kept in replaced/" if any(kept) else ""
-    log(f"{ckpt_dir}: its checkpoints were written for another spec ({why}); training from step "
-        f"0{where}")
+    log(
+        f"{ckpt_dir}: its checkpoints were written for another spec ({why}); training from step "
+        f"0{where}"
+    )
     return True
 
 
@@ -422,7 +438,7 @@ class Runs:
 
     def finish(self, r: int, path: Path) -> None:
         """Member r's run ends FINISHED with its stop and its model file's path and hash; the file
-    is registered as a version of the run's model (tracking.register_model)."""
+        is registered as a version of the run's model (tracking.register_model)."""
         if not self.ids:
             return
         steps_run, reason = self.members[r].stopped
@@ -448,8 +464,10 @@ class Runs:
             try:
                 client.set_terminated(run_id, status)
             except Exception as close_err:  # noqa: BLE001 - the store may be what failed
-                log(f"the MLflow run {run_id} could not be closed ({type(close_err).__name__}: "
-                    f"{str(close_err).splitlines()[0][:200]}); it may still show RUNNING")
+                log(
+                    f"the MLflow run {run_id} could not be closed ({type(close_err).__name__}: "
+                    f"{str(close_err).splitlines()[0][:200]}); it may still show RUNNING"
+                )
 
 
 # 4. Checkpoints -----------------------------------------------------------------------------
@@ -555,6 +573,101 @@ class Checkpoints:
 
     def remove(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    """A hash of every module a training can run (lengen's core, data, tasks, model and train
+    packages, their sources byte for byte): a finished model is restored only into the code
+    that trained it, so a changed trainer retrains, as the workflow's code trigger asks."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for package in ("core", "data", "tasks", "model", "train"):
+        for path in sorted((root / package).rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def keep_finished(members: list[Member]) -> None:
+    """Once every member's model.pt is written (before the checkpoints go): a hard link to each
+    in its folder's finished/ (no second copy on the disk) with a record of what trained it
+    (spec, code, the file's hash, its stop). A job cut after this point (its evaluation, MLflow's
+    last writes, a time limit), whose outputs Snakemake then removes, is finished on its retry
+    without training (restore_finished). A file system without hard links keeps none."""
+    for m in members:
+        model, keep, part = m.out / MODEL, m.out / FINISHED, m.out / (FINISHED + ".partial")
+        shutil.rmtree(part, ignore_errors=True)
+        part.mkdir()
+        try:
+            os.link(model, part / MODEL)
+        except OSError as err:
+            shutil.rmtree(part, ignore_errors=True)
+            log(f"{model}: no hard link kept for a retry ({err.strerror}); a job cut after this "
+                "point trains again")  # fmt: skip
+            return
+        steps_run, reason = m.stopped
+        record = {"spec": m.spec.source, "code": code_fingerprint(),
+                  "sha256": provenance.file_sha256(model), "steps_run": steps_run,
+                  "stop_reason": reason}  # fmt: skip
+        write_text_atomic(part / "record.json", json.dumps(record, sort_keys=True))
+        shutil.rmtree(keep, ignore_errors=True)
+        os.replace(part, keep)
+
+
+def restore_finished(specs: list[Spec], outs: list[Path]) -> list[Path] | None:
+    """The members' model.pt paths where every member's finished/ holds a model of this spec and
+    this code, whole (its hash as written), and its model.pt is missing or is that very file: a
+    retry of a job cut after training. Each missing model.pt is linked back (the lead process),
+    an MLflow run left unfinished is finished, and nothing trains. None otherwise: train."""
+    found = []
+    for spec, out in zip(specs, outs, strict=True):
+        kept, model = out / FINISHED / MODEL, out / MODEL
+        try:
+            record = json.loads((out / FINISHED / "record.json").read_text())
+        except (OSError, ValueError):
+            return None
+        same = record.get("spec") == json.loads(json.dumps(spec.source))
+        if not same or record.get("code") != code_fingerprint() or not kept.is_file():
+            return None
+        if model.exists() and not os.path.samefile(model, kept):
+            return None
+        found.append((spec, out, kept, model, record))
+    if any(provenance.file_sha256(kept) != record["sha256"] for _, _, kept, _, record in found):
+        return None  # damaged since: train
+    lead = int(os.environ.get("RANK", "0")) == 0
+    for spec, out, kept, model, record in found if lead else []:
+        if not model.exists():
+            os.link(kept, model)
+        log(
+            f"{model}: restored from {kept} (trained to step {record['steps_run']}, stop: "
+            f"{record['stop_reason']}, by this spec and code): the retry of a job cut after its "
+            f"training; nothing trains (delete {out / FINISHED} to train it again)"
+        )
+        _finish_restored_run(spec, out, model, record)
+    return [model for _, _, _, model, _ in found]
+
+
+def _finish_restored_run(spec: Spec, out: Path, model: Path, record: dict) -> None:
+    """A restored model's MLflow run, where the cut left it unfinished, ends FINISHED as Runs.finish
+    ends it (its stop, the model file's path, hash and registered version)."""
+    from mlflow.tracking import MlflowClient
+
+    if not (out / "mlflow_run_id").is_file():
+        return
+    run_id = (out / "mlflow_run_id").read_text().strip()
+    client = MlflowClient(tracking_uri=spec.tracking.uri)
+    try:
+        if client.get_run(run_id).info.status == "FINISHED":
+            return
+    except Exception:  # noqa: BLE001 - a store made anew: the run is not there to finish
+        return
+    version = tracking.register_model(client, spec.tracking.experiment, spec.run_name, run_id,
+                                      model, record["sha256"])  # fmt: skip
+    client.log_metric(run_id, "stopped_at", record["steps_run"], step=record["steps_run"])
+    for k, v in {"early_stop": record["stop_reason"], "model_path": str(model.resolve()),
+                 "model_sha256": record["sha256"], "model_version": version}.items():  # fmt: skip
+        client.set_tag(run_id, k, v)
+    client.set_terminated(run_id, "FINISHED")
 
 
 # 5. The loop --------------------------------------------------------------------------------
@@ -681,6 +794,7 @@ def _loop(trainee: Trainee, members: list[Member], runs: Runs, ckpts: Checkpoint
     for r in training:
         _end(trainee, members[r], runs, r, cfg.steps, "steps")
     if lead:
+        keep_finished(members)  # before the checkpoints go: a retry always has one or the other
         ckpts.remove()
     return [m.out / "model.pt" for m in members]
 

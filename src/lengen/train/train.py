@@ -37,6 +37,7 @@ from lengen.train.lifecycle import (
     forget_other_spec,
     lr_lambda,
     make_engine,
+    restore_finished,
 )
 from lengen.train.loss import training_loss
 
@@ -168,6 +169,8 @@ def _train(spec: Spec, out: Path, stop_after: int | None) -> Path:
 
     runtime.setup(spec.runtime)
     out.mkdir(parents=True, exist_ok=True)
+    if (restored := restore_finished([spec], [out])) is not None:
+        return restored[0]  # a retry of a job cut after its training: nothing to train
     alone, ckpt_dir = Alone(spec, out), out / CHECKPOINTS
     if alone.lead:
         forget_other_spec(out, spec, ckpt_dir)
