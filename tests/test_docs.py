@@ -403,3 +403,33 @@ def test_the_h100_numbers_the_docs_state_are_the_measured_ones():
     assert (f"GPU was busy {1e3 * profile['device_busy_s']:.0f} ms of the step: copies and casts "
             f"{1e3 * profile['groups_s']['copy/cast']:.0f} ms") in perf
 
+
+def test_the_readme_states_model_sizes_runs_and_steps_as_the_configs_set_them():
+    """README's facts of the code, read from the configs, not typed copies: the default tier's
+    model sizes (every task's model and the language models'), its most runs per compared arm
+    (seeds of one variant at one setting), and the gpu-smoke tier's steps."""
+    from collections import Counter
+
+    from lengen.config import plan
+    from lengen.config.config import load
+
+    text = (ROOT / "README.md").read_text()
+    cfg = load(ROOT / "config" / "config.yaml")
+    models = [cfg[e]["model"] for e in [*plan.experiments(cfg), "natural_language"] if e in cfg]
+
+    def span(values):
+        low, high = min(values), max(values)
+        return f"{low}" if low == high else f"{low}-{high}"
+
+    layers, widths = span([m["n_layer"] for m in models]), span([m["d_model"] for m in models])
+    assert f"Models are {layers} layers x {widths} wide" in text
+    arms = Counter((r.experiment, r.variant, r.folder(cfg).rsplit("/", 2)[-2])
+                   for e in plan.experiments(cfg) for v in plan.variants(cfg, e)
+                   for r in plan.runs(cfg, e, v))  # fmt: skip
+    most = max(arms.values())
+    words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 10: "ten"}
+    assert f"at most {words[most]} runs per compared arm" in " ".join(text.split())
+    assert f"| at most {most} runs per compared arm" in text
+    smoke = load(ROOT / "config" / "gpu-smoke.yaml")
+    steps = {smoke[e]["train"]["steps"] for e in plan.experiments(smoke)}
+    assert len(steps) == 1 and f"the gpu tier's DAG at {steps.pop()} steps" in text

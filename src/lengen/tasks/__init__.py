@@ -66,7 +66,7 @@ REGISTRY: dict[str, ModuleType] = {
     "parity_scratchpad": parity_scratchpad,
     "variable_assignment": variable_assignment,
     "natural_language": natural_language,
-    "majority": majority,  # not in the paper: the plug-in example (README, "Adding a task")
+    "majority": majority,  # not in the paper: the plug-in example (docs/extending.md, "A task")
 }
 
 
