@@ -34,3 +34,55 @@ def test_the_cluster_check_reads_the_config_before_looking_for_slurm(tmp_path, c
     assert ended.value.code == 2
     assert capsys.readouterr().err == f"ConfigError: {tmp_path / 'missing.yaml'}: no such file; " \
         "a config is a YAML file (config/<tier>.yaml)\n"
+
+
+def _parsers(parser):
+    """`parser` and every sub-command's parser under it."""
+    import argparse
+
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
+
+
+def test_every_lengen_option_has_help_and_shows_its_default(capsys, monkeypatch):
+    """`lengen` for its users: its --help says what it does without developers' notes; every
+    option of every sub-command (each task's `sample` included, whatever tasks there are) says
+    what it is, and one with a default shows it."""
+    import argparse
+
+    from lengen import cli
+
+    built = []
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args",
+                        lambda self, argv=None: built.append(self) or (_ for _ in ()).throw(
+                            SystemExit(0)))  # fmt: skip
+    with pytest.raises(SystemExit):
+        cli.main([])
+    top = built[0]
+    assert "For developers" not in top.format_help() and "lengen sample" in top.format_help()
+    for parser in _parsers(top):
+        text = " ".join(parser.format_help().split())
+        for action in parser._actions:
+            if not action.option_strings or isinstance(action, argparse._HelpAction):
+                continue
+            assert action.help, (parser.prog, action.option_strings)
+            shown = action.default is not None and action.default is not False
+            if shown and "default" not in action.help:
+                assert f"(default: {action.default})" in text, (parser.prog, action.dest)
+
+
+def test_a_sample_length_that_cannot_be_honoured_is_refused(capsys):
+    """`lengen sample parity_scratchpad --jump 3 --length 16` once printed examples of length 12
+    (l rounded down to a multiple of k) without a word: refused, naming the lengths that fit."""
+    from lengen import cli
+
+    with pytest.raises(SystemExit) as ended:
+        cli.main(["sample", "parity_scratchpad", "--jump", "3", "--length", "16"])
+    assert ended.value.code == 2
+    assert "--length 16: l = 8 input bits is not a multiple of --jump 3; give 12 or 18" in (
+        capsys.readouterr().err)
+    cli.main(["sample", "parity_scratchpad", "--jump", "3", "--length", "18"])
+    assert '"length": 18' in capsys.readouterr().out

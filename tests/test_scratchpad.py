@@ -496,7 +496,7 @@ def test_sample_options_of_parity_with_scratchpad():
     text = " ".join(parser.format_help().split())
     assert "k: scratchpad bit i = parity of k*i bits" in text
     assert "2l; l is the number of input bits" in text
-    assert "position IDs: coupled (ppc) or true IDs 1..T (absolute, rope_pose)" in text
+    assert "the position scheme whose test-time IDs are printed" in text
     odd = parser.parse_args(["--length", "15", "--scheme", "ppc"])
     with pytest.raises(ValueError, match=r"--length must be even \(it is 2l\), got 15"):
         ps.sample_records(odd)
@@ -568,7 +568,7 @@ def test_sample_options_of_variable_assignment():
     for missing in (["--depth", "2"], ["--length", "12"]):
         with pytest.raises(SystemExit):
             parser.parse_args(missing)
-    ids = "position IDs: coupled (ppc) or true IDs 1..T (absolute, rope_pose)"
+    ids = "the position scheme whose test-time IDs are printed"
     for phrase in ("d, assignments per chain", "l, bound on the assignment part",
                    "number of variables", "answer token only (Fig. 3c)", ids):  # fmt: skip
         assert phrase in text

@@ -1,9 +1,9 @@
-"""`lengen` command line: look at the data exactly as the model is fed at test time (`sample`);
-run Eq. (6) leave-one-out on local Hugging Face causal LMs (`influence`); fetch once what a
-tier's language models read from the network (`setup`).
+"""The `lengen` command: print a task's examples exactly as the model is fed them at test time
+(`lengen sample <task>`), find Eq. (6)'s leave-one-out influential tokens with local Hugging Face
+causal LMs (`lengen influence`), and fetch once what a tier's language models read from the
+network (`lengen setup`). The pipeline itself runs through Snakemake (README).
 
-No workflow job imports this module: it is the `lengen` command users run by hand (pyproject's
-[project.scripts]): the data as the model sees it, Eq. (6) on a local model, the one-time download.
+(For developers: no workflow job imports this module; it is pyproject's [project.scripts] entry.)
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from lengen import tasks
-from lengen.core.cli import first_paragraph, one_line_errors
+from lengen.core.cli import HelpDefaults, first_paragraph, one_line_errors
 from lengen.data import setup as data_setup
 from lengen.tasks.base import nonnegative_int, positive_int
 
@@ -38,7 +38,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n", type=positive_int, default=1,
                    help=f"number of examples, printed {CHUNK:,} at a time (beyond the first "
                    f"{CHUNK:,}, drawn from the seed's next streams)")  # fmt: skip
-    p.add_argument("--seed", type=nonnegative_int, default=0)
+    p.add_argument("--seed", type=nonnegative_int, default=0,
+                   help="the draw's seed: the same seed, the same examples")  # fmt: skip
 
 
 def _unreadable(path: Path) -> str | None:
@@ -168,10 +169,12 @@ def _setup(args: argparse.Namespace) -> None:
 @one_line_errors
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `lengen` command."""
-    parser = argparse.ArgumentParser(prog="lengen", description=__doc__)
+    parser = argparse.ArgumentParser(prog="lengen", description=first_paragraph(__doc__),
+                                     formatter_class=HelpDefaults)  # fmt: skip
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser(
         "influence",
+        formatter_class=HelpDefaults,
         help="Eq. (6) leave-one-out influential tokens on local Hugging Face causal LMs",
         description="Leave-one-out (Sec. 5.3, Eq. 6) on local Hugging Face causal-LM directories "
         "(any model taking position_ids and a 4D attention mask: Llama, GPT-NeoX, ...): for each "
@@ -182,10 +185,13 @@ def main(argv: list[str] | None = None) -> None:
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--tokens", type=Path, help="uint16 token file (as the pipeline's)")
     source.add_argument("--text", type=Path, help="text, tokenized by the first model's tokenizer")
-    p.add_argument("--long-len", type=positive_int, default=128, help="Lbar (default 128)")
-    p.add_argument("--short-len", type=positive_int, default=64, help="L (default 64)")
-    p.add_argument("--k", type=positive_int, default=5, help="influential tokens (default 5)")
-    p.add_argument("--n-examples", type=positive_int, default=100)
+    p.add_argument("--long-len", type=positive_int, default=128,
+                   help="Lbar, the long context, tokens")  # fmt: skip
+    p.add_argument("--short-len", type=positive_int, default=64,
+                   help="L, the short context, tokens")  # fmt: skip
+    p.add_argument("--k", type=positive_int, default=5, help="influential tokens")
+    p.add_argument("--n-examples", type=positive_int, default=100,
+                   help="sequences of --long-len consecutive tokens scored")  # fmt: skip
     p.add_argument(
         "--masks-per-pass",
         type=positive_int,
@@ -203,15 +209,18 @@ def main(argv: list[str] | None = None) -> None:
         "setup",
         help="fetch once, where there is network, the C4 shards and tokenizer a tier reads",
         description=first_paragraph(data_setup.__doc__),
+        formatter_class=HelpDefaults,
     )
     setup.add_argument("--configfile", required=True, type=Path, help="the tier's config")
     setup.add_argument("--dry-run", action="store_true", help="say what would be fetched")
     setup.set_defaults(fn=_setup, parser=setup)
-    sample = sub.add_parser("sample", help="print examples as JSON lines")
+    sample = sub.add_parser("sample", help="print a task's examples as JSON lines, as the model "
+                            "is fed them at test time", formatter_class=HelpDefaults)  # fmt: skip
     samplers = sample.add_subparsers(dest="task", required=True)
     for name, task in tasks.REGISTRY.items():  # every task that can print its examples
         if hasattr(task, "sample_records"):
-            p = samplers.add_parser(name, help=task.__doc__.splitlines()[0])
+            p = samplers.add_parser(name, help=task.__doc__.splitlines()[0],
+                                    formatter_class=HelpDefaults)  # fmt: skip
             task.add_sample_arguments(p)
             _common(p)
             p.set_defaults(fn=task.sample_records, parser=p)

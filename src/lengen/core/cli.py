@@ -20,6 +20,19 @@ def command_parser(spec, doc: str | None) -> argparse.ArgumentParser:
     return argparse.ArgumentParser(prog=prog, description=first_paragraph(doc))
 
 
+class HelpDefaults(argparse.HelpFormatter):
+    """argparse help that states each option's default where it has one (not None or False)
+    and its help does not say it already."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        unset = default is None or default is False or default == argparse.SUPPRESS
+        if action.option_strings and not unset and "default" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
 def first_paragraph(doc: str | None) -> str:
     """A docstring's first paragraph, whole, on one line (argparse wraps it)."""
     return " ".join((doc or "").strip().split("\n\n")[0].split())

@@ -29,8 +29,8 @@ therefore survives commits that change tests, docs, docstrings, other tiers or t
 job imports it.
 
 No workflow job imports this module: a maintainer runs it by hand after a from-scratch run of
-committed code (docs/pipeline.md, "Results, references, MLflow"; tools/reference_run.sh), and it stays beside
-lengen.report.reference, whose comparison it commits.
+committed code (docs/pipeline.md, "Results, references, MLflow"; tools/reference_run.sh), and it
+stays beside lengen.report.reference, whose comparison it commits.
 """
 
 from __future__ import annotations

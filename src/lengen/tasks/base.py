@@ -87,5 +87,5 @@ def add_scheme_argument(
         "--scheme",
         choices=choices or scheme_names(),
         default=default,
-        help="position IDs: coupled (ppc) or true IDs 1..T (absolute, rope_pose)",
+        help="the position scheme whose test-time IDs are printed (lengen.core.positions)",
     )

@@ -144,7 +144,7 @@ def config_checks(name: str, section: dict) -> list[tuple[str, str]]:
 def to_records(example: Example, batch: Batch) -> list[dict]:
     """JSON-ready rows: token strings, position IDs, target mask, the label and the length."""
     return records(example, VOCAB, lambda i: {
-        "label": VOCAB[int(example.tokens[i, -1])],
+        "label": int(VOCAB[int(example.tokens[i, -1])]),  # the majority bit, as parity's label
         "length": batch.n_bits,
     })  # fmt: skip
 

@@ -201,5 +201,13 @@ def sample_records(args) -> list[dict]:
     """`lengen sample parity_scratchpad`: examples (App. E.2.1) with the scheme's test-time IDs."""
     if args.length % 2:
         raise ValueError(f"--length must be even (it is 2l), got {args.length}")
+    bits, jump = args.length // 2, args.jump
+    if bits < jump:
+        raise ValueError(f"--length {args.length}: l = {bits} input bits is too short for jump "
+                         f"{jump}; give {2 * jump} or more")  # fmt: skip
+    if bits % jump:  # the pipeline rounds l down to a multiple of k: say so, not print another
+        below = bits // jump * jump * 2
+        raise ValueError(f"--length {args.length}: l = {bits} input bits is not a multiple of "
+                         f"--jump {jump}; give {below} or {below + 2 * jump}")  # fmt: skip
     batch = sample(np.random.default_rng(args.seed), args.n, args.length, args.jump)
     return to_records(batch.test_example(args.scheme), batch)
