@@ -260,3 +260,34 @@ def test_the_comparison_says_what_differs_before_it_says_same():
     other = "\n".join(reference.section(run, run.assign(config_hash="h2"), "r"))
     assert "They differ in config hash" in other and "the same words, not a repeat" in other
     assert other.index("They differ") < other.index("verdicts are the same")
+
+
+def test_a_run_compared_with_its_reference_leaves_provenance_out(tmp_path, capsys):
+    """`python -m lengen.report.reference RUN REFERENCE`: a copy of the smoke reference whose
+    provenance alone differs (another commit, config hash, versions) is the same, every number;
+    a changed number, a missing table and a cut table are each one line naming the file (and
+    the row and column), exit 1."""
+    import shutil
+
+    from lengen.core import provenance
+
+    run = tmp_path / "smoke"
+    shutil.copytree(ROOT / "reference" / "smoke", run)
+    name = sorted(p.name for p in run.glob("*.csv") if p.name != "verdicts.csv")[0]
+    table = pd.read_csv(run / name)
+    stamped = [c for c in provenance.COLUMNS if c in table.columns]
+    assert stamped
+    table.assign(**{c: "elsewhere" for c in stamped}).to_csv(run / name, index=False)
+    reference.main([str(run), str(ROOT / "reference" / "smoke")])
+    assert "every number of the reference's" in capsys.readouterr().out
+    numeric = next(c for c in table.columns if c not in stamped and
+                   pd.api.types.is_float_dtype(table[c]))  # fmt: skip
+    table.loc[0, numeric] = table.loc[0, numeric] + 1e-12  # the last bit counts
+    table.to_csv(run / name, index=False)
+    (run / "verdicts.csv").unlink()
+    with pytest.raises(SystemExit) as ended:
+        reference.main([str(run), str(ROOT / "reference" / "smoke")])
+    assert ended.value.code == 1
+    err = capsys.readouterr().err.splitlines()
+    assert any(x.startswith(f"{run / name}: row 2 {numeric} = ") for x in err), err
+    assert f"{run / 'verdicts.csv'}: missing (the reference has it)" in err

@@ -155,3 +155,68 @@ def section(run: pd.DataFrame, ref: pd.DataFrame | None, label: str) -> list[str
         markdown_table(table),
         "",
     ]
+
+
+def table_differences(run_dir: str | Path, ref_dir: str | Path) -> tuple[int, list[str]]:
+    """Every table of `ref_dir` (a committed reference) against the one of the same name in
+    `run_dir` (a run's reports folder), provenance aside (config hash, seed, versions, commit,
+    when judged): how many tables were compared, and a line per difference (a table missing on
+    either side, another set of columns or rows, the first cell that differs, to the last bit)."""
+    run_dir, ref_dir = Path(run_dir), Path(ref_dir)
+    stamps = [*provenance.COLUMNS, provenance.JUDGED_AT]
+    found = []
+    ref_names = sorted(p.name for p in ref_dir.glob("*.csv"))
+    run_names = sorted(p.name for p in run_dir.glob("*.csv"))
+    for name in sorted(set(run_names) - set(ref_names)):
+        found.append(f"{run_dir / name}: a table the reference does not have")
+    for name in ref_names:
+        if name not in run_names:
+            found.append(f"{run_dir / name}: missing (the reference has it)")
+            continue
+        golden = pd.read_csv(ref_dir / name).drop(columns=stamps, errors="ignore")
+        table = pd.read_csv(run_dir / name).drop(columns=stamps, errors="ignore")
+        if list(table.columns) != list(golden.columns):
+            found.append(f"{run_dir / name}: columns {list(table.columns)}, the reference's "
+                         f"{list(golden.columns)}")  # fmt: skip
+            continue
+        if len(table) != len(golden):
+            found.append(f"{run_dir / name}: {len(table)} rows, the reference's {len(golden)}")
+            continue
+        differs = (~((table == golden) | (table.isna() & golden.isna()))).to_numpy()
+        if differs.any():
+            row, col = next(zip(*differs.nonzero(), strict=True))
+            found.append(f"{run_dir / name}: row {row + 2} {table.columns[col]} = "
+                         f"{table.iat[row, col]!r}, the reference's {golden.iat[row, col]!r} "
+                         f"({int(differs.sum())} cells differ)")  # fmt: skip
+    return len(ref_names), found
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI: a run's reports against a committed reference, every number, provenance aside."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(
+        prog="python -m lengen.report.reference",
+        description="A run's tables against a committed reference's, every number to the last "
+        "bit, leaving provenance out (config hash, seed, versions, commit): exit 0 when they are "
+        "the same, 1 (a line per difference) when not. E.g. `python -m lengen.report.reference "
+        "reports/smoke reference/smoke` after the smoke tier.",
+    )
+    parser.add_argument("run", type=Path, help="the run's reports folder (reports/<tier>)")
+    parser.add_argument("reference", type=Path, help="the reference (reference/<tier>)")
+    args = parser.parse_args(argv)
+    for folder in (args.run, args.reference):
+        if not folder.is_dir():
+            parser.error(f"{folder}: no such folder")
+    count, found = table_differences(args.run, args.reference)
+    for line in found:
+        print(line, file=sys.stderr)
+    if found:
+        raise SystemExit(1)
+    print(f"{args.run}: every number of the reference's {count} tables the same "
+          f"({args.reference}), provenance aside")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
