@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -582,3 +583,30 @@ def test_a_job_cut_after_its_model_under_snakemake_finishes_on_its_retry_untrain
     assert (tmp_path / "first.sha").read_text().split()[0] == file_sha256(
         tmp_path / "run" / "model.pt"
     )
+
+
+def test_model_versions_survive_a_moved_results_folder(tiny_spec, tmp_path):
+    """A registered model version's source and its run's model_path tag are the model file
+    relative to the store's folder (results_dir): the results folder moved whole (to another
+    disk, another machine), the store there still finds every model, the same file by its hash."""
+    import shutil
+
+    from mlflow.tracking import MlflowClient
+
+    from lengen.core import tracking
+    from lengen.core.provenance import file_sha256
+
+    uri = tiny_spec["tracking"]["uri"]
+    home = tracking.recorded_file(uri, "x").parent
+    model = train(copy.deepcopy(tiny_spec), home / "sparse_parity" / "run")
+    moved = tmp_path / "elsewhere"
+    shutil.move(str(home), moved)
+    new_uri = f"sqlite:///{moved / uri.rsplit('/', 1)[-1]}"
+    client = MlflowClient(tracking_uri=new_uri)
+    (version,) = client.search_model_versions()
+    found = tracking.recorded_file(new_uri, version.source)
+    assert not Path(version.source).is_absolute() and found.is_file()
+    assert file_sha256(found) == version.tags["model_sha256"] == file_sha256(
+        moved / model.relative_to(home))
+    run = client.get_run(version.run_id)
+    assert tracking.recorded_file(new_uri, run.data.tags["model_path"]) == found

@@ -55,6 +55,26 @@ def artifact_root(uri: str) -> str | None:
     return None
 
 
+def recorded_path(uri: str, path: Path) -> str:
+    """How the store records a file: relative to the SQLite store's folder (results_dir) where the
+    file lies under it, so a results folder moved or copied whole keeps every model version and
+    `model_path` pointing at its own files; else the absolute path."""
+    path = Path(path).resolve()
+    if uri.startswith("sqlite:///"):
+        home = Path(uri.removeprefix("sqlite:///")).resolve().parent
+        if path.is_relative_to(home):
+            return path.relative_to(home).as_posix()
+    return str(path)
+
+
+def recorded_file(uri: str, recorded: str) -> Path:
+    """The file a store records (recorded_path), wherever the store's folder now is."""
+    path = Path(recorded)
+    if path.is_absolute() or not uri.startswith("sqlite:///"):
+        return path
+    return Path(uri.removeprefix("sqlite:///")).resolve().parent / path
+
+
 class StoreError(KnownError, RuntimeError):
     """The MLflow store cannot be read: the message names it and the recovery."""
 
@@ -208,12 +228,14 @@ def model_name(experiment: str, run_name: str) -> str:
 def register_model(client: MlflowClient, experiment: str, run_name: str, run_id: str,
                    path: Path, sha256: str) -> str:  # fmt: skip
     """Register a trained model.pt as a new version of its registered model (model_name), its
-    source the file where it lies (not a copy: a paper-size model is gigabytes), tagged with the
-    file's hash; the version."""
+    source the file where it lies (not a copy: a paper-size model is gigabytes), relative to the
+    store's folder (recorded_path: a moved results folder keeps it; recorded_file resolves it),
+    tagged with the file's hash; the version."""
     name = model_name(experiment, run_name)
     if not client.search_registered_models(f"name='{name}'"):
         client.create_registered_model(name)
-    version = client.create_model_version(name, source=str(path.resolve()), run_id=run_id,
+    source = recorded_path(client.tracking_uri, path)
+    version = client.create_model_version(name, source=source, run_id=run_id,
                                           tags={"model_sha256": sha256})  # fmt: skip
     return version.version
 
@@ -237,7 +259,7 @@ def run_set_aside(uri: str, run_id: str, where: Path, model: Path | None) -> Non
         client.set_tag(run_id, "set_aside_in", str(where))
         if model is None:
             return
-        client.set_tag(run_id, "model_path", str(model))
+        client.set_tag(run_id, "model_path", recorded_path(uri, model))
         for version in client.search_model_versions(f"run_id='{run_id}'"):
             client.set_model_version_tag(version.name, version.version, "moved_to", str(model))
 

@@ -448,7 +448,7 @@ class Runs:
         trk = self.members[r].spec.tracking
         version = tracking.register_model(client, trk.experiment, self.members[r].spec.run_name,
                                           run_id, path, sha)  # fmt: skip
-        for k, v in {"early_stop": reason, "model_path": str(path.resolve()),
+        for k, v in {"early_stop": reason, "model_path": tracking.recorded_path(trk.uri, path),
                      "model_sha256": sha, "model_version": version}.items():  # fmt: skip
             client.set_tag(run_id, k, v)
         client.set_terminated(run_id, "FINISHED")
@@ -664,7 +664,8 @@ def _finish_restored_run(spec: Spec, out: Path, model: Path, record: dict) -> No
     version = tracking.register_model(client, spec.tracking.experiment, spec.run_name, run_id,
                                       model, record["sha256"])  # fmt: skip
     client.log_metric(run_id, "stopped_at", record["steps_run"], step=record["steps_run"])
-    for k, v in {"early_stop": record["stop_reason"], "model_path": str(model.resolve()),
+    for k, v in {"early_stop": record["stop_reason"],
+                 "model_path": tracking.recorded_path(spec.tracking.uri, model),
                  "model_sha256": record["sha256"], "model_version": version}.items():  # fmt: skip
         client.set_tag(run_id, k, v)
     client.set_terminated(run_id, "FINISHED")
