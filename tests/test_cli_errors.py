@@ -54,6 +54,7 @@ def cases(tmp: str) -> list[tuple[str, list[str], str]]:
                         f"{tmp}/i.csv"], m),
         ("lengen.core.gpus", ["99", "--", "true"], "NoGpus: a job asks for 99 GPU(s)"),
         ("lengen.report.coverage", ["--tables", m], f"NoCells: {m}: no table with cells"),
+        ("lengen.report.reference", [m, tmp], f"{m}: no such folder"),
     ]  # fmt: skip
 
 
