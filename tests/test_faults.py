@@ -34,6 +34,12 @@ def test_eval_table_cut_mid_line_fails_the_combine_naming_it(tmp_path):
     with pytest.raises(TableError, match=f"{cut}: .*delete {cut} and rerun its eval rule"):
         combine([good, cut], tmp_path / "out.csv")
     assert not (tmp_path / "out.csv").exists()
+    _eval_table(cut)  # cut inside its last value (0.3125 read as 0.31), the columns after lost
+    text = cut.read_text()
+    cut.write_text(text[: text.rindex("0.5") + 2])
+    with pytest.raises(TableError, match=f"{cut}: its last line is cut .*delete {cut} and rerun"):
+        combine([good, cut], tmp_path / "out.csv")
+    assert not (tmp_path / "out.csv").exists()
     _eval_table(cut)
     cut.write_text("".join(cut.read_text().splitlines(keepends=True)[:-1]))  # a whole row lost
     with pytest.raises(

@@ -28,6 +28,11 @@ def read_eval_table(path: Path, lengths: dict[str, list[int]] | None = None) -> 
     fix = f"delete {path} and rerun its eval rule"
     if not Path(path).is_file():  # nothing to delete: say what makes it
         raise TableError(f"{path}: missing; its eval rule makes it (snakemake {path})")
+    with open(path, "rb") as f:  # a table is written whole, its last line ended
+        f.seek(max(0, Path(path).stat().st_size - 1))
+        if f.read(1) not in (b"\n", b""):
+            raise TableError(f"{path}: its last line is cut (no line end: a kill or a full disk "
+                             f"stopped its writing, perhaps inside a value); {fix}")  # fmt: skip
     try:
         table = pd.read_csv(path, dtype=provenance.DTYPES)
     except Exception as err:  # noqa: BLE001 - empty file, bad quoting
@@ -40,6 +45,7 @@ def read_eval_table(path: Path, lengths: dict[str, list[int]] | None = None) -> 
         raise TableError(f"{path}: missing columns {missing}; {fix}")
     bad = [c for c in columns if table[c].isna().any()]
     bad += [c for c in columns[:-1] if c not in bad and (table[c] % 1 != 0).any()]
+    bad += [c for c in provenance.COLUMNS if c in table and c not in bad and table[c].isna().any()]
     if bad or not table["accuracy"].between(0, 1).all():
         where = bad or ["accuracy"]
         raise TableError(f"{path}: empty, non-integer or out-of-range values in {where} (a file "
