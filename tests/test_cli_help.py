@@ -62,7 +62,7 @@ def test_every_lengen_option_has_help_and_shows_its_default(capsys, monkeypatch)
     with pytest.raises(SystemExit):
         cli.main([])
     top = built[0]
-    assert "For developers" not in top.format_help() and "lengen sample" in top.format_help()
+    assert "No workflow job" not in top.format_help() and "lengen sample" in top.format_help()
     for parser in _parsers(top):
         text = " ".join(parser.format_help().split())
         for action in parser._actions:

@@ -3,7 +3,8 @@
 causal LMs (`lengen influence`), and fetch once what a tier's language models read from the
 network (`lengen setup`). The pipeline itself runs through Snakemake (README).
 
-(For developers: no workflow job imports this module; it is pyproject's [project.scripts] entry.)
+No workflow job imports this module: it is pyproject's [project.scripts] entry, run by hand
+(its --help shows the paragraph above alone).
 """
 
 from __future__ import annotations
