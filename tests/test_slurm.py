@@ -121,31 +121,45 @@ def test_the_smoke_tier_on_slurm_equals_the_local_run_in_grouped_jobs(cluster, t
     assert None not in first.values() and set(first.values()) == kinds, seen
 
 
-
 ZERO2_SNAKEFILE = """
 rule zero2:
     output: "zero2/model.pt"
     log: "zero2.log"
-    # the first submission's limit cuts it (as a partition's MaxTime cuts max_runtime); the retry
-    # has the time to finish
     resources:
         cpus_per_task=2,
         mem_mb=3000,
-        runtime=lambda wildcards, attempt: 1 if attempt == 1 else 20,
+        runtime=20,
     shell: "CUDA_VISIBLE_DEVICES=0,1 LOCAL_SIZE=2 OMP_NUM_THREADS=1 {launcher} lengen.train.train"
            " --spec spec.json --out zero2 >> {{log}} 2>&1"
 """
 
 
-def test_a_two_process_zero_2_training_cut_at_its_time_limit_resumes_on_the_profiles_retry(
+def _run_until(cmd: list[str], env: dict, log: Path, when, then) -> str:
+    """Snakemake `cmd` in the background (its output to `log`), `then()` once `when()` holds
+    (once; checked every 0.2 s), to its end; its output."""
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        done = False
+        deadline = time.monotonic() + 2400
+        while proc.poll() is None:
+            assert time.monotonic() < deadline, log.read_text()[-4000:]
+            if not done and when():
+                then()
+                done = True
+            time.sleep(0.2)
+    return log.read_text()
+
+
+def test_a_two_process_zero_2_training_stopped_after_a_checkpoint_resumes_on_the_retry(
     cluster, tmp_path, tiny_spec
 ):
     """The paper tier's language-model job in small: one SLURM job whose command is the
     workflow's deepspeed launcher line (lengen.config.plan.launcher) with two processes (gloo on
     the fixture's CPUs, the job's two devices named as lengen.core.gpus or SLURM names them),
-    ZeRO-2 with the paper's buckets, submitted through the profile. Its first submission asks
-    for one minute and SLURM stops it there (TIMEOUT, as a partition's MaxTime stops a training
-    capped at max_runtime); the profile's retry submits it again, and it resumes from its last
+    ZeRO-2 with the paper's buckets, submitted through the profile. The test cancels it by its
+    own clock, once its first checkpoint is whole (scancel's SIGTERM, as a partition's MaxTime or
+    a preemption stops a training; 2,000 steps leave it ~40 checkpoints' time to be cut in,
+    whatever the machine's speed); the profile's retry submits it again, and it resumes from its
     checkpoint to one model.pt."""
     import copy
     import json
@@ -171,12 +185,78 @@ def test_a_two_process_zero_2_training_cut_at_its_time_limit_resumes_on_the_prof
            str(tmp_path), "--profile", str(ROOT / "workflow" / "profiles" / profile),
            "--default-resources", "slurm_partition=local", "--cores", "2",
            "--slurm-init-seconds-before-status-checks", "5"]  # fmt: skip
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=2400)
-    text = done.stdout + done.stderr
-    assert done.returncode == 0, text[-4000:]
+    ckpt = tmp_path / "zero2" / "ckpt"
+
+    def whole_checkpoint():
+        return any(p.name[5:].isdigit() for p in ckpt.glob("step_*"))
+
+    text = _run_until(cmd, env, tmp_path / "snakemake.log", whole_checkpoint,
+                      lambda: _stop_jobs(env))  # fmt: skip
+    assert "(100%) done" in text, text[-4000:]
     submitted = re.findall(r"submitted with SLURM jobid (\d+)", text)
-    assert len(submitted) == 2, text[-4000:]  # cut once, retried once
+    assert len(submitted) == 2, text[-4000:]  # stopped once, retried once
     log = (tmp_path / "zero2.log").read_text()  # the retry's (Snakemake clears a job's log)
     assert re.search(r"resumed from zero2/ckpt/step_(\d+)", log), log[-3000:]
     assert sorted(p.name for p in (tmp_path / "zero2").iterdir()) == [
-        "finished", "mlflow_run_id", "model.pt", "spec.json"]
+        "finished",
+        "mlflow_run_id",
+        "model.pt",
+        "spec.json",
+    ]
+
+
+CUT_AFTER_MODEL_SNAKEFILE = """
+rule train:
+    output: "run/model.pt"
+    log: "train.log"
+    resources:
+        cpus_per_task=1,
+        mem_mb=2000,
+        runtime=20,
+    # the first submission trains, then waits (as an evaluation or MLflow's last writes may),
+    # and the test stops it there: after its model.pt, whatever the machine's speed
+    shell: "OMP_NUM_THREADS=1 python -m lengen.train.train --spec spec.json --out run > {log} 2>&1"
+           " && (test -e cut || (sha256sum run/model.pt > first.sha; touch cut; sleep 600))"
+"""
+
+
+def _stop_jobs(env: dict) -> None:
+    """SIGTERM to every job and its steps (scancel --signal): it ends FAILED, as a job cut by its
+    time limit or a preemption does (a plain scancel leaves sacct's state "CANCELLED by <uid>",
+    which the SLURM plugin does not read as an end: it would wait for ever)."""
+    jobs = subprocess.run(["squeue", "-h", "-o", "%i"], env=env, capture_output=True, text=True,
+                          check=True).stdout.split()  # fmt: skip
+    subprocess.run(["scancel", "--signal=TERM", "--full", *jobs], env=env, check=True)
+
+
+def test_a_job_stopped_after_its_model_is_finished_on_the_retry_untrained(
+    cluster, tmp_path, tiny_spec
+):
+    """A SLURM job stopped after its training wrote model.pt (the test stops it once it is
+    written): Snakemake removes the output and the profile's retry submits the job again, which
+    links the finished model back from finished/ instead of training from step 0 (the
+    checkpoints were gone): the same file, and the retry's log says so."""
+    import copy
+    import json
+
+    from lengen.core.provenance import file_sha256
+
+    mode, env = cluster
+    env = {**env, "PATH": f"{Path(sys.executable).parent}:{env['PATH']}"}
+    profile = "slurm" if mode == "accounting" else "slurm-squeue"
+    spec = copy.deepcopy(tiny_spec)
+    spec["train"].update(steps=6, checkpoint_every=2)
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    (tmp_path / "Snakefile").write_text(CUT_AFTER_MODEL_SNAKEFILE)
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(tmp_path / "Snakefile"), "--directory",
+           str(tmp_path), "--profile", str(ROOT / "workflow" / "profiles" / profile),
+           "--default-resources", "slurm_partition=local", "--cores", "1",
+           "--slurm-init-seconds-before-status-checks", "5"]  # fmt: skip
+    text = _run_until(cmd, env, tmp_path / "snakemake.log", (tmp_path / "cut").exists,
+                      lambda: _stop_jobs(env))  # fmt: skip
+    assert "(100%) done" in text, text[-4000:]
+    assert len(re.findall(r"submitted with SLURM jobid (\d+)", text)) == 2, text[-4000:]
+    log = (tmp_path / "train.log").read_text()  # the retry's
+    assert "restored from" in log and "resumed from" not in log, log[-3000:]
+    model = tmp_path / "run" / "model.pt"
+    assert (tmp_path / "first.sha").read_text().split()[0] == file_sha256(model)
