@@ -394,6 +394,18 @@ def test_a_model_file_copied_from_another_run_is_refused(tmp_path, smoke_config)
     assert k1 != k2 and f"trained for {k1}" in line and f"spec.json is {k2}" in line
     (folders[2] / "spec.json").unlink()  # a model directory of one's own: not checked
     assert read_model_file(folders[2] / "model.pt")["spec"]["run_name"] == k1
+    # spec.json edited by hand (train.lr), the model its own: the line says so and never
+    # advises deleting the valid model; its advice (delete spec.json) reads the model again
+    edited = json.loads((folders[1] / "spec.json").read_text())
+    edited["train"]["lr"] *= 2
+    (folders[1] / "spec.json").write_text(json.dumps(edited))
+    with pytest.raises(ModelFileError) as refused:
+        read_model_file(folders[1] / "model.pt")
+    line = str(refused.value)
+    assert "differs in train.lr" in line and f"delete {folders[1] / 'spec.json'}" in line
+    assert f"delete {folders[1] / 'model.pt'}" not in line
+    (folders[1] / "spec.json").unlink()
+    assert read_model_file(folders[1] / "model.pt")["spec"]["run_name"] == k1
 
 
 def test_a_table_refuses_another_folders_run_and_a_run_twice(tmp_path):

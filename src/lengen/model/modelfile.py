@@ -82,9 +82,31 @@ def check_bound(path: Path, spec: dict, fix: str) -> None:
     except (OSError, ValueError) as err:
         raise ModelFileError(f"{beside}: unreadable ({type(err).__name__}: {err}); delete it "
                              "and rerun the rule that trains it") from err  # fmt: skip
-    if json.dumps(folder, sort_keys=True) != json.dumps(spec, sort_keys=True):
+    if json.dumps(folder, sort_keys=True) == json.dumps(spec, sort_keys=True):
+        return
+    if spec.get("run_name") != folder.get("run_name"):  # another run's model, copied in
         raise ModelFileError(f"{path}: trained for {_named(spec)}, but its folder's spec.json "
                              f"is {_named(folder)}: a model file of another run; {fix}")
+    keys = ", ".join(_differing(spec, folder)) or "its values"
+    raise ModelFileError(
+        f"{path}: trained for {_named(spec)}, but its folder's spec.json, of the same run, "
+        f"differs in {keys} ({_named(folder)}). If spec.json was edited or copied in, delete "
+        f"{beside}: the model keeps its own spec and nothing retrains. If the config changed "
+        "since, rerun the rule that trains it: Snakemake reruns a training whose spec changed, "
+        "and the old model is kept in replaced/"
+    )
+
+
+def _differing(a: dict, b: dict, prefix: str = "") -> list[str]:
+    """The dotted keys whose values differ between two specs."""
+    found = []
+    for key in sorted(set(a) | set(b)):
+        x, y = a.get(key), b.get(key)
+        if isinstance(x, dict) and isinstance(y, dict):
+            found += _differing(x, y, f"{prefix}{key}.")
+        elif x != y:
+            found.append(f"{prefix}{key}")
+    return found
 
 
 def load_model(path: str | Path, device: str = "cpu") -> GPTNeoX:
