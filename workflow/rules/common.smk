@@ -149,7 +149,7 @@ def take_results():
         return
     try:
         note = lock.claim(RESULTS, os.getcwd())
-    except lock.ResultsLocked as err:
+    except (lock.ResultsLocked, lock.ResultsUnwritable) as err:
         print(error_line(err), file=sys.stderr)
         sys.exit(EXIT_KNOWN)
     if note:

@@ -29,6 +29,19 @@ class ResultsLocked(KnownError, RuntimeError):
     """Another workflow is writing the results folder: the message names it."""
 
 
+class ResultsUnwritable(KnownError, OSError):
+    """The results folder cannot be made or written (no write access, a full disk)."""
+
+
+def _unwritable(folder: Path, err: OSError) -> ResultsUnwritable:
+    why = {13: "no write access", 28: "its disk is full", 30: "a read-only file system"}
+    return ResultsUnwritable(
+        f"{folder}: the workflow cannot write its results there ({why.get(err.errno, err.strerror)}"
+        f": {err.filename or folder}): give `results_dir` a folder you can write, or free space "
+        "there"
+    )
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -43,14 +56,21 @@ def claim(results_dir: str | Path, checkout: str | Path) -> str | None:
     """Take the results folder's lock for this process; ResultsLocked naming the holder if a
     live workflow holds it. A line to print when a dead holder's lock was taken over, else None."""
     folder = Path(results_dir)
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise _unwritable(folder, err) from None
     path = folder / LOCK
     me = {"host": socket.gethostname(), "pid": os.getpid(),
           "checkout": str(Path(checkout).resolve()),
           "since": time.strftime("%Y-%m-%d %H:%M:%S")}  # fmt: skip
     note = None
     for _ in range(2):
-        if _create(path, me):
+        try:
+            created = _create(path, me)
+        except OSError as err:  # no write access, a full disk: named, nothing left behind
+            raise _unwritable(folder, err) from None
+        if created:
             return note
         holder = _holder(path)
         if holder is None:  # empty or unreadable: no workflow to name, nothing to wait for
@@ -77,8 +97,8 @@ def _create(path: Path, holder: dict) -> bool:
     """Create the lock file whole, or find it there (False): its content is written to a file
     of this process's beside it, then hard-linked to its name, which fails if the name exists."""
     part = path.with_name(f"{path.name}.{holder['pid']}.part")
-    part.write_text(json.dumps(holder))
     try:
+        part.write_text(json.dumps(holder))  # a full disk fails here: the part goes too
         os.link(part, path)
     except FileExistsError:
         return False
