@@ -298,3 +298,24 @@ def test_launches_counts_the_trainers_fused_step_by_phase(tmp_path, capsys):
     assert group["per_added_run"]["loss"] > 0
     assert json.loads(out.read_text())["groups"][0]["rows"][1]["runs"] == 2
     assert "operators per step" in capsys.readouterr().out
+
+
+def test_the_disk_benchmark_counts_a_file_once_and_names_its_parts(tmp_path):
+    """benchmarks/disk.py: a file with two names (a finished model's hard link) counts once; the
+    parts are each top-level entry of the results folder and the reports' report.html apart."""
+    import os
+
+    bench = load_script(BENCH / "disk.py")
+    results, reports = tmp_path / "results", tmp_path / "reports"
+    (results / "run").mkdir(parents=True)
+    reports.mkdir()
+    (results / "run" / "model.pt").write_bytes(b"x" * 2**20)
+    (results / "run" / "finished").mkdir()
+    os.link(results / "run" / "model.pt", results / "run" / "finished" / "model.pt")
+    (results / "mlflow.db").write_bytes(b"y" * 2**19)
+    (reports / "report.html").write_bytes(b"z" * 2**18)
+    (reports / "fig.png").write_bytes(b"p" * 2**18)
+    assert bench.used_bytes(results) == 2**20 + 2**19
+    want = {"results/mlflow.db": 0.5, "results/run": 1.0, "reports/report.html": 0.25,
+            "reports/other": 0.25}  # fmt: skip
+    assert bench.parts(results, reports) == want

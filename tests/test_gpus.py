@@ -263,7 +263,8 @@ def test_a_tier_that_cannot_fit_results_dirs_disk_is_refused_before_its_first_jo
 def test_the_readme_states_each_tiers_peak_disk_as_the_code_estimates_it():
     """README's Tiers table: each tier's peak disk cell is lengen.config.config.disk_mb's, as
     `python -m lengen.config.config` prints it (the total, and a training job's checkpoints where
-    a tier runs several)."""
+    a tier runs several); the smoke tier's also states its measured whole run
+    (benchmarks/disk.py: the MLflow store and the reports beside the models)."""
     import re
 
     from lengen.config.config import disk_mb, gb, load
@@ -279,6 +280,10 @@ def test_the_readme_states_each_tiers_peak_disk_as_the_code_estimates_it():
         assert cell.startswith(f"~{gb(disk['total'])}"), (tier, cell)
         if disk["checkpoints"] >= 1024:
             assert f"+{gb(disk['checkpoints'])} a training job beside the first" in cell
+    measured = json.loads((ROOT / "benchmarks" / "measured" / "2026-12-06-cpu-disk" /
+                           "smoke_disk.json").read_text())  # fmt: skip
+    smoke = next(x for x in text.splitlines() if x.startswith("| smoke | "))
+    assert f"{measured['peak_mb']:.1f} MB measured with the store and reports" in smoke
 
 
 def test_the_wrapper_reads_its_options_wherever_they_stand(tmp_path):

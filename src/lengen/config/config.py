@@ -349,8 +349,11 @@ def disk_mb(cfg: dict, jobs_at_once: int = 1) -> dict[str, float]:
 
 
 def gb(mb: float) -> str:
-    """A size in MB as the docs state it: GB to one decimal from 1 GB, else MB."""
-    return f"{mb / 1024:,.1f} GB" if mb >= 1024 else f"{max(mb, 1):,.0f} MB"
+    """A size in MB as the docs state it: GB to one decimal from 1 GB; MB, whole from 10 MB, to
+    one decimal below (never rounded up to 1 MB: three parts of 0.2 MB sum to 0.6 MB, not 1)."""
+    if mb >= 1024:
+        return f"{mb / 1024:,.1f} GB"
+    return f"{mb:,.0f} MB" if mb >= 10 else f"{mb:.1f} MB"
 
 
 def _job_checks(cfg: dict) -> list[tuple[str, str]]:
@@ -545,7 +548,8 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{path}: valid; peak disk under {cfg['results_dir']} ~{gb(disk['total'])} "
                   f"(model files {gb(disk['models'])}, token files {gb(disk['data'])}, one "
                   f"training job's checkpoints {gb(disk['checkpoints'])}; each training job "
-                  "running beside it adds its checkpoints)")  # fmt: skip
+                  "running beside it adds its checkpoints; the MLflow store, logs and reports "
+                  "add more: benchmarks/disk.py measures a whole run)")  # fmt: skip
         except (ConfigError, OSError) as err:
             print(f"{path}: {err}" if isinstance(err, OSError) else str(err), file=sys.stderr)
             failed = True
