@@ -178,3 +178,55 @@ def test_a_figures_mlflow_run_holds_what_drew_it_and_a_rerun_replaces_it(tmp_pat
     assert client.get_run(second).data.tags["changed"].startswith("nothing")
     assert client.get_run(second).data.tags["replaces"] == first.info.run_id
     assert client.get_run(first.info.run_id).info.lifecycle_stage == "deleted"
+
+
+def test_a_generation_figure_fills_its_canvas_and_its_caption_says_what_is_drawn(
+    drawn, tmp_path
+):
+    """Figs. 2, 3, 8: the title on its first line, the scale it holds at on its own line below,
+    no text wider than the figure (a one-panel figure under a wide title filled a third of its
+    canvas); the caption names bands and dashed lines only where some are drawn; the palette's
+    last colour reads on white (viridis's palest yellow did not)."""
+    from matplotlib.colors import to_rgb
+
+    table = pd.read_csv(SMOKE / "parity_scratchpad_accuracy.csv")
+    title = "Fig. 2: parity with scratchpad, PPC (smoke tier, 1 layer x 16)"
+    for panels in (["ppc"], ["absolute", "rope_pose"]):
+        figures.generation_figure(table, panels, title, tmp_path / "f.png", {}, (10, 20))
+        fig = drawn[-1]
+        lines = fig._suptitle.get_text().split("\n")
+        assert lines[0] == "Fig. 2: parity with scratchpad, PPC"
+        assert lines[1] == "(smoke tier, 1 layer x 16)"
+        width = fig.bbox.width
+        assert all(box.width <= width for _, box in texts(fig)), panels
+        caption = next(t.get_text() for t in fig.texts if t.get_text().startswith("Lines:"))
+        caption = " ".join(caption.split())
+        styles = [ln.get_linestyle() for ax in fig.axes for ln in ax.get_lines()]
+        assert ("dashed:" in caption) == ("--" in styles)
+        banded = any(c.get_paths() for ax in fig.axes for c in ax.collections)
+        assert ("bands:" in caption) == banded
+        for ax in fig.axes:
+            for line in ax.get_lines():
+                r, g, b = to_rgb(line.get_color())
+                assert 0.2126 * r + 0.7152 * g + 0.0722 * b < 0.75, line.get_label()
+
+
+def test_a_tier_drawing_part_of_a_lettered_figure_names_its_panels():
+    """Fig. 3 has panels a-d in the paper; a tier that draws the PPC panel alone titles it
+    Fig. 3a (it was "Fig. 3" holding 3a only), one that draws all four keeps "Fig. 3" with each
+    panel lettered; a model of one layer is "1 layer"."""
+    from lengen.config import artifacts
+    from lengen.config.config import load
+
+    fig = artifacts.FIGURES["fig3_variable_assignment"]
+    for tier, expected in (("config", "Fig. 3a: variable assignment"),
+                           ("paper", "Fig. 3: variable assignment")):  # fmt: skip
+        cfg = load(ROOT / "config" / f"{tier}.yaml")
+        _, args = figures.KINDS["generation"].job(cfg, fig)
+        title = args[args.index("--title") + 1]
+        assert figures.split_scale(title)[0] == expected, title
+        panels = cfg["variable_assignment"]["figures"]["fig3"]["panels"]
+        letters = args[args.index("--letters") + 1]
+        assert letters == "".join("abcd"[fig.lettered.index(p)] for p in panels)
+    one = {"model": {"n_layer": 1, "d_model": 16}}
+    assert artifacts.trained_model(one) == "1 layer x 16"

@@ -54,6 +54,7 @@ class Figure:
     optional: bool = False
     panels: tuple[tuple[str, str], ...] = ()
     variant: str | None = None  # the model variant a per-variant diagnostic shows
+    lettered: tuple[str, ...] = ()  # the paper's panels, a, b, ... in order (Fig. 3a-d)
 
 
 FIGURES: dict[str, Figure] = {  # figure stem -> Figure (Figs. 1-8 of the paper, extras)
@@ -75,8 +76,9 @@ FIGURES: dict[str, Figure] = {  # figure stem -> Figure (Figs. 1-8 of the paper,
         "parity_scratchpad", "generation", "fig8_equal",
         "Parity with scratchpad: PPC and the ablations at equal budgets (not in the paper)",
         optional=True),
-    "fig3_variable_assignment": Figure("variable_assignment", "generation", "fig3",
-                                       "Fig. 3: variable assignment"),
+    "fig3_variable_assignment": Figure(
+        "variable_assignment", "generation", "fig3", "Fig. 3: variable assignment",
+        lettered=("ppc", "no_coupling", "no_scratchpad", "rope_pose")),
     "fig3_equal_budgets": Figure(
         "variable_assignment", "generation", "fig3_equal",
         "Variable assignment: Fig. 3's models at equal budgets (not in the paper)",
@@ -106,7 +108,8 @@ def trained_model(section: dict, variants: list[str] | None = None) -> str:
     for v in variants if variants is not None else [None]:
         model = {**section["model"], **(table.get(v) or {}).get("model", {})}
         scaled = " + log-length attention (DEPARTURE)" if model.get("attn_scale") else ""
-        sizes.append(f"{model['n_layer']} layers x {model['d_model']}{scaled}")
+        layers = f"{model['n_layer']} layer{'s' if model['n_layer'] != 1 else ''}"
+        sizes.append(f"{layers} x {model['d_model']}{scaled}")
     return " / ".join(dict.fromkeys(sizes))
 
 

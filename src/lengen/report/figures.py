@@ -48,13 +48,44 @@ def _pyplot():
 DEFAULT_STYLE = {"context": "paper", "height": 3.0, "aspect": 1.15, "dpi": 150}
 
 
-def wrapped(title: str, fig) -> str:
+def wrapped(title: str, fig, per_inch: int = 9) -> str:
     """A suptitle broken into lines no wider than the figure (about 9 characters an inch at
-    matplotlib's default title size); its own line breaks kept."""
+    matplotlib's default title size; `per_inch` for a smaller font); its own line breaks kept."""
     import textwrap
 
-    width = max(20, int(fig.get_figwidth() * 9))
+    width = max(20, int(fig.get_figwidth() * per_inch))
     return "\n".join(line for part in title.split("\n") for line in textwrap.wrap(part, width))
+
+
+def split_scale(title: str) -> tuple[str, str]:
+    """A figure's title and the scale it holds at, apart: "Fig. 2: parity (default tier, 3 layers
+    x 128)" -> ("Fig. 2: parity", "(default tier, 3 layers x 128)"): the title on one line, the
+    scale as its subtitle. ("", "") parts stay empty."""
+    title = title.strip()
+    if not title.endswith(")"):
+        return title, ""
+    depth = 0
+    for i in range(len(title) - 1, -1, -1):  # the last parenthesis, with those inside it
+        depth += {")": 1, "(": -1}.get(title[i], 0)
+        if depth == 0:
+            break
+    scale = title[i:]
+    return (title[:i].rstrip(), scale) if " tier" in scale and i > 0 else (title, "")
+
+
+def titled(fig, title: str, width_of=None) -> str:
+    """The suptitle text of a figure: its title, then its scale on a line of its own, each
+    wrapped to the figure's width (`width_of`: another figure whose width counts)."""
+    main, scale = split_scale(title)
+    return wrapped("\n".join(x for x in (main, scale) if x), width_of or fig)
+
+
+def palette(sns, n: int) -> list:
+    """n colours of viridis short of its palest yellow, so the last line reads on white."""
+    import numpy as np
+
+    cmap = sns.color_palette("viridis", as_cmap=True)
+    return [cmap(x) for x in np.linspace(0.0, 0.82, n)] if n > 1 else [cmap(0.0)]
 
 
 def _save(fig, out: Path, dpi: int, metadata: dict | None) -> None:
@@ -182,7 +213,7 @@ def sparse_parity_figure(
         err_kws={"alpha": 0.12},  # light: the bands of several k_test overlap (issue 65)
         kind="line",
         marker="o",
-        palette="viridis",
+        palette=palette(sns, table["k_test"].nunique()),
         height=style["height"],
         aspect=style["aspect"],
         facet_kws={"sharey": True},
@@ -218,13 +249,15 @@ def sparse_parity_figure(
         shown = str(counts[0])
     else:  # a row per model variant: "3 (row 1), 1 (row 2)"
         shown = ", ".join(f"{n} (row {i})" for i, n in enumerate(counts, 1))
-    note = (f"training runs per model: {shown}; line: their mean; band: their range, lowest to "
-            "highest (none with one run); dashed: k_test > K_train; grey: training lengths; "
-            "dotted: chance")  # fmt: skip
-    lines = wrapped(f"{title}\n{note}", grid.figure)
-    # the title ~0.3 in a line above the panels' three-line titles, whatever the height
+    banded = any(n > 1 for n in counts)
+    note = (f"Training runs per model: {shown}; line: their mean"
+            + ("; band: their range, lowest to highest (none with one run)" if banded else "")
+            + "; dashed: k_test > K_train; grey: training lengths; dotted: chance.")
+    lines = titled(grid.figure, title)
+    # the title ~0.3 in a line above the panels' titles, whatever the height
     top = 1 + 0.3 * (lines.count("\n") + 1) / grid.figure.get_figheight()
     grid.figure.suptitle(lines, y=top)
+    grid.figure.text(0.5, -0.01, wrapped(note, grid.figure), ha="center", va="top", fontsize=8)
     grid.figure.subplots_adjust(hspace=0.45)  # three-line panel titles clear the row above
     _save(grid.figure, out, style["dpi"], metadata)
 
@@ -322,6 +355,7 @@ def generation_figure(
     style: dict,
     train_range: tuple[int, int] | None,
     metadata: dict | None = None,
+    letters: str = "",
 ) -> None:
     """Exact-match accuracy vs test length, a line per jump / depth (the run mean, with the range
     of the runs as its band where it has more than one run, as Fig. 1's), a panel per variant in
@@ -337,12 +371,14 @@ def generation_figure(
     )
     param, x = setting.key, UNITS.get(setting.length_axis, setting.length_axis)
     table = table[table["variant"].isin(panels)]
-    letters = "abcdefgh" if len(panels) > 1 else ""
+    letters = (letters or "abcdefgh"[: len(panels)]) if len(panels) > 1 else ""
     values = sorted(table[param].unique())
-    colors = dict(zip(values, sns.color_palette("viridis", len(values)), strict=True))
+    colors = dict(zip(values, palette(sns, len(values)), strict=True))
     width, height = style["height"] * style["aspect"], style["height"]
-    fig, axes = plt.subplots(1, len(panels), figsize=(width * len(panels), height + 0.9),
+    # one panel: as wide as its title needs (a narrow panel under a wide title filled a third)
+    fig, axes = plt.subplots(1, len(panels), figsize=(max(width * len(panels), 5.2), height + 0.9),
                              sharey=True, squeeze=False)  # fmt: skip
+    drawn = {"dashed": False, "band": False}
     for i, (ax, variant) in enumerate(zip(axes[0], panels, strict=True)):
         bands = run_bands(table[table.variant == variant], [param])
         for value, b in bands.groupby(param):
@@ -351,20 +387,28 @@ def generation_figure(
             label += "" if ok else ", did not learn its training range"
             ax.plot(b.length, b.accuracy, marker="o", ms=3, color=colors[value],
                     ls="-" if ok else "--", alpha=1.0 if ok else 0.45, label=label)  # fmt: skip
+            drawn["dashed"] |= not ok
             if runs > 1:
                 ax.fill_between(b.length, b.low, b.high, color=colors[value], alpha=0.2, lw=0)
+                drawn["band"] = True
         if train_range:
             ax.axvspan(*train_range, color="grey", alpha=0.15, lw=0, label="training lengths")
         ax.set_title((f"({letters[i]}) " if letters else "") + panel_label(variant), fontsize=9)
         ax.set_xlabel(x)
         ax.set_ylim(-0.02, 1.02)
-        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
+        entries = len(ax.get_legend_handles_labels()[0])
+        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.26), frameon=False,
+                  ncol=2 if entries > 3 else 1)  # fmt: skip
     axes[0][0].set_ylabel("accuracy")
-    fig.suptitle(title, y=1.0)
-    fig.text(0.5, -0.02, "Lines: the mean over training runs; bands: the range of the runs, "
-             "lowest to highest (as in Fig. 1; REPORT.md judges each run); dashed: the models "
-             f"did not learn the training range, not a result (< {NEAR_PERFECT} there).",
-             ha="center", va="top", fontsize=7, wrap=True)  # fmt: skip
+    fig.suptitle(titled(fig, title), y=1.0)
+    caption = "Lines: the mean over training runs"  # what is drawn, and only that
+    if drawn["band"]:
+        caption += "; bands: the range of the runs, lowest to highest (REPORT.md judges each run)"
+    if drawn["dashed"]:
+        caption += (f"; dashed: the models did not learn the training range, not a result "
+                    f"(< {NEAR_PERFECT} there)")  # fmt: skip
+    fig.text(0.5, -0.02, wrapped(caption + ".", fig, per_inch=14), ha="center", va="top",
+             fontsize=7)  # fmt: skip
     fig.tight_layout()
     _save(fig, out, style["dpi"], metadata)
 
@@ -376,8 +420,14 @@ def _generation_job(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], list[s
     low, high = tasks.generation_tasks()[fig.section].train_lengths(  # the first panel's
         tasks.variant_section(section, panels[0])
     )
-    args = ["--panels", *panels,
-            "--title", spec.get("title", fig.title)
+    title, letters = spec.get("title", fig.title), ""
+    if fig.lettered and set(panels) <= set(fig.lettered):  # the paper's letters, a subset named
+        letters = "".join("abcdefgh"[fig.lettered.index(p)] for p in panels)
+        if len(panels) < len(fig.lettered) and "title" not in spec:  # "Fig. 3a: ..."
+            number, _, rest = title.partition(":")
+            title = f"{number}{'/'.join(letters)}:{rest}"
+    args = ["--panels", *panels, *(["--letters", letters] if letters else []),
+            "--title", title
             + f" ({cfg['tier']} tier, {artifacts.trained_model(section, panels)})",
             "--style", to_json(section["figures"].get("style", {})),
             "--train-range", str(low), str(high),
@@ -387,7 +437,7 @@ def _generation_job(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], list[s
 
 def _draw_generation(table: pd.DataFrame, args, meta: dict) -> None:
     generation_figure(table, args.panels, args.title, args.out, json.loads(args.style),
-                      args.train_range, meta)  # fmt: skip
+                      args.train_range, meta, letters=args.letters)  # fmt: skip
 
 
 GENERATION = FigureKind(
@@ -697,6 +747,8 @@ def cli_parser():
         "tables do not name them",
     )  # fmt: skip
     parser.add_argument("--panels", nargs="+", help="generation: variant per panel")
+    parser.add_argument("--letters", default="",
+                        help="generation: each panel's letter in the paper's figure")  # fmt: skip
     parser.add_argument("--tables", nargs="*", type=Path, default=[])
     parser.add_argument("--title", default="")
     parser.add_argument("--style", default="{}", help="JSON of style overrides")
