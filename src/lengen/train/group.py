@@ -211,15 +211,28 @@ def train_group(specs: list[Spec | dict], outs: list[Path], stop_after: int | No
         raise ValueError(f"{len(specs)} specs but {len(outs)} output folders")
     check_group(specs)
     runtime.setup(specs[0].runtime)
-    if (restored := restore_finished(specs, outs)) is not None:
-        return restored  # a retry of a job cut after its training: nothing to train
+    # a member finished already (a retry of a job cut after training; a member trained alone,
+    # targeted by its own model.pt) is linked back, not trained again; the others train as a
+    # group of their own (each run's weights are its own: the same as in the whole group)
+    done = {o: r[0] for s, o in zip(specs, outs, strict=True)
+            if (r := restore_finished([s], [o])) is not None}  # fmt: skip
+    if len(done) == len(outs):
+        return [done[o] for o in outs]
+    if done:
+        log(f"{len(done)} of the group's {len(outs)} runs finished already (restored, not "
+            f"retrained); the other {len(outs) - len(done)} train as a group")  # fmt: skip
+    every = outs
+    specs = [s for s, o in zip(specs, outs, strict=True) if o not in done]
+    outs = [o for o in outs if o not in done]
     trainee, ckpt_dir = Fused(specs, outs), outs[0] / GROUP_CHECKPOINTS
     if any([forget_other_spec(o, s, ckpt_dir) for s, o in zip(specs, outs, strict=True)]):
         log(f"{ckpt_dir}: a member's spec changed; the group trains from its start")
     forget_other_checkpoints(ckpt_dir, specs, outs)
     members = [Member.of(s, o, trainee.engine.device) for s, o in zip(specs, outs, strict=True)]
-    return fit(trainee, members, ckpt_dir, desc=f"group of {len(specs)}", stop_after=stop_after,
-               budget_s=budget_s)  # fmt: skip
+    trained = fit(trainee, members, ckpt_dir, desc=f"group of {len(specs)}",
+                  stop_after=stop_after, budget_s=budget_s)  # fmt: skip
+    done |= dict(zip(outs, trained, strict=True))
+    return [done[o] for o in every]
 
 
 @one_line_errors
