@@ -569,3 +569,22 @@ def test_a_known_error_ends_a_tool_in_one_line_on_stderr_and_snakemakes_descript
     with pytest.raises(SystemExit):
         tool(NoSpace("no space left on /r"))
     assert capfd.readouterr().err == "NoSpace: no space left on /r\n"
+
+
+def test_a_store_deleted_under_a_running_job_is_named_so_not_as_a_full_disk(
+    tmp_path, monkeypatch
+):
+    """SQLite answers a write to a store deleted under it with "readonly database": the job's
+    line said the store "is not writable ... free space there"; it now says it was deleted or
+    moved, and that a rerun makes a new one. A store still there keeps the writable advice."""
+    import mlflow
+
+    from lengen.core import tracking
+
+    store = tmp_path / "mlflow.db"
+    monkeypatch.setattr(mlflow, "get_tracking_uri", lambda: f"sqlite:///{store}")
+    err = RuntimeError("(sqlite3.OperationalError) attempt to write a readonly database")
+    said = str(tracking.store_fault(err))
+    assert "was deleted or moved while this job wrote to it: rerun" in said
+    store.write_bytes(b"")
+    assert "is not writable" in str(tracking.store_fault(err))

@@ -96,6 +96,11 @@ def store_fault(err: BaseException) -> StoreError | None:
     path = store_path(mlflow.get_tracking_uri())
     if fault is None or path is None:
         return None
+    if not Path(path).exists():  # deleted or moved while the job wrote to it: not a full disk
+        return StoreError(
+            f"MLflow store {path} was deleted or moved while this job wrote to it: rerun (the "
+            "workflow makes a new store; trained models and checkpoints are kept)"
+        )
     return StoreError(
         f"MLflow store {path} is {fault} ({free_mb(path):.0f} MB free on its disk): free space "
         "there (or give this user write access to it and its folder) and rerun; trained models "
