@@ -433,3 +433,20 @@ def test_the_readme_states_model_sizes_runs_and_steps_as_the_configs_set_them():
     smoke = load(ROOT / "config" / "gpu-smoke.yaml")
     steps = {smoke[e]["train"]["steps"] for e in plan.experiments(smoke)}
     assert len(steps) == 1 and f"the gpu tier's DAG at {steps.pop()} steps" in text
+
+
+def test_the_tokenizer_the_docs_name_for_the_paper_is_the_paper_tiers():
+    """The schema's (and so config/README.md's) word on App. F's tokenizer is the one
+    config/paper.yaml fetches, not a typed copy that drifted (it once said Mistral's)."""
+    import re
+
+    import yaml
+
+    from lengen.config.config import load
+
+    schema = yaml.safe_load((ROOT / "src" / "lengen" / "config" / "schema.yaml").read_text())
+    said = schema["properties"]["natural_language"]["properties"]["tokenizer"]["description"]
+    named = re.search(r"App\. F: ([\w.-]+)'s", said)[1]
+    paper = load(ROOT / "config" / "paper.yaml")["natural_language"]["tokenizer"]["name"]
+    assert named.lower() in paper.lower(), (named, paper)
+    assert named in (ROOT / "config" / "README.md").read_text()
