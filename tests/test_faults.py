@@ -569,6 +569,27 @@ def test_a_known_error_ends_a_tool_in_one_line_on_stderr_and_snakemakes_descript
     with pytest.raises(SystemExit):
         tool(NoSpace("no space left on /r"))
     assert capfd.readouterr().err == "NoSpace: no space left on /r\n"
+    # the job's log on a full disk (its stderr's write fails): the line still reaches Snakemake
+    import errno
+    import sys
+
+    class FullDisk:
+        def write(self, text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def flush(self):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    read, write = os.pipe()
+    monkeypatch.setenv("LENGEN_ERROR_FD", str(write))
+    monkeypatch.setattr(sys, "stderr", FullDisk())
+    with pytest.raises(SystemExit) as ended:
+        tool(NoSpace("no space left on /r (0 MB free)"))
+    monkeypatch.undo()
+    assert ended.value.code == 2
+    assert os.read(read, 4096).decode() == "NoSpace: no space left on /r (0 MB free)\n"
+    os.close(read)
+    os.close(write)
 
 
 def test_a_store_deleted_under_a_running_job_is_named_so_not_as_a_full_disk(

@@ -57,13 +57,15 @@ def error_line(err: BaseException) -> str:
 
 
 def say(line: str) -> None:
-    """A job's closing line, on stderr (its log) and on the LENGEN_ERROR_FD descriptor when set
-    (Snakemake's own output, where it reports the job)."""
-    print(line, file=sys.stderr, flush=True)
+    """A job's closing line, on the LENGEN_ERROR_FD descriptor when set (Snakemake's own output,
+    where it reports the job) and on stderr (its log). The descriptor first: a log on a full
+    disk (whose write fails) must not keep the line from Snakemake's output."""
     fd = os.environ.get(ERROR_FD, "")
     if fd.isdigit():
         with contextlib.suppress(OSError):  # closed, or a broken pipe: stderr has it
             os.write(int(fd), (line + "\n").encode())
+    with contextlib.suppress(OSError):  # the log's disk full: the descriptor has it
+        print(line, file=sys.stderr, flush=True)
 
 
 # Functions that recognise a library's error as a known fault (a full SQLite store:
