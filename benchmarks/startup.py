@@ -22,7 +22,7 @@ JOBS = ("lengen.train.train", "lengen.train.group", "lengen.analysis.evaluate",
         "lengen.analysis.tables", "lengen.analysis.perplexity", "lengen.analysis.influence",
         "lengen.analysis.attention", "lengen.analysis.theory_cases", "lengen.data.corpus",
         "lengen.data.tokens", "lengen.report.figures", "lengen.report.report",
-        "lengen.train.tracking", "lengen.core.gpus")  # fmt: skip
+        "lengen.core.tracking", "lengen.core.gpus")  # fmt: skip
 HEAVY = ("torch", "mlflow", "deepspeed", "transformers", "matplotlib", "seaborn", "pandas")
 PROBE = """
 import importlib, sys, time

@@ -101,7 +101,7 @@ def test_every_tool_with_a_main_is_driven_here():
         if "\ndef main(" in text and '__name__ == "__main__"' in text:
             rel = path.relative_to(ROOT / "src").with_suffix("")
             tools.add(".".join(rel.parts))
-    assert tools - {"lengen.core.floats"} <= set(TOOLS) | {"lengen.train.tracking"}, tools
+    assert tools - {"lengen.core.floats"} <= set(TOOLS), tools
 
 
 def test_a_tool_exits_without_the_collectors_passes_once_registered(monkeypatch):

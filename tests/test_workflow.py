@@ -615,7 +615,7 @@ def test_every_job_kind_says_its_known_error_where_snakemake_reports_it():
         {"runtime": {"device": "cuda"}}, 1)))  # fmt: skip
     assert {"lengen.train.train", "lengen.train.group", "lengen.analysis.evaluate",
             "lengen.report.figures", "lengen.report.report", "lengen.core.gpus",
-            "lengen.train.tracking"} <= named, named  # fmt: skip
+            "lengen.core.tracking"} <= named, named  # fmt: skip
     assert len(named) >= 13, named
     from lengen.core.cli import one_line_errors
 

@@ -16,7 +16,7 @@ rule mlflow_store:
     params:
         uri=tracking_uri(config),
     shell:
-        "python -m lengen.train.tracking --uri {params.uri:q} --done {output:q} > {log:q} 2>&1"
+        "python -m lengen.core.tracking --uri {params.uri:q} --done {output:q} > {log:q} 2>&1"
 
 
 rule mlflow_setup:
@@ -38,5 +38,5 @@ rule mlflow_setup:
         uri=tracking_uri(config),
         name=lambda w: experiment_name(config["tracking"]["experiment_prefix"], w.experiment),
     shell:
-        "python -m lengen.train.tracking --uri {params.uri:q} --experiments {params.name:q}"
+        "python -m lengen.core.tracking --uri {params.uri:q} --experiments {params.name:q}"
         " --done {output:q} > {log:q} 2>&1"

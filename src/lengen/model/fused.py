@@ -162,12 +162,6 @@ class FusedGPTNeoX(nn.Module):
         model.load_state_dict(state, strict=False)  # buffers (RoPE, ALiBi) are the model's own
         return model
 
-    def set_member(self, r: int, model: GPTNeoX) -> None:
-        """Copy a plain GPTNeoX's weights into run r (a resumed or restored member)."""
-        with torch.no_grad():
-            for name, p in model.named_parameters():
-                self.w(name)[r].copy_(p.T if name in self.transposed else p)
-
     def member_weight(self, name: str, r: int, grad: bool = False) -> torch.Tensor:
         """Run r's parameter `name` (or its gradient) in GPTNeoX's layout: a detached view."""
         w = (self.w(name).grad if grad else self.w(name))[r].detach()
