@@ -83,9 +83,17 @@ def test_the_default_tier_time_is_its_config_at_the_measured_shared_rate(tmp_pat
     entry = tool.load()["default_tier"]
     bench = json.loads((ROOT / entry["estimate"]).read_text())
     jobs = tool.tier_jobs(entry, bench)
-    assert sorted(k for k in jobs if k.startswith("variable_assignment")) == [
-        "variable_assignment/ppc/d2", "variable_assignment/ppc/d5"]
-    assert sum(j["jobs"] for j in jobs.values()) == 58  # 52 + 2 depths x 3 runs
+    from lengen.config import plan
+    from lengen.config.config import load
+
+    cfg = load(ROOT / entry["config"])
+    va = cfg["variable_assignment"]
+    assert sorted(k for k in jobs if k.startswith("variable_assignment")) == sorted(
+        f"variable_assignment/{v}/d{d}" for v in plan.variants(cfg, "variable_assignment")
+        for d in va["depths"])  # fmt: skip
+    runs = sum(len(plan.runs(cfg, e, v)) for e in plan.experiments(cfg)
+               for v in plan.variants(cfg, e))  # fmt: skip
+    assert sum(j["jobs"] for j in jobs.values()) == runs + 2  # every run, and h_short, h_long
     step = {k["kind"]: k["s_per_step"] for k in bench["kinds"]}
     alone = training_hours(jobs, step, 2)["node_h"]
     assert tool.slowdown(entry) == 1.50
