@@ -398,12 +398,16 @@ class Runs:
     """
 
     def __init__(self, members: list[Member], model: Callable[[], torch.nn.Module], resumed: bool,
-                 lead: bool = True):  # fmt: skip
+                 lead: bool = True, opened: list | None = None):  # fmt: skip
         """`model()`: a member's model, for the parameter count a new run's params log (built
-        only then: a fused group's member is a copy)."""
+        only then: a fused group's member is a copy). `opened`: a list this object joins before
+        it opens a run, so the caller can close its runs whenever a signal lands (even between
+        this constructor's return and the caller's next statement)."""
         from mlflow.tracking import MlflowClient
 
         self.members, self.ids, self.logged, self.clients = members, [], [], []
+        if opened is not None:
+            opened.append(self)
         if not lead:
             return
         counted = None if resumed else model()
@@ -713,14 +717,16 @@ def fit(trainee: Trainee, members: list[Member], ckpt_dir: Path, *, desc: str,
     run ends at the step it reached, stop reason "budget" (a probe on a lent GPU's few minutes;
     the workflow never sets it). Returns the members' model paths."""
     ckpts = Checkpoints(ckpt_dir, spec_record([m.spec for m in members]))
+    opened: list[Runs] = []  # the runs, from before they open (a SIGTERM lands anywhere)
     try:
         start = _resume(trainee, members, ckpts)
-        runs = Runs(members, lambda: trainee.model(0), resumed=start > 0, lead=trainee.lead)
-        try:
-            return _loop(trainee, members, runs, ckpts, start, desc, stop_after, budget_s)
-        except BaseException as err:
+        runs = Runs(members, lambda: trainee.model(0), resumed=start > 0, lead=trainee.lead,
+                    opened=opened)  # fmt: skip
+        return _loop(trainee, members, runs, ckpts, start, desc, stop_after, budget_s)
+    except BaseException as err:
+        for runs in opened:  # never left RUNNING: a signal between Runs() and the loop too
             runs.fail(err, {r for r, m in enumerate(members) if m.stopped})
-            raise
+        raise
     finally:
         trainee.close()
 
