@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import gc
 import hashlib
 import json
 import math
@@ -28,6 +29,7 @@ import os
 import shutil
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -462,6 +464,11 @@ class Runs:
         store that refuses the write too (a full disk) is named on stderr, and the first cause
         stays the one raised."""
         status = "KILLED" if isinstance(err, KeyboardInterrupt | SystemExit) else "FAILED"
+        # the cause's traceback keeps the frames it cut short alive, and with them a store
+        # connection a signal stopped mid-transaction, whose lock would refuse the writes below:
+        # their locals go first (the traceback itself stays, for the error raised after this)
+        traceback.clear_frames(err.__traceback__)
+        gc.collect()
         for r, (client, run_id) in enumerate(zip(self.clients, self.ids, strict=True)):
             if r in finished:
                 continue
