@@ -177,3 +177,39 @@ def planned_submissions(dry_run: str) -> tuple[int, set[str]]:
     single = [r for r in re.findall(r"^rule (\w+):", dry_run, re.M) if r != "all"]
     kinds = {f"rule_{g}_" for g in groups} | {f"rule_{r}" for r in single}
     return len(groups) + len(single), kinds
+
+
+def shared_folder(request) -> Path:
+    """A folder under /tmp another user of the machine can reach (pytest's tmp_path is root's
+    alone, 0700), removed after the test."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(dir="/tmp"))
+    folder.chmod(0o755)
+    request.addfinalizer(lambda: shutil.rmtree(folder, ignore_errors=True))
+    return folder
+
+
+def as_second_user(step, user: str = "nobody") -> str:
+    """step() run as `user` in a forked child (this process must be root); what it returned, as
+    repr, or the error it raised, as `Type: message`."""
+    import os
+    import pwd
+
+    other = pwd.getpwnam(user)
+    read, write = os.pipe()
+    if (pid := os.fork()) == 0:  # the child: never returns into pytest
+        try:
+            os.setgroups([])
+            os.setgid(other.pw_gid)
+            os.setuid(other.pw_uid)
+            result = repr(step())
+        except BaseException as err:  # noqa: BLE001 - reported to the parent
+            result = f"{type(err).__name__}: {err}"
+        os.write(write, result.encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    with os.fdopen(read) as f:
+        return f.read()

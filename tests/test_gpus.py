@@ -17,6 +17,7 @@ from lengen.config.config import read_tier as load_tier
 from lengen.core import gpus
 
 from .conftest import ROOT
+from .helpers import as_second_user, shared_folder
 
 
 def test_two_claims_never_share_a_device_and_a_closed_one_frees_its_own(tmp_path):
@@ -365,16 +366,7 @@ def test_another_user_takes_the_lock_files_and_folder_a_first_one_made(request):
     once freed. Runs as root only (it switches user)."""
     if os.geteuid() != 0:
         pytest.skip("needs root to act as a second user")
-    import pwd
-
-    other = pwd.getpwnam("nobody")
-    import shutil
-    import tempfile
-
-    base = tempfile.mkdtemp(dir="/tmp")  # pytest's tmp_path is root's alone (0700)
-    request.addfinalizer(lambda: shutil.rmtree(base))
-    os.chmod(base, 0o755)
-    folder = os.path.join(base, "locks")
+    folder = str(shared_folder(request) / "locks")
     old = os.umask(0o022)
     try:
         held, fds = gpus.claim(1, ["0"], folder)
@@ -382,34 +374,15 @@ def test_another_user_takes_the_lock_files_and_folder_a_first_one_made(request):
     finally:
         os.umask(old)
 
-    def as_other(step):
-        """step() run as the second user in a forked child; its result as text."""
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: never returns into pytest
-            try:
-                os.setgroups([])
-                os.setgid(other.pw_gid)
-                os.setuid(other.pw_uid)
-                result = repr(step())
-            except BaseException as err:  # noqa: BLE001 - reported to the parent
-                result = f"{type(err).__name__}: {err}"
-            os.write(write, result.encode())
-            os._exit(0)
-        os.close(write)
-        os.waitpid(pid, 0)
-        with os.fdopen(read) as f:
-            return f.read()
-
     def claims():
         got = gpus.try_claim(["0", "1"], 2, folder)
         one = gpus.try_claim(["0", "1"], 1, folder)
         return got is None, one[0] if one else None, gpus.claim_port(folder)[0] > 0
 
-    assert as_other(claims) == "(True, ['1'], True)"
+    assert as_second_user(claims) == "(True, ['1'], True)"
     for fd in fds:
         os.close(fd)
-    assert as_other(lambda: gpus.try_claim(["0"], 1, folder)[0]) == "['0']"
+    assert as_second_user(lambda: gpus.try_claim(["0"], 1, folder)[0]) == "['0']"
 
 
 RENDEZVOUS = """

@@ -745,7 +745,8 @@ def test_the_submissions_are_counted_from_the_profiles_groups():
     assert evals == 3 and n == len(re.findall(r"Group job", out.stdout + out.stderr)) + 3
 
 
-def test_a_results_folder_that_cannot_be_written_is_named_in_one_line(tmp_path, monkeypatch):
+def test_a_results_folder_that_cannot_be_written_is_named_in_one_line(tmp_path, monkeypatch,
+                                                                      request):  # fmt: skip
     """The results folder's lock is the first thing a run writes: a folder without write access
     (a second user, in a forked child, where this runs as root) and a full disk are each one
     line naming the folder and the cause (once a 38-line PermissionError traceback), and a full
@@ -771,27 +772,9 @@ def test_a_results_folder_that_cannot_be_written_is_named_in_one_line(tmp_path, 
     monkeypatch.undo()
     if os.geteuid() != 0:
         return
-    import pwd
-    import shutil
-    import tempfile
+    from .helpers import as_second_user, shared_folder
 
-    shared = Path(tempfile.mkdtemp(dir="/tmp"))  # pytest's tmp_path is root's alone (0700)
-    shared.chmod(0o755)
-    read, write = os.pipe()
-    if (pid := os.fork()) == 0:  # a second user: the folder is root's, 0755
-        try:
-            os.setgid(pwd.getpwnam("nobody").pw_gid)
-            os.setuid(pwd.getpwnam("nobody").pw_uid)
-            lock.claim(shared / "results", ".")
-            said = "claimed"
-        except BaseException as err:  # noqa: BLE001 - reported to the parent
-            said = f"{type(err).__name__}: {err}"
-        os.write(write, said.encode())
-        os._exit(0)
-    os.close(write)
-    os.waitpid(pid, 0)
-    with os.fdopen(read) as f:
-        said = f.read()
-    shutil.rmtree(shared)
+    shared = shared_folder(request)  # root's, 0755: a second user cannot write in it
+    said = as_second_user(lambda: lock.claim(shared / "results", "."))
     assert said.startswith(f"ResultsUnwritable: {shared / 'results'}: the workflow cannot write "
                            "its results there (no write access"), said  # fmt: skip
