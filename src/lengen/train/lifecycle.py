@@ -449,15 +449,8 @@ class Runs:
             return
         steps_run, reason = self.members[r].stopped
         self.log(r, {"stopped_at": steps_run}, steps_run)
-        client, run_id = self.clients[r], self.ids[r]
-        sha = provenance.file_sha256(path)
-        trk = self.members[r].spec.tracking
-        version = tracking.register_model(client, trk.experiment, self.members[r].spec.run_name,
-                                          run_id, path, sha)  # fmt: skip
-        for k, v in {"early_stop": reason, "model_path": tracking.recorded_path(trk.uri, path),
-                     "model_sha256": sha, "model_version": version}.items():  # fmt: skip
-            client.set_tag(run_id, k, v)
-        client.set_terminated(run_id, "FINISHED")
+        close_finished(self.clients[r], self.members[r].spec, self.ids[r], path,
+                       provenance.file_sha256(path), reason)  # fmt: skip
 
     def fail(self, err: BaseException, finished: set[int] = frozenset()) -> None:
         """Every run not in `finished` ends KILLED (an interrupt, a SIGTERM's exit) or FAILED; a
@@ -479,6 +472,17 @@ class Runs:
                     f"the MLflow run {run_id} could not be closed ({type(close_err).__name__}: "
                     f"{str(close_err).splitlines()[0][:200]}); it may still show RUNNING"
                 )
+
+
+def close_finished(client, spec: Spec, run_id: str, path: Path, sha: str, reason: str) -> None:
+    """A run's end once its model.pt is written: the file registered as a version of the run's
+    model (tracking.register_model), its stop, path and hash as tags, the run FINISHED."""
+    trk = spec.tracking
+    version = tracking.register_model(client, trk.experiment, spec.run_name, run_id, path, sha)
+    for k, v in {"early_stop": reason, "model_path": tracking.recorded_path(trk.uri, path),
+                 "model_sha256": sha, "model_version": version}.items():  # fmt: skip
+        client.set_tag(run_id, k, v)
+    client.set_terminated(run_id, "FINISHED")
 
 
 # 4. Checkpoints -----------------------------------------------------------------------------
@@ -672,14 +676,8 @@ def _finish_restored_run(spec: Spec, out: Path, model: Path, record: dict) -> No
             return
     except Exception:  # noqa: BLE001 - a store made anew: the run is not there to finish
         return
-    version = tracking.register_model(client, spec.tracking.experiment, spec.run_name, run_id,
-                                      model, record["sha256"])  # fmt: skip
     client.log_metric(run_id, "stopped_at", record["steps_run"], step=record["steps_run"])
-    for k, v in {"early_stop": record["stop_reason"],
-                 "model_path": tracking.recorded_path(spec.tracking.uri, model),
-                 "model_sha256": record["sha256"], "model_version": version}.items():  # fmt: skip
-        client.set_tag(run_id, k, v)
-    client.set_terminated(run_id, "FINISHED")
+    close_finished(client, spec, run_id, model, record["sha256"], record["stop_reason"])
 
 
 # 5. The loop --------------------------------------------------------------------------------
