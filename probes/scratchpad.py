@@ -15,6 +15,12 @@ A probe with `values` (jumps / depths) and `runs` instead of one `value` is a fu
 its own row, `NAME/<value>/seed<run>` (the GPU's first paper-scale grid: GPU_PS_ppc_fused).
     python probes/scratchpad.py list                 # names, and which have a row
     python probes/scratchpad.py figure               # accuracy vs length per probe
+    python probes/scratchpad.py import NAME TABLE VARIANT VALUE   # a tier's runs as rows
+
+`import` records the runs of one model of a tier's committed tidy table (a reference's
+`<experiment>_accuracy.csv`, scored by the tier's evaluator on its own test sets: more examples
+per length than a probe's) as rows `NAME/<value>/seed<seed>`, at the probe lengths the table has:
+the evidence of runs whose reference a later one replaces.
 
 Run two at a time, one thread each (platform notes), in the background:
 
@@ -177,6 +183,42 @@ def run(name: str, rescore: bool = False) -> dict | list[dict]:
     return row
 
 
+def import_runs(name: str, table: Path, variant: str, value: int) -> list[dict]:
+    """Record each run of `variant` at jump / depth `value` in a tier's tidy table as a probe
+    row (see the module's doc); returns the rows."""
+    d = pd.read_csv(table)
+    experiment = d.experiment.iloc[0]
+    key = "jump" if experiment == "parity_scratchpad" else "depth"
+    d = d[(d.variant == variant) & (d[key] == value)]
+    if d.empty:
+        raise SystemExit(f"{table}: no run of {variant} at {key} {value}")
+    commit = d.git_commit.iloc[0][:7]
+    rows = []
+    for seed, runs in d.groupby("seed"):
+        at = runs.set_index("length").accuracy
+        n = int(runs.n.iloc[0])
+        row = {
+            "probe": f"{name}/{value}/seed{seed}",
+            "experiment": experiment,
+            "variant": variant,
+            "value": value,
+            "note": f"run {runs.run.iloc[0]} of the tier at {commit} "
+                    f"({table.resolve().relative_to(ROOT)}), {n} examples "
+                    "per length",
+            "overrides": "{}",
+            "steps_run": int(runs.steps_run.iloc[0]),
+            "stop_reason": runs.stop_reason.iloc[0],
+            **{f"acc_L{k}": float(at[k]) for k in LENGTHS[experiment] if k in at.index},
+        }
+        row["verdict"] = verdict(row, experiment, int(d.length[d.length <= 60].max())
+                                 if experiment == "variable_assignment" else 40)
+        row |= {c: runs[c].iloc[0] for c in ("config_hash", "git_commit", "versions")}
+        row["seed"] = int(seed)
+        append_row(TABLE, row)
+        rows.append(row)
+    return rows
+
+
 def figure(out: Path) -> None:
     """Exact match vs length, one panel per experiment, one line per probe."""
     import matplotlib
@@ -199,7 +241,17 @@ def figure(out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """CLI: run probes by name, score them again, list them, or draw the probe figure."""
+    """CLI: run probes by name, score them again, list them, draw the probe figure, or import a
+    tier's runs."""
+    import sys
+
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["import"]:
+        if len(argv) != 5:
+            raise SystemExit("usage: scratchpad.py import NAME TABLE VARIANT VALUE")
+        for row in import_runs(argv[1], Path(argv[2]), argv[3], int(argv[4])):
+            print(json.dumps({k: row[k] for k in ("probe", "steps_run", "verdict")}))
+        return
     probe_cli(__doc__, PROBES, TABLE, run, figure, argv)
 
 

@@ -21,9 +21,6 @@ from __future__ import annotations
 import argparse
 import fcntl
 import json
-import shlex
-import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -66,17 +63,10 @@ def read_base(base: str) -> dict:
     path, _, commit = base.partition("@")
     if not commit:
         return config_mod.read_tier(ROOT / path)  # a tier that extends another, merged
-    with tempfile.TemporaryDirectory() as tmp:
-        shown = subprocess.run(
-            f"git -C {shlex.quote(str(ROOT))} archive {shlex.quote(commit)} config "
-            f"| tar -x -C {shlex.quote(tmp)}", shell=True, capture_output=True, text=True,
-        )  # fmt: skip
-        if shown.returncode or not (Path(tmp) / path).is_file():
-            raise SystemExit(
-                f"probe base {base}: not in this checkout's git history ({shown.stderr.strip()}); "
-                "a shallow clone needs `git fetch --unshallow`"
-            )
-        cfg = config_mod.read_tier(Path(tmp) / path)
+    try:
+        cfg = config_mod.read_tier_at(path, commit, ROOT)
+    except config_mod.ConfigError as e:
+        raise SystemExit(f"probe base {base}: {e}") from None
     # sparse-parity variants gained `runs` later (issue 44); before, each trained one run
     for variant in cfg.get("sparse_parity", {}).get("variants", {}).values():
         variant.setdefault("runs", 1)

@@ -206,13 +206,20 @@ def test_config_check_names_the_file_and_line(tmp_path, capsys):
 
 
 def test_a_variant_trains_its_own_range_and_settings():
-    """variants.<v>.section and .train (the default tier's Fig. 8 ablations: jump 1 only, 24,000
-    steps): the variant's specs, jumps and budget are its own; the other variants keep the
-    section's."""
+    """variants.<v>.section and .train (as a tier trains Fig. 8's ablations at jump 1 only, for
+    24,000 steps): the variant's specs, jumps and budget are its own; the other variants keep
+    the section's."""
     from lengen import tasks
 
     cfg = load(ROOT / "config" / "config.yaml")
-    section = cfg["parity_scratchpad"]
+    budget = {"steps": 24000, "early_stop": {"every": 250, "target_accuracy": 0.99,
+              "patience": 3, "min_steps": 24000, "n_examples": 512, "n_draws": 8,
+              "plateau_steps": 24000}}  # fmt: skip
+    section = {**cfg["parity_scratchpad"], "variants": {
+        **cfg["parity_scratchpad"]["variants"],
+        **{v: {"scheme": v, "runs": 3, "section": {"jumps": [1]}, "train": budget}
+           for v in ("absolute", "rope_pose")}}}  # fmt: skip
+    cfg = {**cfg, "parity_scratchpad": section}
     spec = tasks.generation_spec(cfg, "parity_scratchpad", "absolute", 1, 0)
     assert spec["train"]["steps"] == 24000 and spec["train"]["early_stop"]["min_steps"] == 24000
     assert spec["train"]["early_stop"]["plateau_steps"] == 24000  # no plateau stop

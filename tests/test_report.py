@@ -259,6 +259,37 @@ def test_comparisons_of_models_that_never_learned_are_not_testable():
     assert v["VA-1"] == "not run"
 
 
+def test_a_variant_the_tier_leaves_out_reads_not_testable_at_this_size_from_its_probes():
+    """A compared variant in the section's `left_out` (the tier trains none of it) makes the
+    comparison "not testable", the reason saying what its recorded probes measured: how many
+    runs learned the training range, each run's worst exact match there, the steps and one
+    run's time; a variant the tier neither trains nor leaves out reads "not run"."""
+    ppc_only = scratchpad("jump", (1,), {"ppc": (1.0, 1.0)})
+    probes = pd.DataFrame([
+        {"probe": "P_learns", "acc_L20": 1.0, "acc_L40": 0.95, "acc_L60": 0.0,
+         "steps_run": 24000, "train_wall_s": 2700.0},
+        *({"probe": f"P_group/1/seed{s}", "acc_L20": 1.0, "acc_L40": a, "acc_L60": 0.0,
+           "steps_run": 24000, "train_wall_s": None} for s, a in enumerate((0.1, 1.0))),
+        {"probe": "P_learns_more", "acc_L20": 1.0, "acc_L40": 1.0, "acc_L60": 1.0,
+         "steps_run": 8000, "train_wall_s": 60.0},  # named by nobody: not read
+    ])  # fmt: skip
+    c = cfg()
+    ps = {**c["parity_scratchpad"], "left_out": {"absolute": ["P_learns", "P_group"],
+                                                 "rope_pose": ["P_missing"]}}
+    t = base.Tables({**c, "parity_scratchpad": ps},
+                    {"parity_scratchpad": ppc_only, "probes": probes})
+    row = report.verdict(next(x for x in claims() if x.id == "PS-3"), t)
+    assert row["verdict"] == "not testable"
+    why = row["measured as"]
+    assert "at this size" in why and "no absolute, rope_pose model" in why
+    assert "absolute: 2 of 3 recorded runs learned the training range" in why
+    assert "P_learns 0.95; P_group 0.10, 1.00" in why and "<= 24,000 steps, 45 min" in why
+    assert "rope_pose: no recorded row of P_missing" in why
+    left = {k: v for k, v in ps.items() if k != "left_out"}
+    t = base.Tables({**c, "parity_scratchpad": left}, {"parity_scratchpad": ppc_only})
+    assert report.verdict(next(x for x in claims() if x.id == "PS-3"), t)["verdict"] == "not run"
+
+
 def test_comparison_values_are_the_decisive_gap_beyond_training():
     ps = scratchpad(
         "jump", (1, 2), {"ppc": (1.0, 1.0), "absolute": (0.95, 0.3), "rope_pose": (0.92, 0.6)}
@@ -1226,8 +1257,12 @@ def test_every_experimental_verdict_states_the_scale_it_holds_at():
     assert sp["model"] == "3 x 64" and sp["steps"] == 12_000 and sp["paper_steps"] == 50_000
     assert sp["short"] == "3 x 64, <= 12,000 steps (paper: 12 x 1024, 50,000)"
     assert 900 < sp["params_ratio"] < 1100  # the paper's layers: ~1,000x ours
-    ps = report.scale(c, "parity_scratchpad")
-    assert ps["steps"] == max(24_000, c["parity_scratchpad"]["train"]["steps"])  # a variant's
+    ps = c["parity_scratchpad"]
+    assert report.scale(c, "parity_scratchpad")["steps"] == ps["train"]["steps"]
+    longer = {**ps, "variants": {**ps["variants"], "absolute": {
+        "scheme": "absolute", "runs": 1, "train": {"steps": 3 * ps["train"]["steps"]}}}}
+    assert report.scale({**c, "parity_scratchpad": longer}, "parity_scratchpad")["steps"] == \
+        3 * ps["train"]["steps"]  # a variant's own budget: the most any run may take
     assert report.scale(c, "theory") is None  # no model
     # majority has no model in the paper: its rows still say the size they hold at
     assert report.scale(c, "majority") == {"short": "2 x 64, <= 3,000 steps (no model in the "
@@ -1235,6 +1270,10 @@ def test_every_experimental_verdict_states_the_scale_it_holds_at():
     table = report.scale_table(c)
     assert "| sparse_parity | 3 x 64 (0.15 M layer parameters), <= 12,000 steps |" in table
     assert "| variable_assignment | 3 x 128 (" in table  # Fig. 3a is back on the tier
+    # the reference's table: the tier's config as the reference was made with it
+    from lengen.report.rejudge import trained_config
+
+    table = report.scale_table(trained_config("config/config.yaml", ROOT))
     text = (ROOT / "reference" / "default" / "REPORT.md").read_text()
     assert "**Scale.**" in text and table in text  # Fig. 3a's row included (the c21ffa7 run)
     rows = pd.read_csv(ROOT / "reference" / "default" / "verdicts.csv", dtype=str)

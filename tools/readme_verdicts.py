@@ -13,11 +13,9 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-import yaml
-
 from lengen.config import artifacts
-from lengen.config.config import validate
 from lengen.report import report
+from lengen.report.rejudge import trained_config
 
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- verdicts: begin (tools/readme_verdicts.py) -->", "<!-- verdicts: end -->"
@@ -26,8 +24,9 @@ TALLY_BEGIN, TALLY_END = "<!-- tally: begin (tools/readme_verdicts.py) -->", "<!
 
 
 def summary(root: Path = ROOT) -> str:
-    """The summary of the default config's rules on reference/default/ (report.summary)."""
-    whole = validate(yaml.safe_load((root / "config" / "config.yaml").read_text()))
+    """The summary of today's rules on reference/default/ (report.summary), with the default
+    tier's config as the reference was made with it (rejudge.trained_config)."""
+    whole = trained_config("config/config.yaml", root)
     cfg = artifacts.report_config(whole)
     ref = root / "reference" / "default"
     paths = {k: str(ref / Path(v).name) for k, v in artifacts.report_tables(cfg).items()}

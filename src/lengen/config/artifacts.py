@@ -71,7 +71,8 @@ FIGURES: dict[str, Figure] = {  # figure stem -> Figure (Figs. 1-8 of the paper,
                                      "Fig. 2: parity with scratchpad, PPC"),
     "fig8_parity_scratchpad_ablations": Figure(
         "parity_scratchpad", "generation", "fig8",
-        "Fig. 8: parity with scratchpad, without PPC"),
+        "Fig. 8: parity with scratchpad, without PPC",
+        optional=True),  # a tier that trains the ablations asks for it (the default tier does not)
     "fig8_equal_budgets": Figure(
         "parity_scratchpad", "generation", "fig8_equal",
         "Parity with scratchpad: PPC and the ablations at equal budgets (not in the paper)",

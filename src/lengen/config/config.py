@@ -525,6 +525,31 @@ def read_tier(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict:
     return merged(base, cfg)
 
 
+def read_tier_at(path: str | Path, commit: str, root: str | Path = ".") -> dict:
+    """A tier file (`path`, relative to the git checkout `root`) as it was at `commit`, its
+    `extends` chain as of the same commit, merged (read_tier), before validation: the config a
+    run of that commit was made with. A commit or file the checkout's history lacks is a
+    ConfigError naming both (a shallow clone needs `git fetch --unshallow`)."""
+    import subprocess
+    import tarfile
+    import tempfile
+    from io import BytesIO
+
+    folder = Path(path).parent.as_posix()
+    shown = subprocess.run(["git", "-C", str(root), "archive", "--format=tar", commit, folder],
+                           capture_output=True)  # fmt: skip
+    if shown.returncode:
+        raise ConfigError(f"{path}@{commit}: not in the checkout's git history "
+                          f"({shown.stderr.decode().strip()}; a shallow clone needs "
+                          "`git fetch --unshallow`)")  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(fileobj=BytesIO(shown.stdout)) as tar:
+            tar.extractall(tmp, filter="data")
+        if not (Path(tmp) / path).is_file():
+            raise ConfigError(f"{path}@{commit}: no such file at that commit")
+        return read_tier(Path(tmp) / path)
+
+
 def load(path: str | Path) -> dict:
     """Read a tier file (its `extends` chain merged: read_tier) and validate it; a syntax error
     or an empty file names the file (and the line), which Snakemake's own message does not."""

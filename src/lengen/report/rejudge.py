@@ -10,8 +10,10 @@ replaces. The report names both commits: the one that trained (the tables' `git_
 one that judged (this checkout's HEAD; a checkout with uncommitted changes is refused unless
 `--allow-dirty`, for a check). Its figures are drawn again from the same committed tables by
 today's drawing code (a band's meaning, a title, a legend's place are the report's, not the
-run's). The config must be the tier's (its config hash the tables'), so that the rules read the
-windows and thresholds the run was made for.
+run's). The config is the tier file as it was at the commit that trained the reference
+(`trained_config`: the tier may have moved on since, to more runs or other arms), validated by
+today's code; its hash must be the tables', so that the rules read the windows and thresholds the
+run was made for.
 
 No workflow job imports this module: a maintainer runs it by hand after a change of
 lengen.report.effects or a claim's rule, then commits the reference (docs/rules.md, History).
@@ -28,7 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from lengen.config import artifacts
-from lengen.config.config import load
+from lengen.config.config import load, read_tier_at, validate
 from lengen.config.figure_jobs import to_json
 from lengen.core import provenance
 from lengen.core.cli import command_parser, one_line_errors
@@ -43,6 +45,20 @@ def trained_commits(paths: dict[str, str]) -> list[str]:
         if Path(path).exists():
             found |= provenance.recorded_commits(path)
     return sorted(found)
+
+
+def trained_config(path: str | Path, root: Path) -> dict:
+    """The tier file `path` (relative to `root`, the checkout) validated as it was at the commit
+    that trained the tier's committed reference (its tables' git_commit); today's file when the
+    reference records no single commit (rejudge then names what is wrong)."""
+    whole = load(root / path)
+    ref = root / reference_dir(whole["tier"])
+    cfg = artifacts.report_config(whole)
+    tables = {k: str(ref / Path(v).name) for k, v in artifacts.report_tables(cfg).items()}
+    trained = trained_commits(tables)
+    if len(trained) != 1:
+        return whole
+    return validate(read_tier_at(path, trained[0].removesuffix("-dirty"), root))
 
 
 def rejudge(whole: dict, root: Path, allow_dirty: bool = False) -> pd.DataFrame:
@@ -137,7 +153,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--project", type=Path, default=Path("."), help="the checkout's root")
     parser.add_argument("--allow-dirty", action="store_true")
     args = parser.parse_args(argv)
-    rows = rejudge(load(args.configfile), args.project, args.allow_dirty)
+    rows = rejudge(trained_config(args.configfile, args.project), args.project, args.allow_dirty)
     print(report.summary(rows), file=sys.stderr)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 
@@ -231,6 +232,59 @@ def departure_note(t: Tables, experiment: str) -> str:
     return ""
 
 
+# the recorded probes a tier's left-out variants cite (a section's `left_out`: variant -> probe
+# names; a name is one probe's row, or a group's rows NAME/<value>/seed<run>): probes/README.md
+PROBE_TABLE = Path(__file__).resolve().parents[4] / "probes" / "scratchpad_probes.csv"
+
+
+def probe_table(t: Tables) -> pd.DataFrame | None:
+    """The recorded probe table (a test may give its own as the frame "probes"); None when this
+    install has none (a wheel ships no probes/)."""
+    if "probes" not in t.frames:
+        t.frames["probes"] = pd.read_csv(PROBE_TABLE) if PROBE_TABLE.is_file() else None
+    return t.frames["probes"]
+
+
+def left_out(t: Tables, experiment: str, variants: list[str]) -> NotTestable | None:
+    """The compared `variants` this tier leaves out (its section's `left_out`) as *not testable
+    at this size*, with what their recorded probes measured: per variant, the runs that learned
+    the training range (NEAR_PERFECT at every probe length inside it), each run's worst exact
+    match there, the steps and one run's time on one core. None when none is left out."""
+    named = t.cfg[experiment].get("left_out") or {}
+    out = [v for v in variants if v in named]
+    if not out:
+        return None
+    table = probe_table(t)
+    longest = t.cfg[experiment]["train_max_len"]
+    said = []
+    for variant in out:
+        names = named[variant]
+        rows = None if table is None else table[table.probe.astype(str).apply(
+            lambda p: any(p == n or p.startswith(f"{n}/") for n in names))]  # noqa: B023
+        if rows is None or rows.empty:
+            said.append(f"{variant}: no recorded row of {', '.join(names)}")
+            continue
+        inside = [c for c in rows if c.startswith("acc_L") and int(c[5:]) <= longest]
+        worst = rows[inside].min(axis=1)
+        per_probe = "; ".join(
+            f"{n} " + ", ".join(f"{w:.2f}" for w in worst[rows.probe.astype(str).apply(
+                lambda p: p == n or p.startswith(f"{n}/"))])  # noqa: B023
+            for n in names)  # fmt: skip
+        most = rows.steps_run.max()
+        wall = rows[rows.steps_run == most].train_wall_s.dropna()
+        took = f", {wall.median() / 60:.0f} min a run on one core" if len(wall) else ""
+        said.append(
+            f"{variant}: {int((worst >= NEAR_PERFECT).sum())} of {len(rows)} recorded runs "
+            f"learned the training range (worst exact match at lengths <= {longest}, per run: "
+            f"{per_probe}) in <= {int(most):,} steps{took}"
+        )
+    return NotTestable(
+        f"at this size: this tier trains no {', '.join(out)} model ({experiment}.left_out; "
+        f"each compared model must learn its training range in every run, >= {NEAR_PERFECT}); "
+        "what probes/scratchpad_probes.csv recorded: " + "; ".join(said)
+    )
+
+
 def learned_runs(t: Tables, experiment: str) -> set[str]:
     """The runs (run ids) that learned the task in distribution on their own: exact match >=
     NEAR_PERFECT at every tested length inside their variant's training range."""
@@ -269,7 +323,11 @@ def compare_beyond(
 
     def measure(t: Tables) -> Measured | NotTestable | None:
         d = t.table(experiment)
-        if d is None or better not in set(d.variant) or not set(worse) & set(d.variant):
+        if d is None:
+            return None
+        if not set(worse) & set(d.variant):  # none ran: left out at this size, or not run
+            return left_out(t, experiment, [better, *worse])
+        if better not in set(d.variant):
             return None
         param = setting_key(experiment)
         others = [w for w in worse if w in set(d.variant)]
