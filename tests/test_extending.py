@@ -158,8 +158,8 @@ def test_a_new_claim_touches_its_experiment_module_alone(tmp_path):
     module = src / "lengen" / "report" / "claims" / "majority.py"
     text = module.read_text()
     text = text.replace("\nRULES = (\n", """\nRULES = (
-    Rule("XX-1", "Sec. 9", "a toy sentence", "every length", 0.9, "none", RUN_OUTCOMES,
-         "a test"),
+    Rule(sentence="XX-1", section="Sec. 9", paper="a toy sentence", window="every length",
+         threshold=0.9, gate="none", interval=RUN_OUTCOMES, reason="a test"),
 """, 1)
     text = text.replace("    return [\n", """    return [
         Claim("XX-1", "Sec. 9", "a toy sentence", "a constant", lambda tables: 0.95,

@@ -130,12 +130,14 @@ def test_a_group_whose_member_changed_trains_from_its_start(tiny_spec, tmp_path,
             torch.testing.assert_close(got[name], want[name], rtol=0, atol=0)
 
 
-def test_a_checkpoint_written_before_the_one_life_cycle_still_resumes(tmp_path, capfd):
-    """Checkpoints of the two loops before issue 62 kept their state apart (a run alone: one
-    `early_stop_streak`; a group: its stops under `group`); both still resume into the members,
-    as the one life cycle's own format does."""
+def test_a_checkpoint_written_before_the_one_life_cycle_is_refused(tmp_path, capfd):
+    """Checkpoints of the two loops before the one life cycle kept their state apart (a run
+    alone: one `early_stop_streak`; a group: its stops under `group`): code older than the
+    committed references, refused in one line that names the folder and says to delete it and
+    rerun; the one life cycle's own format resumes into the members."""
     import types
 
+    from lengen.core.files import UnreadableState
     from lengen.train import lifecycle
 
     frozen = []
@@ -153,13 +155,12 @@ def test_a_checkpoint_written_before_the_one_life_cycle_still_resumes(tmp_path, 
         frozen.clear()
         return lifecycle._resume(trainee, runs, ckpts), runs
 
-    step, alone = resume({"step": 20, "early_stop_streak": 2}, 1)
-    assert step == 20 and alone[0].stopper.streak == 2 and alone[0].stopped is None
     old_group = {"step": 30, "streaks": [1, 0], "layout": "x",
                  "group": {"active": [True, False], "stopped": {"1": [20, "target"]}}}
-    step, group = resume(old_group, 2)
-    assert step == 30 and [m.stopper.streak for m in group] == [1, 0]
-    assert group[1].stopped == (20, "target") and frozen == [1] and group[0].stopped is None
+    for old in ({"step": 20, "early_stop_streak": 2}, old_group):
+        with pytest.raises(UnreadableState, match=f"{tmp_path}/step_20: a checkpoint of code "
+                           f"older.*delete {tmp_path} and rerun"):  # fmt: skip
+            resume(old, len(old.get("streaks", [0])))
     new = {"step": 40, "streaks": [0, 3], "stopped": {"0": [10, "plateau"]}}
     step, group = resume(new, 2)
     assert step == 40 and group[0].stopped == (10, "plateau") and frozen == [0]

@@ -94,7 +94,7 @@ def test_absolute_positions_are_not_shift_invariant_and_checked():
         greedy_decode(model, prompt, prompt_ids, 6)
 
 
-@pytest.mark.parametrize("position", ["rope", "absolute"])
+@pytest.mark.parametrize("position", ["rope", "learned"])
 def test_causal_later_tokens_do_not_change_earlier_logits(position):
     model = _model(position)
     ids = torch.randint(0, 24, (2, 20))
@@ -215,15 +215,15 @@ def test_alibi_bias_is_minus_slope_times_distance():
     torch.testing.assert_close(bias[0, 1], -torch.tensor([[4.0, 0.0, -4.0], [8.0, 4.0, 0.0]]) / 256)
 
 
-def test_one_scheme_vocabulary_and_legacy_model_files():
+def test_one_scheme_vocabulary_and_model_files_of_older_code_are_refused():
     """Every scheme says what the model needs in MODEL_POSITIONS; a model file written before the
-    rename (position "absolute") still loads as the learned table."""
+    rename (position "absolute") is refused in one line that says to retrain, not read."""
     from lengen.core.positions import MODEL_POSITIONS, SCHEME_TABLE
 
     assert {s.model for s in SCHEME_TABLE.values()} == set(MODEL_POSITIONS)
     assert [n for n, s in SCHEME_TABLE.items() if s.predicts_positions] == ["ppc"]
-    legacy = ModelConfig(vocab_size=4, position="absolute", predict_positions=True, l_max=8)
-    assert legacy.position == "learned" and GPTNeoX(legacy).abs_pos is not None
+    with pytest.raises(ValueError, match="'absolute' is what code older.*now 'learned'.*rerun"):
+        ModelConfig(vocab_size=4, position="absolute", predict_positions=True, l_max=8)
     with pytest.raises(ValueError, match="MODEL_POSITIONS|one of"):
         ModelConfig(vocab_size=4, position="rope_pose")
 

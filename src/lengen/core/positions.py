@@ -26,7 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 MODEL_POSITIONS = ("rope", "learned", "nope", "alibi")  # how the model reads IDs (ModelConfig)
-LEGACY_MODEL_POSITIONS = {"absolute": "learned"}  # model files written before the rename
+# what older code wrote into model files for today's name: such files are refused (retrain)
+RENAMED_MODEL_POSITIONS = {"absolute": "learned"}
 
 
 @dataclass(frozen=True)

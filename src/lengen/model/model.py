@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lengen.core.positions import LEGACY_MODEL_POSITIONS, MODEL_POSITIONS
+from lengen.core.positions import MODEL_POSITIONS, RENAMED_MODEL_POSITIONS
 from lengen.model.positions import (
     LearnedAbsolutePositions,
     RotaryEmbedding,
@@ -60,8 +60,11 @@ class ModelConfig:
     attn_scale: str = "none"
 
     def __post_init__(self):
-        if self.position in LEGACY_MODEL_POSITIONS:  # a model file from before the rename
-            object.__setattr__(self, "position", LEGACY_MODEL_POSITIONS[self.position])
+        if self.position in RENAMED_MODEL_POSITIONS:  # a model file of code older than the
+            raise ValueError(  # committed references: not read
+                f"position {self.position!r} is what code older than the references wrote (now "
+                f"{RENAMED_MODEL_POSITIONS[self.position]!r}): rerun the model's training job"
+            )
         if self.position not in MODEL_POSITIONS:
             raise ValueError(f"position must be one of {MODEL_POSITIONS}, got {self.position!r}")
         if self.predict_positions and self.position != "learned":

@@ -342,20 +342,17 @@ def forget_other_checkpoints(ckpt_dir: Path, specs: list[Spec], outs: list[Path]
     """Checkpoints resume only into the specs that wrote them. Each records its members' specs
     (`Checkpoints.SPECS`); a folder whose newest checkpoint records others (a spec.json deleted,
     then a value changed: forget_other_spec had nothing to compare) is removed, saying which
-    value differs, and the run trains from its start. A checkpoint written before checkpoints
-    recorded their specs resumes only where every member's spec.json vouches for it (it
-    matched: forget_other_spec ran first). What the other specs left beside them (each member's
-    MLflow run id: its steps are another spec's) is set aside as forget_other_spec does. True
-    when it removed them. Lead process only."""
+    value differs, and the run trains from its start; so is one that records none (written by
+    code older than the committed references: not read). What the other specs left beside them
+    (each member's MLflow run id: its steps are another spec's) is set aside as
+    forget_other_spec does. True when it removed them. Lead process only."""
     ckpts = Checkpoints(ckpt_dir)
     tags = ckpts.tags()
     if not tags:
         return False
     written = ckpts.specs(tags[0])
     if written is None:
-        if all((o / "spec.json").exists() for o in outs):
-            return False
-        why = "it records no spec (written by older code) and its spec.json is gone"
+        why = "it records no spec: written by code older than the references"
     else:
         why = spec_change(written, spec_record(specs))
         if why is None:
@@ -745,10 +742,13 @@ def _resume(trainee: Trainee, members: list[Member], ckpts: Checkpoints) -> int:
     tag, client = resumed
     trainee.load_client_state(client, ckpts.folder / tag)
     log(f"resumed from {ckpts.folder / tag} (step {client['step']})")
-    # checkpoints written before the one life cycle kept these apart (a run alone's one streak,
-    # a group's stops under "group"): both still resume
-    streaks = client.get("streaks") or [client.get("early_stop_streak", 0)]
-    stopped = client.get("stopped", client.get("group", {}).get("stopped", {}))
+    if "streaks" not in client or "stopped" not in client:  # code older than the references
+        raise UnreadableState(
+            f"{ckpts.folder / tag}: a checkpoint of code older than the committed references (no "
+            f"early-stop streaks or stops recorded); delete {ckpts.folder} and rerun: the run "
+            "trains from step 0"
+        )
+    streaks, stopped = client["streaks"], client["stopped"]
     for r, m in enumerate(members):
         if m.stopper is not None:
             m.stopper.streak = streaks[r]

@@ -44,10 +44,10 @@ EXACT = "exact: computed risks, no sampling"
 LEARNED_GATE = f"every compared model (run mean) >= {NEAR_PERFECT} at every tested training length"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Rule:
     """A paper sentence and how it is judged (its experiment's module states it beside its row;
-    lengen.report.rules collects them)."""
+    lengen.report.rules collects them). Keywords only: eight strings in a row are read by name."""
 
     sentence: str  # the claim's id (its sub-rows share it: "SP-1 [neox]" is a row of "SP-1")
     section: str

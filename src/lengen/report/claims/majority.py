@@ -22,12 +22,17 @@ from lengen.report.claims.base import (
 PAPER_RATIO = 2.0
 
 RULES = (
-    Rule("MJ-1", "not in the paper (C-RASP: Huang et al. 2024)",
-         "majority (k = n): C-RASP predicts length generalization with absolute positions",
-         "lengths in (L, 2L], absolute PE", NEAR_PERFECT,
-         f"absolute PE >= {NEAR_PERFECT} in distribution", RUN_OUTCOMES,
-         "a claim beyond the paper: near-perfect to twice the training length"),
-)  # fmt: skip
+    Rule(
+        sentence="MJ-1",
+        section="not in the paper (C-RASP: Huang et al. 2024)",
+        paper="majority (k = n): C-RASP predicts length generalization with absolute positions",
+        window="lengths in (L, 2L], absolute PE",
+        threshold=NEAR_PERFECT,
+        gate=f"absolute PE >= {NEAR_PERFECT} in distribution",
+        interval=RUN_OUTCOMES,
+        reason="a claim beyond the paper: near-perfect to twice the training length",
+    ),
+)
 
 
 def beyond_training(t: Tables) -> Measured | NotTestable | None:

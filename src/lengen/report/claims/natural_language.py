@@ -35,33 +35,64 @@ NOTE = (
 PAPER_SCALE = {"n_layer": 24, "d_model": 2048, "d_mlp": 8192, "steps": 49_000}
 
 RULES = (
-    Rule("NL-T1", "Table 1", "h_short perplexity at 128 below its perplexity at 64 "
-         "(14.74 vs 17.59); h_long likewise (14.49 vs 17.62)",
-         "perplexity at 128 minus at 64, per model", 0.0, "none", UNITS,
-         "descriptive: at 64 each window starts fresh, so any model gains here"),
-    Rule("NL-T1w", "Sec. 5.3, Table 1",
-         "h_short uses information beyond its 64-token training context (what Table 1's "
-         "17.59 -> 14.74 is read as)",
-         "h_short's mean NLL on tokens 65-128: a 64-token sliding window minus the full "
-         "context", 0.01, "none", UNITS, "0.01 nats per token: a 1% lower perplexity"),
-    Rule("NL-T1c", "Table 1", "h_short at 128 close to h_long at 128 (14.74 vs 14.49)",
-         "h_short / h_long perplexity at 128, minus 1", 0.05, "none", UNITS,
-         "descriptive: our reading of Table 1's numbers, not a sentence of the paper; "
-         "\"close\": within 5% (the paper's 1.7%)"),
-    Rule("NL-Fig4", "Sec. 5.3, Fig. 4",
-         "L_short - L_long and L_short - L_short,sparse roughly equal (h_short)",
-         "symmetric slope through the origin and spread about the diagonal", 0.5,
-         "the scored model's mean L_short - L_long > 0 (95% CI)", UNITS,
-         "slope CI in [2/3, 3/2] and spread CI <= 0.5 (threshold: the spread)"),
-    Rule("NL-Fig6", "Sec. 5.3, Fig. 6a-c",
-         "\"a similar positive correlation is seen\" between L_short - L_long and L_short - "
-         "L_short,sparse (h_long scored, and the cross panels)",
-         "symmetric slope through the origin and spread about the diagonal, per panel", 0.5,
-         "the scored model's mean L_short - L_long > 0 (95% CI)", UNITS,
-         "\"similar\": similar to Fig. 4's, whose points lie near the diagonal (\"roughly "
-         "equal\"), so judged as NL-Fig4 is, gate included. Rewritten 2026-12-02 (Pearson's r "
-         "above 0, no gate) and back 2026-12-06, both after the data (docs/rules.md, History)"),
-)  # fmt: skip
+    Rule(
+        sentence="NL-T1",
+        section="Table 1",
+        paper="h_short perplexity at 128 below its perplexity at 64 "
+        "(14.74 vs 17.59); h_long likewise (14.49 vs 17.62)",
+        window="perplexity at 128 minus at 64, per model",
+        threshold=0.0,
+        gate="none",
+        interval=UNITS,
+        reason="descriptive: at 64 each window starts fresh, so any model gains here",
+    ),
+    Rule(
+        sentence="NL-T1w",
+        section="Sec. 5.3, Table 1",
+        paper="h_short uses information beyond its 64-token training context (what Table 1's "
+        "17.59 -> 14.74 is read as)",
+        window="h_short's mean NLL on tokens 65-128: a 64-token sliding window minus the full "
+        "context",
+        threshold=0.01,
+        gate="none",
+        interval=UNITS,
+        reason="0.01 nats per token: a 1% lower perplexity",
+    ),
+    Rule(
+        sentence="NL-T1c",
+        section="Table 1",
+        paper="h_short at 128 close to h_long at 128 (14.74 vs 14.49)",
+        window="h_short / h_long perplexity at 128, minus 1",
+        threshold=0.05,
+        gate="none",
+        interval=UNITS,
+        reason="descriptive: our reading of Table 1's numbers, not a sentence of the paper; "
+        '"close": within 5% (the paper\'s 1.7%)',
+    ),
+    Rule(
+        sentence="NL-Fig4",
+        section="Sec. 5.3, Fig. 4",
+        paper="L_short - L_long and L_short - L_short,sparse roughly equal (h_short)",
+        window="symmetric slope through the origin and spread about the diagonal",
+        threshold=0.5,
+        gate="the scored model's mean L_short - L_long > 0 (95% CI)",
+        interval=UNITS,
+        reason="slope CI in [2/3, 3/2] and spread CI <= 0.5 (threshold: the spread)",
+    ),
+    Rule(
+        sentence="NL-Fig6",
+        section="Sec. 5.3, Fig. 6a-c",
+        paper='"a similar positive correlation is seen" between L_short - L_long and L_short - '
+        "L_short,sparse (h_long scored, and the cross panels)",
+        window="symmetric slope through the origin and spread about the diagonal, per panel",
+        threshold=0.5,
+        gate="the scored model's mean L_short - L_long > 0 (95% CI)",
+        interval=UNITS,
+        reason='"similar": similar to Fig. 4\'s, whose points lie near the diagonal ("roughly '
+        "equal\"), so judged as NL-Fig4 is, gate included. Rewritten 2026-12-02 (Pearson's r "
+        "above 0, no gate) and back 2026-12-06, both after the data (docs/rules.md, History)",
+    ),
+)
 RULE = {r.sentence: r for r in RULES}
 
 NL_PANELS = [  # (panel, model scored, model choosing J): Fig4, Fig6a-c (artifacts.FIGURES)
@@ -215,8 +246,11 @@ def _on_diagonal(m: Measured) -> bool:
 def _off_diagonal(m: Measured) -> bool:
     """Slope's whole 95% CI outside SLOPE, or spread's whole CI above SPREAD (between this and
     _on_diagonal: inconclusive)."""
-    return m["slope_ci_high"] < SLOPE[0] or m["slope_ci_low"] > SLOPE[1] or (
-        m["spread_ci_low"] > SPREAD)
+    return (
+        m["slope_ci_high"] < SLOPE[0]
+        or m["slope_ci_low"] > SLOPE[1]
+        or (m["spread_ci_low"] > SPREAD)
+    )
 
 
 def claims(cfg: dict) -> list[Claim]:

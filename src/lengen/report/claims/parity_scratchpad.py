@@ -38,24 +38,42 @@ NOTE = (
 )
 
 RULES = (
-    Rule("PS-1", "Sec. 5.2.1, Fig. 2", "all jumps near-perfect in distribution",
-         "every tested training length, per jump (PPC)", NEAR_PERFECT,
-         "none (the claim is the level itself)", RUN_OUTCOMES,
-         '"near-perfect": 0.9'),
-    Rule("PS-2", "Sec. 5.2.1, Fig. 2", "smaller jump k generalizes better to longer lengths",
-         "beyond training, (L, 5L]: jump j minus jump j + 1, per adjacent pair (PPC)", 0.05,
-         "every jump learned in distribution", RUN_OUTCOMES,
-         "an ordering (as SP-3)"),
-    Rule("PS-3", "App. E.2.2, Fig. 8",
-         "removing PPC (absolute PE with a random shift, or RoPE with PoSE): \"both of these "
-         "modifications significantly harm length generalization\"",
-         "beyond training, (L, 5L]: PPC minus each ablation, per jump both ran (the default "
-         "tier: jump 1)", 0.3, LEARNED_GATE,
-         ARMS, '"significantly harm": the ablation\'s runs generalize less often than PPC\'s '
-         "(Boschloo's exact test on the runs' generalize / fail counts); beside it each seed "
-         "pair's drop, at least 0.3, well below the paper's Fig. 8 gaps (~1.0). The count test "
-         "was added 2026-12-06, after the data (docs/rules.md, History)"),
-)  # fmt: skip
+    Rule(
+        sentence="PS-1",
+        section="Sec. 5.2.1, Fig. 2",
+        paper="all jumps near-perfect in distribution",
+        window="every tested training length, per jump (PPC)",
+        threshold=NEAR_PERFECT,
+        gate="none (the claim is the level itself)",
+        interval=RUN_OUTCOMES,
+        reason='"near-perfect": 0.9',
+    ),
+    Rule(
+        sentence="PS-2",
+        section="Sec. 5.2.1, Fig. 2",
+        paper="smaller jump k generalizes better to longer lengths",
+        window="beyond training, (L, 5L]: jump j minus jump j + 1, per adjacent pair (PPC)",
+        threshold=0.05,
+        gate="every jump learned in distribution",
+        interval=RUN_OUTCOMES,
+        reason="an ordering (as SP-3)",
+    ),
+    Rule(
+        sentence="PS-3",
+        section="App. E.2.2, Fig. 8",
+        paper='removing PPC (absolute PE with a random shift, or RoPE with PoSE): "both of these '
+        'modifications significantly harm length generalization"',
+        window="beyond training, (L, 5L]: PPC minus each ablation, per jump both ran (the default "
+        "tier: jump 1)",
+        threshold=0.3,
+        gate=LEARNED_GATE,
+        interval=ARMS,
+        reason="\"significantly harm\": the ablation's runs generalize less often than PPC's "
+        "(Boschloo's exact test on the runs' generalize / fail counts); beside it each seed "
+        "pair's drop, at least 0.3, well below the paper's Fig. 8 gaps (~1.0). The count test "
+        "was added 2026-12-06, after the data (docs/rules.md, History)",
+    ),
+)
 ORDERING_GAP = RULES[1].threshold  # the smallest gap that counts as an ordering
 MUCH_WORSE = RULES[2].threshold  # the accuracy gap that counts as "much worse"
 

@@ -37,30 +37,46 @@ NOTE = (
 )
 
 RULES = (
-    Rule("SP-1", "Sec. 5.1, Fig. 1/7",
-         "K_train <= 8: near-perfect accuracy up to length 500 for k_test <= K_train",
-         "every tested length, per K_train <= 8 and k_test <= K_train", NEAR_PERFECT,
-         "none (the claim is the level itself)", RUN_OUTCOMES,
-         '"near-perfect": 0.9, the level the paper\'s Fig. 1 curves stay above'),
-    Rule("SP-2", "Sec. 5.1, Fig. 1/7",
-         "for k_test > K_train, the performance deteriorates rapidly, for both in-distribution "
-         "and out-of-distribution lengths",
-         "every tested length where k_test = K_train is near-perfect, per K_train learned in "
-         "distribution: accuracy at k_test = K_train minus at the next k_test > K_train "
-         "tested", 0.3,
-         f"the K_train model >= {NEAR_PERFECT} in distribution, and at k_test = K_train at that "
-         "length", RUN_OUTCOMES,
-         '"deteriorates rapidly": a drop of at least 0.3, the registry\'s "much worse" (PS-3, '
-         "VA-2), from near-perfect at its own k (chance is 0.5); where its own k is not "
-         "near-perfect there is no performance to deteriorate (SP-1 judges those lengths); "
-         '"rapidly": already at the next k_test above K_train. Rewritten 2026-11-27 and '
-         "2026-12-02, both after the data (docs/rules.md, History)"),
-    Rule("SP-3", "Sec. 5.1, Fig. 1", "K_train in {10, 12}: larger k generalizes worse",
-         "beyond training, (L, 10L]: smallest k_test minus k_test = K_train, per K_train", 0.05,
-         f"the K_train model >= {NEAR_PERFECT} in distribution", RUN_OUTCOMES,
-         "an ordering: over 2 binomial standard errors of one 192-example cell at p = 0.5 "
-         "(0.036), below the gaps the paper's figures call ordered"),
-)  # fmt: skip
+    Rule(
+        sentence="SP-1",
+        section="Sec. 5.1, Fig. 1/7",
+        paper="K_train <= 8: near-perfect accuracy up to length 500 for k_test <= K_train",
+        window="every tested length, per K_train <= 8 and k_test <= K_train",
+        threshold=NEAR_PERFECT,
+        gate="none (the claim is the level itself)",
+        interval=RUN_OUTCOMES,
+        reason='"near-perfect": 0.9, the level the paper\'s Fig. 1 curves stay above',
+    ),
+    Rule(
+        sentence="SP-2",
+        section="Sec. 5.1, Fig. 1/7",
+        paper="for k_test > K_train, the performance deteriorates rapidly, for both "
+        "in-distribution and out-of-distribution lengths",
+        window="every tested length where k_test = K_train is near-perfect, per K_train learned "
+        "in distribution: accuracy at k_test = K_train minus at the next k_test > K_train "
+        "tested",
+        threshold=0.3,
+        gate=f"the K_train model >= {NEAR_PERFECT} in distribution, and at k_test = K_train at "
+        "that length",
+        interval=RUN_OUTCOMES,
+        reason='"deteriorates rapidly": a drop of at least 0.3, the registry\'s "much worse" '
+        "(PS-3, VA-2), from near-perfect at its own k (chance is 0.5); where its own k is not "
+        "near-perfect there is no performance to deteriorate (SP-1 judges those lengths); "
+        '"rapidly": already at the next k_test above K_train. Rewritten 2026-11-27 and '
+        "2026-12-02, both after the data (docs/rules.md, History)",
+    ),
+    Rule(
+        sentence="SP-3",
+        section="Sec. 5.1, Fig. 1",
+        paper="K_train in {10, 12}: larger k generalizes worse",
+        window="beyond training, (L, 10L]: smallest k_test minus k_test = K_train, per K_train",
+        threshold=0.05,
+        gate=f"the K_train model >= {NEAR_PERFECT} in distribution",
+        interval=RUN_OUTCOMES,
+        reason="an ordering: over 2 binomial standard errors of one 192-example cell at p = 0.5 "
+        "(0.036), below the gaps the paper's figures call ordered",
+    ),
+)
 DETERIORATES = RULES[1].threshold  # "deteriorates rapidly": the least drop from K_train's own k
 ORDERING_GAP = RULES[2].threshold  # the smallest gap that counts as an ordering
 
@@ -70,7 +86,6 @@ def _spearman(x: pd.Series, y: pd.Series) -> float:
     if len(x) < 2:
         return math.nan
     return float(x.rank().corr(y.rank()))
-
 
 
 def _sp_rows(t: Tables, variant: str | None) -> pd.DataFrame | None:

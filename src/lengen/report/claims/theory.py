@@ -12,21 +12,37 @@ from lengen.core.claims import THEORY_DELTA as DELTA
 from lengen.report.claims.base import EXACT, Claim, Rule, Tables
 
 RULES = (
-    Rule("TH-C3", "Prop. C.3",
-         "dropping one assumption alone: training risk ~0, test risk Omega(1) at Lbar >= 2L",
-         "the worst risk minimiser's smallest test risk at Lbar >= 2L", 0.5,
-         "the code's assumption checks find only the dropped one violated", EXACT,
-         '"Omega(1)": bounded away from 0, taken as >= 0.5'),
-    Rule("TH-4.3", "Theorem 4.3",
-         "all assumptions: test risk <= eta_L eta_Lbar L Lbar^2 delta",
-         "the worst minimiser's test risk minus the bound, max over Lbar", 0.0,
-         "every assumption holds", EXACT,
-         "a check: a realizable case's exact risks meet the bound by construction"),
-    Rule("TH-4.4", "Prop. 4.4 / D.2", "position coupling removes the locality requirement",
-         "the plain class's worst test risk minus PC[H_attn]'s, smallest over Lbar >= 2L", 0.1,
-         "PC[H_attn] meets every assumption and the bound", EXACT,
-         '"fails where PC does not": 0.1 of extra test risk'),
-)  # fmt: skip
+    Rule(
+        sentence="TH-C3",
+        section="Prop. C.3",
+        paper="dropping one assumption alone: training risk ~0, test risk Omega(1) at Lbar >= 2L",
+        window="the worst risk minimiser's smallest test risk at Lbar >= 2L",
+        threshold=0.5,
+        gate="the code's assumption checks find only the dropped one violated",
+        interval=EXACT,
+        reason='"Omega(1)": bounded away from 0, taken as >= 0.5',
+    ),
+    Rule(
+        sentence="TH-4.3",
+        section="Theorem 4.3",
+        paper="all assumptions: test risk <= eta_L eta_Lbar L Lbar^2 delta",
+        window="the worst minimiser's test risk minus the bound, max over Lbar",
+        threshold=0.0,
+        gate="every assumption holds",
+        interval=EXACT,
+        reason="a check: a realizable case's exact risks meet the bound by construction",
+    ),
+    Rule(
+        sentence="TH-4.4",
+        section="Prop. 4.4 / D.2",
+        paper="position coupling removes the locality requirement",
+        window="the plain class's worst test risk minus PC[H_attn]'s, smallest over Lbar >= 2L",
+        threshold=0.1,
+        gate="PC[H_attn] meets every assumption and the bound",
+        interval=EXACT,
+        reason='"fails where PC does not": 0.1 of extra test risk',
+    ),
+)
 OMEGA_1 = RULES[0].threshold  # test risk that counts as "bounded away from 0" (Omega(1))
 
 ASSUMPTIONS = ("local", "relative", "realizable", "coverage")

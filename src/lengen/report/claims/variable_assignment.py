@@ -25,26 +25,50 @@ PAPER_RATIO = 200 / 60
 PAPER_SCALE = {"n_layer": 12, "d_model": 1024, "steps": 50_000}
 
 RULES = (
-    Rule("VA-1", "Sec. 5.2.2, Fig. 3a",
-         "PPC generalizes well up to ~3x the training length for d in {2, 3, 4, 5}",
-         "the longest tested length <= 3L, per depth (PPC)", GENERALIZES,
-         "none (the claim is the level itself)", RUN_OUTCOMES,
-         '"generalizes well": 0.8, 0.1 below near-perfect'),
-    Rule("VA-2", "Sec. 5.2.2, Fig. 3b-c",
-         "removing the position coupling or the scratchpad: \"these modifications "
-         "significantly harm length generalization\"",
-         "beyond training, (L, 3.33L]: PPC minus each ablation, per depth", 0.3, LEARNED_GATE,
-         ARMS, '"significantly harm": as PS-3 (the count test added 2026-12-06, before any '
-         "ablation of this experiment was run)"),
-    Rule("VA-3", "Fig. 3 caption", "RoPE + PoSE with a scratchpad beats RoPE + PoSE without",
-         "beyond training, (L, 3.33L]: Fig. 3d minus Fig. 3c, per depth", 0.05, LEARNED_GATE,
-         RUN_OUTCOMES, '"beats": an ordering (as SP-3)'),
-    Rule("VA-4", "Sec. 5.2.2, Fig. 3a vs 3c-d",
-         "RoPE with PoSE (with or without scratchpad) performs significantly worse than PPC",
-         "beyond training, (L, 3.33L]: PPC minus each RoPE variant, per depth", 0.3,
-         LEARNED_GATE, ARMS, '"significantly worse": as PS-3\'s "significantly harm" (the '
-         "count test added 2026-12-06, before any RoPE variant of this experiment was run)"),
-)  # fmt: skip
+    Rule(
+        sentence="VA-1",
+        section="Sec. 5.2.2, Fig. 3a",
+        paper="PPC generalizes well up to ~3x the training length for d in {2, 3, 4, 5}",
+        window="the longest tested length <= 3L, per depth (PPC)",
+        threshold=GENERALIZES,
+        gate="none (the claim is the level itself)",
+        interval=RUN_OUTCOMES,
+        reason='"generalizes well": 0.8, 0.1 below near-perfect',
+    ),
+    Rule(
+        sentence="VA-2",
+        section="Sec. 5.2.2, Fig. 3b-c",
+        paper='removing the position coupling or the scratchpad: "these modifications '
+        'significantly harm length generalization"',
+        window="beyond training, (L, 3.33L]: PPC minus each ablation, per depth",
+        threshold=0.3,
+        gate=LEARNED_GATE,
+        interval=ARMS,
+        reason='"significantly harm": as PS-3 (the count test added 2026-12-06, before any '
+        "ablation of this experiment was run)",
+    ),
+    Rule(
+        sentence="VA-3",
+        section="Fig. 3 caption",
+        paper="RoPE + PoSE with a scratchpad beats RoPE + PoSE without",
+        window="beyond training, (L, 3.33L]: Fig. 3d minus Fig. 3c, per depth",
+        threshold=0.05,
+        gate=LEARNED_GATE,
+        interval=RUN_OUTCOMES,
+        reason='"beats": an ordering (as SP-3)',
+    ),
+    Rule(
+        sentence="VA-4",
+        section="Sec. 5.2.2, Fig. 3a vs 3c-d",
+        paper="RoPE with PoSE (with or without scratchpad) performs significantly worse than PPC",
+        window="beyond training, (L, 3.33L]: PPC minus each RoPE variant, per depth",
+        threshold=0.3,
+        gate=LEARNED_GATE,
+        interval=ARMS,
+        reason='"significantly worse": as PS-3\'s "significantly harm" (the '
+        "count test added 2026-12-06, before any RoPE variant of this experiment was run)",
+    ),
+)
 WELL = RULES[0].threshold  # "generalizes well"
 HURTS = RULES[1].threshold  # "significantly harm": the accuracy gap that counts
 BEATS = RULES[2].threshold  # "beats": an ordering
@@ -91,7 +115,11 @@ def va_scratchpad_helps_rope(t: Tables) -> Measured | NotTestable | None:
 def va_rope_worse_than_ppc(t: Tables) -> Measured | NotTestable | None:
     """VA-4: PPC against RoPE + PoSE with and without a scratchpad (Fig. 3a vs 3c-d)."""
     return compare_beyond(
-        "variable_assignment", "ppc", ["rope_pose", "no_scratchpad"], WORSE, PAPER_RATIO,
+        "variable_assignment",
+        "ppc",
+        ["rope_pose", "no_scratchpad"],
+        WORSE,
+        PAPER_RATIO,
         arms=True,
     )(t)
 
