@@ -201,6 +201,53 @@ def test_a_broken_store_names_its_path_and_the_recovery(tmp_path):
         tracking.start_run(uri, "e", "r", tmp_path / "run_id")
 
 
+def test_an_evaluation_after_a_replaced_store_opens_a_new_run_for_its_model(tmp_path):
+    """The recovery a broken store's line advises (move it aside, a new store made): the
+    model's evaluation finds its training run gone and opens a new run for it from its spec.json
+    (params logged, tagged with the lost run's id), whose id the folder then records; a second
+    evaluation resumes that run. Without a readable spec.json: one line naming both files."""
+    import json
+
+    import mlflow
+
+    from lengen.core import tracking
+
+    db = tmp_path / "mlflow.db"
+    uri = f"sqlite:///{db}"
+    tracking.prepare_store(uri, ["e"])
+    model = tmp_path / "run"
+    model.mkdir()
+    run_file = model / "mlflow_run_id"
+    spec = {"run_name": "k2/seed0", "tracking": {"uri": uri, "experiment": "e"}, "seed": 0}
+    (model / "spec.json").write_text(json.dumps(spec))
+    tracking.start_run(uri, "e", "k2/seed0", run_file)
+    tracking.end_run()
+    lost = run_file.read_text()
+    db.rename(tmp_path / "mlflow.db.broken")  # the advised recovery: a new store, each job
+    evaluate = (f"from lengen.core import tracking\n"  # a process of its own (as jobs are)
+                f"tracking.prepare_store({uri!r}, ['e'])\n"
+                f"tracking.resume_run({uri!r}, __import__('pathlib').Path({str(run_file)!r}))\n"
+                "tracking.log_metrics({'acc_len20': 1.0})\ntracking.end_run()\n")  # fmt: skip
+    for _ in range(2):  # the second evaluation resumes the new run
+        proc = subprocess.run([sys.executable, "-c", evaluate], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    new = run_file.read_text()
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    SqlAlchemyStore._engine_map.pop(uri).dispose()  # this process's engine: on the moved file
+    run = mlflow.MlflowClient(tracking_uri=uri).get_run(new)
+    assert new != lost and run.data.tags[tracking.RELOGGED_FROM] == lost
+    assert run.data.params["run_name"] == "k2/seed0" and run.data.metrics["acc_len20"] == 1.0
+    assert run.info.run_name == "k2/seed0"
+    assert len(mlflow.MlflowClient(tracking_uri=uri).search_runs(
+        [run.info.experiment_id])) == 1  # fmt: skip
+    run_file.write_text(lost)
+    (model / "spec.json").write_text("{")
+    with pytest.raises(tracking.StoreError, match=f"{run_file}: MLflow run {lost} is not in the "
+                       f"store .*{model / 'spec.json'} cannot say"):  # fmt: skip
+        tracking.resume_run(uri, run_file)
+
+
 def test_a_failure_that_also_breaks_the_store_reports_the_first_cause(
     tiny_spec, tmp_path, monkeypatch, capsys
 ):

@@ -124,7 +124,8 @@ def readable_store(uri: str):
             f"MLflow store {path} is unreadable ({text.splitlines()[0][:200]}). Recover: move it "
             f"aside (mv {path} {path}.broken) and delete {Path(str(path)).parent}/mlflow.ready and "
             f"{Path(str(path)).parent}/mlflow/*.ready; the next snakemake run makes a new store "
-            "(trained models stay on disk; their old MLflow runs stay in the moved file)"
+            "(trained models stay on disk, their evaluations open new MLflow runs for them; the old "
+            "runs stay in the moved file)"
         ) from err
 
 
@@ -206,15 +207,34 @@ def _has_run(uri: str, run_id: str) -> bool:
 
 
 def resume_run(uri: str, run_id_file: Path) -> mlflow.ActiveRun:
-    """Reopen the run recorded by training, to add evaluation metrics and artifacts."""
+    """Reopen the run recorded by training, to add evaluation metrics and artifacts. Where the
+    store no longer holds it (a store made again after a loss: README, Recovery), the model's
+    spec (spec.json beside the run id file) opens a new run for it in its experiment, its params
+    logged and tagged RELOGGED_FROM the lost run's id, and the run id file names the new one:
+    the evaluation is logged, and a plain rerun completes (the training's own metrics stay in
+    the old store)."""
     mlflow.set_tracking_uri(uri)
     run_id = read_state(run_id_file, "this model's MLflow run id",
                         "Delete it to write the table without logging it to MLflow")
-    if not _has_run(uri, run_id):
+    if _has_run(uri, run_id):
+        return mlflow.start_run(run_id=run_id)
+    spec_file = run_id_file.parent / "spec.json"
+    try:
+        spec = json.loads(spec_file.read_text())
+        experiment, run_name = spec["tracking"]["experiment"], spec["run_name"]
+    except (OSError, ValueError, KeyError, TypeError):
         raise StoreError(f"{run_id_file}: MLflow run {run_id} is not in the store {uri} (a lost "
-                         "or replaced store); delete that file to write the table without "
-                         "logging it to MLflow")  # fmt: skip
-    return mlflow.start_run(run_id=run_id)
+                         f"or replaced store), and {spec_file} cannot say which run to open "
+                         "instead; delete the run id file to write the table without logging "
+                         "it to MLflow") from None  # fmt: skip
+    run = start_run(uri, experiment, run_name, run_id_file)
+    mlflow.log_params(flatten(spec))
+    mlflow.set_tag(RELOGGED_FROM, run_id)
+    return run
+
+
+# the tag of a run opened again for a model whose training run a lost store took with it
+RELOGGED_FROM = "lengen.relogged_from"
 
 
 def log_params_once(spec: Mapping, model) -> None:
