@@ -124,8 +124,8 @@ def readable_store(uri: str):
             f"MLflow store {path} is unreadable ({text.splitlines()[0][:200]}). Recover: move it "
             f"aside (mv {path} {path}.broken) and delete {Path(str(path)).parent}/mlflow.ready and "
             f"{Path(str(path)).parent}/mlflow/*.ready; the next snakemake run makes a new store "
-            "(trained models stay on disk, their evaluations open new MLflow runs for them; the old "
-            "runs stay in the moved file)"
+            "(trained models stay on disk, their evaluations open new MLflow runs for them; the "
+            "old runs stay in the moved file)"
         ) from err
 
 
