@@ -151,15 +151,14 @@ def test_an_interrupted_mutation_sitting_stops_mutmut_and_is_still_logged(tmp_pa
 def test_mutmut_reads_every_pragma_of_the_core():
     """The `# pragma: no mutate` comments of the mutated modules parse as mutmut reads them: a
     module-level `block` already covers the rest of its module, so a `start` after it stops
-    mutmut before it generates one mutant (perplexity.py did so, found 2026-11-27). Needs the
-    `mutation` extra; skipped without it."""
+    mutmut before it generates one mutant (perplexity.py did so, found 2026-11-27). mutmut is a
+    dev dependency: this never skips."""
     import glob
-
-    import pytest
-
-    cst = pytest.importorskip("libcst")
-    pragmas = pytest.importorskip("mutmut.mutation.pragma_handling")
     import tomllib
+
+    import libcst as cst
+    import pytest
+    from mutmut.mutation import pragma_handling as pragmas
 
     core = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]["only_mutate"]
     files = sorted({f for pattern in core for f in glob.glob(str(ROOT / pattern))})
