@@ -599,6 +599,10 @@ def test_model_versions_survive_a_moved_results_folder(tiny_spec, tmp_path):
     uri = tiny_spec["tracking"]["uri"]
     home = tracking.recorded_file(uri, "x").parent
     model = train(copy.deepcopy(tiny_spec), home / "sparse_parity" / "run")
+    table = tmp_path / "eval.csv"
+    table.write_text("length,accuracy\n20,1.0\n")
+    run_id = (model.parent / "mlflow_run_id").read_text()
+    MlflowClient(tracking_uri=uri).log_artifact(run_id, str(table))  # as an evaluation does
     moved = tmp_path / "elsewhere"
     shutil.move(str(home), moved)
     new_uri = f"sqlite:///{moved / uri.rsplit('/', 1)[-1]}"
@@ -610,3 +614,16 @@ def test_model_versions_survive_a_moved_results_folder(tiny_spec, tmp_path):
         moved / model.relative_to(home))
     run = client.get_run(version.run_id)
     assert tracking.recorded_file(new_uri, run.data.tags["model_path"]) == found
+    # the artifacts the run logged (MLflow records their place absolute): the store's next
+    # use (a job opening its run, a setup) points them at the moved folder's mlartifacts
+    before = run.info.artifact_uri
+    assert before.startswith(Path(home, "mlartifacts").as_uri())
+    assert tracking.relocate_artifacts(new_uri) >= 2  # the experiment and the run
+    assert tracking.relocate_artifacts(new_uri) == 0  # nothing moved since
+    run = client.get_run(version.run_id)
+    assert run.info.artifact_uri == before.replace(home.as_uri(), moved.as_uri())
+    assert [a.path for a in client.list_artifacts(version.run_id)] == ["eval.csv"]
+    got = client.download_artifacts(version.run_id, "eval.csv", str(tmp_path))
+    assert Path(got).read_text() == table.read_text()
+    exp = client.get_experiment(run.info.experiment_id)
+    assert exp.artifact_location.startswith(Path(moved, "mlartifacts").as_uri())

@@ -55,6 +55,35 @@ def artifact_root(uri: str) -> str | None:
     return None
 
 
+def relocate_artifacts(uri: str) -> int:
+    """A SQLite store moved or copied with its results folder: MLflow records each experiment's
+    artifact location and each run's artifact URI absolute, so they still name the old folder's
+    mlartifacts; rewrite those under another folder's `mlartifacts` to this store's
+    (artifact_root), so the runs' logged tables and figures are found where they now lie. Cheap
+    when nothing moved (one read); the rows rewritten."""
+    path, root = store_path(uri), artifact_root(uri)
+    if path is None or root is None or not path.is_file():
+        return 0
+    with contextlib.closing(sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)) as db:
+        try:
+            found = db.execute("SELECT artifact_location FROM experiments").fetchall()
+        except sqlite3.DatabaseError:  # no schema yet, or a broken file: readable_store's case
+            return 0
+        marker = "/mlartifacts/"
+        olds = {loc.split(marker)[0] + marker.rstrip("/") for (loc,) in found
+                if loc and marker in loc} - {root}  # fmt: skip
+        changed = 0
+        for old in olds:
+            for table, column in (("experiments", "artifact_location"), ("runs", "artifact_uri")):
+                changed += db.execute(
+                    f"UPDATE {table} SET {column} = ? || substr({column}, ?) "  # noqa: S608
+                    f"WHERE substr({column}, 1, ?) = ?",
+                    (root, len(old) + 1, len(old) + 1, f"{old}/"),
+                ).rowcount
+        db.commit()
+    return changed
+
+
 def recorded_path(uri: str, path: Path) -> str:
     """How the store records a file: relative to the SQLite store's folder (results_dir) where the
     file lies under it, so a results folder moved or copied whole keeps every model version and
@@ -140,6 +169,7 @@ def prepare_store(uri: str, experiments: Iterable[str]) -> dict[str, str]:
         path.parent.mkdir(parents=True, exist_ok=True)
         lock = FileLock(f"{path}.lock", timeout=600)
     with lock, readable_store(uri):
+        relocate_artifacts(uri)  # a results folder moved or copied whole
         client = MlflowClient(tracking_uri=uri)
         client.search_experiments(max_results=1)  # creates the schema on first access
         root = artifact_root(uri)
@@ -172,6 +202,7 @@ def changed(was: Mapping, now: Mapping) -> list[str]:
 def start_run(uri: str, experiment: str, run_name: str, run_id_file: Path) -> mlflow.ActiveRun:
     """Start (or resume, when run_id_file exists) the MLflow run of one trained model."""
     mlflow.set_tracking_uri(uri)
+    relocate_artifacts(uri)
     with readable_store(uri):
         exp = MlflowClient(tracking_uri=uri).get_experiment_by_name(experiment)
     if exp is None:
@@ -214,6 +245,7 @@ def resume_run(uri: str, run_id_file: Path) -> mlflow.ActiveRun:
     the evaluation is logged, and a plain rerun completes (the training's own metrics stay in
     the old store)."""
     mlflow.set_tracking_uri(uri)
+    relocate_artifacts(uri)
     run_id = read_state(run_id_file, "this model's MLflow run id",
                         "Delete it to write the table without logging it to MLflow")
     if _has_run(uri, run_id):
