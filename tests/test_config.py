@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import os
 import re
@@ -13,6 +14,7 @@ import time
 import pytest
 
 from lengen.config.config import ConfigError, load, validate
+from lengen.core.settings import setting
 
 from .conftest import ROOT
 
@@ -555,7 +557,7 @@ def test_the_schema_and_the_spec_dataclasses_name_the_same_keys():
     def names(cls) -> set[str]:
         return {f.name for f in fields(cls)}
 
-    train = defs["train_keys"]["properties"]
+    train = defs["train_keys"]["properties"]  # made from the dataclasses: equal by construction
     assert set(train) == names(TrainSpec)
     assert set(train["early_stop"]["properties"]) == names(EarlyStopSpec)
     from_task = {"vocab_size", "position", "l_max", "predict_positions"}  # the task's, the scheme's
@@ -565,6 +567,55 @@ def test_the_schema_and_the_spec_dataclasses_name_the_same_keys():
     plan_only = {"fuse_runs"}  # groups jobs, changes no job's spec
     from_nl = {"loss_chunk_tokens"}  # natural_language.loss_chunk_tokens
     assert runtime - plan_only == names(RuntimeSpec) - from_nl
+
+
+@dataclasses.dataclass(frozen=True)
+class _Inner:  # a settings class of the test below (module level: its hints are resolved here)
+    every: int = setting(doc="how often", minimum=1)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Toy:
+    rate: float = setting(doc="a rate", exclusiveMinimum=0, maximum=1)
+    pair: tuple[float, float] = setting((0.5, 0.5), doc="two", items={"maximum": 1})
+    edges: tuple[int, ...] = setting((), doc="edges", uniqueItems=True)
+    cap: int | None = setting(None, doc="a cap", minimum=1)
+    mode: str = setting("a", doc="a mode", enum=["a", "b"])
+    inner: _Inner | None = setting(None, doc="nested")
+    filled_in: int = 0  # no doc: not a setting (a task fills it in)
+
+
+def test_a_setting_is_one_dataclass_field_typed_bounded_and_documented_once():
+    """lengen.core.settings: a `setting` field's hint, bounds and doc are its schema node (a
+    pair, a list, an optional value, a nested settings class as an object with its own required
+    keys); fields without a default are required, unless the node is a section's overrides
+    (`x-optional`); a config breaking a bound is refused naming the key; an unknown bound is a
+    TypeError where the field is written."""
+    from lengen.core.settings import object_schema
+
+    made = object_schema(_Toy)
+    p = made["properties"]
+    assert made["required"] == ["rate"] and "filled_in" not in p
+    assert made["additionalProperties"] is False
+    assert p["rate"] == {"type": "number", "exclusiveMinimum": 0, "maximum": 1,
+                         "description": "a rate"}  # fmt: skip
+    assert p["pair"]["items"] == {"type": "number", "maximum": 1} and p["pair"]["maxItems"] == 2
+    assert p["edges"] == {"type": "array", "items": {"type": "integer"}, "uniqueItems": True,
+                          "description": "edges"}  # fmt: skip
+    assert p["cap"]["type"] == ["integer", "null"] and "type" not in p["mode"]
+    assert p["inner"]["required"] == ["every"] and p["inner"]["description"] == "nested"
+    assert made["x-defaults"] == [f"{_Toy.__module__}:_Toy"]
+    with pytest.raises(TypeError, match="unknown bound"):
+        setting(doc="x", minimun=1)
+    # the tiers' own sections, through the schema: a broken bound names the key
+    cfg = load(ROOT / "config" / "smoke.yaml")
+    cfg["sparse_parity"]["train"]["lr"] = 2.0
+    with pytest.raises(ConfigError, match=r"sparse_parity\.train\.lr"):
+        validate(cfg)
+    cfg = load(ROOT / "config" / "smoke.yaml")
+    cfg["sparse_parity"]["train"]["schedule"] = "exponential"
+    with pytest.raises(ConfigError, match=r"sparse_parity\.train\.schedule"):
+        validate(cfg)
 
 
 def test_a_tier_extends_its_base_and_states_only_what_differs(tmp_path):

@@ -249,15 +249,14 @@ def test_a_figure_of_a_new_kind_is_one_object_and_its_entry(tmp_path):
 
 
 SETTING_PATHS = {  # docs/extending.md, "A setting's path": the files, in order
-    "lr": ["config/<tier>.yaml", "src/lengen/config/schema.yaml", "workflow/rules/synthetic.smk",
+    "lr": ["config/<tier>.yaml", "src/lengen/core/specs.py", "workflow/rules/synthetic.smk",
            "src/lengen/config/plan.py", "src/lengen/tasks/sparse_parity.py",
-           "src/lengen/core/specs.py", "src/lengen/train/train.py",
-           "src/lengen/train/lifecycle.py"],
+           "src/lengen/train/train.py", "src/lengen/train/lifecycle.py"],
     "fuse_runs": ["config/<tier>.yaml", "src/lengen/config/schema.yaml",
                   "src/lengen/config/plan.py", "workflow/rules/synthetic.smk",
                   "workflow/rules/generation.smk", "src/lengen/core/specs.py"],
 }  # fmt: skip
-PATH_LIMITS = {"lr": 8, "fuse_runs": 6}  # issue 62
+PATH_LIMITS = {"lr": 7, "fuse_runs": 6}  # lr: 8 before its schema was made from TrainSpec
 
 
 def _names_in_code(path, key: str) -> bool:

@@ -13,6 +13,7 @@ from lengen import tasks
 from lengen.config import artifacts, plan
 from lengen.core.cli import EXIT_KNOWN, KnownError, one_line_errors
 from lengen.core.positions import get_scheme, scheme_names
+from lengen.core.settings import dataclass_named, object_schema
 from lengen.core.specs import bf16_section, ds_config_clashes, ds_config_unknown, read_ds_config
 from lengen.tasks import natural_language
 
@@ -21,10 +22,29 @@ class ConfigError(KnownError, ValueError):
     """A config key or value is invalid; the message names the key path."""
 
 
+def _from_dataclasses(node):
+    """The schema with each `x-dataclass: module:Class` node made from that settings dataclass
+    (lengen.core.settings.object_schema, the node's other keys kept); `x-optional: true`: a
+    section's overrides (a variant's `train`), none required and the defaults the section's."""
+    if isinstance(node, list):
+        return [_from_dataclasses(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    if "x-dataclass" in node:
+        rest = {k: v for k, v in node.items() if k not in ("x-dataclass", "x-optional")}
+        made = object_schema(dataclass_named(node["x-dataclass"]))
+        if node.get("x-optional"):
+            made = {k: v for k, v in made.items() if k not in ("required", "x-defaults")}
+        return {**made, **rest}
+    return {k: _from_dataclasses(v) for k, v in node.items()}
+
+
 def schema() -> dict:
-    """The JSON Schema shipped with the package, its scheme enums filled from the scheme table
-    (lengen.core.positions.SCHEME_TABLE): a new scheme needs no schema edit."""
-    out = yaml.safe_load(resources.files("lengen.config").joinpath("schema.yaml").read_text())
+    """The JSON Schema shipped with the package: schema.yaml with each section a settings
+    dataclass owns made from it (`_from_dataclasses`), its scheme enums filled from the scheme
+    table (lengen.core.positions.SCHEME_TABLE): a new scheme needs no schema edit."""
+    text = resources.files("lengen.config").joinpath("schema.yaml").read_text()
+    out = _from_dataclasses(yaml.safe_load(text))
     out["$defs"]["variant"]["properties"]["scheme"]["enum"] = list(scheme_names())
     nl = out["properties"]["natural_language"]["properties"]["scheme"]
     nl["enum"] = list(scheme_names(natural_language.supports))

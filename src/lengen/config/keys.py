@@ -42,6 +42,7 @@ def _kind(node: dict) -> str:
     if "enum" in node and node["enum"]:
         return " \\| ".join(str(v) for v in node["enum"])
     kind = node.get("type", "mapping" if "properties" in node else "any")
+    kind = "mapping" if kind == "object" else kind  # a section, as YAML calls it
     kind = " or ".join(map(str, kind)) if isinstance(kind, list) else str(kind)
     if "minimum" in node:
         kind += f" >= {node['minimum']}"

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lengen.core.cli import KnownError
+from lengen.core.settings import setting
 
 
 class SpecError(KnownError, ValueError):
@@ -102,41 +103,85 @@ def read_spec(arg: str) -> dict:
     return values
 
 
+EARLY_STOP = (
+    "Stop before `steps` once the scored-token exact match on a fixed held-out draw from the "
+    "training distribution (full k range, seed-derived) is >= target_accuracy at `patience` "
+    "consecutive checks, one check every `every` steps, not before min_steps (>= steps: never "
+    "on accuracy); or, with plateau_steps, once a check at or after that step is still below "
+    'plateau_accuracy (default 0.6): "did not learn in N steps". The step and reason are logged '
+    "(MLflow metric stopped_at, tag early_stop) and saved in model.pt."
+)
+
+
 @dataclass(frozen=True)
 class EarlyStopSpec:
-    """`train.early_stop` (lengen.train.train.EarlyStop; schema: train_keys.early_stop)."""
+    """`train.early_stop` (lengen.train.train.EarlyStop): EARLY_STOP."""
 
-    every: int
-    target_accuracy: float
-    patience: int
-    min_steps: int = 0
-    n_examples: int = 512
-    n_draws: int = 1
-    plateau_steps: int | None = None
-    plateau_accuracy: float = 0.6
+    every: int = setting(doc="steps between held-out checks", minimum=1)
+    target_accuracy: float = setting(doc="held-out exact match that counts as learned",
+                                     exclusiveMinimum=0, maximum=1)  # fmt: skip
+    patience: int = setting(doc="consecutive checks at target_accuracy before stopping",
+                            minimum=1)  # fmt: skip
+    min_steps: int = setting(0, doc="no stop on accuracy before this step (>= steps: never)",
+                             minimum=0)  # fmt: skip
+    n_examples: int = setting(512, doc="held-out examples per check", minimum=1)
+    n_draws: int = setting(1, doc="training batches the held-out set is made of (each one "
+                           "length drawn from the training range; n_examples split evenly)",
+                           minimum=1)  # fmt: skip
+    plateau_steps: int | None = setting(
+        None, doc="from this step on, a check below plateau_accuracy stops the run (did not "
+        "learn)", minimum=1)  # fmt: skip
+    plateau_accuracy: float = setting(0.6, doc="the plateau stop's bar", minimum=0, maximum=1)
 
 
 @dataclass(frozen=True)
 class TrainSpec:
-    """A spec's `train` section (schema: train_keys): optimizer, schedule, batch, curricula,
-    checkpoints, early stopping."""
+    """A spec's `train` section: optimizer, schedule, batch, curricula, checkpoints, early
+    stopping. Each field is a config key (`train.<field>`; a variant's `train` overrides some):
+    its type, default, bounds and doc are the schema's and config/README.md's
+    (lengen.core.settings)."""
 
-    steps: int
-    batch_size: int
-    lr: float
-    weight_decay: float
-    warmup_steps: int
-    schedule: str  # linear | cosine | constant, after the warm-up
-    micro_batch_size: int | None = None
-    min_lr_ratio: float = 0.0
-    betas: tuple[float, float] = (0.9, 0.999)
-    grad_clip: float = 1.0
-    checkpoint_every: int = 1000
-    log_every: int = 50
-    length_buckets: tuple[int, ...] = ()  # pad batches up to these lengths (unscored padding)
-    k_curriculum_steps: int = 0  # sparse parity (DEPARTURE, config/config.yaml)
-    jump_curriculum_steps: int = 0  # parity with scratchpad (DEPARTURE, config/config.yaml)
-    early_stop: EarlyStopSpec | None = None
+    steps: int = setting(doc="optimizer steps (a ceiling where early_stop is set); at most "
+                         "10,000,000 (the paper's: 50,000)", minimum=1, maximum=10_000_000)
+    batch_size: int = setting(doc="examples per optimizer step, all processes together; at "
+                              "most 1,048,576 (the paper's: 8,192)", minimum=1,
+                              maximum=1_048_576)  # fmt: skip
+    lr: float = setting(doc="AdamW's peak learning rate, in (0, 1] (the paper's: 5e-5 to 1e-3)",
+                        exclusiveMinimum=0, maximum=1)  # fmt: skip
+    weight_decay: float = setting(doc="AdamW's decoupled weight decay", minimum=0)
+    warmup_steps: int = setting(doc="linear warm-up to lr over this many steps", minimum=0)
+    schedule: str = setting(doc="the learning rate after warm-up: linear or cosine decay to "
+                            "min_lr_ratio x lr, or constant",
+                            enum=["linear", "cosine", "constant"])  # fmt: skip
+    micro_batch_size: int | None = setting(
+        None, doc="examples per process per forward; batch_size / (processes x this) = "
+        "gradient accumulation steps (App. F)", minimum=1)  # fmt: skip
+    min_lr_ratio: float = setting(0.0, doc="the schedule's final learning rate as a fraction "
+                                  "of lr", minimum=0, maximum=1)  # fmt: skip
+    betas: tuple[float, float] = setting(
+        (0.9, 0.999), doc="AdamW's (beta1, beta2)",
+        items={"exclusiveMinimum": 0, "exclusiveMaximum": 1})  # fmt: skip
+    grad_clip: float = setting(1.0, doc="clip the gradient's global L2 norm to this (0: no "
+                               "clipping; a fused group clips each run's own)", minimum=0)
+    checkpoint_every: int = setting(1000, doc="steps between checkpoints (a killed job resumes "
+                                    "from the newest)", minimum=1)  # fmt: skip
+    log_every: int = setting(50, doc="steps between logged losses (MLflow)", minimum=1)
+    length_buckets: tuple[int, ...] = setting(
+        (), doc="Sequence lengths a training batch is padded up to (the smallest edge >= its "
+        "length; longer batches stay as drawn), the padding unscored: the loss and its gradient "
+        "are the unpadded batch's, only the shapes fed change, so a compiled step (GPU tiers) "
+        "builds one graph per edge instead of one per drawn length. Absent or [] = no padding.",
+        items={"minimum": 1}, uniqueItems=True)  # fmt: skip
+    k_curriculum_steps: int = setting(
+        0, doc="0 = off (paper). Otherwise k ~ Unif([min(K_train, 1 + step // this)]): a "
+        "departure from App. E.1 that lets small CPU models escape the parity plateau.",
+        minimum=0)  # fmt: skip
+    jump_curriculum_steps: int = setting(
+        0, doc="Parity with scratchpad only. 0 = off (paper). Otherwise the training jump is "
+        "min(jump, 1 + step // this): jump 1 first, ending on the paper's format (a departure "
+        "from App. E.2 that lets small CPU models escape the parity plateau at jumps >= 2).",
+        minimum=0)  # fmt: skip
+    early_stop: EarlyStopSpec | None = setting(None, doc=EARLY_STOP)
 
     @classmethod
     def parse(cls, values: dict) -> TrainSpec:

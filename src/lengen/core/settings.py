@@ -1,0 +1,89 @@
+"""A setting is one field of one dataclass: its type and default are the field's, its doc and
+bounds the field's metadata (`setting`). `object_schema` makes a section's JSON Schema from its
+dataclass, which lengen.config.config.schema puts in place of the node that names it
+(`x-dataclass`), so a setting's type, bound and doc are written once (torchtitan's way: each part
+owns its config). Plain types only: a config's validation imports no torch.
+
+    steps: int = setting(doc="optimizer steps", minimum=1)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import types
+import typing
+from typing import Any
+
+# the JSON Schema keywords a setting may bound its value with
+BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "enum", "items",
+          "minItems", "maxItems", "uniqueItems", "pattern", "minLength", "$ref")  # fmt: skip
+JSON_TYPES = {int: "integer", float: "number", str: "string", bool: "boolean", dict: "object"}
+
+
+def setting(default: Any = dataclasses.MISSING, *, doc: str, **bounds: Any) -> Any:
+    """A dataclass field that is a config setting: its default (none: the key is required), a
+    one-line doc (config/README.md's "what it sets") and its JSON Schema bounds (BOUNDS)."""
+    unknown = set(bounds) - set(BOUNDS)
+    if unknown:
+        raise TypeError(f"setting(): unknown bound(s) {sorted(unknown)}; known: {BOUNDS}")
+    meta = {"doc": doc, "bounds": bounds}
+    if isinstance(default, list | dict):
+        return dataclasses.field(default_factory=lambda: type(default)(default), metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def _type_schema(hint: Any) -> dict:
+    """The JSON Schema of a Python type hint: int, float, str, bool, dict, X | None, tuple[X, X]
+    (a pair), tuple[X, ...] (a list), a settings dataclass (an object)."""
+    if dataclasses.is_dataclass(hint):
+        return object_schema(hint)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in args if a is not type(None)]
+        if len(inner) != 1:
+            raise TypeError(f"a setting's type is one type or it or None, not {hint}")
+        node = _type_schema(inner[0])
+        if "type" in node and type(None) in args and not dataclasses.is_dataclass(inner[0]):
+            node["type"] = [node["type"], "null"]
+        return node
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return {"type": "array", "items": _type_schema(args[0])}
+        return {"type": "array", "items": _type_schema(args[0]), "minItems": len(args),
+                "maxItems": len(args)}  # fmt: skip
+    if hint in JSON_TYPES:
+        return {"type": JSON_TYPES[hint]}
+    raise TypeError(f"no JSON Schema type for {hint}")
+
+
+def object_schema(cls: type) -> dict:
+    """A settings dataclass as a JSON Schema object: one property per `setting` field (its type
+    from the hint, its bounds and doc from the field; a field without a doc is no setting: a
+    task or a scheme fills it in), required where the field has no default, nothing else
+    allowed; `x-defaults` names the class (config/README.md's defaults, lengen.config.keys)."""
+    hints = typing.get_type_hints(cls)
+    properties, required = {}, []
+    for f in dataclasses.fields(cls):
+        if "doc" not in f.metadata:
+            continue
+        node = {**_type_schema(hints[f.name]), **f.metadata["bounds"]}
+        if "$ref" in node or "enum" in node:
+            node.pop("type", None)  # the reference's or the values' own
+        elif "items" in f.metadata["bounds"]:
+            node["items"] = {**_type_schema(hints[f.name]).get("items", {}),
+                             **f.metadata["bounds"]["items"]}  # fmt: skip
+        properties[f.name] = {**node, "description": f.metadata["doc"]}
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            required.append(f.name)
+    node = {"type": "object", "additionalProperties": False, "properties": properties}
+    if required:
+        node["required"] = required
+    node["x-defaults"] = [f"{cls.__module__}:{cls.__qualname__}"]
+    return node
+
+
+def dataclass_named(ref: str) -> type:
+    """A settings dataclass by its `module:Class` name."""
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
