@@ -77,3 +77,34 @@ def test_a_dirty_checkout_or_another_config_is_refused(project, monkeypatch):
         rejudge.rejudge(cfg, project)
     with pytest.raises(SystemExit, match="no committed reference"):
         rejudge.rejudge(judged_config(project), project / "elsewhere")
+
+
+def test_the_tier_file_a_reference_was_trained_with_is_read_from_git():
+    """rejudge.trained_config: the tier file as of the commit that trained the committed
+    reference (today's file may plan more runs), validated today, whose hash is the tables';
+    a commit or file the history lacks is one ConfigError naming both."""
+    import json
+
+    from lengen.config import artifacts
+    from lengen.config.config import ConfigError, read_tier_at
+    from lengen.config.figure_jobs import to_json
+
+    whole = rejudge.trained_config("config/config.yaml", ROOT)
+    cfg = json.loads(to_json(artifacts.report_config(whole)))
+    hashes = set(pd.read_csv(ROOT / "reference" / "default" / "verdicts.csv",
+                             dtype=str).config_hash.dropna())  # fmt: skip
+    assert {provenance.record(cfg, cfg["seed"])["config_hash"]} == hashes
+    assert whole == judged_config_of(ROOT)
+    with pytest.raises(ConfigError, match="config/config.yaml@0000000: not in the checkout"):
+        read_tier_at("config/config.yaml", "0000000", ROOT)
+    with pytest.raises(ConfigError, match="config/nothing.yaml@HEAD: no such file"):
+        read_tier_at("config/nothing.yaml", "HEAD", ROOT)
+
+
+def judged_config_of(root) -> dict:
+    """judged_config's reading, in a folder of its own."""
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        return judged_config(Path(tmp))

@@ -529,9 +529,11 @@ def write_report(
         "the data. The run mean is shown without an interval: none holds its coverage on runs "
         "that either generalize or fail (docs/rules.md). *Not testable*: the compared models "
         "did not learn the task in distribution (the reason, and what the runs that did learn "
-        "say, are printed); *inconclusive*: one model's interval straddles the line; *not run*: "
-        "the tier has no such results. Every rule, window and threshold is the registry's "
-        "(`lengen.report.rules`, docs/rules.md).", WRAP, break_on_hyphens=False),
+        "say, are printed), or, *at this size*, the tier trains none of a compared model "
+        "(its `left_out`: what the recorded probes of it measured is printed); *inconclusive*: "
+        "one model's interval straddles the line; *not run*: the tier has no such results. "
+        "Every rule, window and threshold is the registry's (`lengen.report.rules`, "
+        "docs/rules.md).", WRAP, break_on_hyphens=False),
         "",
         *(["How often the rules err, for each layout of runs per group in this report: "
            "P(reproduced) / P(not reproduced) when every run passes with probability 0.5, 0.7 "
