@@ -6,8 +6,8 @@ description.
 Its default column is read from the dataclasses that parse each section (a schema node's
 `x-defaults` names them, module:Class): TrainSpec, EarlyStopSpec, RuntimeSpec, ModelConfig, a
 task's TaskSpec, plan.Fusion. What a job does with an absent key is what that column says, as
-the defaults live nowhere else. (Reading ModelConfig imports torch: this table is made by the
-command and the tests, never by a config's validation.)
+the defaults live nowhere else; the sections a settings dataclass owns (`train`, `model`) take
+their keys, types, bounds and docs from its fields too (lengen.core.settings).
 
 No workflow job imports this module: it writes config/README.md's table, which tests/test_config.py
 holds to the schema and the dataclasses.

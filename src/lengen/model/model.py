@@ -14,13 +14,12 @@ model knows nothing of DeepSpeed, MLflow or Snakemake.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lengen.core.positions import MODEL_POSITIONS, RENAMED_MODEL_POSITIONS
+from lengen.model.config import ModelConfig
 from lengen.model.positions import (
     LearnedAbsolutePositions,
     RotaryEmbedding,
@@ -28,71 +27,11 @@ from lengen.model.positions import (
     alibi_slopes,
 )
 
-ATTN_SCALES = ("none", "log_length")
-
 
 def log_length_scale(first: int, T: int, device=None) -> torch.Tensor:
     """max(1, log n) for queries at sequence indices first..first+T-1 (n = index + 1 keys)."""
     n = torch.arange(first + 1, first + T + 1, device=device, dtype=torch.float32)
     return n.log().clamp(min=1.0)[:, None]  # (T, 1), broadcast over (B, H, T, D)
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """Sizes and position scheme of one GPT-NeoX model."""
-
-    vocab_size: int
-    n_layer: int = 2
-    n_head: int = 4
-    d_model: int = 128
-    d_mlp: int | None = None  # default 4 * d_model, as GPT-NeoX
-    position: str = "rope"  # how IDs are read: one of MODEL_POSITIONS (lengen.model.positions)
-    rotary_pct: float = 1.0  # fraction of each head's channels rotated by RoPE
-    rope_base: float = 10000.0
-    l_max: int = 512  # largest position ID (absolute embeddings, position head)
-    predict_positions: bool = False  # PPC head over IDs 0..l_max (Sec. 5.2)
-    layer_norm_eps: float = 1e-5
-    init_std: float = 0.02
-    # DEPARTURE when "log_length" (not in the paper's GPT-NeoX): each query's logits are multiplied
-    # by max(1, log n), n = the number of keys it sees (Chiang & Cholak 2022, "Overcoming a
-    # theoretical limitation of self-attention", Sec. 5; "Scalable-Softmax", Nakanishi 2025), so
-    # attention can stay as sharp on a few tokens among 500 as among 50. "none" = GPT-NeoX.
-    attn_scale: str = "none"
-
-    def __post_init__(self):
-        if self.position in RENAMED_MODEL_POSITIONS:  # a model file of code older than the
-            raise ValueError(  # committed references: not read
-                f"position {self.position!r} is what code older than the references wrote (now "
-                f"{RENAMED_MODEL_POSITIONS[self.position]!r}): rerun the model's training job"
-            )
-        if self.position not in MODEL_POSITIONS:
-            raise ValueError(f"position must be one of {MODEL_POSITIONS}, got {self.position!r}")
-        if self.predict_positions and self.position != "learned":
-            raise ValueError("predict_positions needs position='learned' (Sec. 5.2)")
-        if self.d_model % self.n_head:
-            raise ValueError(f"d_model={self.d_model} not divisible by n_head={self.n_head}")
-        if self.attn_scale not in ATTN_SCALES:
-            raise ValueError(f"attn_scale must be one of {ATTN_SCALES}, got {self.attn_scale!r}")
-
-    @property
-    def head_dim(self) -> int:
-        """Channels per attention head."""
-        return self.d_model // self.n_head
-
-    @property
-    def id_limit(self) -> int | None:
-        """Largest position ID the model can read (learned embeddings, the PPC head's classes):
-        l_max; None where any ID is valid (RoPE, ALiBi, NoPE)."""
-        return self.l_max if self.position == "learned" else None
-
-    @property
-    def mlp_dim(self) -> int:
-        """Hidden width of the MLP."""
-        return self.d_mlp or 4 * self.d_model
-
-    def to_dict(self) -> dict:
-        """Plain dict, for checkpoints and logging."""
-        return asdict(self)
 
 
 class KVCache:
