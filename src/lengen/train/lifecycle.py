@@ -277,6 +277,7 @@ class Member:
     tokens: int = 0
     last_loss: float = math.nan  # the mean training loss at the last log
     stopped: tuple[int, str] | None = None
+    sha256: str | None = None  # its model.pt's, once written (hashed once: a paper model is GBs)
 
     @classmethod
     def of(cls, spec: Spec, out: Path, device) -> Member:
@@ -444,10 +445,11 @@ class Runs:
         is registered as a version of the run's model (tracking.register_model)."""
         if not self.ids:
             return
-        steps_run, reason = self.members[r].stopped
+        member = self.members[r]
+        steps_run, reason = member.stopped
         self.log(r, {"stopped_at": steps_run}, steps_run)
-        close_finished(self.clients[r], self.members[r].spec, self.ids[r], path,
-                       provenance.file_sha256(path), reason)  # fmt: skip
+        close_finished(self.clients[r], member.spec, self.ids[r], path,
+                       member.sha256 or provenance.file_sha256(path), reason)  # fmt: skip
 
     def fail(self, err: BaseException, finished: set[int] = frozenset()) -> None:
         """Every run not in `finished` ends KILLED (an interrupt, a SIGTERM's exit) or FAILED; a
@@ -619,7 +621,7 @@ def keep_finished(members: list[Member]) -> None:
             return
         steps_run, reason = m.stopped
         record = {"spec": m.spec.source, "code": code_fingerprint(),
-                  "sha256": provenance.file_sha256(model), "steps_run": steps_run,
+                  "sha256": m.sha256 or provenance.file_sha256(model), "steps_run": steps_run,
                   "stop_reason": reason}  # fmt: skip
         write_text_atomic(part / "record.json", json.dumps(record, sort_keys=True))
         shutil.rmtree(keep, ignore_errors=True)
@@ -833,7 +835,9 @@ def _end(trainee: Trainee, member: Member, runs: Runs, r: int, steps_run: int, r
     member.stopped = (steps_run, reason)
     trainee.freeze(r)
     if trainee.lead:
-        runs.finish(r, trainee.write(r, steps_run, reason))
+        path = trainee.write(r, steps_run, reason)
+        member.sha256 = provenance.file_sha256(path)
+        runs.finish(r, path)
 
 
 def _client_state(trainee: Trainee, members: list[Member], done: int) -> dict:
