@@ -1,4 +1,5 @@
-"""GPT-NeoX decoder (App. E), compact and read top to bottom.
+"""GPT-NeoX decoder (App. E), compact and read top to bottom; its settings (sizes, scheme) are
+`lengen.model.config.ModelConfig`.
 
 Same computation as transformers' GPTNeoXModel + embed_out (parallel residual, fused QKV laid out
 per head, partial RoPE, GeLU MLP, final LayerNorm); tests/test_model.py checks equal outputs
