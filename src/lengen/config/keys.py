@@ -4,8 +4,8 @@ tests/test_config.py fails when config/README.md and the schema differ or a key 
 description.
 
 Its default column is read from the dataclasses that parse each section (a schema node's
-`x-defaults` names them, module:Class): TrainSpec, EarlyStopSpec, RuntimeSpec, ModelConfig, a
-task's TaskSpec, plan.Fusion. What a job does with an absent key is what that column says, as
+`x-defaults` names them, module:Class): TrainSpec, EarlyStopSpec, ModelConfig, a
+task's TaskSpec, RuntimeConfig. What a job does with an absent key is what that column says, as
 the defaults live nowhere else; the sections a settings dataclass owns (`train`, `model`) take
 their keys, types, bounds and docs from its fields too (lengen.core.settings).
 

@@ -28,21 +28,14 @@ from pathlib import Path
 
 from lengen import tasks
 from lengen.core.files import MODEL, STARTED
+from lengen.core.specs import RuntimeConfig
 
 SPARSE_PARITY = "sparse_parity"
 
 
-@dataclass(frozen=True)
-class Fusion:
-    """`runtime.fuse_runs`: runs of one variant trained as one fused model in one job (the
-    default, 1: one job per run). The default column of config/README.md reads it here."""
-
-    fuse_runs: int = 1
-
-
 def fuse_runs(cfg: dict) -> int:
-    """The tier's runtime.fuse_runs (absent: Fusion's default)."""
-    return cfg["runtime"].get("fuse_runs", Fusion.fuse_runs)
+    """The tier's runtime.fuse_runs (absent: RuntimeConfig's default)."""
+    return cfg["runtime"].get("fuse_runs", RuntimeConfig.fuse_runs)
 
 
 def prefix(experiment: str) -> str:

@@ -197,6 +197,40 @@ class TrainSpec:
 
 
 @dataclass(frozen=True)
+class RuntimeConfig:
+    """A tier's `runtime` section: how every training job runs (the tier's machine). Each field
+    is a config key (its type, default, bound and doc the schema's and config/README.md's,
+    lengen.core.settings); a job's spec carries them as its RuntimeSpec (`runtime` below), less
+    fuse_runs (the plan's) and with ds_config's file read in."""
+
+    device: str = setting(doc="where the models train and are scored", enum=["cpu", "cuda"])
+    precision: str = setting(doc="training precision of the synthetic models (bf16: "
+                             "DeepSpeed's bf16 mode)", enum=["fp32", "bf16"])  # fmt: skip
+    zero_stage: int = setting(doc="DeepSpeed ZeRO stage of the synthetic models (the language "
+                              "models: natural_language.zero_stage)", enum=[0, 1, 2, 3])
+    gpus_per_job: int = setting(doc="GPUs per synthetic training job (0 on CPU)", minimum=0)
+    threads_per_job: int = setting(doc="torch threads per job (1: jobs run in parallel, one per "
+                                   "core)", minimum=1)  # fmt: skip
+    ds_config: str | None = setting(
+        None, doc="A DeepSpeed config JSON (path from the project root) merged over the computed "
+        "one for every training job; batch keys it sets must agree with the train sections.")
+    progress: bool = setting(True, doc="progress bars on long work")
+    fuse_runs: int = setting(
+        1, doc="Train up to this many runs of one variant (sparse parity's K_train values, a "
+        "generation task's jumps / depths, and their seeds: they share every shape) as one fused "
+        "model in one job, and evaluate a generation task's group in one pass (lengen.train."
+        "group: each keeps its own data, clipping, stop, model.pt and MLflow run); 1: one job per "
+        "run. For a GPU, where a small model's step is bound by the host; on a CPU it gains "
+        'nothing (docs/performance.md, "Fused runs").', minimum=1)  # fmt: skip
+    compile: str = setting(
+        "none", doc="torch.compile the model of every training job (DeepSpeed's engine.compile): "
+        "none (eager), default (Inductor), reduce-overhead (Inductor with CUDA graphs: for the "
+        "host-bound 12 x 1024 models, 1.32x eager on an H100; CUDA only). A compiled step builds "
+        "a graph per batch shape: set train.length_buckets with it.",
+        enum=["none", "default", "reduce-overhead"])  # fmt: skip
+
+
+@dataclass(frozen=True)
 class RuntimeSpec:
     """A spec's `runtime` section (lengen.train.runtime): device, precision, ZeRO stage, threads,
     and the DeepSpeed config JSON read in (None: the computed one alone)."""
