@@ -247,6 +247,16 @@ class RuntimeSpec:
 
 
 @dataclass(frozen=True)
+class TrackingConfig:
+    """A tier's `tracking` section (MLflow: one run per trained model and per figure); a job's
+    spec carries its URI resolved and its experiment's name (TrackingSpec, `tracking_uri`)."""
+
+    uri: str | None = setting(doc="null = sqlite:///<results_dir>/mlflow.db")
+    experiment_prefix: str = setting(doc="MLflow experiment names are <prefix>/<section>",
+                                     minLength=1)  # fmt: skip
+
+
+@dataclass(frozen=True)
 class TrackingSpec:
     """Where the run is logged: MLflow tracking URI and experiment name."""
 
