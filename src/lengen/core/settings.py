@@ -16,8 +16,9 @@ import typing
 from typing import Any
 
 # the JSON Schema keywords a setting may bound its value with
-BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "enum", "items",
-          "minItems", "maxItems", "uniqueItems", "pattern", "minLength", "$ref")  # fmt: skip
+BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "enum",
+          "items", "minItems", "maxItems", "uniqueItems", "pattern", "minLength",
+          "$ref")  # fmt: skip
 JSON_TYPES = {int: "integer", float: "number", str: "string", bool: "boolean", dict: "object"}
 
 
