@@ -580,6 +580,7 @@ class _Toy:
     pair: tuple[float, float] = setting((0.5, 0.5), doc="two", items={"maximum": 1})
     edges: tuple[int, ...] = setting((), doc="edges", uniqueItems=True)
     cap: int | None = setting(None, doc="a cap", minimum=1)
+    limit: int | None = setting(None, doc="absent or a number", null=False, minimum=1)
     mode: str = setting("a", doc="a mode", enum=["a", "b"])
     inner: _Inner | None = setting(None, doc="nested")
     filled_in: int = 0  # no doc: not a setting (a task fills it in)
@@ -603,6 +604,11 @@ def test_a_setting_is_one_dataclass_field_typed_bounded_and_documented_once():
     assert p["edges"] == {"type": "array", "items": {"type": "integer"}, "uniqueItems": True,
                           "description": "edges"}  # fmt: skip
     assert p["cap"]["type"] == ["integer", "null"] and "type" not in p["mode"]
+    assert p["limit"]["type"] == "integer"  # may be left out, never null; no default shown
+    from lengen.core.settings import shows_default
+
+    shown = {f.name: shows_default(f) for f in dataclasses.fields(_Toy)}
+    assert shown["cap"] and not shown["limit"]
     assert p["inner"]["required"] == ["every"] and p["inner"]["description"] == "nested"
     assert made["x-defaults"] == [f"{_Toy.__module__}:_Toy"]
     with pytest.raises(TypeError, match="unknown bound"):
@@ -615,6 +621,10 @@ def test_a_setting_is_one_dataclass_field_typed_bounded_and_documented_once():
     cfg = load(ROOT / "config" / "smoke.yaml")
     cfg["sparse_parity"]["train"]["schedule"] = "exponential"
     with pytest.raises(ConfigError, match=r"sparse_parity\.train\.schedule"):
+        validate(cfg)
+    cfg = load(ROOT / "config" / "smoke.yaml")
+    cfg["jobs"]["small"]["runtime"] = None  # an absent-only key written null
+    with pytest.raises(ConfigError, match=r"jobs\.small\.runtime"):
         validate(cfg)
 
 

@@ -20,6 +20,7 @@ import importlib
 
 from lengen.config.config import schema
 from lengen.core.cli import command_parser, one_line_errors
+from lengen.core.settings import shows_default
 
 MAP = "<name>"  # a key of a name -> entry mapping (variants, figures, jobs)
 
@@ -69,6 +70,8 @@ def defaults(node: dict) -> dict[str, str]:
     for ref in node.get("x-defaults", []):
         module, _, name = ref.partition(":")
         for f in dataclasses.fields(getattr(importlib.import_module(module), name)):
+            if not shows_default(f):
+                continue
             if f.default is not dataclasses.MISSING:
                 out[f.name] = shown(f.default)
             elif f.default_factory is not dataclasses.MISSING:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from lengen import tasks
 from lengen.core.files import MODEL, STARTED
+from lengen.core.settings import setting
 from lengen.core.specs import RuntimeConfig
 
 SPARSE_PARITY = "sparse_parity"
@@ -200,7 +201,39 @@ def devices(cfg: dict, gpus: int) -> str:
     return f"python -m lengen.core.gpus {int(gpus)}{f' --share {share}' if share > 1 else ''} --"
 
 
-STARTUP_MIN = 10  # a training job's minutes before and after its steps, unless its kind says
+@dataclass(frozen=True)
+class JobConfig:
+    """What one kind of job asks a machine or a cluster for (a tier's `jobs.<kind>`); each field
+    a config key (lengen.core.settings): a fixed `runtime`, or for a training kind its measured
+    `step_s` with a `margin` (job_minutes; lengen.config.config checks which)."""
+
+    cpus: int = setting(doc="CPU cores (SLURM --cpus-per-task)", minimum=1)
+    mem_mb: int = setting(doc="memory in MB (SLURM --mem)", minimum=100)
+    runtime: int | None = setting(
+        None, null=False, doc="minutes one job asks for (SLURM --time); a training kind may give "
+        "step_s and margin instead", minimum=1, maximum=43200)  # fmt: skip
+    step_s: float | None = setting(
+        None, null=False, doc="a training kind's measured seconds per optimizer step (its "
+        "slowest, on the GPU named beside it): each job asks for its own steps x step_s x margin "
+        "+ startup_min minutes", exclusiveMinimum=0, maximum=3600)  # fmt: skip
+    margin: float | None = setting(
+        None, null=False, doc="how much slower than step_s a job may step and still finish "
+        "(another GPU, a shared file system), with step_s", minimum=1, maximum=10)  # fmt: skip
+    startup_min: int = setting(
+        10, doc="minutes a training job spends before and after its steps (imports, engine, "
+        "checkpoints, model files), with step_s", minimum=0, maximum=120)  # fmt: skip
+    max_runtime: int | None = setting(
+        None, null=False, doc="the most minutes one submission of a training kind asks for, with "
+        "step_s (a partition's MaxTime): a job stopped there keeps its checkpoints and resumes "
+        "when Snakemake retries it (the profile's retries)", minimum=1, maximum=43200)
+    disk_mb: int | None = setting(
+        None, null=False, doc="peak disk of one job of this kind, MB (its checkpoints and model "
+        "files under results_dir); a synthetic training job's is checked against what its "
+        "group's checkpoints need, and `lengen.config.cluster` against the free space there",
+        minimum=1)  # fmt: skip
+
+
+STARTUP_MIN = JobConfig.startup_min  # a training job's minutes around its steps, by default
 
 
 TRAINING_KINDS = ("train", "natural_language_train")  # the `jobs` kinds that have steps

@@ -22,13 +22,16 @@ BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipl
 JSON_TYPES = {int: "integer", float: "number", str: "string", bool: "boolean", dict: "object"}
 
 
-def setting(default: Any = dataclasses.MISSING, *, doc: str, **bounds: Any) -> Any:
+def setting(default: Any = dataclasses.MISSING, *, doc: str, null: bool = True,
+            **bounds: Any) -> Any:  # fmt: skip
     """A dataclass field that is a config setting: its default (none: the key is required), a
-    one-line doc (config/README.md's "what it sets") and its JSON Schema bounds (BOUNDS)."""
+    one-line doc (config/README.md's "what it sets") and its JSON Schema bounds (BOUNDS).
+    `null=False` on an optional (X | None = None) field: the key may be left out, never written
+    null (its None means absent, and no default is shown)."""
     unknown = set(bounds) - set(BOUNDS)
     if unknown:
         raise TypeError(f"setting(): unknown bound(s) {sorted(unknown)}; known: {BOUNDS}")
-    meta = {"doc": doc, "bounds": bounds}
+    meta = {"doc": doc, "bounds": bounds, "null": null}
     if isinstance(default, list | dict):
         return dataclasses.field(default_factory=lambda: type(default)(default), metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
@@ -69,6 +72,8 @@ def object_schema(cls: type) -> dict:
         if "doc" not in f.metadata:
             continue
         node = {**_type_schema(hints[f.name]), **f.metadata["bounds"]}
+        if not f.metadata["null"] and isinstance(node.get("type"), list):
+            node["type"] = next(t for t in node["type"] if t != "null")  # absent, never null
         if "$ref" in node or "enum" in node:
             node.pop("type", None)  # the reference's or the values' own
         elif "items" in f.metadata["bounds"]:
@@ -82,6 +87,11 @@ def object_schema(cls: type) -> dict:
         node["required"] = required
     node["x-defaults"] = [f"{cls.__module__}:{cls.__qualname__}"]
     return node
+
+
+def shows_default(f: dataclasses.Field) -> bool:
+    """Whether config/README.md shows the field's default: not for an absent-only setting."""
+    return not (f.metadata.get("null") is False and f.default is None)
 
 
 def dataclass_named(ref: str) -> type:
