@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from lengen.core.settings import setting
+
 NEG_INF = -np.inf
 TIE_TOL = 1e-12  # risks closer than this are ties of the learner
 
@@ -231,3 +233,14 @@ def coverage_eta(ens: Ensemble, length: int, l_local: int) -> float:
         for S, p in q_short.items():  # second inequality: Q_l'(S) / Q_l(S)
             eta = max(eta, _ratio(p, q.get(S, 0.0)))
     return eta
+
+
+@dataclass(frozen=True)
+class TheoryConfig:
+    """A tier's `theory` section: the training length and the test lengths of the exact risks
+    (lengen.analysis.theory_cases.run); each field a config key (lengen.core.settings)."""
+
+    L: int = setting(doc="maximum training length (L >= 4 L_local)", minimum=8, multipleOf=2)
+    test_lengths: tuple[int, ...] = setting(
+        doc="test lengths Lbar of the exact risks (Lbar >= 2L, Prop. C.3)", items={"minimum": 2},
+        minItems=1, uniqueItems=True)  # fmt: skip
