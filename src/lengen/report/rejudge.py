@@ -30,7 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from lengen.config import artifacts
-from lengen.config.config import load, read_tier_at, validate
+from lengen.config.config import ConfigError, load, read_tier_at, validate
 from lengen.config.figure_jobs import to_json
 from lengen.core import provenance
 from lengen.core.cli import command_parser, one_line_errors
@@ -50,7 +50,8 @@ def trained_commits(paths: dict[str, str]) -> list[str]:
 def trained_config(path: str | Path, root: Path) -> dict:
     """The tier file `path` (relative to `root`, the checkout) validated as it was at the commit
     that trained the tier's committed reference (its tables' git_commit); today's file when the
-    reference records no single commit (rejudge then names what is wrong)."""
+    reference records no single commit, or where the checkout has no git history of it (said on
+    stderr; rejudge's hash check then names what is wrong)."""
     whole = load(root / path)
     ref = root / reference_dir(whole["tier"])
     cfg = artifacts.report_config(whole)
@@ -58,7 +59,11 @@ def trained_config(path: str | Path, root: Path) -> dict:
     trained = trained_commits(tables)
     if len(trained) != 1:
         return whole
-    return validate(read_tier_at(path, trained[0].removesuffix("-dirty"), root))
+    try:
+        return validate(read_tier_at(path, trained[0].removesuffix("-dirty"), root))
+    except ConfigError as err:  # no git history here (a copy, a shallow clone): today's file,
+        print(f"{err}; judging with today's {path}", file=sys.stderr)  # which rejudge's hash
+        return whole  # check then refuses where it is not the reference's
 
 
 def rejudge(whole: dict, root: Path, allow_dirty: bool = False) -> pd.DataFrame:
