@@ -245,6 +245,18 @@ def probe_table(t: Tables) -> pd.DataFrame | None:
     return t.frames["probes"]
 
 
+def _probe_rows(table: pd.DataFrame, name: str) -> pd.DataFrame:
+    """A probe's rows: the row named `name`, or a group's rows `name`/<value>/seed<run>."""
+    probe = table.probe.astype(str)
+    return table[(probe == name) | probe.str.startswith(f"{name}/")]
+
+
+def _worst_inside(rows: pd.DataFrame, longest: int) -> pd.Series:
+    """Each probe row's worst exact match at the probe lengths inside the training range."""
+    inside = [c for c in rows if c.startswith("acc_L") and int(c[5:]) <= longest]
+    return rows[inside].min(axis=1)
+
+
 def left_out(t: Tables, experiment: str, variants: list[str]) -> NotTestable | None:
     """The compared `variants` this tier leaves out (its section's `left_out`) as *not testable
     at this size*, with what their recorded probes measured: per variant, the runs that learned
@@ -259,22 +271,20 @@ def left_out(t: Tables, experiment: str, variants: list[str]) -> NotTestable | N
     said = []
     for variant in out:
         names = named[variant]
-        rows = None if table is None else table[table.probe.astype(str).apply(
-            lambda p: any(p == n or p.startswith(f"{n}/") for n in names))]  # noqa: B023
-        if rows is None or rows.empty:
+        found = {n: _probe_rows(table, n) for n in names} if table is not None else {}
+        rows = pd.concat(found.values()) if found else pd.DataFrame()
+        if rows.empty:
             said.append(f"{variant}: no recorded row of {', '.join(names)}")
             continue
-        inside = [c for c in rows if c.startswith("acc_L") and int(c[5:]) <= longest]
-        worst = rows[inside].min(axis=1)
-        per_probe = "; ".join(
-            f"{n} " + ", ".join(f"{w:.2f}" for w in worst[rows.probe.astype(str).apply(
-                lambda p: p == n or p.startswith(f"{n}/"))])  # noqa: B023
-            for n in names)  # fmt: skip
+        worst = {n: _worst_inside(r, longest) for n, r in found.items()}
+        per_run = pd.concat(worst.values())
+        per_probe = "; ".join(f"{n} " + ", ".join(f"{w:.2f}" for w in ws)
+                              for n, ws in worst.items())  # fmt: skip
         most = rows.steps_run.max()
         wall = rows[rows.steps_run == most].train_wall_s.dropna()
         took = f", {wall.median() / 60:.0f} min a run on one core" if len(wall) else ""
         said.append(
-            f"{variant}: {int((worst >= NEAR_PERFECT).sum())} of {len(rows)} recorded runs "
+            f"{variant}: {int((per_run >= NEAR_PERFECT).sum())} of {len(rows)} recorded runs "
             f"learned the training range (worst exact match at lengths <= {longest}, per run: "
             f"{per_probe}) in <= {int(most):,} steps{took}"
         )
