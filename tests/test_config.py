@@ -586,6 +586,17 @@ class _Toy:
     filled_in: int = 0  # no doc: not a setting (a task fills it in)
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Section(_Toy):
+    """A section.
+
+    More words, not its description."""
+
+    SCHEMA = {"if": {"properties": {"mode": {"const": "b"}}}, "then": {"required": ["cap"]}}
+    named: dict[str, _Inner] = setting(doc="name -> inner", minProperties=1)
+    ref: dict = setting(doc="a shared part", **{"$ref": "#/$defs/posint"})
+
+
 def test_a_setting_is_one_dataclass_field_typed_bounded_and_documented_once():
     """lengen.core.settings: a `setting` field's hint, bounds and doc are its schema node (a
     pair, a list, an optional value, a nested settings class as an object with its own required
@@ -613,6 +624,22 @@ def test_a_setting_is_one_dataclass_field_typed_bounded_and_documented_once():
     assert made["x-defaults"] == [f"{_Toy.__module__}:_Toy"]
     with pytest.raises(TypeError, match="unknown bound"):
         setting(doc="x", minimun=1)
+    # a task's section: its own keys first, then its base's; name -> settings class; a shared
+    # part by reference alone; what no field says (SCHEMA); its doc's first paragraph
+    made = object_schema(_Section)
+    assert list(made["properties"])[:2] == ["named", "ref"] and "rate" in made["properties"]
+    named = made["properties"]["named"]
+    assert named["type"] == "object" and named["minProperties"] == 1
+    assert named["additionalProperties"]["required"] == ["every"]
+    assert made["properties"]["ref"] == {"$ref": "#/$defs/posint", "description": "a shared part"}
+    assert made["then"] == {"required": ["cap"]} and made["description"] == "A section."
+    import jsonschema
+
+    check = jsonschema.Draft202012Validator({**made, "$defs": {"posint": {"minimum": 1}}})
+    ok = {"rate": 0.5, "mode": "a", "named": {"x": {"every": 2}}, "ref": 3}
+    assert not list(check.iter_errors(ok))
+    for bad in ({"named": {}}, {"named": {"x": {"every": 0}}}, {"ref": 0}, {"mode": "b"}):
+        assert list(check.iter_errors({**ok, **bad})), bad
     # the tiers' own sections, through the schema: a broken bound names the key
     cfg = load(ROOT / "config" / "smoke.yaml")
     cfg["sparse_parity"]["train"]["lr"] = 2.0

@@ -460,12 +460,9 @@ def test_the_tokenizer_the_docs_name_for_the_paper_is_the_paper_tiers():
     config/paper.yaml fetches, not a typed copy that drifted (it once said Mistral's)."""
     import re
 
-    import yaml
+    from lengen.config.config import load, schema
 
-    from lengen.config.config import load
-
-    schema = yaml.safe_load((ROOT / "src" / "lengen" / "config" / "schema.yaml").read_text())
-    said = schema["properties"]["natural_language"]["properties"]["tokenizer"]["description"]
+    said = schema()["properties"]["natural_language"]["properties"]["tokenizer"]["description"]
     named = re.search(r"App\. F: ([\w.-]+)'s", said)[1]
     paper = load(ROOT / "config" / "paper.yaml")["natural_language"]["tokenizer"]["name"]
     assert named.lower() in paper.lower(), (named, paper)

@@ -12,10 +12,9 @@ import yaml
 from lengen import tasks
 from lengen.config import artifacts, plan
 from lengen.core.cli import EXIT_KNOWN, KnownError, one_line_errors
-from lengen.core.positions import get_scheme, scheme_names
+from lengen.core.positions import get_scheme
 from lengen.core.settings import dataclass_named, object_schema
 from lengen.core.specs import bf16_section, ds_config_clashes, ds_config_unknown, read_ds_config
-from lengen.tasks import natural_language
 
 
 class ConfigError(KnownError, ValueError):
@@ -40,15 +39,13 @@ def _from_dataclasses(node):
 
 
 def schema() -> dict:
-    """The JSON Schema shipped with the package: schema.yaml with each section a settings
-    dataclass owns made from it (`_from_dataclasses`), its scheme enums filled from the scheme
-    table (lengen.core.positions.SCHEME_TABLE): a new scheme needs no schema edit."""
+    """The JSON Schema shipped with the package: schema.yaml (the top level and its shared
+    $defs) with each section made from the settings dataclass that owns it
+    (`_from_dataclasses`): every task's SectionConfig, the training's, the model's, the
+    runtime's. Scheme enums come from the scheme table (lengen.core.positions.SCHEME_TABLE) in
+    those classes: a new scheme needs no schema edit."""
     text = resources.files("lengen.config").joinpath("schema.yaml").read_text()
-    out = _from_dataclasses(yaml.safe_load(text))
-    out["$defs"]["variant"]["properties"]["scheme"]["enum"] = list(scheme_names())
-    nl = out["properties"]["natural_language"]["properties"]["scheme"]
-    nl["enum"] = list(scheme_names(natural_language.supports))
-    return out
+    return _from_dataclasses(yaml.load(text, Loader=_StrictLoader))  # noqa: S506 - a SafeLoader
 
 
 class _StrictLoader(yaml.SafeLoader):

@@ -18,7 +18,8 @@ from typing import Any
 # the JSON Schema keywords a setting may bound its value with
 BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "enum",
           "items", "minItems", "maxItems", "uniqueItems", "pattern", "minLength",
-          "$ref")  # fmt: skip
+          "$ref", "minProperties", "propertyNames", "properties", "required",
+          "additionalProperties")  # fmt: skip
 JSON_TYPES = {int: "integer", float: "number", str: "string", bool: "boolean", dict: "object"}
 
 
@@ -39,7 +40,8 @@ def setting(default: Any = dataclasses.MISSING, *, doc: str, null: bool = True,
 
 def _type_schema(hint: Any) -> dict:
     """The JSON Schema of a Python type hint: int, float, str, bool, dict, X | None, tuple[X, X]
-    (a pair), tuple[X, ...] (a list), a settings dataclass (an object)."""
+    (a pair), tuple[X, ...] (a list), dict[str, X] (name -> X), a settings dataclass (an
+    object)."""
     if dataclasses.is_dataclass(hint):
         return object_schema(hint)
     origin, args = typing.get_origin(hint), typing.get_args(hint)
@@ -56,6 +58,8 @@ def _type_schema(hint: Any) -> dict:
             return {"type": "array", "items": _type_schema(args[0])}
         return {"type": "array", "items": _type_schema(args[0]), "minItems": len(args),
                 "maxItems": len(args)}  # fmt: skip
+    if origin is dict and args:
+        return {"type": "object", "additionalProperties": _type_schema(args[1])}
     if hint in JSON_TYPES:
         return {"type": JSON_TYPES[hint]}
     raise TypeError(f"no JSON Schema type for {hint}")
@@ -65,17 +69,21 @@ def object_schema(cls: type) -> dict:
     """A settings dataclass as a JSON Schema object: one property per `setting` field (its type
     from the hint, its bounds and doc from the field; a field without a doc is no setting: a
     task or a scheme fills it in), required where the field has no default, nothing else
-    allowed; `x-defaults` names the class (config/README.md's defaults, lengen.config.keys)."""
+    allowed, a subclass's own fields first; its description the docstring's first paragraph;
+    `x-defaults` names the class (config/README.md's defaults, lengen.config.keys)."""
     hints = typing.get_type_hints(cls)
     properties, required = {}, []
-    for f in dataclasses.fields(cls):
+    own = cls.__dict__.get("__annotations__", {})  # a subclass's own keys first, then its base's
+    for f in sorted(dataclasses.fields(cls), key=lambda f: f.name not in own):
         if "doc" not in f.metadata:
             continue
         node = {**_type_schema(hints[f.name]), **f.metadata["bounds"]}
         if not f.metadata["null"] and isinstance(node.get("type"), list):
             node["type"] = next(t for t in node["type"] if t != "null")  # absent, never null
-        if "$ref" in node or "enum" in node:
-            node.pop("type", None)  # the reference's or the values' own
+        if "$ref" in node:
+            node = {"$ref": node["$ref"]}  # the referenced node's type and bounds
+        elif "enum" in node:
+            node.pop("type", None)  # the values' own
         elif "items" in f.metadata["bounds"]:
             node["items"] = {**_type_schema(hints[f.name]).get("items", {}),
                              **f.metadata["bounds"]["items"]}  # fmt: skip
@@ -83,8 +91,11 @@ def object_schema(cls: type) -> dict:
         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             required.append(f.name)
     node = {"type": "object", "additionalProperties": False, "properties": properties}
+    if cls.__doc__:  # its first paragraph, where no field or schema node says more
+        node["description"] = " ".join(cls.__doc__.split("\n\n")[0].split())
     if required:
         node["required"] = required
+    node.update(getattr(cls, "SCHEMA", {}))  # what no one field says (if source ... then ...)
     node["x-defaults"] = [f"{cls.__module__}:{cls.__qualname__}"]
     return node
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from lengen.core.batch import Example
 from lengen.core.positions import scheme_names, scheme_test_ids, scheme_train_ids
+from lengen.core.settings import setting
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,123 @@ class GenerationBatch:
         draw of the shift comes from `rng` after the draw of the tokens)."""
         ids = scheme_train_ids(scheme, rng, self.coupled_ids, l_max)
         return Example(self.tokens, ids, self.target_mask)
+
+
+# --- A generation-scored task's config section (a tier's `parity_scratchpad:` ...): each task's
+# SectionConfig extends GenerationSection with its own keys; schema.yaml names it (x-dataclass)
+# and lengen.core.settings makes its schema and config/README.md rows from the fields.
+
+STYLE = setting(None, null=False, doc="figure style: seaborn context, panel height (inches), "
+                "aspect, dpi (absent: paper, 3.0, 1.15, 150)")  # fmt: skip
+FIGURES_DOC = ("Figures by key; a key no figure of lengen.config.artifacts.FIGURES reads is a "
+               "figure of its own, drawn to <key>.png (docs/extending.md, \"A figure\").")
+FIGURE = {"$ref": "#/$defs/generation_figure"}
+
+
+def ref(name: str) -> dict:
+    """A schema node's reference to one of schema.yaml's $defs (`model`, `train`, ...)."""
+    return {"$ref": f"#/$defs/{name}"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class GenerationEval:
+    """The length sweep every model of a generation-scored section is scored on."""
+
+    lengths: tuple[int, ...] = setting(doc="test lengths, in the task's unit (the paper's length "
+                                       "axis)", **ref("lengths"))  # fmt: skip
+    n_examples: int = setting(doc="test examples per model and length (a fixed, seeded test set)",
+                              minimum=1)  # fmt: skip
+    batch_size: int = setting(doc="examples per evaluation forward pass (memory, not results)",
+                              minimum=1)  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class GenerationFigure:
+    """A figure: one panel per variant."""
+
+    panels: tuple[str, ...] = setting(doc="variant per panel, in order", minItems=1)
+    title: str | None = setting(None, null=False, doc="the figure's title (absent: the "
+                                "registry's)")  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class VariantSection:
+    """A variant's overrides of its section's own keys (`section`)."""
+
+    train_min_len: int | None = setting(None, null=False, minimum=1,
+                                        doc="shortest training length (the section's unit)")
+    train_max_len: int | None = setting(None, null=False, minimum=1,
+                                        doc="longest training length (the section's unit)")
+    jumps: tuple[int, ...] | None = setting(
+        None, null=False, items={"minimum": 1}, minItems=1, uniqueItems=True,
+        doc="parity with scratchpad: the jumps this variant trains")  # fmt: skip
+    depths: tuple[int, ...] | None = setting(
+        None, null=False, items={"minimum": 1}, minItems=1, uniqueItems=True,
+        doc="variable assignment: the depths this variant trains")  # fmt: skip
+    eval: GenerationEval | None = setting(None, null=False, doc="this variant's length sweep")
+
+
+@dataclass(frozen=True, kw_only=True)
+class VariantConfig:
+    """One variant: its position scheme, runs and the keys it overrides."""
+
+    scheme: str = setting(enum=list(scheme_names()), doc=(
+        "ppc = coupled IDs + position head (Sec. 5.2); absolute = true IDs, learned embeddings, "
+        "random shift; rope_pose = RoPE with PoSE in training, true IDs at test; nope = no "
+        "positional encoding (causal mask only); alibi = ALiBi bias at true IDs."))  # fmt: skip
+    scratchpad: bool | None = setting(None, null=False, doc="variable assignment only; false = "
+                                      "answer only (Fig. 3c)")  # fmt: skip
+    runs: int = setting(doc="training runs (seeds seed, seed+1, ...)", **ref("runs"))
+    model: dict | None = setting(None, null=False, doc="keys overriding the section's model",
+                                 **ref("model_keys"))  # fmt: skip
+    train: dict | None = setting(None, null=False, doc="keys overriding the section's train",
+                                 **ref("train_keys"))  # fmt: skip
+    section: VariantSection | None = setting(
+        None, null=False, minProperties=1,
+        doc="keys overriding the section's own for this variant's models: its training range, "
+        "the jumps / depths it trains, its eval (e.g. equal-budget runs on a shorter range)")
+
+
+def figures_setting(required: str, **figures: str):
+    """A section's `figures`: figure key -> GenerationFigure, `required` among them; `figures`
+    names the registry's figures of the section (key -> what it draws) and `style`."""
+    known = {key: {**FIGURE, "description": doc} for key, doc in figures.items()}
+    known["style"] = {"type": "object", "description": STYLE.metadata["doc"]}
+    return setting(doc=FIGURES_DOC, additionalProperties=FIGURE,
+                   propertyNames={"pattern": "^[a-z][a-z0-9_]*$"}, required=[required],
+                   properties=known)  # fmt: skip
+
+
+def left_out_setting():
+    """A section's `left_out`: the paper's variants a tier does not train, and the probes that
+    measured them (lengen.report's "not testable at this size" rows)."""
+    return setting(
+        None, null=False, additionalProperties={
+            "type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1,
+            "uniqueItems": True, "description": "the probe names (a probe row, or a group's rows "
+            "NAME/<value>/seed<run>) whose runs the row quotes"},
+        doc="the paper's variants this tier does not train: name -> the probes (rows of "
+        "probes/scratchpad_probes.csv) that measured them; their rows read \"not testable at "
+        "this size\" with what those probes measured")  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class GenerationSection:
+    """The keys every generation-scored task's section has; a task's SectionConfig adds its own
+    (and may narrow one: parity's lengths are even)."""
+
+    train_min_len: int = setting(doc="shortest training length", minimum=1)
+    l_max: int = setting(doc="largest position ID a model has (embeddings; PoSE and shifted IDs "
+                         "are drawn below it)", minimum=1)  # fmt: skip
+    model: dict = setting(doc="the model of every run of the section (App. E Table 2 / App. F)",
+                          **ref("model"))  # fmt: skip
+    train: dict = setting(doc="training settings of every run of the section (a variant's train "
+                          "overrides keys)", **ref("train"))  # fmt: skip
+    variants: dict[str, VariantConfig] = setting(
+        doc="name -> variant: a position scheme and its runs, one figure line each",
+        minProperties=1)  # fmt: skip
+    eval: GenerationEval = setting(doc="the length sweep every model of the section is scored "
+                                   "on")  # fmt: skip
 
 
 def records(example: Example, vocab, fields) -> list[dict]:

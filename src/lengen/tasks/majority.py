@@ -20,7 +20,16 @@ import numpy as np
 
 from lengen.core.batch import TEST_STREAM, Example
 from lengen.core.positions import get_scheme, scheme_names
-from lengen.tasks.base import GenerationBatch, Setting, add_scheme_argument, positive_int, records
+from lengen.core.settings import setting
+from lengen.tasks.base import (
+    GenerationBatch,
+    GenerationSection,
+    Setting,
+    add_scheme_argument,
+    figures_setting,
+    positive_int,
+    records,
+)
 
 if TYPE_CHECKING:
     from lengen.core.specs import Spec
@@ -41,6 +50,19 @@ class TaskSpec:
     scheme: str
     train_min_len: int
     l_max: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class SectionConfig(GenerationSection):
+    """A tier's `majority` section: one model per position scheme and longest training
+    length."""
+
+    train_max_lens: tuple[int, ...] = setting(doc="longest training lengths n, one model each",
+                                              items={"minimum": 1}, minItems=1,
+                                              uniqueItems=True)  # fmt: skip
+    figures: dict = figures_setting(
+        "fig_majority",
+        fig_majority="majority's accuracy by length, one line per training length")  # fmt: skip
 
 
 def vocab_size(spec: Spec) -> int:

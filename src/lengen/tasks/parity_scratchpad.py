@@ -19,7 +19,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from lengen.core.batch import TEST_STREAM, Example
-from lengen.tasks.base import GenerationBatch, Setting, add_scheme_argument, positive_int, records
+from lengen.core.settings import setting
+from lengen.tasks.base import (
+    GenerationBatch,
+    GenerationSection,
+    Setting,
+    add_scheme_argument,
+    figures_setting,
+    left_out_setting,
+    positive_int,
+    records,
+)
 
 if TYPE_CHECKING:
     from lengen.core.specs import Spec
@@ -38,6 +48,22 @@ class TaskSpec:
     train_min_len: int
     train_max_len: int
     l_max: int  # largest position ID a shifted training sequence may reach
+
+
+@dataclass(frozen=True, kw_only=True)
+class SectionConfig(GenerationSection):
+    """A tier's `parity_scratchpad` section (Sec. 5.2.1, App. E.2, Table 3): the jumps trained,
+    the training lengths 2l (even), a model set per jump and variant."""
+
+    jumps: tuple[int, ...] = setting(doc="jumps k trained, one model set each (Fig. 2: 1-4)",
+                                     items={"minimum": 1}, minItems=1, uniqueItems=True)
+    train_min_len: int = setting(doc="shortest training length 2l", minimum=2, multipleOf=2)
+    train_max_len: int = setting(doc="longest training length 2l", minimum=2, multipleOf=2)
+    left_out: dict[str, tuple[str, ...]] | None = left_out_setting()
+    figures: dict = figures_setting(
+        "fig2", fig2="Fig. 2: PPC's accuracy by length, one line per jump",
+        fig8="Fig. 8: the ablations (absolute, RoPE + PoSE) by length",
+        fig8_equal="PPC and the ablations at equal budgets (not in the paper)")  # fmt: skip
 
 
 def vocabulary() -> list[str]:

@@ -24,7 +24,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from lengen.core.batch import TEST_STREAM, Example
-from lengen.tasks.base import GenerationBatch, Setting, add_scheme_argument, positive_int, records
+from lengen.core.settings import setting
+from lengen.tasks.base import (
+    GenerationBatch,
+    GenerationSection,
+    Setting,
+    add_scheme_argument,
+    figures_setting,
+    left_out_setting,
+    positive_int,
+    records,
+)
 
 if TYPE_CHECKING:
     from lengen.core.specs import Spec
@@ -46,6 +56,23 @@ class TaskSpec:
     l_max: int  # largest position ID a shifted training sequence may reach
     n_vars: int
     scratchpad: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class SectionConfig(GenerationSection):
+    """A tier's `variable_assignment` section (Sec. 5.2.2, App. E.3, Table 4): the chain depths
+    trained, the variables drawn from, a model set per depth and variant."""
+
+    depths: tuple[int, ...] = setting(doc="chain depths d trained, one model set each (Fig. 3: "
+                                      "2-5)", items={"minimum": 1}, minItems=1,
+                                      uniqueItems=True)  # fmt: skip
+    n_vars: int = setting(doc="variables v1..v<n_vars> the chains draw from (a chain needs two)",
+                          minimum=2, maximum=10000)  # fmt: skip
+    train_max_len: int = setting(doc="longest training length", minimum=1)
+    left_out: dict[str, tuple[str, ...]] | None = left_out_setting()
+    figures: dict = figures_setting(
+        "fig3", fig3="Fig. 3: accuracy by length, one line per depth, one panel per variant",
+        fig3_equal="Fig. 3's models at equal budgets (not in the paper)")  # fmt: skip
 
 
 def vocabulary(n_vars: int) -> list[str]:
