@@ -261,11 +261,14 @@ def test_the_lease_call_runs_its_four_steps_in_order_within_its_budget(tmp_path)
     assert "--runs 8" in steps[1] and "--json" in steps[1]
     assert steps[2].endswith("--prioritize results/gpu-smoke/parity_scratchpad/ppc/fused0.done")
     limits = [int(x) for x in re.findall(r"== \w+ \(limit (\d+) s\)", text)]
-    assert limits == [90, 75, 320, 45] and sum(limits) <= 530
+    # the first step's share is what the budget leaves less the seconds the script has run
+    # (under 1 s on an idle machine, a few on a loaded one): budget - later caps - elapsed
+    assert 85 <= limits[0] <= 90 and limits[1:] == [75, 320, 45] and sum(limits) <= 530
     done, calls, text = lease(100)
     assert done.returncode == 1
     assert "== pytest_cuda: not started" in text and "== group_step_eager: not started" in text
-    assert [int(x) for x in re.findall(r"\(limit (\d+) s\)", text)] == [55, 45]
+    smoke, agreement = [int(x) for x in re.findall(r"\(limit (\d+) s\)", text)]
+    assert 50 <= smoke <= 55 and agreement == 45  # 100 - 45 kept for the last, less elapsed
 
 
 def test_launches_counts_the_trainers_fused_step_by_phase(tmp_path, capsys):

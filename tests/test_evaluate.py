@@ -138,7 +138,7 @@ def test_generation_evaluate_known_answers(tmp_path, monkeypatch):
         p16 = testset[16].prompt_len
         stopped = task["scheme"] != "ppc"  # an early-stopped run, and one that ran all steps
         saved = {"spec": spec, **({"steps_run": 60, "stop_reason": "did not learn in 60 steps"}
-                                  if stopped else {})}  # fmt: skip
+                                  if stopped else {"steps_run": 100, "stop_reason": "steps"})}
 
         def read(path, device, s=saved):
             assert path == tmp_path / "m.pt" and device == "cpu"
@@ -163,7 +163,7 @@ def test_generation_evaluate_known_answers(tmp_path, monkeypatch):
         assert table.length.tolist() == [10, 16]
         assert table.accuracy.tolist() == [1.0, 5 / 6], experiment  # one wrong token at 16
         assert (table.n == 6).all()
-        assert set(table.steps_run) == {60 if stopped else 100}  # saved, else the spec's steps
+        assert set(table.steps_run) == {60 if stopped else 100}  # as saved
         assert set(table.stop_reason) == {"did not learn in 60 steps" if stopped else "steps"}
         setup = {"spec": spec, "eval": eval_cfg, "test_seed": 3}
         assert set(table.config_hash) == {config_hash(setup)}

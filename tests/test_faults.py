@@ -83,7 +83,7 @@ def test_truncated_model_file_is_named_with_the_fix(tiny_spec, tmp_path):
     with pytest.raises(ModelFileError, match=f"{path}: unreadable .*delete {path} and rerun"):
         load_model(path)
     torch.save({"weights": torch.zeros(2)}, path)
-    with pytest.raises(ModelFileError, match="not a lengen model file"):
+    with pytest.raises(ModelFileError, match="not a model file of this code"):
         load_model(path)
     with pytest.raises(ModelFileError, match="missing"):
         load_model(tmp_path / "nope.pt")

@@ -28,7 +28,8 @@ def test_probes_score_on_the_evaluation_device(probes, monkeypatch, tmp_path):
     cfg = ModelConfig(vocab_size=8, n_layer=1, n_head=2, d_model=8)
     model = GPTNeoX(cfg)
     path = tmp_path / "model.pt"
-    torch.save({"model_config": cfg.to_dict(), "state_dict": model.state_dict(), "spec": {}}, path)
+    torch.save({"model_config": cfg.to_dict(), "state_dict": model.state_dict(), "spec": {},
+                "steps_run": 1, "stop_reason": "steps"}, path)  # fmt: skip
     asked = []
     read, build = probes.read_model_file, probes.model_from_saved
     monkeypatch.setattr(probes, "eval_device", lambda: "gpu-here")

@@ -297,3 +297,19 @@ def test_the_five_run_plan_is_the_committed_one_and_orders_what_fits():
     planned = table["runs (today -> planned)"].str.split(" -> ").str[1].astype(int)
     minutes = table["min per run"].astype(float)
     assert ((planned * minutes / 60 - table["job-h"].astype(float)).abs() <= 0.1).all()
+
+
+def test_a_training_setting_is_named_in_few_files_from_the_yaml_to_the_optimizer():
+    """tools/setting_route.py: `lr` and `steps` reach the optimizer naming at most 4 files, the
+    tier YAML included, for every task's training job (the spec travels whole through the rule,
+    the plan and the task's train_spec); the walk sees code, not docstrings or comments."""
+    from lengen import tasks
+
+    route = load_script(ROOT / "tools" / "setting_route.py")
+    for task in tasks.REGISTRY:
+        for setting in ("lr", "steps"):
+            found = route.route(setting, task)
+            assert len(found) <= 4, (task, setting, found)
+            assert "src/lengen/core/specs.py" in found  # its one field: type, bound, doc
+    source = '"""lr in a docstring"""\n# lr\nx = spec.train.lr\nf(lr=1)\nd["lr"]\nlrs = 1\n'
+    assert route.names(source, "lr") == [3, 4, 5]

@@ -39,7 +39,7 @@ def write_model_file(
     )
 
 
-MODEL_KEYS = ("model_config", "state_dict", "spec")
+MODEL_KEYS = ("model_config", "state_dict", "spec", "steps_run", "stop_reason")
 
 
 class ModelFileError(KnownError, RuntimeError):
@@ -59,7 +59,8 @@ def read_model_file(path: str | Path, device: str = "cpu") -> dict:
         raise ModelFileError(f"{path}: unreadable ({type(err).__name__}: {err}); {fix}") from err
     missing = [k for k in MODEL_KEYS if not isinstance(saved, dict) or k not in saved]
     if missing:
-        raise ModelFileError(f"{path}: not a lengen model file (missing {missing}); {fix}")
+        raise ModelFileError(f"{path}: not a model file of this code (missing {missing}: another "
+                             f"file, or one of code older than the references); {fix}")
     check_bound(path, saved["spec"], fix)
     return saved
 
@@ -117,9 +118,8 @@ def load_model(path: str | Path, device: str = "cpu") -> GPTNeoX:
 def training_outcome(saved: dict) -> dict:
     """The steps a saved model actually trained and why it stopped (`steps_run`, `stop_reason`):
     the columns every tidy table of a trained model carries (issue 64: a table says the scale its
-    numbers hold at). A model file from before early stopping trained all its spec's steps."""
-    steps = saved.get("steps_run", saved["spec"]["train"]["steps"])
-    return {"steps_run": int(steps), "stop_reason": saved.get("stop_reason", "steps")}
+    numbers hold at); read_model_file refuses a file without them."""
+    return {"steps_run": int(saved["steps_run"]), "stop_reason": saved["stop_reason"]}
 
 
 def model_from_saved(saved: dict, device: str = "cpu") -> GPTNeoX:
