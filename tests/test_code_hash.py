@@ -24,6 +24,11 @@ def test_the_hash_follows_what_a_job_runs_and_ignores_how_it_is_written(tmp_path
     text = task.read_text()
     task.write_text(text.replace('"""', '"""Reworded. ', 1) + "\n# a comment\n")
     assert train() == before_train  # docstrings and comments: the same code
+    task.write_text(text.replace('doc="shortest training length 2l"',
+                                 'doc="the shortest training length 2l"'))  # fmt: skip
+    assert task.read_text() != text and train() == before_train  # a config key's words too
+    task.write_text(text.replace("minimum=4, multipleOf=2", "minimum=6, multipleOf=2", 1))
+    assert train() != before_train  # its bound is code
     task.write_text(
         text.replace("def train_batch(", "def _unused():\n    return 1\n\n\ndef train_batch(", 1)
     )

@@ -535,7 +535,7 @@ def test_every_default_is_the_dataclass_default_and_written_once():
 
 def test_every_config_key_has_a_description():
     """Every key of the schema says what it sets (issue 46: config/README.md describes every
-    key); the description lives beside the key in schema.yaml."""
+    key); the description is its field's doc (lengen.core.settings)."""
     from lengen.config.keys import rows
 
     assert [path for path, _, _, _, text in rows() if not text] == []

@@ -195,9 +195,8 @@ def test_science_is_what_the_jobs_run_not_how_it_is_written(tmp_path):
         "src/lengen/coded.py": "V = 1\n",
         "src/lengen/plan.py": "X = 1\n",
         "src/lengen/job.py": '"""A job."""\nfrom lengen import helper\n\nY = helper.Z\n',
-        "src/lengen/helper.py": "Z = 2  # a comment\n",
+        "src/lengen/helper.py": "Z = 2  # a comment\nlr = setting(1, doc='rate')\n",
         "src/lengen/unused.py": "W = 3\n",
-        "src/lengen/config/schema.yaml": "lr: {type: number, default: 1, description: rate}\n",
         "config/other.yaml": "tier: other\n",
         "config/ds.json": "{}\n",
         "tests/test_x.py": "",
@@ -219,9 +218,8 @@ def test_science_is_what_the_jobs_run_not_how_it_is_written(tmp_path):
     base = commit(files)
     commit({
         "src/lengen/job.py": '"""Reads Z."""\nfrom lengen import helper\n\nY = helper.Z\n',
-        "src/lengen/helper.py": "Z = 2  # another comment\n",
+        "src/lengen/helper.py": "Z = 2  # another comment\nlr = setting(1, doc='the rate')\n",
         "src/lengen/unused.py": "W = 4\n",
-        "src/lengen/config/schema.yaml": "lr: {type: number, default: 1, description: the rate}\n",
         "config/other.yaml": "tier: another\n",
         "tests/test_x.py": "assert True\n",
         "pyproject.toml": '[project]\ndependencies = ["torch==2.13.0"]\n'
@@ -233,18 +231,16 @@ def test_science_is_what_the_jobs_run_not_how_it_is_written(tmp_path):
     commit({"workflow/a.smk": reformatted})  # snakefmt's layout, the same rule
     assert refreshing.science_changes(base, tmp_path) == []
     commit({
-        "src/lengen/helper.py": "Z = 3\n",
+        "src/lengen/helper.py": "Z = 2\nlr = setting(2, doc='the rate')\n",  # a default
         "src/lengen/plan.py": "X = 2\n",
         "src/lengen/coded.py": "V = 2\n",
-        "src/lengen/config/schema.yaml": "lr: {type: number, default: 2, description: the rate}\n",
         "workflow/a.smk": "rule a:\n    shell: 'python -m lengen.job --fast'\n",
         "config/ds.json": '{"a": 1}\n',
         "pyproject.toml": '[project]\ndependencies = ["torch==2.14.0"]\n',
     })  # fmt: skip
     assert refreshing.science_changes(base, tmp_path) == [
-        "config/ds.json", "pyproject.toml", "src/lengen/coded.py",
-        "src/lengen/config/schema.yaml", "src/lengen/helper.py", "src/lengen/plan.py",
-        "workflow/a.smk",
+        "config/ds.json", "pyproject.toml", "src/lengen/coded.py", "src/lengen/helper.py",
+        "src/lengen/plan.py", "workflow/a.smk",
     ]  # fmt: skip
 
 

@@ -4,7 +4,8 @@ rule's shell line, not the modules it runs, so a changed task module would rerun
 A rule runs `python -m lengen.<entry>`; `code_hash(entry)` hashes every lengen module that entry
 imports, transitively (found by reading the sources' `import` statements, function-local ones
 included, without importing anything: planning a run imports no torch), each as its syntax tree
-with docstrings dropped. A comment, a docstring or a blank line changes no hash; a changed
+with docstrings and config keys' docs (`setting(doc=...)`, lengen.core.settings) dropped. A
+comment, a docstring, a key's doc or a blank line changes no hash; a changed
 statement in any module the job runs changes its rule's params, and Snakemake reruns the job
 (docs/recovery.md). A job of one task (a training, an evaluation) hashes its own task module, not
 the others the task registry imports (`code_hash(entry, task=...)`).
@@ -88,6 +89,9 @@ def _normalized(source: str, name: str) -> str:
     a paper tier's ~300 jobs made `snakemake -n` take ~25 s longer."""
     tree = ast.parse(source, name)
     for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id == "setting"):  # a config key's doc: config/README.md's words
+            node.keywords = [k for k in node.keywords if k.arg != "doc"]
         body = getattr(node, "body", None)
         if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
                 and isinstance(body[0].value, ast.Constant)

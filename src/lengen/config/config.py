@@ -1,9 +1,9 @@
-"""Config loading and validation: one YAML per tier, checked against schema.yaml before any job."""
+"""Config loading and validation: one YAML per tier, checked against its schema (lengen.config.tier)
+before any job."""
 
 from __future__ import annotations
 
 import math
-from importlib import resources
 from pathlib import Path
 
 import jsonschema
@@ -11,41 +11,14 @@ import yaml
 
 from lengen import tasks
 from lengen.config import artifacts, plan
+from lengen.config.tier import schema
 from lengen.core.cli import EXIT_KNOWN, KnownError, one_line_errors
 from lengen.core.positions import get_scheme
-from lengen.core.settings import dataclass_named, object_schema
 from lengen.core.specs import bf16_section, ds_config_clashes, ds_config_unknown, read_ds_config
 
 
 class ConfigError(KnownError, ValueError):
     """A config key or value is invalid; the message names the key path."""
-
-
-def _from_dataclasses(node):
-    """The schema with each `x-dataclass: module:Class` node made from that settings dataclass
-    (lengen.core.settings.object_schema, the node's other keys kept); `x-optional: true`: a
-    section's overrides (a variant's `train`), none required and the defaults the section's."""
-    if isinstance(node, list):
-        return [_from_dataclasses(v) for v in node]
-    if not isinstance(node, dict):
-        return node
-    if "x-dataclass" in node:
-        rest = {k: v for k, v in node.items() if k not in ("x-dataclass", "x-optional")}
-        made = object_schema(dataclass_named(node["x-dataclass"]))
-        if node.get("x-optional"):
-            made = {k: v for k, v in made.items() if k not in ("required", "x-defaults")}
-        return {**made, **rest}
-    return {k: _from_dataclasses(v) for k, v in node.items()}
-
-
-def schema() -> dict:
-    """The JSON Schema shipped with the package: schema.yaml (the top level and its shared
-    $defs) with each section made from the settings dataclass that owns it
-    (`_from_dataclasses`): every task's SectionConfig, the training's, the model's, the
-    runtime's. Scheme enums come from the scheme table (lengen.core.positions.SCHEME_TABLE) in
-    those classes: a new scheme needs no schema edit."""
-    text = resources.files("lengen.config").joinpath("schema.yaml").read_text()
-    return _from_dataclasses(yaml.load(text, Loader=_StrictLoader))  # noqa: S506 - a SafeLoader
 
 
 class _StrictLoader(yaml.SafeLoader):

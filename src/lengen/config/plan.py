@@ -197,7 +197,7 @@ def devices(cfg: dict, gpus: int) -> str:
     allocation's); nothing on a CPU tier."""
     if cfg["runtime"]["device"] != "cuda":
         return ""
-    share = cfg.get("jobs_per_gpu", 1)
+    share = cfg.get("jobs_per_gpu", JOBS_PER_GPU)
     return f"python -m lengen.core.gpus {int(gpus)}{f' --share {share}' if share > 1 else ''} --"
 
 
@@ -233,6 +233,7 @@ class JobConfig:
         minimum=1)  # fmt: skip
 
 
+JOBS_PER_GPU = 1  # a tier's jobs_per_gpu where it says none (lengen.config.tier): a GPU per job
 STARTUP_MIN = JobConfig.startup_min  # a training job's minutes around its steps, by default
 
 

@@ -1,8 +1,8 @@
 """A setting is one field of one dataclass: its type and default are the field's, its doc and
 bounds the field's metadata (`setting`). `object_schema` makes a section's JSON Schema from its
-dataclass, which lengen.config.config.schema puts in place of the node that names it
-(`x-dataclass`), so a setting's type, bound and doc are written once (torchtitan's way: each part
-owns its config). Plain types only: a config's validation imports no torch.
+dataclass, and lengen.config.tier.schema a whole tier's from them, so a setting's type, bound and
+doc are written once (torchtitan's way: each part owns its config). Plain types only: a config's
+validation imports no torch.
 
     steps: int = setting(doc="optimizer steps", minimum=1)
 """

@@ -15,9 +15,9 @@ The science of a commit is what decides a run's files, and nothing else:
 - the code every job runs and the code that plans the jobs: each lengen module the workflow
   imports or runs with `python -m` (or names in a rule's code hash), and lengen.core.floats (run
   before every reference run: it pins the CPU kernels), with what they import
-  (lengen.config.code's closure), as syntax trees without docstrings, so a comment or a
-  docstring changes no science;
-- the schema without its descriptions (its defaults and types are science);
+  (lengen.config.code's closure), as syntax trees without docstrings or a setting's doc, so a
+  comment, a docstring or a config key's description changes no science (the config schema is
+  code: the settings dataclasses, whose defaults and types are science);
 - the rule files and the Snakefile as snakefmt writes them (a reformatting is no change; without
   snakefmt installed, line for line), the rest of workflow/, the environments and the DeepSpeed
   JSON files line for line;
@@ -51,7 +51,6 @@ from lengen.report.reference import read, reference_dir
 LINE_FOR_LINE = ("workflow", "Snakefile", "envs", "config/*.json")
 PYPROJECT = "pyproject.toml"
 NOT_SCIENCE_EXTRAS = ("dev", "mutation")  # tools for us, not for a run
-SCHEMA = "src/lengen/config/schema.yaml"
 _RUNS = re.compile(r"python -m (lengen[\w.]*)|code_hash\(\"(lengen[\w.]*)\"\)")
 # run before every reference run (its exports pin the CPU kernels: the numbers depend on it)
 OUTSIDE_THE_WORKFLOW = ("lengen.core.floats",)
@@ -90,20 +89,6 @@ def _tree(project: Path, commit: str, into: Path) -> bool:
     with tarfile.open(fileobj=BytesIO(done.stdout)) as tar:
         tar.extractall(into, filter="data")
     return True
-
-
-def _schema(path: Path) -> object:
-    """schema.yaml without its descriptions (None when absent)."""
-    import yaml
-
-    def strip(node):
-        if isinstance(node, dict):
-            return {k: strip(v) for k, v in node.items() if k != "description"}
-        if isinstance(node, list):
-            return [strip(v) for v in node]
-        return node
-
-    return strip(yaml.safe_load(path.read_text())) if path.is_file() else None
 
 
 def _rules(name: str) -> bool:
@@ -157,8 +142,6 @@ def science_changes(commit: str, project: Path) -> list[str] | None:
         then, now = Path(tmp, "then"), Path(tmp, "now")
         if not (_tree(project, commit, then) and _tree(project, "HEAD", now)):
             return None
-        if _schema(then / SCHEMA) != _schema(now / SCHEMA):
-            changed.add(SCHEMA)
         if _package(then / PYPROJECT) != _package(now / PYPROJECT):
             changed.add(PYPROJECT)
         settings = Path(project) / PYPROJECT

@@ -27,6 +27,7 @@ import pandas as pd
 
 from lengen.config import artifacts
 from lengen.config.config import layer_params, load
+from lengen.config.tier import TierConfig
 from lengen.core import provenance
 from lengen.core.cli import command_parser, json_object, one_line_errors
 from lengen.report import effects, reference, rules
@@ -433,7 +434,7 @@ def write_report(
     scales = {name: scale(cfg, name) for name, _ in by_experiment(cfg)}
     rows = pd.DataFrame([verdict(c, tables, (scales.get(e) or {}).get("short", ""))
                          for e, c in by_experiment(cfg)])  # fmt: skip
-    tests_paper = cfg.get("tests_the_paper", True)
+    tests_paper = cfg.get("tests_the_paper", TierConfig.tests_the_paper)
     if not tests_paper:  # a plumbing tier: every row shown, none counted
         rows["counted"] = PLUMBING
     ref = reference.read(reference_path)

@@ -50,8 +50,8 @@ class GenerationBatch:
 
 
 # --- A generation-scored task's config section (a tier's `parity_scratchpad:` ...): each task's
-# SectionConfig extends GenerationSection with its own keys; schema.yaml names it (x-dataclass)
-# and lengen.core.settings makes its schema and config/README.md rows from the fields.
+# SectionConfig extends GenerationSection with its own keys; lengen.config.tier puts it in the
+# tier's schema, its keys and config/README.md rows made from the fields (lengen.core.settings).
 
 STYLE = setting(None, null=False, doc="figure style: seaborn context, panel height (inches), "
                 "aspect, dpi (absent: paper, 3.0, 1.15, 150)")  # fmt: skip
@@ -61,7 +61,8 @@ FIGURE = {"$ref": "#/$defs/generation_figure"}
 
 
 def ref(name: str) -> dict:
-    """A schema node's reference to one of schema.yaml's $defs (`model`, `train`, ...)."""
+    """A schema node's reference to a part sections share (`model`, `train`, ...: the $defs of
+    lengen.config.tier.schema)."""
     return {"$ref": f"#/$defs/{name}"}
 
 

@@ -54,8 +54,8 @@ class TaskSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class SectionConfig(GenerationSection):
-    """A tier's `majority` section: one model per position scheme and longest training
-    length."""
+    """A tier's `majority` section (not in the paper; the task interface's plug-in example,
+    docs/extending.md "A task"): one model per position scheme and longest training length."""
 
     train_max_lens: tuple[int, ...] = setting(doc="longest training lengths n, one model each",
                                               items={"minimum": 1}, minItems=1,

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 SPECIALS = ("<BOS>", "<SEP>", "t0", "t1")
 BOS, SEP, T0, T1 = range(4)
+SECTION_REQUIRED = True  # every tier has this section: the workflow's rules read it
 POSE_SKIPS = ("paper", "reference")  # the first: the paper's (core.positions.pose_position_ids)
 
 
