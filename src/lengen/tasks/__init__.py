@@ -4,9 +4,10 @@ interface; nothing outside a task module names a task.
 Every task module exposes `SectionConfig` (its tier-YAML section's keys, types, bounds and docs,
 lengen.core.settings fields: lengen.config.tier makes the schema and config/README.md from it;
 `SECTION_REQUIRED = True` where every tier must have the section), `TaskSpec` (a frozen
-dataclass: the typed task section of a run spec, lengen.core.specs.Spec.task), `vocab_size(spec)` and `train_batch(spec, rng, step)`, the latter
-returning a `lengen.core.batch.Example` batch (tokens, position IDs, target mask) exactly as the
-model is fed, `config_checks(name, section)` (its config section's cross-key constraints, as
+dataclass: the typed task section of a run spec, lengen.core.specs.Spec.task),
+`vocab_size(spec)` and `train_batch(spec, rng, step)`, the latter returning a
+`lengen.core.batch.Example` batch (tokens, position IDs, target mask) exactly as the model is
+fed, `config_checks(name, section)` (its config section's cross-key constraints, as
 (key, message) pairs; lengen.config.config runs them), and, for `lengen sample`,
 `add_sample_arguments(parser)` and `sample_records(args)`. `spec` is always the typed
 `lengen.core.specs.Spec` (`parse_spec` below). A task imports torch only inside the functions
