@@ -15,12 +15,13 @@ A probe with `values` (jumps / depths) and `runs` instead of one `value` is a fu
 its own row, `NAME/<value>/seed<run>` (the GPU's first paper-scale grid: GPU_PS_ppc_fused).
     python probes/scratchpad.py list                 # names, and which have a row
     python probes/scratchpad.py figure               # accuracy vs length per probe
-    python probes/scratchpad.py import NAME TABLE VARIANT VALUE   # a tier's runs as rows
+    python probes/scratchpad.py import NAME TABLE VARIANT VALUE [TIER_FILE]  # a tier's runs
 
 `import` records the runs of one model of a tier's committed tidy table (a reference's
 `<experiment>_accuracy.csv`, scored by the tier's evaluator on its own test sets: more examples
-per length than a probe's) as rows `NAME/<value>/seed<seed>`, at the probe lengths the table has:
-the evidence of runs whose reference a later one replaces.
+per length than a probe's) as rows `NAME/<value>/seed<seed>`, at the probe lengths the table has,
+judged against the training range of TIER_FILE (default config/config.yaml) as of the runs'
+commit: the evidence of runs whose reference a later one replaces.
 
 Run two at a time, one thread each (platform notes), in the background:
 
@@ -183,16 +184,25 @@ def run(name: str, rescore: bool = False) -> dict | list[dict]:
     return row
 
 
-def import_runs(name: str, table: Path, variant: str, value: int) -> list[dict]:
+def import_runs(name: str, table: Path, variant: str, value: int,
+                tier_file: str = "config/config.yaml") -> list[dict]:  # fmt: skip
     """Record each run of `variant` at jump / depth `value` in a tier's tidy table as a probe
-    row (see the module's doc); returns the rows."""
+    row (see the module's doc), judged against the longest training length of the tier file as
+    of the commit that trained the runs (config.read_tier_at); returns the rows."""
+    from lengen.config.config import read_tier_at
+
     d = pd.read_csv(table)
     experiment = d.experiment.iloc[0]
-    key = "jump" if experiment == "parity_scratchpad" else "depth"
+    key = tasks.get(experiment).SETTING.key
     d = d[(d.variant == variant) & (d[key] == value)]
     if d.empty:
         raise SystemExit(f"{table}: no run of {variant} at {key} {value}")
-    commit = d.git_commit.iloc[0][:7]
+    trained_by = d.git_commit.iloc[0].removesuffix("-dirty")
+    commit = trained_by[:7]
+    cfg = read_tier_at(tier_file, trained_by, ROOT)
+    train_max = tasks.variant_section(cfg[experiment], variant)["train_max_len"]
+    where = table.resolve()
+    where = where.relative_to(ROOT) if where.is_relative_to(ROOT) else where
     rows = []
     for seed, runs in d.groupby("seed"):
         at = runs.set_index("length").accuracy
@@ -203,15 +213,14 @@ def import_runs(name: str, table: Path, variant: str, value: int) -> list[dict]:
             "variant": variant,
             "value": value,
             "note": f"run {runs.run.iloc[0]} of the tier at {commit} "
-                    f"({table.resolve().relative_to(ROOT)}), {n} examples "
+                    f"({where}), {n} examples "
                     "per length",
             "overrides": "{}",
             "steps_run": int(runs.steps_run.iloc[0]),
             "stop_reason": runs.stop_reason.iloc[0],
             **{f"acc_L{k}": float(at[k]) for k in LENGTHS[experiment] if k in at.index},
         }
-        row["verdict"] = verdict(row, experiment, int(d.length[d.length <= 60].max())
-                                 if experiment == "variable_assignment" else 40)
+        row["verdict"] = verdict(row, experiment, train_max)
         row |= {c: runs[c].iloc[0] for c in ("config_hash", "git_commit", "versions")}
         row["seed"] = int(seed)
         append_row(TABLE, row)
@@ -247,9 +256,9 @@ def main(argv: list[str] | None = None) -> None:
 
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["import"]:
-        if len(argv) != 5:
-            raise SystemExit("usage: scratchpad.py import NAME TABLE VARIANT VALUE")
-        for row in import_runs(argv[1], Path(argv[2]), argv[3], int(argv[4])):
+        if len(argv) not in (5, 6):
+            raise SystemExit("usage: scratchpad.py import NAME TABLE VARIANT VALUE [TIER_FILE]")
+        for row in import_runs(argv[1], Path(argv[2]), argv[3], int(argv[4]), *argv[5:]):
             print(json.dumps({k: row[k] for k in ("probe", "steps_run", "verdict")}))
         return
     probe_cli(__doc__, PROBES, TABLE, run, figure, argv)

@@ -269,3 +269,41 @@ def test_the_size_ladder_reads_its_runs_worst_k_per_length_and_draws(tmp_path):
     drawn = ladder.draw(tmp_path / "ladder.png")
     assert (tmp_path / "ladder.png").stat().st_size > 10_000
     assert set(drawn.get("size", [])) <= {"2 x 32", "3 x 64", "4 x 128"}
+
+
+def test_imported_runs_are_judged_by_the_training_range_they_were_trained_with(
+    tmp_path, monkeypatch
+):
+    """`scratchpad.py import`: each seed of one model of a tier's tidy table becomes a row
+    NAME/<value>/seed<seed>, judged against the longest training length of the tier file as of
+    the commit in the table (a variant's own range where it sets one), not today's."""
+    import lengen.config.config as config
+
+    scratchpad = load_script(ROOT / "probes" / "scratchpad.py", "probes_ps")
+    monkeypatch.setattr(scratchpad, "TABLE", tmp_path / "probes.csv")
+    asked = []
+
+    def tier_at(path, commit, root):
+        asked.append((path, commit))
+        section = {"train_max_len": 40, "jumps": [1],
+                   "variants": {"abs": {"scheme": "absolute", "runs": 2,
+                                        "section": {"train_max_len": 20}}}}  # fmt: skip
+        return {"parity_scratchpad": section}
+
+    monkeypatch.setattr(config, "read_tier_at", tier_at)
+    accuracy = {20: 1.0, 40: 0.5, 60: 0.0}  # learned up to 20, the variant's own range
+    table = pd.DataFrame([
+        {"experiment": "parity_scratchpad", "variant": "abs", "jump": 1, "seed": seed,
+         "run": f"abs/k1/seed{seed}", "length": n, "accuracy": acc - seed * 0.5, "n": 8,
+         "steps_run": 100, "stop_reason": "steps", "config_hash": "h",
+         "git_commit": "abc1234def-dirty", "versions": "v"}
+        for seed in (0, 1) for n, acc in accuracy.items()])  # fmt: skip
+    table.to_csv(tmp_path / "t.csv", index=False)
+    rows = scratchpad.import_runs("OLD", tmp_path / "t.csv", "abs", 1)
+    assert asked == [("config/config.yaml", "abc1234def")]
+    assert [r["probe"] for r in rows] == ["OLD/1/seed0", "OLD/1/seed1"]
+    assert rows[0]["verdict"] == ">= 0.9 up to 20 (1.0x the longest training length)"
+    assert rows[1]["verdict"].startswith("not learned in distribution (worst 0.50 at lengths <= 20")
+    assert list(pd.read_csv(tmp_path / "probes.csv").probe) == ["OLD/1/seed0", "OLD/1/seed1"]
+    with pytest.raises(SystemExit, match="no run of abs at jump 2"):
+        scratchpad.import_runs("OLD", tmp_path / "t.csv", "abs", 2)
