@@ -311,5 +311,7 @@ def test_a_training_setting_is_named_in_few_files_from_the_yaml_to_the_optimizer
             found = route.route(setting, task)
             assert len(found) <= 4, (task, setting, found)
             assert "src/lengen/core/specs.py" in found  # its one field: type, bound, doc
-    source = '"""lr in a docstring"""\n# lr\nx = spec.train.lr\nf(lr=1)\nd["lr"]\nlrs = 1\n'
-    assert route.names(source, "lr") == [3, 4, 5]
+    source = ('"""lr in a docstring"""\n# lr\nx = spec.train.lr\nf(lr=1)\nd["lr"]\nlrs = 1\n'
+              'lr = 2\n\n\nclass C:\n    lr: float = 1\n')  # fmt: skip
+    assert route.names(source, "lr") == [3, 4, 5, 11]  # not a local variable (line 7)
+    assert route.names("rule a:\n    params: lr=config['lr']\n", "lr") == [2]  # a .smk

@@ -2,8 +2,9 @@
 YAML that sets it, then every file a training job runs (lengen.config.code.closure of
 lengen.train.train, with that task's module alone, as the job's code hash counts it) whose code
 names the setting (`names`: a field, an attribute such as `spec.train.lr`, a keyword, a string
-that is the key alone; comments and docstrings do not count). The files that carry the run's
-spec whole (the rule, the plan, a task's train_spec) name no setting and are not on it.
+that is the key alone; comments, docstrings and local variables do not count). The files that
+carry the run's spec whole (the rule, the plan, a task's train_spec) name no setting and are
+not on it.
 
     python tools/setting_route.py lr                  # every task's route
     python tools/setting_route.py steps --task sparse_parity
@@ -15,6 +16,7 @@ files for every task.
 from __future__ import annotations
 
 import argparse
+import ast
 import io
 import tokenize
 from pathlib import Path
@@ -26,13 +28,24 @@ YAML = "config/<tier>.yaml"
 
 
 def names(source: str, setting: str) -> list[int]:
-    """The lines where a Python or Snakemake file's code names `setting`: a name (a field, an
-    attribute, a keyword) or a string that is the key alone; comments and docstrings do not."""
-    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
-    return sorted({t.start[0] for t in tokens
-                   if (t.type == tokenize.NAME and t.string == setting)
-                   or (t.type == tokenize.STRING
-                       and t.string.strip("\"'") == setting)})  # fmt: skip
+    """The lines where a file's code names `setting`: in Python, a dataclass field, an attribute
+    (`spec.train.lr`), a keyword argument or a string that is the key alone (not a local
+    variable of that name, a comment or a docstring); in a Snakemake file, which Python cannot
+    parse, a name or such a string token."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # a Snakefile / .smk: its tokens
+        tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+        return sorted({t.start[0] for t in tokens
+                       if (t.type == tokenize.NAME and t.string == setting)
+                       or (t.type == tokenize.STRING
+                           and t.string.strip("\"'") == setting)})  # fmt: skip
+    return sorted({node.lineno for node in ast.walk(tree)
+                   if (isinstance(node, ast.Attribute) and node.attr == setting)
+                   or (isinstance(node, ast.keyword) and node.arg == setting)
+                   or (isinstance(node, ast.Constant) and node.value == setting)
+                   or (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                       and node.target.id == setting)})  # fmt: skip
 
 
 def route(setting: str, task: str) -> dict[str, list[int]]:

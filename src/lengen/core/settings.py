@@ -26,7 +26,8 @@ JSON_TYPES = {int: "integer", float: "number", str: "string", bool: "boolean", d
 def setting(default: Any = dataclasses.MISSING, *, doc: str, null: bool = True,
             **bounds: Any) -> Any:  # fmt: skip
     """A dataclass field that is a config setting: its default (none: the key is required), a
-    one-line doc (config/README.md's "what it sets") and its JSON Schema bounds (BOUNDS).
+    one-line doc (config/README.md's "what it sets") and its JSON Schema bounds (BOUNDS; a
+    callable bound is called each time the schema is made).
     `null=False` on an optional (X | None = None) field: the key may be left out, never written
     null (its None means absent, and no default is shown)."""
     unknown = set(bounds) - set(BOUNDS)
@@ -65,6 +66,13 @@ def _type_schema(hint: Any) -> dict:
     raise TypeError(f"no JSON Schema type for {hint}")
 
 
+def _now(bound: Any) -> Any:
+    """A bound as the schema is made: a callable one (`enum=scheme_names`: a table that may
+    grow after import, e.g. a scheme added in a test) is called now, a tuple made a list."""
+    value = bound() if callable(bound) else bound
+    return list(value) if isinstance(value, tuple) else value
+
+
 def object_schema(cls: type) -> dict:
     """A settings dataclass as a JSON Schema object: one property per `setting` field (its type
     from the hint, its bounds and doc from the field; a field without a doc is no setting: a
@@ -77,16 +85,17 @@ def object_schema(cls: type) -> dict:
     for f in sorted(dataclasses.fields(cls), key=lambda f: f.name not in own):
         if "doc" not in f.metadata:
             continue
-        node = {**_type_schema(hints[f.name]), **f.metadata["bounds"]}
+        bounds = {k: _now(v) for k, v in f.metadata["bounds"].items()}
+        node = {**_type_schema(hints[f.name]), **bounds}
         if not f.metadata["null"] and isinstance(node.get("type"), list):
             node["type"] = next(t for t in node["type"] if t != "null")  # absent, never null
         if "$ref" in node:
             node = {"$ref": node["$ref"]}  # the referenced node's type and bounds
         elif "enum" in node:
             node.pop("type", None)  # the values' own
-        elif "items" in f.metadata["bounds"]:
+        elif "items" in bounds:
             node["items"] = {**_type_schema(hints[f.name]).get("items", {}),
-                             **f.metadata["bounds"]["items"]}  # fmt: skip
+                             **bounds["items"]}  # fmt: skip
         properties[f.name] = {**node, "description": f.metadata["doc"]}
         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             required.append(f.name)

@@ -108,7 +108,7 @@ class VariantSection:
 class VariantConfig:
     """One variant: its position scheme, runs and the keys it overrides."""
 
-    scheme: str = setting(enum=list(scheme_names()), doc=(
+    scheme: str = setting(enum=scheme_names, doc=(
         "ppc = coupled IDs + position head (Sec. 5.2); absolute = true IDs, learned embeddings, "
         "random shift; rope_pose = RoPE with PoSE in training, true IDs at test; nope = no "
         "positional encoding (causal mask only); alibi = ALiBi bias at true IDs."))  # fmt: skip

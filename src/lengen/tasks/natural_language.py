@@ -168,7 +168,7 @@ class SectionConfig:
     corpus: CorpusConfig = setting(doc=" ".join(CorpusConfig.__doc__.split()))
     tokenizer: TokenizerConfig = setting(doc=" ".join(TokenizerConfig.__doc__.split()))
     max_tokens: MaxTokens = setting(doc="tokens kept from each split")
-    scheme: str = setting(PAPER_SCHEME, enum=list(scheme_names(supports)), doc=(
+    scheme: str = setting(PAPER_SCHEME, enum=lambda: scheme_names(supports), doc=(
         "Position scheme of both language models (lengen.model.positions): rope_pose = RoPE, "
         "h_short with PoSE IDs from pose_start on (the paper, App. F; the default); nope = no "
         "positional encoding; alibi = ALiBi bias. NoPE and ALiBi feed true IDs and take no "
