@@ -94,6 +94,9 @@ def test_a_new_task_then_one_command_leaves_the_tests_that_hold_the_files_green(
     root = tmp_path / "project"
     _copy_project(root)
     _add_toy_task(root)
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "a toy task"]):  # a checkout
+        subprocess.run([*git, *args], check=True, capture_output=True)
     env = {**os.environ, "PYTHONPATH": str(root / "src")}
     # the golden plans, then whole files whose tests read every task (the contracts' tables,
     # config/README.md's keys, the docs' statements): none names the tasks it expects
