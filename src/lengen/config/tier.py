@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from lengen import tasks
 from lengen.analysis.theory import TheoryConfig
 from lengen.config.plan import JOBS_PER_GPU, JobConfig
-from lengen.core.settings import object_schema, setting
+from lengen.core.settings import described, object_schema, setting
 from lengen.core.specs import RuntimeConfig, TrackingConfig, TrainSpec
 from lengen.model.config import ModelConfig
 from lengen.tasks.base import GenerationFigure
@@ -59,7 +59,7 @@ class TierConfig:
                                "REPORT.md and verdicts.csv")  # fmt: skip
     tracking: TrackingConfig = setting(doc="MLflow: one run per trained model and per figure")
     runtime: RuntimeConfig = setting(doc="how every training job runs (the tier's machine)")
-    jobs: JobsConfig | None = setting(None, null=False, doc=" ".join(JobsConfig.__doc__.split()))
+    jobs: JobsConfig | None = setting(None, null=False, doc=described(JobsConfig))
     jobs_per_gpu: int = setting(JOBS_PER_GPU, null=False, minimum=1, maximum=16, doc=(
         "on one machine, how many jobs a GPU takes at once (lengen.core.gpus): 1, a GPU is one "
         "job's; more only on purpose, for models small enough to share one (the gpu-smoke tier). "

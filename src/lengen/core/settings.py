@@ -10,7 +10,6 @@ validation imports no torch.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import types
 import typing
 from typing import Any
@@ -66,6 +65,12 @@ def _type_schema(hint: Any) -> dict:
     raise TypeError(f"no JSON Schema type for {hint}")
 
 
+def described(cls: type) -> str:
+    """A settings class's docstring, its first paragraph on one line: its schema node's
+    description, and the doc of a field that holds it (`setting(doc=described(Inner))`)."""
+    return " ".join((cls.__doc__ or "").split("\n\n")[0].split())
+
+
 def _now(bound: Any) -> Any:
     """A bound as the schema is made: a callable one (`enum=scheme_names`: a table that may
     grow after import, e.g. a scheme added in a test) is called now, a tuple made a list."""
@@ -100,8 +105,8 @@ def object_schema(cls: type) -> dict:
         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             required.append(f.name)
     node = {"type": "object", "additionalProperties": False, "properties": properties}
-    if cls.__doc__:  # its first paragraph, where no field or schema node says more
-        node["description"] = " ".join(cls.__doc__.split("\n\n")[0].split())
+    if cls.__doc__:  # where no field or schema node says more
+        node["description"] = described(cls)
     if required:
         node["required"] = required
     node.update(getattr(cls, "SCHEMA", {}))  # what no one field says (if source ... then ...)
@@ -112,9 +117,3 @@ def object_schema(cls: type) -> dict:
 def shows_default(f: dataclasses.Field) -> bool:
     """Whether config/README.md shows the field's default: not for an absent-only setting."""
     return not (f.metadata.get("null") is False and f.default is None)
-
-
-def dataclass_named(ref: str) -> type:
-    """A settings dataclass by its `module:Class` name."""
-    module, _, name = ref.partition(":")
-    return getattr(importlib.import_module(module), name)

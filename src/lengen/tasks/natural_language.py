@@ -23,10 +23,10 @@ from lengen.core.positions import (
     scheme_names,
     true_position_ids,
 )
-from lengen.core.settings import setting
+from lengen.core.settings import described, setting
 from lengen.core.specs import run_spec
 from lengen.data.tokens import load_tokens
-from lengen.tasks.base import ref
+from lengen.tasks.base import STYLE, ref
 
 if TYPE_CHECKING:
     from lengen.core.specs import Spec
@@ -157,16 +157,15 @@ class InfluenceConfig:
 class FiguresConfig:
     """The language figures' style."""
 
-    style: dict | None = setting(None, null=False, doc="figure style: seaborn context, panel "
-                                 "height (inches), aspect, dpi (absent: paper, 3.0, 1.15, 150)")
+    style: dict | None = STYLE
 
 
 @dataclass(frozen=True, kw_only=True)
 class SectionConfig:
     """A tier's `natural_language` section (Sec. 5.3, App. F): Table 1, Figs. 4-6."""
 
-    corpus: CorpusConfig = setting(doc=" ".join(CorpusConfig.__doc__.split()))
-    tokenizer: TokenizerConfig = setting(doc=" ".join(TokenizerConfig.__doc__.split()))
+    corpus: CorpusConfig = setting(doc=described(CorpusConfig))
+    tokenizer: TokenizerConfig = setting(doc=described(TokenizerConfig))
     max_tokens: MaxTokens = setting(doc="tokens kept from each split")
     scheme: str = setting(PAPER_SCHEME, enum=lambda: scheme_names(supports), doc=(
         "Position scheme of both language models (lengen.model.positions): rope_pose = RoPE, "
@@ -183,10 +182,10 @@ class SectionConfig:
     long_context: int = setting(doc="Lbar: h_long's context, eval length", minimum=3)
     model: dict = setting(doc="the model of every run of the section (App. E Table 2 / App. F)",
                           **ref("model"))  # fmt: skip
-    short: ShortConfig = setting(doc=" ".join(ShortConfig.__doc__.split()))
-    long: LongConfig = setting(doc=" ".join(LongConfig.__doc__.split()))
-    eval: EvalConfig = setting(doc=" ".join(EvalConfig.__doc__.split()))
-    influence: InfluenceConfig = setting(doc=" ".join(InfluenceConfig.__doc__.split()))
+    short: ShortConfig = setting(doc=described(ShortConfig))
+    long: LongConfig = setting(doc=described(LongConfig))
+    eval: EvalConfig = setting(doc=described(EvalConfig))
+    influence: InfluenceConfig = setting(doc=described(InfluenceConfig))
     gpus_per_job: int | None = setting(None, null=False, minimum=1, doc="GPUs per language-model "
                                        "training job (DeepSpeed data parallel)")  # fmt: skip
     loss_chunk_tokens: int | None = setting(None, null=False, minimum=0, doc=(

@@ -16,7 +16,7 @@ import numpy as np
 
 from lengen.core.batch import Example
 from lengen.core.positions import pose_fed_position_ids, true_position_ids
-from lengen.core.settings import setting
+from lengen.core.settings import described, setting
 from lengen.core.specs import run_spec
 from lengen.tasks.base import STYLE, positive_int, ref
 
@@ -121,8 +121,8 @@ class FiguresConfig:
                                     minItems=1)  # fmt: skip
     fig7: tuple[int, ...] = setting(doc="K_train panels of Fig. 7", items={"minimum": 1},
                                     minItems=1)  # fmt: skip
-    attention: AttentionConfig | None = setting(None, null=False, doc=" ".join(
-        AttentionConfig.__doc__.split()))  # fmt: skip
+    attention: AttentionConfig | None = setting(None, null=False,
+                                                doc=described(AttentionConfig))
     style: dict | None = STYLE
 
 
@@ -159,8 +159,8 @@ class SectionConfig:
                           **ref("model"))  # fmt: skip
     train: dict = setting(doc="training settings of every run of the section (a variant's train "
                           "overrides keys)", **ref("train"))  # fmt: skip
-    eval: EvalConfig = setting(doc=" ".join(EvalConfig.__doc__.split()))
-    figures: FiguresConfig = setting(doc=" ".join(FiguresConfig.__doc__.split()),
+    eval: EvalConfig = setting(doc=described(EvalConfig))
+    figures: FiguresConfig = setting(doc=described(FiguresConfig),
                                      additionalProperties=PANELS, propertyNames=NAME)
 
 
