@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 
+from lengen import tasks
 from lengen.config.code import closure, code_hash
 
 from .conftest import ROOT
@@ -61,8 +62,7 @@ def test_a_task_job_hashes_its_own_task_module_not_the_others(tmp_path):
     shutil.copytree(ROOT / "src" / "lengen", root)
     jobs = {(entry, task): lambda e=entry, t=task: code_hash(e, root, task=t)
             for entry in ("lengen.train.train", "lengen.train.group", "lengen.analysis.evaluate")
-            for task in ("sparse_parity", "parity_scratchpad", "natural_language",
-                         "variable_assignment")}  # fmt: skip
+            for task in tasks.REGISTRY}
     before = {k: f() for k, f in jobs.items()}
     task = root / "tasks" / "sparse_parity.py"
     text = task.read_text()
@@ -76,4 +76,4 @@ def test_a_task_job_hashes_its_own_task_module_not_the_others(tmp_path):
     base = root / "tasks" / "base.py"  # shared by the generation tasks: theirs rerun
     base.write_text(base.read_text() + "\nX = 1\n")
     assert {k for k, f in jobs.items() if f() != before[k]} >= {
-        k for k in jobs if k[1] in ("parity_scratchpad", "variable_assignment")}
+        k for k in jobs if k[1] in tasks.generation_tasks()}

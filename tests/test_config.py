@@ -696,7 +696,9 @@ def test_the_gpu_tier_is_the_papers_synthetic_grid():
 
     gpu, paper = load(ROOT / "config" / "gpu.yaml"), load(ROOT / "config" / "paper.yaml")
     assert read_yaml(ROOT / "config" / "gpu.yaml")["extends"]["file"] == "paper.yaml"
-    for section in ("theory", "sparse_parity", "parity_scratchpad", "variable_assignment"):
+    from lengen.config import plan
+
+    for section in ("theory", *plan.experiments(paper)):  # every synthetic task
         assert gpu[section] == paper[section], section
     assert (gpu["tier"], gpu["runtime"]["fuse_runs"]) == ("gpu", 8)
     nl = gpu["natural_language"]

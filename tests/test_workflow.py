@@ -517,12 +517,13 @@ def shrunk_to_cpu(cfg: dict) -> dict:
     cfg["jobs"] = {kind: {"cpus": 1, "mem_mb": 2000, "runtime": 15} for kind in cfg["jobs"]}
     tiny = {"n_layer": 1, "n_head": 2, "d_model": 16}
     few = {"steps": 4, "warmup_steps": 1, "checkpoint_every": 2, "log_every": 2}
-    for name in ("sparse_parity", "parity_scratchpad", "variable_assignment", "majority"):
-        if name in cfg:
-            section = cfg[name]
-            section["model"] = {**section["model"], **tiny}
-            section["train"].update(few, batch_size=8)
-            section["eval"].update(n_examples=8, batch_size=8)
+    from lengen.config import plan
+
+    for name in plan.experiments(cfg):  # every synthetic task the tier trains
+        section = cfg[name]
+        section["model"] = {**section["model"], **tiny}
+        section["train"].update(few, batch_size=8)
+        section["eval"].update(n_examples=8, batch_size=8)
     if "attention" in cfg["sparse_parity"]["figures"]:
         cfg["sparse_parity"]["figures"]["attention"]["n_examples"] = 8
     nl = cfg["natural_language"]
