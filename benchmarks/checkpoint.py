@@ -90,8 +90,11 @@ def main(argv: list[str] | None = None) -> None:
             with torch.device("meta"):
                 spec = parse_spec(kind.spec)
                 params = sum(p.numel() for p in build_model(spec).parameters())
-            row = {"kind": group, "params": params,
-                   "checkpoint_every": kind.spec["train"]["checkpoint_every"]}  # fmt: skip
+            row = {
+                "kind": group,
+                "params": params,
+                "checkpoint_every": kind.spec["train"]["checkpoint_every"],
+            }
             if params <= args.max_params:
                 size, seconds = save_cost(kind.spec, Path(tmp), args.repeats)
                 row.update(bytes=size, save_s=seconds, measured=True)
@@ -110,9 +113,11 @@ def main(argv: list[str] | None = None) -> None:
                 row["overhead"] = row["save_s"] / (row["checkpoint_every"] * per_step)
             how = "saved" if row["measured"] else "estimated"
             over = f"{row['overhead']:.2%} of training" if "overhead" in row else "-"
-            print(f"{row['kind']:34s} {row['params'] / 1e6:8.1f} M  {row['bytes'] / 2**30:6.2f} GiB"
-                  f"  {row['save_s']:7.2f} s ({how})  every {row['checkpoint_every']:5d} steps: "
-                  f"{over}")  # fmt: skip
+            print(
+                f"{row['kind']:34s} {row['params'] / 1e6:8.1f} M  {row['bytes'] / 2**30:6.2f} GiB"
+                f"  {row['save_s']:7.2f} s ({how})  every {row['checkpoint_every']:5d} steps: "
+                f"{over}"
+            )
     if args.json:
         args.json.write_text(json.dumps({"config": args.config, "rows": rows}, indent=2))
 

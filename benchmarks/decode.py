@@ -40,8 +40,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--batch", type=int, help="rows decoded at once (default: the tier's)")
-    parser.add_argument("--fused", type=int, default=0, metavar="R",
-                        help="also time R runs decoded one by one and as one fused group")
+    parser.add_argument(
+        "--fused",
+        type=int,
+        default=0,
+        metavar="R",
+        help="also time R runs decoded one by one and as one fused group",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     cfg = load(args.config)
@@ -83,8 +88,10 @@ def fused_ratio(spec, prompt, ids, n_new: int, args) -> float:
 
     from lengen.model.fused import FusedGPTNeoX
 
-    runs = [build_model(dataclasses.replace(spec, seed=r)).to(args.device).eval()
-            for r in range(args.fused)]  # fmt: skip
+    runs = [
+        build_model(dataclasses.replace(spec, seed=r)).to(args.device).eval()
+        for r in range(args.fused)
+    ]
     fused = FusedGPTNeoX(runs).eval()
     prompts = np.repeat(prompt[None], args.fused, axis=0)
     prompt_ids = np.repeat(ids[None], args.fused, axis=0)
@@ -100,13 +107,17 @@ def fused_ratio(spec, prompt, ids, n_new: int, args) -> float:
     if args.device == "cpu":
         assert min(same) == 1.0, f"the fused group differs: agreement per run {same}"
     print(f"fused = alone, whole sequences: {min(same):.3f} (worst run) {np.mean(same):.3f} (mean)")
-    one_by_one = best_time(lambda: [greedy_decode(m, prompt, ids, n_new) for m in runs],
-                           args.reps, args.device)  # fmt: skip
-    group = best_time(lambda: greedy_decode(fused, prompts, prompt_ids, n_new), args.reps,
-                      args.device)  # fmt: skip
+    one_by_one = best_time(
+        lambda: [greedy_decode(m, prompt, ids, n_new) for m in runs], args.reps, args.device
+    )
+    group = best_time(
+        lambda: greedy_decode(fused, prompts, prompt_ids, n_new), args.reps, args.device
+    )
     print(f"{args.fused} runs one by one            {one_by_one * 1e3:9.1f} ms")
-    print(f"{args.fused} runs as one fused group    {group * 1e3:9.1f} ms   ratio "
-          f"{one_by_one / group:5.2f}x")  # fmt: skip
+    print(
+        f"{args.fused} runs as one fused group    {group * 1e3:9.1f} ms   ratio "
+        f"{one_by_one / group:5.2f}x"
+    )
     return one_by_one / group
 
 

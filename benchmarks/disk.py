@@ -65,9 +65,20 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as work:
         work = Path(work)
         results, reports = work / cfg["results_dir"], work / cfg["reports_dir"]
-        cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
-               str(work), "--cores", args.cores, "--configfile", str(args.configfile.resolve()),
-               "-q"]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(ROOT / "Snakefile"),
+            "--directory",
+            str(work),
+            "--cores",
+            args.cores,
+            "--configfile",
+            str(args.configfile.resolve()),
+            "-q",
+        ]
         t0, peak = time.monotonic(), 0
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         while proc.poll() is None:
@@ -89,9 +100,11 @@ def main(argv: list[str] | None = None) -> None:
         }
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(row, indent=2) + "\n")
-    print(f"{row['tier']}: peak {row['peak_mb']} MB, {row['final_mb']} MB left at the end "
-          f"(the config's estimate of models, data and checkpoints: "
-          f"{row['estimate_mb']['total']} MB); {args.json}")  # fmt: skip
+    print(
+        f"{row['tier']}: peak {row['peak_mb']} MB, {row['final_mb']} MB left at the end "
+        f"(the config's estimate of models, data and checkpoints: "
+        f"{row['estimate_mb']['total']} MB); {args.json}"
+    )
 
 
 if __name__ == "__main__":

@@ -92,8 +92,17 @@ def fused_step(models: list, ids, pos, labels, device: str):
     return step
 
 
-def measure(cfg: ModelConfig, runs: int, batch: int, length: int, device: str, steps: int,
-            warmup: int, bf16: bool = False, compile_: bool = False) -> dict:  # fmt: skip
+def measure(
+    cfg: ModelConfig,
+    runs: int,
+    batch: int,
+    length: int,
+    device: str,
+    steps: int,
+    warmup: int,
+    bf16: bool = False,
+    compile_: bool = False,
+) -> dict:
     """Seconds per step alone and fused for `runs` models."""
     models, ids, pos, labels = runs_and_batch(cfg, runs, batch, length, device)
     opts = [adamw(m.parameters(), device) for m in models]
@@ -113,9 +122,15 @@ def measure(cfg: ModelConfig, runs: int, batch: int, length: int, device: str, s
     t_fused = timed(autocast_step(together, device, bf16, compile_), steps, warmup, device)
     tokens = runs * batch * length
     flops = models[0].flops_per_token(length) * tokens
-    return {"runs": runs, "alone_s": t_alone, "fused_s": t_fused, "ratio": t_alone / t_fused,
-            "alone_tok_s": tokens / t_alone, "fused_tok_s": tokens / t_fused,
-            "fused_tflops": flops / t_fused / 1e12}  # fmt: skip
+    return {
+        "runs": runs,
+        "alone_s": t_alone,
+        "fused_s": t_fused,
+        "ratio": t_alone / t_fused,
+        "alone_tok_s": tokens / t_alone,
+        "fused_tok_s": tokens / t_fused,
+        "fused_tflops": flops / t_fused / 1e12,
+    }
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -136,15 +151,30 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    cfg = ModelConfig(vocab_size=args.vocab, n_layer=args.layers, n_head=args.heads,
-                      d_model=args.width, position="learned", predict_positions=True,
-                      l_max=max(64, args.length))  # fmt: skip  # the PPC model
+    cfg = ModelConfig(
+        vocab_size=args.vocab,
+        n_layer=args.layers,
+        n_head=args.heads,
+        d_model=args.width,
+        position="learned",
+        predict_positions=True,
+        l_max=max(64, args.length),
+    )  # the PPC model
     ceiling = matmul_ceiling(args.device) / 1e3  # TFLOP/s
     rows = []
     for runs in args.runs:
         try:
-            row = measure(cfg, runs, args.batch, args.length, args.device, args.steps,
-                          args.warmup, args.bf16, args.compile)  # fmt: skip
+            row = measure(
+                cfg,
+                runs,
+                args.batch,
+                args.length,
+                args.device,
+                args.steps,
+                args.warmup,
+                args.bf16,
+                args.compile,
+            )
         except torch.OutOfMemoryError:  # as far as memory allows (the larger R are larger)
             print(f"R = {runs:3d}: out of memory ({args.device}); larger R not tried", flush=True)
             rows.append({"runs": runs, "out_of_memory": True})
@@ -152,10 +182,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
         row["fused_mfu"] = row["fused_tflops"] / ceiling
         rows.append(row)
         _write(args, ceiling, rows)  # after each R: a later R's crash keeps the earlier rows
-        print(f"R = {runs:3d}: alone {row['alone_s'] * 1e3:8.1f} ms/step, fused "
-              f"{row['fused_s'] * 1e3:8.1f} ms/step, ratio {row['ratio']:.2f}x "
-              f"({row['fused_tok_s']:.0f} tok/s, MFU {row['fused_mfu']:.1%} fused)",
-              flush=True)  # fmt: skip
+        print(
+            f"R = {runs:3d}: alone {row['alone_s'] * 1e3:8.1f} ms/step, fused "
+            f"{row['fused_s'] * 1e3:8.1f} ms/step, ratio {row['ratio']:.2f}x "
+            f"({row['fused_tok_s']:.0f} tok/s, MFU {row['fused_mfu']:.1%} fused)",
+            flush=True,
+        )
     _write(args, ceiling, rows)
     return rows
 

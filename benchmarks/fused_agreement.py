@@ -57,8 +57,12 @@ def agreement(paths: list[Path], eval_cfg: dict, test_seed: int, device: str) ->
         for i in range(0, len(example.tokens), size):
             tokens, ids = example.tokens[i : i + size], example.position_ids[i : i + size]
             prompt, prompt_ids = tokens[:, :p], ids[:, :p]
-            together = greedy_decode(fused, np.repeat(prompt[None], runs, axis=0),
-                                     np.repeat(prompt_ids[None], runs, axis=0), n_new)  # fmt: skip
+            together = greedy_decode(
+                fused,
+                np.repeat(prompt[None], runs, axis=0),
+                np.repeat(prompt_ids[None], runs, axis=0),
+                n_new,
+            )
             right_fused += exact_match(together, tokens, ids, check_positions=predicts).sum(-1)
             for r, model in enumerate(models):
                 alone = greedy_decode(model, prompt, prompt_ids, n_new)
@@ -68,9 +72,18 @@ def agreement(paths: list[Path], eval_cfg: dict, test_seed: int, device: str) ->
                     equal &= (together.position_ids[r] == alone.position_ids).all(-1)
                 same[r] += equal.sum()
         n = len(example.tokens)
-        rows += [{"model": str(paths[r]), "run": specs[r].run_name, "length": int(length),
-                  "n": n, "same_generation": same[r] / n, "accuracy_alone": right_alone[r] / n,
-                  "accuracy_fused": right_fused[r] / n} for r in range(runs)]  # fmt: skip
+        rows += [
+            {
+                "model": str(paths[r]),
+                "run": specs[r].run_name,
+                "length": int(length),
+                "n": n,
+                "same_generation": same[r] / n,
+                "accuracy_alone": right_alone[r] / n,
+                "accuracy_fused": right_fused[r] / n,
+            }
+            for r in range(runs)
+        ]
     return rows
 
 
@@ -91,13 +104,16 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{len(args.models)} members of {experiment}, {where}")
     print("run                      length  same generation  accuracy alone  fused")
     for r in rows:
-        print(f"{r['run']:<25}{r['length']:>6}  {r['same_generation']:>15.3f}  "
-              f"{r['accuracy_alone']:>14.3f}  {r['accuracy_fused']:>5.3f}")
+        print(
+            f"{r['run']:<25}{r['length']:>6}  {r['same_generation']:>15.3f}  "
+            f"{r['accuracy_alone']:>14.3f}  {r['accuracy_fused']:>5.3f}"
+        )
     worst = min(r["same_generation"] for r in rows)
     print(f"fused = alone, whole generations: {worst:.3f} (worst member and length)")
     if args.json:
-        args.json.write_text(json.dumps({"config": args.config, "device": where, "rows": rows},
-                                        indent=1))  # fmt: skip
+        args.json.write_text(
+            json.dumps({"config": args.config, "device": where, "rows": rows}, indent=1)
+        )
 
 
 if __name__ == "__main__":

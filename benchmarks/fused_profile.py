@@ -28,24 +28,49 @@ from throughput import sync
 from lengen.model.model import ModelConfig
 
 GROUPS = {  # operator or kernel name fragments -> group (the first match wins)
-    "matmul": ("aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::matmul",
-               "aten::linear", "gemm", "nvjet", "cutlass", "xmma", "cublas"),
+    "matmul": (
+        "aten::mm",
+        "aten::bmm",
+        "aten::addmm",
+        "aten::baddbmm",
+        "aten::matmul",
+        "aten::linear",
+        "gemm",
+        "nvjet",
+        "cutlass",
+        "xmma",
+        "cublas",
+    ),
     "attention": ("attention", "softmax", "flash", "fmha", "sdpa"),
     "optimizer": ("adam", "foreach", "multi_tensor_apply", "clip"),
     "copy/cast": ("copy", "to_copy", "cast"),
     "layer norm": ("layer_norm", "layernorm"),
     "reduction": ("reduce", "aten::sum", "norm"),
-    "elementwise": ("elementwise", "aten::add", "aten::mul", "aten::div", "aten::gelu",
-                    "aten::where"),
+    "elementwise": (
+        "elementwise",
+        "aten::add",
+        "aten::mul",
+        "aten::div",
+        "aten::gelu",
+        "aten::where",
+    ),
 }
 # CUPTI's overhead records (torch/profiler/_cupti_monitor.py): not kernels, so not device time.
 # "Command Buffer Full": the host's launch queue was full, i.e. it waited on the GPU (the step is
 # bound by the GPU's work, not by kernel launches). Counted, not summed into the busy time: the
 # first H200 profile (2026-11-26) summed them as device time, 915 ms in a 106 ms step, and its
 # "mm" fragment put them among the matmuls.
-CUPTI_OVERHEAD = ("Command Buffer Full", "Buffer Flush", "Instrumentation", "Resource",
-                  "Driver Compiler", "Runtime Triggered Module Loading", "Lazy Function Loading",
-                  "Activity Buffer Request", "UVM Activity Init")  # fmt: skip
+CUPTI_OVERHEAD = (
+    "Command Buffer Full",
+    "Buffer Flush",
+    "Instrumentation",
+    "Resource",
+    "Driver Compiler",
+    "Runtime Triggered Module Loading",
+    "Lazy Function Loading",
+    "Activity Buffer Request",
+    "UVM Activity Init",
+)
 
 
 def group_of(name: str) -> str:
@@ -118,8 +143,7 @@ def tally(events, device: str, steps: int, top: int) -> dict:
         "device_busy_s": sum(s for s, _ in by_name.values()) / steps,
         "queue_full_per_step": queue_full / steps if device == "cuda" else None,
         "groups_s": dict(sorted(groups.items(), key=lambda kv: -kv[1])),
-        "top": [{"op": name, "s_per_step": s / steps, "calls": n // steps}
-                for name, (s, n) in ops],  # fmt: skip
+        "top": [{"op": name, "s_per_step": s / steps, "calls": n // steps} for name, (s, n) in ops],
     }
 
 
@@ -141,25 +165,36 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    cfg = ModelConfig(vocab_size=args.vocab, n_layer=args.layers, n_head=args.heads,
-                      d_model=args.width, position="learned", predict_positions=True,
-                      l_max=max(64, args.length))  # fmt: skip  # the PPC model, as fused.py's
+    cfg = ModelConfig(
+        vocab_size=args.vocab,
+        n_layer=args.layers,
+        n_head=args.heads,
+        d_model=args.width,
+        position="learned",
+        predict_positions=True,
+        l_max=max(64, args.length),
+    )  # the PPC model, as fused.py's
     step = fused_step(cfg, args.runs, args.batch, args.length, args.device, args.bf16)
     found = profile(step, args.steps, args.warmup, args.device, args.top)
     where = "GPU kernels" if args.device == "cuda" else "CPU operators"
     share = f" ({found['busy_share']:.0%} of the step)" if found["busy_share"] else ""
     if found["queue_full_per_step"]:
         share += f"; launch queue full {found['queue_full_per_step']:.0f} times per step"
-    print(f"R = {args.runs}: {found['wall_s'] * 1e3:.1f} ms per step; {where} "
-          f"{found['device_busy_s'] * 1e3:.1f} ms{share}")  # fmt: skip
+    print(
+        f"R = {args.runs}: {found['wall_s'] * 1e3:.1f} ms per step; {where} "
+        f"{found['device_busy_s'] * 1e3:.1f} ms{share}"
+    )
     for name, s in found["groups_s"].items():
         print(f"  {name:10s} {s * 1e3:8.2f} ms  {s / found['device_busy_s']:6.1%}")
     for op in found["top"]:
         print(f"    {op['s_per_step'] * 1e3:8.3f} ms  x{op['calls']:<4d} {op['op']}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"setup": {k: v for k, v in vars(args).items() if k != "json"}, **found},
-                      f, indent=2)  # fmt: skip
+            json.dump(
+                {"setup": {k: v for k, v in vars(args).items() if k != "json"}, **found},
+                f,
+                indent=2,
+            )
     return found
 
 

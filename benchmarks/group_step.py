@@ -57,8 +57,18 @@ def group_specs(cfg: dict, name: str, runs: int, compile_mode: str) -> list:
     return specs
 
 
-def measure(cfg: dict, name: str, runs: int, compile_mode: str, steps: int, warmup: int,
-            profile_steps: int, ceiling: float, peak: float, device: str) -> dict:  # fmt: skip
+def measure(
+    cfg: dict,
+    name: str,
+    runs: int,
+    compile_mode: str,
+    steps: int,
+    warmup: int,
+    profile_steps: int,
+    ceiling: float,
+    peak: float,
+    device: str,
+) -> dict:
     specs = group_specs(cfg, name, runs, compile_mode)
     runtime.setup(specs[0].runtime)
     with tempfile.TemporaryDirectory() as tmp:
@@ -85,16 +95,22 @@ def measure(cfg: dict, name: str, runs: int, compile_mode: str, steps: int, warm
         seq_len = real_per_step / (len(specs) * specs[0].train.batch_size)
         tflops = real_per_step * member.flops_per_token(max(1, round(seq_len))) / s / 1e12
         row = {
-            "group": name, "runs": len(specs), "compile": compile_mode,
-            "params_per_run": member.num_params(), "batch": specs[0].train.batch_size,
-            "timed_steps": len(times), "ms_per_step": 1e3 * s,
+            "group": name,
+            "runs": len(specs),
+            "compile": compile_mode,
+            "params_per_run": member.num_params(),
+            "batch": specs[0].train.batch_size,
+            "timed_steps": len(times),
+            "ms_per_step": 1e3 * s,
             "ms_per_run_step": 1e3 * s / len(specs),
             "real_tokens_per_step": real_per_step,
             "padding_share": 1 - sum(real) / max(sum(fed), 1),
-            "real_tokens_per_s": real_per_step / s, "tflops_real": tflops,
-            "mfu_peak": tflops / peak, "of_ceiling": tflops / (ceiling / 1e3),
+            "real_tokens_per_s": real_per_step / s,
+            "tflops_real": tflops,
+            "mfu_peak": tflops / peak,
+            "of_ceiling": tflops / (ceiling / 1e3),
             "peak_gib": torch.cuda.max_memory_allocated() / 2**30 if device == "cuda" else None,
-        }  # fmt: skip
+        }
         if profile_steps and compile_mode == "none":
             counter = iter(range(first + warmup + steps, first + 10**6))
             step = trainee.step
@@ -110,13 +126,19 @@ def measure(cfg: dict, name: str, runs: int, compile_mode: str, steps: int, warm
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="config/gpu.yaml")
-    parser.add_argument("--device", choices=["cpu", "cuda"], default=None,
-                        help="default: cuda where there is one")  # fmt: skip
-    parser.add_argument("--groups", nargs="+",
-                        default=["parity_scratchpad/ppc", "sparse_parity/neox"])  # fmt: skip
+    parser.add_argument(
+        "--device", choices=["cpu", "cuda"], default=None, help="default: cuda where there is one"
+    )
+    parser.add_argument(
+        "--groups", nargs="+", default=["parity_scratchpad/ppc", "sparse_parity/neox"]
+    )
     parser.add_argument("--runs", type=int, nargs="+", default=[8])
-    parser.add_argument("--compile", nargs="+", default=["none"],
-                        help="runtime.compile modes: none, default, reduce-overhead, ...")
+    parser.add_argument(
+        "--compile",
+        nargs="+",
+        default=["none"],
+        help="runtime.compile modes: none, default, reduce-overhead, ...",
+    )
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--profile", type=int, default=0, help="profiled eager steps (0: none)")
@@ -135,26 +157,51 @@ def main(argv: list[str] | None = None) -> list[dict]:
         for runs in args.runs:
             for mode in args.compile:
                 t0 = time.perf_counter()
-                row = measure(cfg, name, runs, mode, args.steps, args.warmup, args.profile,
-                              ceiling, args.peak, device)  # fmt: skip
+                row = measure(
+                    cfg,
+                    name,
+                    runs,
+                    mode,
+                    args.steps,
+                    args.warmup,
+                    args.profile,
+                    ceiling,
+                    args.peak,
+                    device,
+                )
                 row["wall_s"] = time.perf_counter() - t0
                 rows.append(row)
-                print(f"{name} R={row['runs']} compile={mode}: {row['ms_per_step']:.1f} ms/step "
-                      f"({row['ms_per_run_step']:.2f} per run), "
-                      f"{row['real_tokens_per_s']:.0f} real tok/s, padding "
-                      f"{row['padding_share']:.1%}, {row['tflops_real']:.1f} TFLOP/s = "
-                      f"{row['mfu_peak']:.1%} of peak, {row['of_ceiling']:.1%} of ceiling, "
-                      f"{row['wall_s']:.0f} s", flush=True)  # fmt: skip
+                print(
+                    f"{name} R={row['runs']} compile={mode}: {row['ms_per_step']:.1f} ms/step "
+                    f"({row['ms_per_run_step']:.2f} per run), "
+                    f"{row['real_tokens_per_s']:.0f} real tok/s, padding "
+                    f"{row['padding_share']:.1%}, {row['tflops_real']:.1f} TFLOP/s = "
+                    f"{row['mfu_peak']:.1%} of peak, {row['of_ceiling']:.1%} of ceiling, "
+                    f"{row['wall_s']:.0f} s",
+                    flush=True,
+                )
                 if "profile" in row:
                     p = row["profile"]
                     split = ", ".join(f"{g} {1e3 * s:.1f}" for g, s in p["groups_s"].items())
-                    print(f"  profile: wall {1e3 * p['wall_s']:.1f} ms, GPU busy "
-                          f"{p['busy_share'] or 0:.0%}: {split} ms", flush=True)  # fmt: skip
+                    print(
+                        f"  profile: wall {1e3 * p['wall_s']:.1f} ms, GPU busy "
+                        f"{p['busy_share'] or 0:.0%}: {split} ms",
+                        flush=True,
+                    )
                 if args.json:  # written after each row: a step cut off keeps the ones before
-                    args.json.write_text(json.dumps(
-                        {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
-                         "ceiling_tflops": ceiling / 1e3, "peak_tflops": args.peak,
-                         "rows": rows}, indent=1))  # fmt: skip
+                    args.json.write_text(
+                        json.dumps(
+                            {
+                                "device": torch.cuda.get_device_name()
+                                if device == "cuda"
+                                else "cpu",
+                                "ceiling_tflops": ceiling / 1e3,
+                                "peak_tflops": args.peak,
+                                "rows": rows,
+                            },
+                            indent=1,
+                        )
+                    )
     return rows
 
 

@@ -36,9 +36,16 @@ def measure(cfg: dict, steps: int, start: int) -> list[dict]:
             t = time.perf_counter()
             group_batch(task, specs, step, buckets, None)
             times.append(time.perf_counter() - t)
-        rows.append({"experiment": experiment, "variant": variant, "runs": len(specs),
-                     "ms_per_batch": 1e3 * statistics.median(times), "steps": steps,
-                     "first_step": start})  # fmt: skip
+        rows.append(
+            {
+                "experiment": experiment,
+                "variant": variant,
+                "runs": len(specs),
+                "ms_per_batch": 1e3 * statistics.median(times),
+                "steps": steps,
+                "first_step": start,
+            }
+        )
     return rows
 
 
@@ -56,8 +63,10 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"{args.config}: no fused variant (runtime.fuse_runs <= 1)")
     print(f"{args.config}: one fused group's batch, one CPU thread, median of {args.steps}")
     for r in rows:
-        print(f"{r['experiment'] + '/' + r['variant']:<34}R = {r['runs']:<3}"
-              f"{r['ms_per_batch']:>7.1f} ms")
+        print(
+            f"{r['experiment'] + '/' + r['variant']:<34}R = {r['runs']:<3}"
+            f"{r['ms_per_batch']:>7.1f} ms"
+        )
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"config": args.config, "rows": rows}, f, indent=1)

@@ -42,8 +42,10 @@ def run_tokens(cfg: dict, group: str, samples: int) -> tuple[list[list[int]], di
     specs = [parse_spec(r.spec(cfg)) for r in runs]
     task = tasks.get(experiment)
     steps = np.linspace(0, specs[0].train.steps - 1, samples).round().astype(int).tolist()
-    counts = [[task.train_batch(s, step_rng(s.seed, step, 0), step).tokens[:, :-1].size
-               for s in specs] for step in steps]  # fmt: skip
+    counts = [
+        [task.train_batch(s, step_rng(s.seed, step, 0), step).tokens[:, :-1].size for s in specs]
+        for step in steps
+    ]
     return counts, specs[0].model
 
 
@@ -53,8 +55,13 @@ def layer(model: dict, runs: int, device: str, dtype: torch.dtype, seed: int = 0
     h = model.get("d_mlp") or 4 * d  # the MLP's width, as ModelConfig.mlp_dim
     gen = torch.Generator().manual_seed(seed)
     shapes = [(d, 3 * d), (d, d), (d, h), (h, d)]
-    made = [(torch.randn(runs, i, o, generator=gen).mul_(i**-0.5),
-             torch.randn(runs, o, generator=gen).mul_(0.02)) for i, o in shapes]  # fmt: skip
+    made = [
+        (
+            torch.randn(runs, i, o, generator=gen).mul_(i**-0.5),
+            torch.randn(runs, o, generator=gen).mul_(0.02),
+        )
+        for i, o in shapes
+    ]
     return [tuple(t.to(device, dtype).requires_grad_() for t in pair) for pair in made]
 
 
@@ -92,14 +99,17 @@ def one_sample(sample: list[int], weights: list, gen, device: str, dtype) -> dic
         x_pad[r, : len(xr)] = xr
     x_cat = torch.cat(xs)
     ends = torch.tensor(np.cumsum(sample), dtype=torch.int32, device=device)
-    run = torch.repeat_interleave(torch.arange(runs, device=device),
-                                  torch.tensor(sample, device=device))  # fmt: skip
+    run = torch.repeat_interleave(
+        torch.arange(runs, device=device), torch.tensor(sample, device=device)
+    )
 
     # the padded rows are masked out of the loss, as training's target mask does
     lengths = torch.tensor(sample, device=device)
     mask = torch.arange(max(sample), device=device)[None] < lengths[:, None]
-    ways = {"padded": (lambda: padded(x_pad, weights), mask[..., None].to(dtype)),
-            "grouped": (lambda: grouped(x_cat, ends, run, weights), None)}  # fmt: skip
+    ways = {
+        "padded": (lambda: padded(x_pad, weights), mask[..., None].to(dtype)),
+        "grouped": (lambda: grouped(x_cat, ends, run, weights), None),
+    }
     out, kept = {}, {}
     for name, (fn, keep) in ways.items():
 
@@ -116,13 +126,16 @@ def one_sample(sample: list[int], weights: list, gen, device: str, dtype) -> dic
         if keep is not None:
             outs = [torch.cat([o[r, :n] for r, n in enumerate(sample)]) for o in outs]
         kept[name] = [*outs, *[p.grad.clone() for pair in weights for p in pair]]
-    out["worst"] = max(((a.float() - b.float()).abs().max() / a.float().abs().max()).item()
-                       for a, b in zip(kept["padded"], kept["grouped"], strict=True))  # fmt: skip
+    out["worst"] = max(
+        ((a.float() - b.float()).abs().max() / a.float().abs().max()).item()
+        for a, b in zip(kept["padded"], kept["grouped"], strict=True)
+    )
     return out
 
 
-def measure(counts: list[list[int]], model: dict, device: str, dtype: torch.dtype,
-            warmup: int = 2) -> dict:  # fmt: skip
+def measure(
+    counts: list[list[int]], model: dict, device: str, dtype: torch.dtype, warmup: int = 2
+) -> dict:
     """Median ms of the padded and the grouped layer over the samples (the first `warmup` not
     timed when there are more), the tokens fed each way, the largest relative difference."""
     weights = layer(model, len(counts[0]), device, dtype)
@@ -131,11 +144,15 @@ def measure(counts: list[list[int]], model: dict, device: str, dtype: torch.dtyp
     timed_ = done[warmup:] if len(done) > warmup else done
     fed = sum(len(s) * max(s) for s in counts)
     own = sum(sum(s) for s in counts)
-    return {"runs": len(counts[0]), "samples": len(counts),
-            "ms_padded": 1e3 * statistics.median(d["padded"] for d in timed_),
-            "ms_grouped": 1e3 * statistics.median(d["grouped"] for d in timed_),
-            "tokens_fed_padded": fed, "tokens_own": own,
-            "max_rel_difference": max(d["worst"] for d in done)}  # fmt: skip
+    return {
+        "runs": len(counts[0]),
+        "samples": len(counts),
+        "ms_padded": 1e3 * statistics.median(d["padded"] for d in timed_),
+        "ms_grouped": 1e3 * statistics.median(d["grouped"] for d in timed_),
+        "tokens_fed_padded": fed,
+        "tokens_own": own,
+        "max_rel_difference": max(d["worst"] for d in done),
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -157,16 +174,32 @@ def main(argv: list[str] | None = None) -> None:
     row = measure(counts, model, args.device, dtype)
     where = torch.cuda.get_device_name() if args.device == "cuda" else "1 CPU thread"
     print(f"{args.group}, R = {row['runs']}, d_model {model['d_model']}, {args.dtype}, {where}")
-    print(f"padded (today's fused linear)  {row['ms_padded']:8.1f} ms   tokens fed "
-          f"{row['tokens_fed_padded'] / row['tokens_own']:.3f}x the runs' own")
-    print(f"grouped GEMM (each run's own)  {row['ms_grouped']:8.1f} ms   ratio "
-          f"{row['ms_padded'] / row['ms_grouped']:.2f}x")
-    print(f"largest difference, outputs and gradients (relative to each's largest): "
-          f"{row['max_rel_difference']:.2e}")
+    print(
+        f"padded (today's fused linear)  {row['ms_padded']:8.1f} ms   tokens fed "
+        f"{row['tokens_fed_padded'] / row['tokens_own']:.3f}x the runs' own"
+    )
+    print(
+        f"grouped GEMM (each run's own)  {row['ms_grouped']:8.1f} ms   ratio "
+        f"{row['ms_padded'] / row['ms_grouped']:.2f}x"
+    )
+    print(
+        f"largest difference, outputs and gradients (relative to each's largest): "
+        f"{row['max_rel_difference']:.2e}"
+    )
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"config": args.config, "group": args.group, "dtype": args.dtype,
-                       "device": where, "model": model, **row}, f, indent=1)  # fmt: skip
+            json.dump(
+                {
+                    "config": args.config,
+                    "group": args.group,
+                    "dtype": args.dtype,
+                    "device": where,
+                    "model": model,
+                    **row,
+                },
+                f,
+                indent=1,
+            )
 
 
 if __name__ == "__main__":

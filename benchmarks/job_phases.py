@@ -38,8 +38,18 @@ from pathlib import Path
 
 T0 = time.perf_counter()
 ROOT = Path(__file__).resolve().parents[1]
-PHASES = ("start", "imports", "distributed", "model", "engine", "MLflow", "first step",
-          "later steps", "the rest", "exit")  # fmt: skip
+PHASES = (
+    "start",
+    "imports",
+    "distributed",
+    "model",
+    "engine",
+    "MLflow",
+    "first step",
+    "later steps",
+    "the rest",
+    "exit",
+)
 
 
 class Clock:
@@ -107,8 +117,14 @@ def one_job(spec: dict, folder: Path) -> dict:
     spec = {**spec, "tracking": {**spec["tracking"], "uri": f"sqlite:///{folder}/mlflow.db"}}
     tracking.prepare_store(spec["tracking"]["uri"], [spec["tracking"]["experiment"]])
     (folder / "spec.json").write_text(json.dumps(spec))
-    cmd = [sys.executable, __file__, "--child", str(folder / "spec.json"), str(folder / "out"),
-           str(folder / "phases.json")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        str(folder / "spec.json"),
+        str(folder / "out"),
+        str(folder / "phases.json"),
+    ]
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=folder)
     wall = time.perf_counter() - start
@@ -153,15 +169,23 @@ def main() -> None:
     per_phase = {p: statistics.median(j["phases_s"].get(p, 0.0) for j in jobs) for p in PHASES}
     wall = statistics.median(j["wall_s"] for j in jobs)
     steps = spec["train"]["steps"]
-    print(f"{args.tier} tier, {run.experiment}/{run.variant}/{run.setting}/seed{run.run}, "
-          f"{steps} steps, median of {args.repeat}: wall {wall:.2f} s")  # fmt: skip
+    print(
+        f"{args.tier} tier, {run.experiment}/{run.variant}/{run.setting}/seed{run.run}, "
+        f"{steps} steps, median of {args.repeat}: wall {wall:.2f} s"
+    )
     for phase, s in per_phase.items():
         print(f"  {phase:12s} {s:6.2f} s  {s / wall:6.1%}")
-    result = {"machine": platform.platform(), "python": platform.python_version(),
-              "tier": args.tier, "run": f"{run.experiment}/{run.variant}/{run.setting}/"
-              f"seed{run.run}", "steps": steps, "repeat": args.repeat,
-              "wall_s": round(wall, 3), "phases_s": {k: round(v, 3) for k, v in per_phase.items()},
-              "jobs": jobs}  # fmt: skip
+    result = {
+        "machine": platform.platform(),
+        "python": platform.python_version(),
+        "tier": args.tier,
+        "run": f"{run.experiment}/{run.variant}/{run.setting}/seed{run.run}",
+        "steps": steps,
+        "repeat": args.repeat,
+        "wall_s": round(wall, 3),
+        "phases_s": {k: round(v, 3) for k, v in per_phase.items()},
+        "jobs": jobs,
+    }
     if args.out:
         args.out.write_text(json.dumps(result, indent=2) + "\n")
 

@@ -118,10 +118,15 @@ def measure(cfg: dict, name: str, runs: int, steps: int, width: int) -> dict:
             trainee.close()
     per_step = {p: count.ops[p] / steps for p in PHASES}
     top = Counter({k: n / steps for k, n in count.names.items()}).most_common(8)
-    return {"group": name, "runs": len(specs), "layers": specs[0].model["n_layer"],
-            "ops_per_step": per_step, "total": sum(per_step.values()),
-            "syncs_per_step": {p: count.syncs[p] / steps for p in PHASES if count.syncs[p]},
-            "top": [{"phase": p, "op": op, "per_step": n} for (p, op), n in top]}  # fmt: skip
+    return {
+        "group": name,
+        "runs": len(specs),
+        "layers": specs[0].model["n_layer"],
+        "ops_per_step": per_step,
+        "total": sum(per_step.values()),
+        "syncs_per_step": {p: count.syncs[p] / steps for p in PHASES if count.syncs[p]},
+        "top": [{"phase": p, "op": op, "per_step": n} for (p, op), n in top],
+    }
 
 
 def slopes(rows: list[dict]) -> dict[str, float]:
@@ -129,8 +134,9 @@ def slopes(rows: list[dict]) -> dict[str, float]:
     r = np.array([row["runs"] for row in rows], dtype=float)
     out = {}
     for phase in (*PHASES, "total"):
-        y = np.array([row["total"] if phase == "total" else row["ops_per_step"][phase]
-                      for row in rows])  # fmt: skip
+        y = np.array(
+            [row["total"] if phase == "total" else row["ops_per_step"][phase] for row in rows]
+        )
         out[phase] = float(np.polyfit(r, y, 1)[0]) if len(set(r)) > 1 else float("nan")
     return out
 
@@ -138,14 +144,18 @@ def slopes(rows: list[dict]) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="config/gpu.yaml")
-    parser.add_argument("--groups", nargs="+",
-                        default=["parity_scratchpad/ppc", "sparse_parity/neox"])  # fmt: skip
+    parser.add_argument(
+        "--groups", nargs="+", default=["parity_scratchpad/ppc", "sparse_parity/neox"]
+    )
     parser.add_argument("--runs", type=int, nargs="+", default=[1, 4, 8, 16])
     parser.add_argument("--steps", type=int, default=2, help="steps counted")
     parser.add_argument("--width", type=int, default=32, help="d_model (the count ignores it)")
-    parser.add_argument("--precision", choices=["fp32", "bf16"], default="bf16",
-                        help="the step's precision (bf16: DeepSpeed's torch_autocast, the GPU "
-                        "tiers')")  # fmt: skip
+    parser.add_argument(
+        "--precision",
+        choices=["fp32", "bf16"],
+        default="bf16",
+        help="the step's precision (bf16: DeepSpeed's torch_autocast, the GPU tiers')",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
@@ -160,16 +170,26 @@ def main(argv: list[str] | None = None) -> dict:
         fit = slopes(rows)
         out["groups"].append({"group": name, "rows": rows, "per_added_run": fit})
         print(f"{name} ({rows[0]['layers']} layers): operators per step")
-        print(f"{'phase':<10}" + "".join(f"{'R = ' + str(r['runs']):>10}" for r in rows)
-              + f"{'per run':>10}")  # fmt: skip
+        print(
+            f"{'phase':<10}"
+            + "".join(f"{'R = ' + str(r['runs']):>10}" for r in rows)
+            + f"{'per run':>10}"
+        )
         for phase in (*PHASES, "total"):
             cells = [r["total"] if phase == "total" else r["ops_per_step"][phase] for r in rows]
             print(f"{phase:<10}" + "".join(f"{c:>10.0f}" for c in cells) + f"{fit[phase]:>10.1f}")
-        print("host reads of a value per step at R = " + str(rows[-1]["runs"]) + ": "
-              + (", ".join(f"{p} {n:.0f}" for p, n in rows[-1]["syncs_per_step"].items())
-                 or "none"))  # fmt: skip
-        print("most dispatched at R = " + str(rows[-1]["runs"]) + ": " + ", ".join(
-            f"{t['op']} ({t['phase']}) {t['per_step']:.0f}" for t in rows[-1]["top"]))
+        print(
+            "host reads of a value per step at R = "
+            + str(rows[-1]["runs"])
+            + ": "
+            + (", ".join(f"{p} {n:.0f}" for p, n in rows[-1]["syncs_per_step"].items()) or "none")
+        )
+        print(
+            "most dispatched at R = "
+            + str(rows[-1]["runs"])
+            + ": "
+            + ", ".join(f"{t['op']} ({t['phase']}) {t['per_step']:.0f}" for t in rows[-1]["top"])
+        )
     if args.json:
         args.json.write_text(json.dumps(out, indent=1))
     return out

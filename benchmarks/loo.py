@@ -74,8 +74,10 @@ def main(argv: list[str] | None = None) -> None:
     t_b, t_p = best_time(batched, args.reps, dev), best_time(plain, args.reps, dev)
     t_m, t_n = best_time(per_mask, 1, dev), best_time(per_mask_naive, 1, dev)
     where = torch.cuda.get_device_name() if dev == "cuda" else "1 CPU thread"
-    print(f"model {nl['model']}, vocab {args.vocab}, Lbar {long_len}, L {short_len}: {n} masks"
-          f" ({where}, fp32)")  # fmt: skip
+    print(
+        f"model {nl['model']}, vocab {args.vocab}, Lbar {long_len}, L {short_len}: {n} masks"
+        f" ({where}, fp32)"
+    )
     print(f"batched leave-one-out (one forward)   {t_b * 1e3:9.1f} ms")
     print(f"plain causal forward, same batch      {t_p * 1e3:9.1f} ms   ratio {t_b / t_p:5.2f}x")
     print(f"one forward per mask, last-token head {t_m * 1e3:9.1f} ms   speedup {t_m / t_b:5.1f}x")

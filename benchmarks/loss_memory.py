@@ -64,8 +64,13 @@ def one(tokens: int, d_model: int, vocab: int, dtype: str, device: str, chunk: i
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
     seconds = time.perf_counter() - t
     logits_gib = tokens * vocab * dt.itemsize / 2**30
-    return {"chunk": chunk, "loss": loss, "seconds": seconds,
-            "extra_gib": (peak - before) / 2**30, "logits_gib": logits_gib}  # fmt: skip
+    return {
+        "chunk": chunk,
+        "loss": loss,
+        "seconds": seconds,
+        "extra_gib": (peak - before) / 2**30,
+        "logits_gib": logits_gib,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -75,8 +80,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tokens", type=int, default=4096, help="tokens in the micro-batch")
     parser.add_argument("--d-model", type=int, default=256)
     parser.add_argument("--vocab", type=int, default=32_000)
-    parser.add_argument("--chunks", type=int, nargs="+", default=[0, 4096, 1024],
-                        help="chunk sizes in tokens (0: one piece, the baseline)")  # fmt: skip
+    parser.add_argument(
+        "--chunks",
+        type=int,
+        nargs="+",
+        default=[0, 4096, 1024],
+        help="chunk sizes in tokens (0: one piece, the baseline)",
+    )
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a child: this chunk only
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args(argv)
@@ -87,20 +97,37 @@ def main(argv: list[str] | None = None) -> None:
         return
     rows = []
     for chunk in [0, *[c for c in args.chunks if c]]:
-        child = [sys.executable, __file__, "--one", str(chunk), "--device", args.device,
-                 "--dtype", args.dtype, "--tokens", str(args.tokens), "--d-model",
-                 str(args.d_model), "--vocab", str(args.vocab)]  # fmt: skip
+        child = [
+            sys.executable,
+            __file__,
+            "--one",
+            str(chunk),
+            "--device",
+            args.device,
+            "--dtype",
+            args.dtype,
+            "--tokens",
+            str(args.tokens),
+            "--d-model",
+            str(args.d_model),
+            "--vocab",
+            str(args.vocab),
+        ]
         out = subprocess.run(child, capture_output=True, text=True, check=True).stdout
         rows.append(json.loads(out.strip().splitlines()[-1]))
     base = rows[0]
-    print(f"{args.device} {args.dtype}: {args.tokens} tokens x {args.vocab} vocabulary, logits "
-          f"{base['logits_gib']:.2f} GiB")  # fmt: skip
+    print(
+        f"{args.device} {args.dtype}: {args.tokens} tokens x {args.vocab} vocabulary, logits "
+        f"{base['logits_gib']:.2f} GiB"
+    )
     for r in rows:
         r["memory_ratio"] = r["extra_gib"] / base["extra_gib"]
         r["time_ratio"] = r["seconds"] / base["seconds"]
         name = "one piece" if not r["chunk"] else f"chunks of {r['chunk']}"
-        print(f"  {name:18s} peak extra {r['extra_gib']:6.2f} GiB ({r['memory_ratio']:.2f}x)  "
-              f"{r['seconds']:7.3f} s ({r['time_ratio']:.2f}x)  loss {r['loss']:.6f}")  # fmt: skip
+        print(
+            f"  {name:18s} peak extra {r['extra_gib']:6.2f} GiB ({r['memory_ratio']:.2f}x)  "
+            f"{r['seconds']:7.3f} s ({r['time_ratio']:.2f}x)  loss {r['loss']:.6f}"
+        )
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"args": vars(args), "rows": rows}, f, indent=2)

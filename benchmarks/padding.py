@@ -67,8 +67,10 @@ def measure(cfg: dict, steps: int) -> list[dict]:
         runs = plan.runs(cfg, experiment, variant)
         total = parse_spec(runs[0].spec(cfg)).train.steps
         at = np.linspace(0, total - 1, steps).round().astype(int).tolist()
-        for name, groups in (("planned", plan.groups(cfg, experiment, variant)),
-                             ("by_setting", by_setting(runs, size))):  # fmt: skip
+        for name, groups in (
+            ("planned", plan.groups(cfg, experiment, variant)),
+            ("by_setting", by_setting(runs, size)),
+        ):
             fed = own = 0
             widths = []
             for group in groups:
@@ -77,13 +79,19 @@ def measure(cfg: dict, steps: int) -> list[dict]:
                     f, o = group_tokens(task, specs, step)
                     fed, own = fed + f, own + o
                 widths.append(len(group))
-            rows.append({
-                "experiment": experiment, "variant": variant, "grouping": name,
-                "runs": len(runs), "group_jobs": len(groups),
-                "runs_per_group": f"{min(widths)}-{max(widths)}",
-                "padding_share": 1 - own / fed, "fed_over_own": fed / own,
-                "steps_sampled": len(at),
-            })  # fmt: skip
+            rows.append(
+                {
+                    "experiment": experiment,
+                    "variant": variant,
+                    "grouping": name,
+                    "runs": len(runs),
+                    "group_jobs": len(groups),
+                    "runs_per_group": f"{min(widths)}-{max(widths)}",
+                    "padding_share": 1 - own / fed,
+                    "fed_over_own": fed / own,
+                    "steps_sampled": len(at),
+                }
+            )
     return rows
 
 
@@ -98,14 +106,18 @@ def main() -> None:
     print(f"{args.config}: fuse_runs {plan.fuse_runs(cfg)}, {args.steps} steps sampled per group")
     print(f"{'experiment/variant':<34}grouping    jobs  R      padding  fed/own")
     for r in rows:
-        print(f"{r['experiment'] + '/' + r['variant']:<34}{r['grouping']:<12}{r['group_jobs']:>4}  "
-              f"{r['runs_per_group']:<6}{r['padding_share']:>8.1%}  {r['fed_over_own']:>7.3f}")
+        print(
+            f"{r['experiment'] + '/' + r['variant']:<34}{r['grouping']:<12}{r['group_jobs']:>4}  "
+            f"{r['runs_per_group']:<6}{r['padding_share']:>8.1%}  {r['fed_over_own']:>7.3f}"
+        )
     for name in ("planned", "by_setting"):
         mine = [r for r in rows if r["grouping"] == name]
         if not mine:
             raise SystemExit(f"{args.config}: no fused variant (runtime.fuse_runs <= 1)")
-        print(f"all fused variants, {name}: {sum(r['group_jobs'] for r in mine)} group jobs, "
-              f"median fed/own {statistics.median(r['fed_over_own'] for r in mine):.3f}")
+        print(
+            f"all fused variants, {name}: {sum(r['group_jobs'] for r in mine)} group jobs, "
+            f"median fed/own {statistics.median(r['fed_over_own'] for r in mine):.3f}"
+        )
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"config": args.config, "steps": args.steps, "rows": rows}, f, indent=1)

@@ -40,8 +40,13 @@ def job_kinds(cfg: dict, lm_tokens: Path | None = None) -> list[Kind]:
                 continue
             for value in plan.values(cfg, exp, variant):
                 run = plan.Run(exp, variant, value, 0)
-                kinds.append(Kind(f"{exp}/{variant}/{run.setting}", run.spec(cfg),
-                                  plan.run_count(cfg, exp, variant)))  # fmt: skip
+                kinds.append(
+                    Kind(
+                        f"{exp}/{variant}/{run.setting}",
+                        run.spec(cfg),
+                        plan.run_count(cfg, exp, variant),
+                    )
+                )
     if "natural_language" in cfg:
         nl = cfg["natural_language"]
         for which in ("short", "long"):
@@ -54,8 +59,9 @@ def job_kinds(cfg: dict, lm_tokens: Path | None = None) -> list[Kind]:
 
 def job_table(kinds: list[Kind]) -> dict[str, dict]:
     """Kind name -> {jobs, steps, gpus}: what a tier trains, as step_time.py's JSON records it."""
-    return {k.name: {"jobs": k.jobs, "steps": k.spec["train"]["steps"], "gpus": k.gpus}
-            for k in kinds}  # fmt: skip
+    return {
+        k.name: {"jobs": k.jobs, "steps": k.spec["train"]["steps"], "gpus": k.gpus} for k in kinds
+    }
 
 
 def training_hours(jobs: dict[str, dict], s_per_step: dict[str, float], node_gpus: int) -> dict:

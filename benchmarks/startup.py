@@ -18,11 +18,22 @@ import subprocess
 import sys
 from pathlib import Path
 
-JOBS = ("lengen.train.train", "lengen.train.group", "lengen.analysis.evaluate",
-        "lengen.analysis.tables", "lengen.analysis.perplexity", "lengen.analysis.influence",
-        "lengen.analysis.attention", "lengen.analysis.theory_cases", "lengen.data.corpus",
-        "lengen.data.tokens", "lengen.report.figures", "lengen.report.report",
-        "lengen.core.tracking", "lengen.core.gpus")  # fmt: skip
+JOBS = (
+    "lengen.train.train",
+    "lengen.train.group",
+    "lengen.analysis.evaluate",
+    "lengen.analysis.tables",
+    "lengen.analysis.perplexity",
+    "lengen.analysis.influence",
+    "lengen.analysis.attention",
+    "lengen.analysis.theory_cases",
+    "lengen.data.corpus",
+    "lengen.data.tokens",
+    "lengen.report.figures",
+    "lengen.report.report",
+    "lengen.core.tracking",
+    "lengen.core.gpus",
+)
 HEAVY = ("torch", "mlflow", "deepspeed", "transformers", "matplotlib", "seaborn", "pandas")
 PROBE = """
 import importlib, sys, time
@@ -33,8 +44,9 @@ print("STARTUP", dt, " ".join(m for m in sys.argv[2:] if m in sys.modules))
 
 def timed(module: str) -> tuple[float, list[str]]:
     """Seconds to import `module` in a fresh interpreter, and the heavy libraries it loaded."""
-    text = subprocess.run([sys.executable, "-c", PROBE, module, *HEAVY], capture_output=True,
-                          text=True, check=True).stdout  # fmt: skip
+    text = subprocess.run(
+        [sys.executable, "-c", PROBE, module, *HEAVY], capture_output=True, text=True, check=True
+    ).stdout
     out = next(x for x in text.splitlines() if x.startswith("STARTUP ")).split()[1:]
     return float(out[0]), out[1:]
 
@@ -59,9 +71,13 @@ def main() -> None:
         s, loaded = best(job, args.repeat)
         rows.append({"module": job, "import_s": round(s, 3), "loads": loaded})
         print(f"{job:34s} {s:6.2f}  {' '.join(loaded) or '-'}")
-    result = {"machine": platform.platform(), "python": platform.python_version(),
-              "repeat": args.repeat, "libraries_s": {k: round(v, 3) for k, v in libs.items()},
-              "jobs": rows}  # fmt: skip
+    result = {
+        "machine": platform.platform(),
+        "python": platform.python_version(),
+        "repeat": args.repeat,
+        "libraries_s": {k: round(v, 3) for k, v in libs.items()},
+        "jobs": rows,
+    }
     if args.out:
         args.out.write_text(json.dumps(result, indent=2) + "\n")
 

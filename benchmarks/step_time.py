@@ -135,19 +135,34 @@ def main(argv: list[str] | None = None) -> None:
     """Measure every job kind of the tier, print a table and the wall-time estimate."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="config/config.yaml")
-    parser.add_argument("--device", choices=["cpu", "cuda"], default=None,
-                        help="default: the config's runtime.device")  # fmt: skip
+    parser.add_argument(
+        "--device",
+        choices=["cpu", "cuda"],
+        default=None,
+        help="default: the config's runtime.device",
+    )
     parser.add_argument("--steps", type=int, default=10, help="timed optimizer steps per kind")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps first")
-    parser.add_argument("--lm-steps", type=int, help="timed steps of the language models "
-                        "(default --steps; the paper's 1.3B step takes seconds)")  # fmt: skip
+    parser.add_argument(
+        "--lm-steps",
+        type=int,
+        help="timed steps of the language models "
+        "(default --steps; the paper's 1.3B step takes seconds)",
+    )
     parser.add_argument("--only", nargs="*", help="measure these kinds only (prefix match)")
     parser.add_argument("--node-gpus", type=int, default=8)
     parser.add_argument("--compile", action="store_true", help="torch.compile the model")
-    parser.add_argument("--prefetch", choices=["on", "off"], help="make the next step's batches "
-                        "in a worker thread (default: as the trainer, on CUDA only)")  # fmt: skip
-    parser.add_argument("--loss-chunk", type=int, help="natural_language.loss_chunk_tokens "
-                        "(default: the config's; 0: the loss in one piece)")  # fmt: skip
+    parser.add_argument(
+        "--prefetch",
+        choices=["on", "off"],
+        help="make the next step's batches "
+        "in a worker thread (default: as the trainer, on CUDA only)",
+    )
+    parser.add_argument(
+        "--loss-chunk",
+        type=int,
+        help="natural_language.loss_chunk_tokens (default: the config's; 0: the loss in one piece)",
+    )
     parser.add_argument("--json", type=Path, help="write the measurements and estimate here")
     args = parser.parse_args(argv)
     cfg = load(args.config)
@@ -173,14 +188,18 @@ def main(argv: list[str] | None = None) -> None:
                 _write(args, where_of(device), ceiling, measured, kinds, None)
         ceiling = max(ceiling, matmul_ceiling(device) / 1e3)  # before and after: the best
     where = where_of(device)
-    print(f"device {where}; {'bf16' if device == 'cuda' else 'fp32'} matmul ceiling "
-          f"{ceiling:.1f} TFLOP/s (MFU column: achieved / ceiling)")  # fmt: skip
+    print(
+        f"device {where}; {'bf16' if device == 'cuda' else 'fp32'} matmul ceiling "
+        f"{ceiling:.1f} TFLOP/s (MFU column: achieved / ceiling)"
+    )
     estimate = None
     if len(measured) == len(kinds):
         estimate = wall_time(kinds, measured, args.node_gpus)
-        print(f"tier {cfg.get('tier', args.config)}: {estimate['jobs']} training jobs, "
-              f"{estimate['one_device_h']:.1f} h on one device, {estimate['node_h']:.1f} h on "
-              f"a node of {args.node_gpus} (steps as configured: an upper bound)")  # fmt: skip
+        print(
+            f"tier {cfg.get('tier', args.config)}: {estimate['jobs']} training jobs, "
+            f"{estimate['one_device_h']:.1f} h on one device, {estimate['node_h']:.1f} h on "
+            f"a node of {args.node_gpus} (steps as configured: an upper bound)"
+        )
     if args.json:
         _write(args, where, ceiling, measured, kinds, estimate)
 
@@ -190,20 +209,31 @@ def where_of(device: str) -> str:
 
 
 def _write(args, where: str, ceiling: float, measured: dict, kinds: list[Kind], estimate) -> None:
-    args.json.write_text(json.dumps({
-        "config": args.config, "device": where, "ceiling_tflops": ceiling,
-        "compile": args.compile, "prefetch": args.prefetch, "loss_chunk": args.loss_chunk,
-        "kinds": [asdict(m) for m in measured.values()],
-        "jobs": job_table(kinds),
-        "estimate": estimate,
-    }, indent=2))  # fmt: skip
+    args.json.write_text(
+        json.dumps(
+            {
+                "config": args.config,
+                "device": where,
+                "ceiling_tflops": ceiling,
+                "compile": args.compile,
+                "prefetch": args.prefetch,
+                "loss_chunk": args.loss_chunk,
+                "kinds": [asdict(m) for m in measured.values()],
+                "jobs": job_table(kinds),
+                "estimate": estimate,
+            },
+            indent=2,
+        )
+    )
 
 
 def _row(m: Measured, ceiling: float) -> str:
     peak = f"{m.peak_gib:6.1f} GiB" if m.peak_gib is not None else "     -    "
-    return (f"{m.kind:40s} {m.params / 1e6:8.1f} M  batch {m.batch:5d} x {m.seq_len:6.1f}  "
-            f"accum {m.accum:3d}  {m.s_per_step * 1e3:9.1f} ms/step  {m.tokens_per_s:10.0f} tok/s"
-            f"  {m.tflops:7.2f} TFLOP/s  MFU {m.tflops / ceiling:6.1%}  peak {peak}")  # fmt: skip
+    return (
+        f"{m.kind:40s} {m.params / 1e6:8.1f} M  batch {m.batch:5d} x {m.seq_len:6.1f}  "
+        f"accum {m.accum:3d}  {m.s_per_step * 1e3:9.1f} ms/step  {m.tokens_per_s:10.0f} tok/s"
+        f"  {m.tflops:7.2f} TFLOP/s  MFU {m.tflops / ceiling:6.1%}  peak {peak}"
+    )
 
 
 if __name__ == "__main__":

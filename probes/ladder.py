@@ -38,9 +38,16 @@ def ladder_rows(table: pd.DataFrame) -> pd.DataFrame:
         k = int(r.k_train)
         for length in LENGTHS:
             worst = min(getattr(r, f"acc_L{length}_k{j}") for j in range(1, k + 1))
-            rows.append({"size": f"{found[1]} x {found[2]}", "seed": int(found[3]),
-                         "params": int(r.params), "length": length, "worst": worst,
-                         "steps_run": int(r.steps_run)})  # fmt: skip
+            rows.append(
+                {
+                    "size": f"{found[1]} x {found[2]}",
+                    "seed": int(found[3]),
+                    "params": int(r.params),
+                    "length": length,
+                    "worst": worst,
+                    "steps_run": int(r.steps_run),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -63,8 +70,9 @@ def draw(out: Path = OUT) -> pd.DataFrame:
             ax.plot(means.index, means.values, color="tab:blue", alpha=0.4)
             sizes = at.groupby("params")["size"].first()
             ax.set_xscale("log")
-            ax.set_xticks(list(sizes.index), labels=[f"{s}\n{p:,}" for p, s in sizes.items()],
-                          fontsize=7)  # fmt: skip
+            ax.set_xticks(
+                list(sizes.index), labels=[f"{s}\n{p:,}" for p, s in sizes.items()], fontsize=7
+            )
             ax.minorticks_off()
             ax.set_xlim(sizes.index.min() / 1.8, sizes.index.max() * 1.8)
         ax.axhline(0.9, color="green", lw=0.8, ls="--")
@@ -73,9 +81,12 @@ def draw(out: Path = OUT) -> pd.DataFrame:
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("worst accuracy, k_test <= K_train = 8")
     runs = d.drop_duplicates(["size", "seed"]) if len(d) else d
-    fig.suptitle(f"Sparse parity on the paper's model (RoPE + PoSE), K_train = 8, trained on "
-                 f"2l <= 50: {len(runs)} of {len(planned)} ladder runs (dashed: 0.9, dotted: "
-                 "chance)", fontsize=9)  # fmt: skip
+    fig.suptitle(
+        f"Sparse parity on the paper's model (RoPE + PoSE), K_train = 8, trained on "
+        f"2l <= 50: {len(runs)} of {len(planned)} ladder runs (dashed: 0.9, dotted: "
+        "chance)",
+        fontsize=9,
+    )
     fig.tight_layout()
     fig.savefig(out, dpi=150, bbox_inches="tight")
     plt.close(fig)

@@ -83,11 +83,23 @@ def data_dir(cfg: dict) -> Path:
 
 def _build(nl: dict, seed: int, out: Path) -> None:
     """The corpus shards and token files of one natural_language section under out."""
-    corpus.main(["--corpus", json.dumps(nl["corpus"]), "--seed", str(seed),
-                 "--out", str(out / "corpus")])  # fmt: skip
-    tokens.main(["--tokenizer", json.dumps(nl["tokenizer"]), "--source", nl["corpus"]["source"],
-                 "--corpus-dir", str(out / "corpus"), "--max-tokens", json.dumps(nl["max_tokens"]),
-                 "--out", str(out / "tokens")])  # fmt: skip
+    corpus.main(
+        ["--corpus", json.dumps(nl["corpus"]), "--seed", str(seed), "--out", str(out / "corpus")]
+    )
+    tokens.main(
+        [
+            "--tokenizer",
+            json.dumps(nl["tokenizer"]),
+            "--source",
+            nl["corpus"]["source"],
+            "--corpus-dir",
+            str(out / "corpus"),
+            "--max-tokens",
+            json.dumps(nl["max_tokens"]),
+            "--out",
+            str(out / "tokens"),
+        ]
+    )
 
 
 def score(model, held_out: np.ndarray, short_len: int, long_len: int) -> dict[str, float]:
@@ -187,8 +199,21 @@ def run(name: str, rescore: bool = False) -> dict:
     }
     row.update(provenance.record(spec, spec["seed"]))
     append_row(TABLE, row)
-    print(json.dumps({k: row[k] for k in ("probe", "train_wall_s", "ppl_64", "ppl_128",
-                                          "rel_drop", "mean_short_minus_long")}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                k: row[k]
+                for k in (
+                    "probe",
+                    "train_wall_s",
+                    "ppl_64",
+                    "ppl_128",
+                    "rel_drop",
+                    "mean_short_minus_long",
+                )
+            }
+        )
+    )
     return row
 
 
@@ -199,8 +224,10 @@ def tokens_seen(spec: dict, steps: int) -> int:
 
 def measure(model, held_out: np.ndarray, nl: dict) -> dict[str, float]:
     """Every column a probe's model is scored on: Table 1's numbers (score) and copying."""
-    return {**score(model, held_out, nl["short_context"], nl["long_context"]),
-            **copying(model, nl["short_context"])}  # fmt: skip
+    return {
+        **score(model, held_out, nl["short_context"], nl["long_context"]),
+        **copying(model, nl["short_context"]),
+    }
 
 
 def track(name: str, spec: dict, out: Path, step: int, held: np.ndarray, nl: dict) -> None:
@@ -211,11 +238,19 @@ def track(name: str, spec: dict, out: Path, step: int, held: np.ndarray, nl: dic
     states = out / "ckpt" / f"step_{step}" / "mp_rank_00_model_states.pt"
     model.load_state_dict(torch.load(states, map_location="cpu", weights_only=False)["module"])
     model.eval()
-    row = {"probe": name, "step": step, "tokens_seen": tokens_seen(spec, step),
-           **measure(model, held, nl)}  # fmt: skip
+    row = {
+        "probe": name,
+        "step": step,
+        "tokens_seen": tokens_seen(spec, step),
+        **measure(model, held, nl),
+    }
     append_row(TRAJECTORY, row, key=("probe", "step"))
-    print(json.dumps({k: row[k] for k in ("probe", "step", "rel_drop", "copy_gain",
-                                          "max_induction")}), flush=True)  # fmt: skip
+    print(
+        json.dumps(
+            {k: row[k] for k in ("probe", "step", "rel_drop", "copy_gain", "max_induction")}
+        ),
+        flush=True,
+    )
 
 
 def figure(out: Path) -> None:
@@ -239,10 +274,19 @@ def figure(out: Path) -> None:
             if name in final.index:  # the finished model is the trajectory's last point
                 rows = pd.concat([rows, final.loc[[name]].reset_index()])
             ax3[0].plot(rows.tokens_seen, rows.copy_gain, marker="o", label=f"{name}: copy gain")
-            ax3[0].plot(rows.tokens_seen, rows.max_induction, ls="--", marker=".",
-                        label=f"{name}: max induction")  # fmt: skip
-        ax3[0].set(xscale="log", xlabel="training tokens seen", ylabel="nats / attention mass",
-                   title="copying along training (track_every)")  # fmt: skip
+            ax3[0].plot(
+                rows.tokens_seen,
+                rows.max_induction,
+                ls="--",
+                marker=".",
+                label=f"{name}: max induction",
+            )
+        ax3[0].set(
+            xscale="log",
+            xlabel="training tokens seen",
+            ylabel="nats / attention mass",
+            title="copying along training (track_every)",
+        )
         ax3[0].legend(fontsize=6)
     bands = [c for c in table.columns if c.startswith("gain_pos")]
     for row in table.dropna(subset=bands).itertuples():
@@ -250,17 +294,23 @@ def figure(out: Path) -> None:
         gain = [getattr(row, c) for c in bands]
         ax2.plot([f + 7.5 for f in firsts], gain, marker=".", label=row.probe)
     ax2.axhline(0, color="grey", lw=0.8)
-    ax2.set(xlabel="target position t in the 128-token chunk",
-            title="far-context gain: NLL with t - 1 tokens minus with t - 65",
-            ylabel="mean NLL difference (negative: helps)")  # fmt: skip
+    ax2.set(
+        xlabel="target position t in the 128-token chunk",
+        title="far-context gain: NLL with t - 1 tokens minus with t - 65",
+        ylabel="mean NLL difference (negative: helps)",
+    )
     ax2.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside: many probes
     for row in table.itertuples():
         marker = "o" if row.which == "short" else "s"
         ax.scatter(row.tokens_seen, row.rel_drop, marker=marker)
         ax.annotate(row.probe, (row.tokens_seen, row.rel_drop), fontsize=6)
     ax.axhline(1 - 14.74 / 17.59, color="green", lw=0.8, ls="--", label="paper h_short (16%)")
-    ax.set(xscale="log", xlabel="training tokens seen",
-           ylabel="1 - ppl(Lbar) / ppl(L)", title="Language probes: long-context gain")  # fmt: skip
+    ax.set(
+        xscale="log",
+        xlabel="training tokens seen",
+        ylabel="1 - ppl(Lbar) / ppl(L)",
+        title="Language probes: long-context gain",
+    )
     ax.legend(fontsize=7)
     fig.savefig(out, dpi=150, bbox_inches="tight")
     plt.close(fig)

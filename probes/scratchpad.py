@@ -90,8 +90,16 @@ def verdict(row: dict, experiment: str, train_max: int) -> str:
     return f">= 0.9 up to {reach} ({reach / train_max:.1f}x the longest training length)"
 
 
-def _row(name: str, entry: dict, cfg: dict, spec: dict, value: int, path: Path,
-         wall: float, scores: dict | None = None) -> dict:  # fmt: skip
+def _row(
+    name: str,
+    entry: dict,
+    cfg: dict,
+    spec: dict,
+    value: int,
+    path: Path,
+    wall: float,
+    scores: dict | None = None,
+) -> dict:
     """A trained probe model's row (`value`: its jump or depth): its steps, stop, wall time,
     parameters, scores (given, or scored here), verdict."""
     experiment = spec["experiment"]
@@ -134,8 +142,9 @@ def run_group(name: str, cfg: dict, entry: dict, table: Path = TABLE) -> list[di
     wall = time.perf_counter() - t0
     scores = group_scores(specs, members, outs)
     rows = []
-    for member, spec, (value, _), out, mine in zip(names, specs, members, outs, scores,
-                                                   strict=True):  # fmt: skip
+    for member, spec, (value, _), out, mine in zip(
+        names, specs, members, outs, scores, strict=True
+    ):
         row = _row(member, entry, cfg, spec, value, out / "model.pt", wall, mine)
         append_row(table, row)
         print(json.dumps({k: row[k] for k in ("probe", "steps_run", "train_wall_s", "verdict")}))
@@ -184,8 +193,9 @@ def run(name: str, rescore: bool = False) -> dict | list[dict]:
     return row
 
 
-def import_runs(name: str, table: Path, variant: str, value: int,
-                tier_file: str = "config/config.yaml") -> list[dict]:  # fmt: skip
+def import_runs(
+    name: str, table: Path, variant: str, value: int, tier_file: str = "config/config.yaml"
+) -> list[dict]:
     """Record each run of `variant` at jump / depth `value` in a tier's tidy table as a probe
     row (see the module's doc), judged against the longest training length of the tier file as
     of the commit that trained the runs (config.read_tier_at); returns the rows."""
@@ -213,8 +223,8 @@ def import_runs(name: str, table: Path, variant: str, value: int,
             "variant": variant,
             "value": value,
             "note": f"run {runs.run.iloc[0]} of the tier at {commit} "
-                    f"({where}), {n} examples "
-                    "per length",
+            f"({where}), {n} examples "
+            "per length",
             "overrides": "{}",
             "steps_run": int(runs.steps_run.iloc[0]),
             "stop_reason": runs.stop_reason.iloc[0],

@@ -94,12 +94,20 @@ def main(argv: list[str] | None = None) -> None:
         ax_err.plot(err.index, err.values, marker="o", label=name)
     ax.axvline(40, color="grey", ls=":", lw=0.8)
     title = f"PPC parity, jump {args.jump}: each model's most focused head"
-    ax.set(xlabel="test length 2l", ylabel="attention mass on the needed input bit(s)",
-           title=title, ylim=(0, 1))  # fmt: skip
+    ax.set(
+        xlabel="test length 2l",
+        ylabel="attention mass on the needed input bit(s)",
+        title=title,
+        ylim=(0, 1),
+    )
     ax.legend(fontsize=6)
     ax_err.axvline(40, color="grey", ls=":", lw=0.8)
-    ax_err.set(xlabel="test length 2l", ylabel="teacher-forced per-token error",
-               title="scratchpad token errors (0 drawn at 1e-4)", yscale="log")  # fmt: skip
+    ax_err.set(
+        xlabel="test length 2l",
+        ylabel="teacher-forced per-token error",
+        title="scratchpad token errors (0 drawn at 1e-4)",
+        yscale="log",
+    )
     ax_err.legend(fontsize=7)
     fig.savefig(args.out, dpi=150, bbox_inches="tight")
     plt.close(fig)

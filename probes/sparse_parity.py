@@ -202,8 +202,13 @@ def figure(out: Path) -> None:
         ax.plot(LENGTHS, worst, marker="o", label=f"{row.probe} ({int(row.steps_run)} steps)")
     ax.axhline(0.9, color="green", lw=0.8, ls="--")
     ax.axhline(0.5, color="grey", lw=0.8, ls=":")
-    ax.set(xscale="log", xlabel="test length 2l", ylabel="worst accuracy over k_test <= K_train",
-           title="Sparse-parity probes (train 2l in [20, 50])", ylim=(-0.02, 1.02))  # fmt: skip
+    ax.set(
+        xscale="log",
+        xlabel="test length 2l",
+        ylabel="worst accuracy over k_test <= K_train",
+        title="Sparse-parity probes (train 2l in [20, 50])",
+        ylim=(-0.02, 1.02),
+    )
     ax.set_xticks(LENGTHS, labels=LENGTHS)
     ax.minorticks_off()
     ax.legend(fontsize=6, loc="lower left")

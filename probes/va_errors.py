@@ -54,11 +54,13 @@ def lookup_table(model, length: int, depth: int, n_vars: int, n: int = 128) -> p
     id_ok = pos_logits.argmax(-1) == inputs["position_labels"]
     for name, ok in (("token", tok_ok), ("id", id_ok)):
         scored = ok[:, p - 1 :]  # (B, 3d)
-        rows.append((length, f"{name}_error_lookup", -1, -1,
-                     1 - float(scored[:, lookup_t].float().mean())))  # fmt: skip
+        rows.append(
+            (length, f"{name}_error_lookup", -1, -1, 1 - float(scored[:, lookup_t].float().mean()))
+        )
         other = np.setdiff1d(t, lookup_t)
-        rows.append((length, f"{name}_error_coupled", -1, -1,
-                     1 - float(scored[:, other].float().mean())))  # fmt: skip
+        rows.append(
+            (length, f"{name}_error_coupled", -1, -1, 1 - float(scored[:, other].float().mean()))
+        )
     probs = model.attention_probs(inputs["input_ids"], inputs["position_ids"], queries)
     for li, rows_q in enumerate(probs):  # (B, H, d, T)
         B, H = rows_q.shape[:2]
@@ -93,24 +95,48 @@ def main(argv: list[str] | None = None) -> None:
     for (name, d), colour in zip(
         table.groupby("model", sort=False), plt.get_cmap("tab10").colors, strict=False
     ):
-        for kind, ls in (("id_error_lookup", "-"), ("id_error_coupled", ":"),
-                         ("token_error_lookup", "--"), ("token_error_coupled", "-.")):  # fmt: skip
+        for kind, ls in (
+            ("id_error_lookup", "-"),
+            ("id_error_coupled", ":"),
+            ("token_error_lookup", "--"),
+            ("token_error_coupled", "-."),
+        ):
             sub = d[d.kind == kind]
-            ax_err.plot(sub.length, sub.value.clip(lower=1e-4), ls=ls, marker="o", color=colour,
-                        label=f"{name}: {kind}")  # fmt: skip
+            ax_err.plot(
+                sub.length,
+                sub.value.clip(lower=1e-4),
+                ls=ls,
+                marker="o",
+                color=colour,
+                label=f"{name}: {kind}",
+            )
         mass = d[d.kind == "mass_target"]
         layer, head = mass.groupby(["layer", "head"]).value.mean().idxmax()
         for kind, ls in (("mass_target", "-"), ("mass_decoy", "--")):
             sub = d[(d.kind == kind) & (d.layer == layer) & (d["head"] == head)]
-            ax_mass.plot(sub.length, sub.value, ls=ls, marker="o", color=colour,
-                         label=f"{name}: {kind} (layer {layer}, head {head})")  # fmt: skip
+            ax_mass.plot(
+                sub.length,
+                sub.value,
+                ls=ls,
+                marker="o",
+                color=colour,
+                label=f"{name}: {kind} (layer {layer}, head {head})",
+            )
     for ax in (ax_err, ax_mass):
         ax.axvline(60, color="grey", ls=":", lw=0.8)
         ax.legend(fontsize=6)
-    ax_err.set(xlabel="test length l", ylabel="teacher-forced error rate (0 drawn at 1e-4)",
-               yscale="log", title=f"PPC variable assignment, depth {args.depth}")  # fmt: skip
-    ax_mass.set(xlabel="test length l", ylabel="attention mass of the lookup query",
-                ylim=(0, 1), title="most focused head: left-hand occurrence vs decoy")  # fmt: skip
+    ax_err.set(
+        xlabel="test length l",
+        ylabel="teacher-forced error rate (0 drawn at 1e-4)",
+        yscale="log",
+        title=f"PPC variable assignment, depth {args.depth}",
+    )
+    ax_mass.set(
+        xlabel="test length l",
+        ylabel="attention mass of the lookup query",
+        ylim=(0, 1),
+        title="most focused head: left-hand occurrence vs decoy",
+    )
     fig.savefig(args.out, dpi=150, bbox_inches="tight")
     plt.close(fig)
 

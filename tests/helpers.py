@@ -14,15 +14,33 @@ from lengen.tasks import parse_spec
 
 TASK_DEFAULTS = {
     "sparse_parity": {"k_train": 2, "n": 20, "train_min_len": 8, "train_max_len": 16, "l_max": 40},
-    "parity_scratchpad": {"jump": 1, "scheme": "ppc", "train_min_len": 4, "train_max_len": 10,
-                          "l_max": 40},
-    "variable_assignment": {"depth": 2, "scheme": "ppc", "train_min_len": 10,
-                            "train_max_len": 20, "l_max": 60, "n_vars": 20, "scratchpad": True},
+    "parity_scratchpad": {
+        "jump": 1,
+        "scheme": "ppc",
+        "train_min_len": 4,
+        "train_max_len": 10,
+        "l_max": 40,
+    },
+    "variable_assignment": {
+        "depth": 2,
+        "scheme": "ppc",
+        "train_min_len": 10,
+        "train_max_len": 20,
+        "l_max": 60,
+        "n_vars": 20,
+        "scratchpad": True,
+    },
     "majority": {"train_max_len": 11, "scheme": "absolute", "train_min_len": 5, "l_max": 40},
     "natural_language": {"context": 16, "l_max": 33, "train_tokens": "unused/train.bin"},
-}  # fmt: skip
-TRAIN_DEFAULTS = {"steps": 100, "batch_size": 4, "lr": 1e-3, "weight_decay": 0.0,
-                  "warmup_steps": 0, "schedule": "constant"}  # fmt: skip
+}
+TRAIN_DEFAULTS = {
+    "steps": 100,
+    "batch_size": 4,
+    "lr": 1e-3,
+    "weight_decay": 0.0,
+    "warmup_steps": 0,
+    "schedule": "constant",
+}
 
 
 def make_spec(experiment: str, task=None, train=None, model=None, **top) -> Spec:
@@ -126,8 +144,9 @@ def browser() -> str | None:
     import os
     import shutil
 
-    found = next(filter(None, map(shutil.which, ("chromium", "chromium-browser",
-                                                 "google-chrome"))), None)  # fmt: skip
+    found = next(
+        filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None
+    )
     if found is None and os.environ.get("LENGEN_REQUIRE_BROWSER"):
         raise AssertionError("LENGEN_REQUIRE_BROWSER is set but no Chromium is on PATH")
     return found
@@ -146,10 +165,18 @@ def page_geometry(page: Path, width: int, height: int, tmp: Path) -> dict:
     end = html.rfind("</body>")
     probe = tmp / f"probe_{width}x{height}_{page.name}"
     probe.write_text(html[:end] + GEOMETRY + html[end:])
-    flags = [browser(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-             f"--window-size={width},{height}", "--virtual-time-budget=10000"]  # fmt: skip
-    dom = subprocess.run([*flags, "--dump-dom", probe.as_uri()], capture_output=True, text=True,
-                         timeout=180).stdout  # fmt: skip
+    flags = [
+        browser(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        f"--window-size={width},{height}",
+        "--virtual-time-budget=10000",
+    ]
+    dom = subprocess.run(
+        [*flags, "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=180
+    ).stdout
     found = re.search(r'data-geometry="([^"]*)"', dom)
     assert found, f"{page}: the geometry probe did not run"
     return json.loads(found[1].replace("&quot;", '"').replace("&amp;", "&"))

@@ -78,15 +78,22 @@ def test_every_figure_title_names_the_size_trained_and_no_label_claims_the_paper
         cfg = load(f"config/{tier}.yaml")
         assert artifacts.trained_model(cfg["sparse_parity"]) == size
         assert all("(paper)" not in v["label"] for v in cfg["sparse_parity"]["variants"].values())
-        titles = {stem: job.args[job.args.index("--title") + 1]
-                  for stem, job in figure_jobs(cfg).items() if "--title" in job.args}
+        titles = {
+            stem: job.args[job.args.index("--title") + 1]
+            for stem, job in figure_jobs(cfg).items()
+            if "--title" in job.args
+        }
         assert f"tier, {size}" in titles["fig1_sparse_parity"]
         assert all(" layers x " in t for t in titles.values()), titles
-    section = {"model": {"n_layer": 3, "d_model": 64}, "variants": {"a": {}, "b": {
-        "model": {"n_layer": 2, "d_model": 32}}}, "schemes": {"variants": {"c": {}}}}
+    section = {
+        "model": {"n_layer": 3, "d_model": 64},
+        "variants": {"a": {}, "b": {"model": {"n_layer": 2, "d_model": 32}}},
+        "schemes": {"variants": {"c": {}}},
+    }
     assert artifacts.trained_model(section, ["a", "c"]) == "3 layers x 64"
     assert artifacts.trained_model(section, ["a", "b"]) == "3 layers x 64 / 2 layers x 32"
     # a DEPARTURE of the model is named in the title (issue 75)
     section["variants"]["b"]["model"]["attn_scale"] = "log_length"
     assert artifacts.trained_model(section, ["a", "b"]) == (
-        "3 layers x 64 / 2 layers x 32 + log-length attention (DEPARTURE)")
+        "3 layers x 64 / 2 layers x 32 + log-length attention (DEPARTURE)"
+    )

@@ -19,9 +19,15 @@ def test_categories_of_a_hand_made_sequence():
     cat = attention.token_categories(np.array([toks]), 20)[0]
     names = [attention.CATEGORIES[c] for c in cat]
     assert names == [
-        "bos", "flagged_j", "flagged_bit", "unflagged", "unflagged", "flagged_j", "flagged_bit",
+        "bos",
+        "flagged_j",
+        "flagged_bit",
+        "unflagged",
+        "unflagged",
+        "flagged_j",
+        "flagged_bit",
         "sep",
-    ]  # fmt: skip
+    ]
     by_ones = attention.accuracy_by_ones(np.array([toks]), np.array([sp.T1]), 20)
     assert by_ones.to_dict("records") == [{"ones": 2, "accuracy": 0.0, "n": 1}]
 
@@ -37,9 +43,10 @@ def test_attention_rows_equal_transformers_eager_attentions():
     hf = to_transformers(model, attn_implementation="eager")
     with torch.no_grad():
         out = hf(
-            input_ids=inputs["input_ids"], position_ids=inputs["position_ids"],
+            input_ids=inputs["input_ids"],
+            position_ids=inputs["position_ids"],
             output_attentions=True,
-        )  # fmt: skip
+        )
     theirs = torch.stack([a[:, :, -1] for a in out.attentions])
     torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-4)
     mass = attention.attention_mass(model, batch.tokens, 20)
@@ -58,8 +65,13 @@ def test_selectivity_is_zero_for_uniform_attention_and_log_ratio_otherwise():
     rows = []
     for weight, name in ((1.0, "uniform"), (math.e, "sharper")):
         z = 6 * weight + 14 + 2
-        for cat, mass in (("flagged_j", 3 * weight / z), ("flagged_bit", 3 * weight / z),
-                          ("unflagged", 14 / z), ("bos", 1 / z), ("sep", 1 / z)):  # fmt: skip
+        for cat, mass in (
+            ("flagged_j", 3 * weight / z),
+            ("flagged_bit", 3 * weight / z),
+            ("unflagged", 14 / z),
+            ("bos", 1 / z),
+            ("sep", 1 / z),
+        ):
             rows.append({"head": name, "length": length, "category": cat, "mass": mass})
     sel = attention.selectivity(pd.DataFrame(rows), k).set_index("head")["log_ratio"]
     np.testing.assert_allclose([sel["uniform"], sel["sharper"]], [0.0, 1.0], atol=1e-12)

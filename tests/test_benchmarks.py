@@ -29,8 +29,22 @@ def test_step_time_measures_the_trainers_step_for_synthetic_and_language_jobs(tm
     bench = load_script(BENCH / "step_time.py")
     out = tmp_path / "steps.json"
     only = ["sparse_parity/neox", "natural_language/h_long"]
-    bench.main(["--config", _smoke_on(device, tmp_path), "--device", device, "--steps", "2",
-                "--warmup", "1", "--only", *only, "--json", str(out)])  # fmt: skip
+    bench.main(
+        [
+            "--config",
+            _smoke_on(device, tmp_path),
+            "--device",
+            device,
+            "--steps",
+            "2",
+            "--warmup",
+            "1",
+            "--only",
+            *only,
+            "--json",
+            str(out),
+        ]
+    )
     got = json.loads(out.read_text())
     assert [k["kind"] for k in got["kinds"]] == only
     for k in got["kinds"]:
@@ -47,13 +61,21 @@ def test_step_time_measures_the_trainers_step_for_synthetic_and_language_jobs(tm
 
 def test_wall_time_schedules_single_and_multi_device_jobs():
     bench = load_script(BENCH / "step_time.py")
-    kinds = [bench.Kind("a", {"train": {"steps": 3600}}, jobs=3),
-             bench.Kind("lm", {"train": {"steps": 7200}}, jobs=1, gpus=8)]  # fmt: skip
-    measured = {"a": bench.Measured("a", 1, 1, 1, 1.0, 1.0, 1.0, 1.0, None),
-                "lm": bench.Measured("lm", 1, 1, 1, 1.0, 4.0, 1.0, 1.0, None)}  # fmt: skip
+    kinds = [
+        bench.Kind("a", {"train": {"steps": 3600}}, jobs=3),
+        bench.Kind("lm", {"train": {"steps": 7200}}, jobs=1, gpus=8),
+    ]
+    measured = {
+        "a": bench.Measured("a", 1, 1, 1, 1.0, 1.0, 1.0, 1.0, None),
+        "lm": bench.Measured("lm", 1, 1, 1, 1.0, 4.0, 1.0, 1.0, None),
+    }
     # one device: 3 x 1 h + 8 h; a node of 8: the LM job 8 h / 8 on all, then 1 h on three
     assert bench.wall_time(kinds, measured, 8) == {
-        "jobs": 4, "one_device_h": 11.0, "node_h": 2.0, "node_gpus": 8}  # fmt: skip
+        "jobs": 4,
+        "one_device_h": 11.0,
+        "node_h": 2.0,
+        "node_gpus": 8,
+    }
     assert bench.wall_time(kinds, measured, 2)["node_h"] == 4.0 + 1.0 + 1.0  # 8 h / 2, then 1+1
 
 
@@ -68,16 +90,38 @@ def test_throughput_prints_tokens_ceiling_and_ratio(tmp_path, device, capsys):
 
 def test_leave_one_out_benchmark_times_the_batched_forward(device, capsys):
     bench = load_script(BENCH / "loo.py")
-    bench.main(["--config", str(ROOT / "config" / "smoke.yaml"), "--device", device,
-                "--reps", "1", "--vocab", "64"])  # fmt: skip
+    bench.main(
+        [
+            "--config",
+            str(ROOT / "config" / "smoke.yaml"),
+            "--device",
+            device,
+            "--reps",
+            "1",
+            "--vocab",
+            "64",
+        ]
+    )
     out = capsys.readouterr().out
     assert "63 masks" in out and "batched leave-one-out" in out and "speedup" in out
 
 
 def test_decode_benchmark_times_both_caches_on_the_same_output(device, capsys, tmp_path):
     bench = load_script(BENCH / "decode.py")
-    bench.main(["--config", _smoke_on(device, tmp_path), "--device", device, "--reps", "1",
-                "--batch", "8", "--fused", "2"])  # fmt: skip
+    bench.main(
+        [
+            "--config",
+            _smoke_on(device, tmp_path),
+            "--device",
+            device,
+            "--reps",
+            "1",
+            "--batch",
+            "8",
+            "--fused",
+            "2",
+        ]
+    )
     out = capsys.readouterr().out
     assert "growing cache" in out and "preallocated cache" in out and "ratio" in out
     assert "8 prompts" in out
@@ -88,8 +132,22 @@ def test_decode_benchmark_times_both_caches_on_the_same_output(device, capsys, t
 def test_loss_memory_compares_the_chunked_loss_with_the_one_piece_loss(tmp_path, device):
     bench = load_script(BENCH / "loss_memory.py")
     out = tmp_path / "loss.json"
-    bench.main(["--device", device, "--tokens", "256", "--d-model", "16", "--vocab", "500",
-                "--chunks", "64", "--json", str(out)])  # fmt: skip
+    bench.main(
+        [
+            "--device",
+            device,
+            "--tokens",
+            "256",
+            "--d-model",
+            "16",
+            "--vocab",
+            "500",
+            "--chunks",
+            "64",
+            "--json",
+            str(out),
+        ]
+    )
     rows = json.loads(out.read_text())["rows"]
     assert [r["chunk"] for r in rows] == [0, 64] and rows[0]["memory_ratio"] == 1.0
     assert abs(rows[1]["loss"] - rows[0]["loss"]) < 1e-5  # the same loss, in chunks
@@ -101,9 +159,22 @@ def test_checkpoint_cost_is_measured_per_experiment_and_set_against_step_time(tm
     steps = tmp_path / "steps.json"
     steps.write_text(json.dumps({"kinds": [{"kind": "sparse_parity/neox", "s_per_step": 0.5}]}))
     out = tmp_path / "ckpt.json"
-    bench.main(["--config", _smoke_on("cpu", tmp_path), "--dir", str(tmp_path / "w"),
-                "--repeats", "1", "--max-params", "1e5", "--steps-from", str(steps),
-                "--json", str(out)])  # fmt: skip
+    bench.main(
+        [
+            "--config",
+            _smoke_on("cpu", tmp_path),
+            "--dir",
+            str(tmp_path / "w"),
+            "--repeats",
+            "1",
+            "--max-params",
+            "1e5",
+            "--steps-from",
+            str(steps),
+            "--json",
+            str(out),
+        ]
+    )
     rows = {r["kind"]: r for r in json.loads(out.read_text())["rows"]}
     sp_every = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())["sparse_parity"]
     sp = rows["sparse_parity"]
@@ -132,8 +203,9 @@ def test_fused_agreement_scores_trained_members_alone_and_fused(device, capsys, 
         paths.append(tmp_path / f"seed{run}.pt")
         write_model_file(build_model(spec), spec, paths[-1], 4, "steps")
     out = tmp_path / "agreement.json"
-    bench.main(["--config", config, "--device", device, "--models", *map(str, paths),
-                "--json", str(out)])  # fmt: skip
+    bench.main(
+        ["--config", config, "--device", device, "--models", *map(str, paths), "--json", str(out)]
+    )
     rows = json.loads(out.read_text())["rows"]
     lengths = cfg["parity_scratchpad"]["eval"]["lengths"]
     assert sorted({r["length"] for r in rows}) == sorted(lengths) and len(rows) == 2 * len(lengths)
@@ -168,8 +240,9 @@ def test_host_batches_times_every_fused_variants_group_batch(tmp_path, capsys):
     bench.main(["--config", config, "--steps", "2", "--start", "3", "--json", str(out)])
     rows = json.loads(out.read_text())["rows"]
     cfg = load(config)
-    fused = [(e, v) for e in plan.experiments(cfg) for v in cfg[e]["variants"]
-             if plan.fused(cfg, e, v)]  # fmt: skip
+    fused = [
+        (e, v) for e in plan.experiments(cfg) for v in cfg[e]["variants"] if plan.fused(cfg, e, v)
+    ]
     assert [(r["experiment"], r["variant"]) for r in rows] == fused
     assert all(r["ms_per_batch"] > 0 and r["runs"] <= 2 for r in rows)
     assert "one fused group's batch" in capsys.readouterr().out
@@ -200,8 +273,22 @@ def test_jagged_linears_equal_the_padded_ones_on_the_real_tokens(tmp_path, devic
     bench = load_script(BENCH / "jagged.py")
     out = tmp_path / "jagged.json"
     dtype = "bf16" if device == "cuda" else "fp32"  # the GPU's grouped GEMM wants bf16
-    bench.main(["--config", _fused_smoke(tmp_path), "--group", "parity_scratchpad/ppc",
-                "--device", device, "--dtype", dtype, "--samples", "3", "--json", str(out)])
+    bench.main(
+        [
+            "--config",
+            _fused_smoke(tmp_path),
+            "--group",
+            "parity_scratchpad/ppc",
+            "--device",
+            device,
+            "--dtype",
+            dtype,
+            "--samples",
+            "3",
+            "--json",
+            str(out),
+        ]
+    )
     row = json.loads(out.read_text())
     assert row["runs"] == 2 and row["samples"] == 3
     assert row["tokens_fed_padded"] >= row["tokens_own"] > 0
@@ -216,8 +303,13 @@ def test_gpu_acceptance_packs_its_out_dir_after_every_step(tmp_path):
     step not asked for does not run."""
     out, archive = tmp_path / "acc", tmp_path / "acc.tgz"
     env = {"PATH": "/usr/bin:/bin", "ARCHIVE": str(archive), "HOME": str(tmp_path)}
-    done = subprocess.run(["bash", str(BENCH / "gpu_acceptance.sh"), str(out), "no_such_step"],
-                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        ["bash", str(BENCH / "gpu_acceptance.sh"), str(out), "no_such_step"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     with tarfile.open(archive) as tar:
         assert sorted(tar.getnames()) == ["acc", "acc/machine.txt"]
@@ -242,12 +334,24 @@ def test_the_lease_call_runs_its_four_steps_in_order_within_its_budget(tmp_path)
 
     def lease(budget: int):
         out, calls = tmp_path / f"out{budget}", tmp_path / f"calls{budget}"
-        env = {"PATH": f"{shim}:/usr/bin:/bin", "HOME": str(tmp_path), "CALLS": str(calls),
-               "LEASE_BUDGET": str(budget), "GPU_SMOKE_DIR": str(tmp_path / "smoke")}  # fmt: skip
-        done = subprocess.run(["bash", str(BENCH / "gpu_acceptance.sh"), str(out), "lease"],
-                              env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
-        logs = [(out / f"{n}.log") for n in
-                ("pytest_cuda", "group_step_eager", "gpu_smoke", "fused_agreement")]  # fmt: skip
+        env = {
+            "PATH": f"{shim}:/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "CALLS": str(calls),
+            "LEASE_BUDGET": str(budget),
+            "GPU_SMOKE_DIR": str(tmp_path / "smoke"),
+        }
+        done = subprocess.run(
+            ["bash", str(BENCH / "gpu_acceptance.sh"), str(out), "lease"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        logs = [
+            (out / f"{n}.log")
+            for n in ("pytest_cuda", "group_step_eager", "gpu_smoke", "fused_agreement")
+        ]
         heads = "\n".join(p.read_text().splitlines()[0] for p in logs if p.exists())
         return done, calls.read_text().splitlines(), heads
 
@@ -256,7 +360,11 @@ def test_the_lease_call_runs_its_four_steps_in_order_within_its_budget(tmp_path)
     assert any(c.startswith("- ") and c.endswith("versions.txt") for c in calls)
     steps = [c for c in calls if not (c.startswith(("-c ", "- ")) or c == "-")]  # not machine.txt
     assert [c.split()[1 if c.startswith("-m") else 0] for c in steps] == [
-        "pytest", "benchmarks/group_step.py", "snakemake", "benchmarks/fused_agreement.py"]
+        "pytest",
+        "benchmarks/group_step.py",
+        "snakemake",
+        "benchmarks/fused_agreement.py",
+    ]
     assert "--device cuda -m device" in steps[0]
     assert "--runs 8" in steps[1] and "--json" in steps[1]
     assert steps[2].endswith("--prioritize results/gpu-smoke/parity_scratchpad/ppc/fused0.done")
@@ -286,9 +394,23 @@ def test_launches_counts_the_trainers_fused_step_by_phase(tmp_path, capsys):
         a.view(3, 1).sum().item()  # a view is no launch; .item() reads a value on the host
     assert count.ops == {"forward": 1, "other": 2} and count.syncs == {"other": 1}
     out = tmp_path / "launches.json"
-    got = bench.main(["--config", _fused_smoke(tmp_path), "--groups", "parity_scratchpad/ppc",
-                      "--runs", "1", "2", "--steps", "1", "--precision", "fp32", "--json",
-                      str(out)])  # fmt: skip
+    got = bench.main(
+        [
+            "--config",
+            _fused_smoke(tmp_path),
+            "--groups",
+            "parity_scratchpad/ppc",
+            "--runs",
+            "1",
+            "2",
+            "--steps",
+            "1",
+            "--precision",
+            "fp32",
+            "--json",
+            str(out),
+        ]
+    )
     [group] = got["groups"]
     one, two = group["rows"]
     assert (one["runs"], two["runs"]) == (1, 2)
@@ -319,6 +441,10 @@ def test_the_disk_benchmark_counts_a_file_once_and_names_its_parts(tmp_path):
     (reports / "report.html").write_bytes(b"z" * 2**18)
     (reports / "fig.png").write_bytes(b"p" * 2**18)
     assert bench.used_bytes(results) == 2**20 + 2**19
-    want = {"results/mlflow.db": 0.5, "results/run": 1.0, "reports/report.html": 0.25,
-            "reports/other": 0.25}  # fmt: skip
+    want = {
+        "results/mlflow.db": 0.5,
+        "results/run": 1.0,
+        "reports/report.html": 0.25,
+        "reports/other": 0.25,
+    }
     assert bench.parts(results, reports) == want

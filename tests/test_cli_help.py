@@ -8,11 +8,20 @@ import importlib
 import pytest
 
 MODULES = [
-    "lengen.config.cluster", "lengen.report.refresh", "lengen.report.report",
-    "lengen.report.figures", "lengen.train.train", "lengen.data.tokens", "lengen.data.corpus",
-    "lengen.analysis.evaluate", "lengen.analysis.tables", "lengen.analysis.attention",
-    "lengen.analysis.theory_cases", "lengen.analysis.influence", "lengen.analysis.perplexity",
-]  # fmt: skip
+    "lengen.config.cluster",
+    "lengen.report.refresh",
+    "lengen.report.report",
+    "lengen.report.figures",
+    "lengen.train.train",
+    "lengen.data.tokens",
+    "lengen.data.corpus",
+    "lengen.analysis.evaluate",
+    "lengen.analysis.tables",
+    "lengen.analysis.attention",
+    "lengen.analysis.theory_cases",
+    "lengen.analysis.influence",
+    "lengen.analysis.perplexity",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -32,8 +41,10 @@ def test_the_cluster_check_reads_the_config_before_looking_for_slurm(tmp_path, c
     with pytest.raises(SystemExit) as ended:  # the config's error, in one line, before sinfo
         cluster.main(["--configfile", str(tmp_path / "missing.yaml")])
     assert ended.value.code == 2
-    assert capsys.readouterr().err == f"ConfigError: {tmp_path / 'missing.yaml'}: no such file; " \
+    assert (
+        capsys.readouterr().err == f"ConfigError: {tmp_path / 'missing.yaml'}: no such file; "
         "a config is a YAML file (config/<tier>.yaml)\n"
+    )
 
 
 def _parsers(parser):
@@ -56,9 +67,11 @@ def test_every_lengen_option_has_help_and_shows_its_default(capsys, monkeypatch)
     from lengen import cli
 
     built = []
-    monkeypatch.setattr(argparse.ArgumentParser, "parse_args",
-                        lambda self, argv=None: built.append(self) or (_ for _ in ()).throw(
-                            SystemExit(0)))  # fmt: skip
+    monkeypatch.setattr(
+        argparse.ArgumentParser,
+        "parse_args",
+        lambda self, argv=None: built.append(self) or (_ for _ in ()).throw(SystemExit(0)),
+    )
     with pytest.raises(SystemExit):
         cli.main([])
     top = built[0]
@@ -83,6 +96,7 @@ def test_a_sample_length_that_cannot_be_honoured_is_refused(capsys):
         cli.main(["sample", "parity_scratchpad", "--jump", "3", "--length", "16"])
     assert ended.value.code == 2
     assert "--length 16: l = 8 input bits is not a multiple of --jump 3; give 12 or 18" in (
-        capsys.readouterr().err)
+        capsys.readouterr().err
+    )
     cli.main(["sample", "parity_scratchpad", "--jump", "3", "--length", "18"])
     assert '"length": 18' in capsys.readouterr().out

@@ -25,8 +25,9 @@ def test_the_hash_follows_what_a_job_runs_and_ignores_how_it_is_written(tmp_path
     text = task.read_text()
     task.write_text(text.replace('"""', '"""Reworded. ', 1) + "\n# a comment\n")
     assert train() == before_train  # docstrings and comments: the same code
-    task.write_text(text.replace('doc="shortest training length 2l"',
-                                 'doc="the shortest training length 2l"'))  # fmt: skip
+    task.write_text(
+        text.replace('doc="shortest training length 2l"', 'doc="the shortest training length 2l"')
+    )
     assert task.read_text() != text and train() == before_train  # a config key's words too
     task.write_text(text.replace("minimum=4, multipleOf=2", "minimum=6, multipleOf=2", 1))
     assert train() != before_train  # its bound is code
@@ -49,9 +50,11 @@ def test_every_rule_that_runs_lengen_code_carries_its_hash():
         for rule in re.split(r"\n(?=rule )", smk.read_text())[1:]:
             entry = re.search(r"(?:python -m|launcher\}) (lengen\.[a-z_.]+)", rule)
             if entry and entry.group(1) != "lengen.core.tracking":  # the store setup: no science
-                assert re.search(rf'code=(lambda w: )?code_hash\("{re.escape(entry.group(1))}"'
-                                 r'(, task=(w\.experiment|"[a-z_]+"))?\)', rule), (
-                    f"{smk.name}: {rule[:40]}")
+                assert re.search(
+                    rf'code=(lambda w: )?code_hash\("{re.escape(entry.group(1))}"'
+                    r'(, task=(w\.experiment|"[a-z_]+"))?\)',
+                    rule,
+                ), f"{smk.name}: {rule[:40]}"
 
 
 def test_a_task_job_hashes_its_own_task_module_not_the_others(tmp_path):
@@ -60,9 +63,11 @@ def test_a_task_job_hashes_its_own_task_module_not_the_others(tmp_path):
     task). A job of one task hashes its own task module (and what it imports), not the others."""
     root = tmp_path / "lengen"
     shutil.copytree(ROOT / "src" / "lengen", root)
-    jobs = {(entry, task): lambda e=entry, t=task: code_hash(e, root, task=t)
-            for entry in ("lengen.train.train", "lengen.train.group", "lengen.analysis.evaluate")
-            for task in tasks.REGISTRY}
+    jobs = {
+        (entry, task): lambda e=entry, t=task: code_hash(e, root, task=t)
+        for entry in ("lengen.train.train", "lengen.train.group", "lengen.analysis.evaluate")
+        for task in tasks.REGISTRY
+    }
     before = {k: f() for k, f in jobs.items()}
     task = root / "tasks" / "sparse_parity.py"
     text = task.read_text()
@@ -76,4 +81,5 @@ def test_a_task_job_hashes_its_own_task_module_not_the_others(tmp_path):
     base = root / "tasks" / "base.py"  # shared by the generation tasks: theirs rerun
     base.write_text(base.read_text() + "\nX = 1\n")
     assert {k for k, f in jobs.items() if f() != before[k]} >= {
-        k for k in jobs if k[1] in tasks.generation_tasks()}
+        k for k in jobs if k[1] in tasks.generation_tasks()
+    }

@@ -214,13 +214,28 @@ def test_a_variant_trains_its_own_range_and_settings():
     from lengen import tasks
 
     cfg = load(ROOT / "config" / "config.yaml")
-    budget = {"steps": 24000, "early_stop": {"every": 250, "target_accuracy": 0.99,
-              "patience": 3, "min_steps": 24000, "n_examples": 512, "n_draws": 8,
-              "plateau_steps": 24000}}  # fmt: skip
-    section = {**cfg["parity_scratchpad"], "variants": {
-        **cfg["parity_scratchpad"]["variants"],
-        **{v: {"scheme": v, "runs": 3, "section": {"jumps": [1]}, "train": budget}
-           for v in ("absolute", "rope_pose")}}}  # fmt: skip
+    budget = {
+        "steps": 24000,
+        "early_stop": {
+            "every": 250,
+            "target_accuracy": 0.99,
+            "patience": 3,
+            "min_steps": 24000,
+            "n_examples": 512,
+            "n_draws": 8,
+            "plateau_steps": 24000,
+        },
+    }
+    section = {
+        **cfg["parity_scratchpad"],
+        "variants": {
+            **cfg["parity_scratchpad"]["variants"],
+            **{
+                v: {"scheme": v, "runs": 3, "section": {"jumps": [1]}, "train": budget}
+                for v in ("absolute", "rope_pose")
+            },
+        },
+    }
     cfg = {**cfg, "parity_scratchpad": section}
     spec = tasks.generation_spec(cfg, "parity_scratchpad", "absolute", 1, 0)
     assert spec["train"]["steps"] == 24000 and spec["train"]["early_stop"]["min_steps"] == 24000
@@ -273,8 +288,10 @@ def test_cluster_check_names_what_will_not_run(tmp_path, monkeypatch):
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for name, text in (("sinfo", "local*|2|7900|infinite|(null)\n"),
-                       ("sacct", "Slurm accounting storage is disabled\n")):  # fmt: skip
+    for name, text in (
+        ("sinfo", "local*|2|7900|infinite|(null)\n"),
+        ("sacct", "Slurm accounting storage is disabled\n"),
+    ):
         (bin_dir / name).write_text(f"#!/bin/sh\nprintf '{text}'\n")
         (bin_dir / name).chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
@@ -309,24 +326,48 @@ def test_cluster_check_names_each_job_and_limit_a_cluster_would_refuse(tmp_path,
 
     roomy = [cluster.Partition("gpu", 64, 512000, 2 * 1440, 8)]
     assert cluster.problems(paper, roomy, "", None, "select/cons_tres", retries=1) == []
-    found = cluster.problems(paper, [cluster.Partition("short", 64, 512000, 240, 8)], "", None,
-                             "select/cons_res", retries=0)  # fmt: skip
+    found = cluster.problems(
+        paper,
+        [cluster.Partition("short", 64, 512000, 240, 8)],
+        "",
+        None,
+        "select/cons_res",
+        retries=0,
+    )
     assert (
         "jobs.train + jobs.eval (a model's training and evaluation, one job) asks 395 min; "
         "partition short allows 240 (MaxTime): set jobs.train.max_runtime lower"
     ) in found[0]
-    assert any(line.startswith("jobs.natural_language_train asks 1,440 min; partition short")
-               for line in found)  # fmt: skip
+    assert any(
+        line.startswith("jobs.natural_language_train asks 1,440 min; partition short")
+        for line in found
+    )
     four = cluster.problems(paper, [cluster.Partition("short", 64, 512000, 2880, 4)], "")
-    assert any(line.startswith("jobs.natural_language_train asks 64 CPUs / 480000 MB / 8 GPU(s) "
-                               "(natural_language.gpus_per_job) of one node; no node type holds")
-               for line in four)  # fmt: skip
-    assert any("needs ~1,603 min, 1,440 a submission: 2 submissions, but the profile's retries "
-               "is 0: set retries: 1" in line for line in found)  # fmt: skip
+    assert any(
+        line.startswith(
+            "jobs.natural_language_train asks 64 CPUs / 480000 MB / 8 GPU(s) "
+            "(natural_language.gpus_per_job) of one node; no node type holds"
+        )
+        for line in four
+    )
+    assert any(
+        "needs ~1,603 min, 1,440 a submission: 2 submissions, but the profile's retries "
+        "is 0: set retries: 1" in line
+        for line in found
+    )
     assert found[-1].startswith("SelectType is select/cons_res: the SLURM plugin asks for GPUs")
     assert len(found) == len(set(found))
-    assert cluster.problems(gpu, [cluster.Partition("gpu", 16, 128000, 1440, 1)], "", None,
-                            "select/cons_tres", retries=1) == []  # fmt: skip
+    assert (
+        cluster.problems(
+            gpu,
+            [cluster.Partition("gpu", 16, 128000, 1440, 1)],
+            "",
+            None,
+            "select/cons_tres",
+            retries=1,
+        )
+        == []
+    )
 
     assert [cluster.minutes(t) for t in ("infinite", "30", "2:00:00", "1-00:00:00", "1-12")] == [
         None,
@@ -338,14 +379,19 @@ def test_cluster_check_names_each_job_and_limit_a_cluster_would_refuse(tmp_path,
     assert [cluster.gres_gpus(g) for g in ("(null)", "gpu:8", "gpu:h100:4(S:0-1)")] == [0, 8, 4]
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    fakes = {"sinfo": "gpu*|64|512000|1-00:00:00|gpu:h100:8(S:0-1)\nshort|8|64000|30|(null)\n",
-             "scontrol": "SelectType              = select/cons_tres\n", "sacct": ""}  # fmt: skip
+    fakes = {
+        "sinfo": "gpu*|64|512000|1-00:00:00|gpu:h100:8(S:0-1)\nshort|8|64000|30|(null)\n",
+        "scontrol": "SelectType              = select/cons_tres\n",
+        "sacct": "",
+    }
     for name, text in fakes.items():
         (bin_dir / name).write_text(f"#!/bin/sh\nprintf '{text}'\n")
         (bin_dir / name).chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    assert cluster.partitions(None) == [cluster.Partition("gpu", 64, 512000, 1440, 8),
-                                        cluster.Partition("short", 8, 64000, 30, 0)]  # fmt: skip
+    assert cluster.partitions(None) == [
+        cluster.Partition("gpu", 64, 512000, 1440, 8),
+        cluster.Partition("short", 8, 64000, 30, 0),
+    ]
     assert cluster.select_type() == "select/cons_tres"
 
 
@@ -367,10 +413,13 @@ def fake_slurm(bin_dir, sbatch_mark=None):
     """sinfo (node types from $SINFO_LINES, honouring --partition), scontrol (cons_tres), sacct,
     squeue; sbatch records its call in `sbatch_mark` and fails."""
     bin_dir.mkdir(exist_ok=True)
-    scripts = {"sinfo": FAKE_SINFO,
-               "scontrol": "#!/bin/sh\necho 'SelectType              = select/cons_tres'\n",
-               "sacct": "#!/bin/sh\nexit 0\n", "squeue": "#!/bin/sh\nexit 0\n",
-               "sbatch": f"#!/bin/sh\ntouch {sbatch_mark}\nexit 1\n"}  # fmt: skip
+    scripts = {
+        "sinfo": FAKE_SINFO,
+        "scontrol": "#!/bin/sh\necho 'SelectType              = select/cons_tres'\n",
+        "sacct": "#!/bin/sh\nexit 0\n",
+        "squeue": "#!/bin/sh\nexit 0\n",
+        "sbatch": f"#!/bin/sh\ntouch {sbatch_mark}\nexit 1\n",
+    }
     for name, text in scripts.items():
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
@@ -385,12 +434,18 @@ def test_the_preflight_reads_its_profile_and_judges_whole_node_types(tmp_path, m
 
     fake_slurm(tmp_path / "bin")
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
-    lines = ["mixed*|128|1000000|infinite|(null)", "mixed*|16|256000|infinite|gpu:8",
-             "big|128|1000000|infinite|gpu:8"]  # fmt: skip
+    lines = [
+        "mixed*|128|1000000|infinite|(null)",
+        "mixed*|16|256000|infinite|gpu:8",
+        "big|128|1000000|infinite|gpu:8",
+    ]
     monkeypatch.setenv("SINFO_LINES", "\n".join(lines))
     assert [p.gpus for p in cluster.partitions("mixed")] == [0, 8]
-    with pytest.raises(cluster.UnknownPartition, match=r"partition 'gpux': sinfo lists no node "
-                       r"in it \(partitions here: big, mixed\)"):  # fmt: skip
+    with pytest.raises(
+        cluster.UnknownPartition,
+        match=r"partition 'gpux': sinfo lists no node "
+        r"in it \(partitions here: big, mixed\)",
+    ):
         cluster.partitions("gpux")
     shipped = cluster.read_profile(ROOT / "workflow" / "profiles" / "slurm")
     assert shipped["partition"] == "gpu" and shipped["retries"] >= 1 and shipped["cores"]
@@ -402,17 +457,36 @@ def test_the_preflight_reads_its_profile_and_judges_whole_node_types(tmp_path, m
     assert cluster.read_profile(profile) == {"cores": 128, "retries": 1, "partition": "mixed"}
     paper = load(ROOT / "config" / "paper.yaml")
     mixed = cluster.problems(paper, cluster.partitions("mixed"), "", None, "select/cons_tres", 1)
-    assert any(x.startswith("jobs.natural_language_train asks 64 CPUs / 480000 MB / 8 GPU(s)")
-               and "no node type holds them all" in x for x in mixed), mixed  # fmt: skip
-    assert cluster.problems(paper, cluster.partitions("big"), "", None, "select/cons_tres",
-                            1, 128) == []  # fmt: skip
+    assert any(
+        x.startswith("jobs.natural_language_train asks 64 CPUs / 480000 MB / 8 GPU(s)")
+        and "no node type holds them all" in x
+        for x in mixed
+    ), mixed
+    assert (
+        cluster.problems(paper, cluster.partitions("big"), "", None, "select/cons_tres", 1, 128)
+        == []
+    )
     out = tmp_path / "out.txt"
     for partition, code in (("mixed", 1), ("nowhere", 2)):
-        (profile / "config.yaml").write_text((profile / "config.yaml").read_text().replace(
-            "slurm_partition: mixed", f"slurm_partition: {partition}"))  # fmt: skip
-        done = subprocess.run([sys.executable, "-m", "lengen.config.cluster", "--configfile",
-                               str(ROOT / "config" / "paper.yaml"), "--profile", str(profile)],
-                              capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+        (profile / "config.yaml").write_text(
+            (profile / "config.yaml")
+            .read_text()
+            .replace("slurm_partition: mixed", f"slurm_partition: {partition}")
+        )
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "lengen.config.cluster",
+                "--configfile",
+                str(ROOT / "config" / "paper.yaml"),
+                "--profile",
+                str(profile),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+        )
         out.write_text(done.stderr)
         assert done.returncode == code, done.stderr
         if code == 2:
@@ -428,8 +502,12 @@ def test_the_preflight_and_the_workflows_start_agree_on_every_tier(tmp_path):
     sbatch (a fake, on a fake cluster whose one node holds every job)."""
     mark = tmp_path / "sbatch-called"
     fake_slurm(tmp_path / "bin", mark)
-    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
-           "SINFO_LINES": "gpu*|256|4000000|infinite|gpu:8", "LENGEN_DISK_CHECK": "0"}  # fmt: skip
+    env = {
+        **os.environ,
+        "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
+        "SINFO_LINES": "gpu*|256|4000000|infinite|gpu:8",
+        "LENGEN_DISK_CHECK": "0",
+    }
     shipped = ROOT / "workflow" / "profiles" / "slurm"
     roomy = tmp_path / "roomy"
     roomy.mkdir()
@@ -439,19 +517,45 @@ def test_the_preflight_and_the_workflows_start_agree_on_every_tier(tmp_path):
     runs.append(("paper", roomy))
     refused = {}
     for tier, profile in runs:
-        pre = subprocess.run([sys.executable, "-m", "lengen.config.cluster", "--configfile",
-                              str(ROOT / "config" / f"{tier}.yaml"), "--profile", str(profile)],
-                             capture_output=True, text=True, env=env, cwd=tmp_path)  # fmt: skip
+        pre = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "lengen.config.cluster",
+                "--configfile",
+                str(ROOT / "config" / f"{tier}.yaml"),
+                "--profile",
+                str(profile),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+        )
         said = {x for x in pre.stderr.splitlines() if "(the profile's `cores`)" in x}
         mark.unlink(missing_ok=True)
         work = tmp_path / f"work-{tier}-{profile.name}"
         work.mkdir()
         start = subprocess.Popen(
-            [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
-             str(work), "--profile", str(profile), "--configfile",
-             str(ROOT / "config" / f"{tier}.yaml")],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            start_new_session=True)  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "snakemake",
+                "-s",
+                str(ROOT / "Snakefile"),
+                "--directory",
+                str(work),
+                "--profile",
+                str(profile),
+                "--configfile",
+                str(ROOT / "config" / f"{tier}.yaml"),
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
         deadline = time.time() + 300
         while start.poll() is None and not mark.exists() and time.time() < deadline:
             time.sleep(0.2)
@@ -609,11 +713,19 @@ def test_a_setting_is_one_dataclass_field_typed_bounded_and_documented_once():
     p = made["properties"]
     assert made["required"] == ["rate"] and "filled_in" not in p
     assert made["additionalProperties"] is False
-    assert p["rate"] == {"type": "number", "exclusiveMinimum": 0, "maximum": 1,
-                         "description": "a rate"}  # fmt: skip
+    assert p["rate"] == {
+        "type": "number",
+        "exclusiveMinimum": 0,
+        "maximum": 1,
+        "description": "a rate",
+    }
     assert p["pair"]["items"] == {"type": "number", "maximum": 1} and p["pair"]["maxItems"] == 2
-    assert p["edges"] == {"type": "array", "items": {"type": "integer"}, "uniqueItems": True,
-                          "description": "edges"}  # fmt: skip
+    assert p["edges"] == {
+        "type": "array",
+        "items": {"type": "integer"},
+        "uniqueItems": True,
+        "description": "edges",
+    }
     assert p["cap"]["type"] == ["integer", "null"] and "type" not in p["mode"]
     assert p["limit"]["type"] == "integer"  # may be left out, never null; no default shown
     from lengen.core.settings import shows_default
@@ -663,25 +775,42 @@ def test_a_tier_extends_its_base_and_states_only_what_differs(tmp_path):
 
     from lengen.config.config import read_tier
 
-    (tmp_path / "base.yaml").write_text(yaml.safe_dump(
-        {"tier": "b", "runtime": {"device": "cpu", "threads_per_job": 1},
-         "train": {"steps": 10, "betas": [0.9, 0.95], "early_stop": {"every": 5}}}))  # fmt: skip
-    (tmp_path / "mid.yaml").write_text(yaml.safe_dump(
-        {"extends": {"file": "base.yaml", "drop": ["train.early_stop"]}, "tier": "m",
-         "train": {"betas": [0.9, 0.999]}}))  # fmt: skip
-    (tmp_path / "top.yaml").write_text(yaml.safe_dump(
-        {"extends": "mid.yaml", "tier": "t", "runtime": {"threads_per_job": 4}}))  # fmt: skip
+    (tmp_path / "base.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "tier": "b",
+                "runtime": {"device": "cpu", "threads_per_job": 1},
+                "train": {"steps": 10, "betas": [0.9, 0.95], "early_stop": {"every": 5}},
+            }
+        )
+    )
+    (tmp_path / "mid.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "extends": {"file": "base.yaml", "drop": ["train.early_stop"]},
+                "tier": "m",
+                "train": {"betas": [0.9, 0.999]},
+            }
+        )
+    )
+    (tmp_path / "top.yaml").write_text(
+        yaml.safe_dump({"extends": "mid.yaml", "tier": "t", "runtime": {"threads_per_job": 4}})
+    )
     assert read_tier(tmp_path / "top.yaml") == {
-        "tier": "t", "runtime": {"device": "cpu", "threads_per_job": 4},
-        "train": {"steps": 10, "betas": [0.9, 0.999]}}  # fmt: skip
+        "tier": "t",
+        "runtime": {"device": "cpu", "threads_per_job": 4},
+        "train": {"steps": 10, "betas": [0.9, 0.999]},
+    }
     assert read_tier(tmp_path / "base.yaml")["train"]["early_stop"] == {"every": 5}
     bad = {
         "loop.yaml": ({"extends": "loop.yaml"}, "goes round in a circle"),
         "gone.yaml": ({"extends": "nowhere.yaml"}, "nowhere.yaml does not exist"),
         "odd.yaml": ({"extends": {"file": "base.yaml", "also": 1}}, "extends: a file name"),
-        "typo.yaml": ({"extends": {"file": "base.yaml", "drop": ["train.early"]}},
-                      "'train.early' names no key of the base"),
-    }  # fmt: skip
+        "typo.yaml": (
+            {"extends": {"file": "base.yaml", "drop": ["train.early"]}},
+            "'train.early' names no key of the base",
+        ),
+    }
     for name, (content, message) in bad.items():
         (tmp_path / name).write_text(yaml.safe_dump(content))
         with pytest.raises(ConfigError, match=message) as err:
@@ -711,8 +840,10 @@ def test_the_memory_floor_counts_a_gpt_neox_layer_as_torch_does():
     from lengen.config.config import layer_params
     from lengen.model.model import GPTNeoX, ModelConfig
 
-    for sizes in ({"n_layer": 2, "d_model": 16, "n_head": 2},
-                  {"n_layer": 1, "d_model": 24, "n_head": 4, "d_mlp": 40}):  # fmt: skip
+    for sizes in (
+        {"n_layer": 2, "d_model": 16, "n_head": 2},
+        {"n_layer": 1, "d_model": 24, "n_head": 4, "d_mlp": 40},
+    ):
         model = GPTNeoX(ModelConfig(vocab_size=11, **sizes))
         assert layer_params(sizes) == sum(p.numel() for p in model.layers.parameters())
 
@@ -741,9 +872,11 @@ def test_a_training_jobs_disk_holds_its_groups_checkpoints(tmp_path):
     ):
         validate(small)
     lines = cluster.problems(gpu, [], "", free=10000)
-    assert lines == [f"jobs.train.disk_mb is 29000 MB, but {gpu['results_dir']} has 10000 MB "
-                     "free: free space there or point results_dir at a larger disk (every job "
-                     "that runs at once needs its own)"]  # fmt: skip
+    assert lines == [
+        f"jobs.train.disk_mb is 29000 MB, but {gpu['results_dir']} has 10000 MB "
+        "free: free space there or point results_dir at a larger disk (every job "
+        "that runs at once needs its own)"
+    ]
     assert cluster.problems(gpu, [], "", free=10**6) == []
     zero = copy.deepcopy(gpu)  # with ZeRO, DeepSpeed's bf16 section also saves a bf16 copy
     zero["runtime"]["zero_stage"] = 2
@@ -781,18 +914,21 @@ def test_no_run_writes_into_the_reference_the_code_or_the_repository(key, tmp_pa
     validate(cfg)  # beside them, fine
 
 
-@pytest.mark.parametrize(("key", "value", "says"), [
-    ("sparse_parity.train.steps", 6.0, "6.0 is not of type 'integer'"),
-    ("sparse_parity.train.steps", 10**12, "is greater than the maximum of 10000000"),
-    ("sparse_parity.train.lr", 1e6, "is greater than the maximum of 1"),
-    ("sparse_parity.train.batch_size", 10**9, "is greater than the maximum of 1048576"),
-    ("sparse_parity.n", 10**9, "is greater than the maximum of 65534"),
-    ("sparse_parity.variants.neox.runs", 10**6, "is greater than the maximum of 1000"),
-    ("seed", 10**30, "is greater than the maximum of 4294966295"),
-    ("seed", True, "True is not of type 'integer'"),
-    ("variable_assignment.n_vars", 1, "1 is less than the minimum of 2"),
-    ("theory.test_lengths", [9], "[9] below 2L = 16: the risks are stated for Lbar >= 2L"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("key", "value", "says"),
+    [
+        ("sparse_parity.train.steps", 6.0, "6.0 is not of type 'integer'"),
+        ("sparse_parity.train.steps", 10**12, "is greater than the maximum of 10000000"),
+        ("sparse_parity.train.lr", 1e6, "is greater than the maximum of 1"),
+        ("sparse_parity.train.batch_size", 10**9, "is greater than the maximum of 1048576"),
+        ("sparse_parity.n", 10**9, "is greater than the maximum of 65534"),
+        ("sparse_parity.variants.neox.runs", 10**6, "is greater than the maximum of 1000"),
+        ("seed", 10**30, "is greater than the maximum of 4294966295"),
+        ("seed", True, "True is not of type 'integer'"),
+        ("variable_assignment.n_vars", 1, "1 is less than the minimum of 2"),
+        ("theory.test_lengths", [9], "[9] below 2L = 16: the risks are stated for Lbar >= 2L"),
+    ],
+)
 def test_a_value_that_cannot_be_meant_is_refused_naming_its_key_and_bound(key, value, says):
     """Integers where the schema means integers (not 6.0, not a bool), sizes bounded by a stated
     ceiling, lr in (0, 1], seeds within numpy's range, n_vars >= 2, theory's Lbar >= 2L."""
@@ -804,5 +940,6 @@ def test_a_value_that_cannot_be_meant_is_refused_naming_its_key_and_bound(key, v
     node[last] = value
     with pytest.raises(ConfigError) as err:
         validate(cfg)
-    assert any(line.strip().startswith(f"{key}:") and says in line
-               for line in str(err.value).splitlines()), str(err.value)  # fmt: skip
+    assert any(
+        line.strip().startswith(f"{key}:") and says in line for line in str(err.value).splitlines()
+    ), str(err.value)

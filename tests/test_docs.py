@@ -58,8 +58,12 @@ def test_the_estimates_are_the_benchmarks_own():
 
     tool = _times()
     for key, entry in tool.load().items():
-        if "estimate" in entry and not entry.keys() & {"step_times", "fused", "config",
-                                                       "experiment"}:  # one branch: not all
+        if "estimate" in entry and not entry.keys() & {
+            "step_times",
+            "fused",
+            "config",
+            "experiment",
+        }:  # one branch: not all
             bench = json.loads((ROOT / entry["estimate"]).read_text())
             same = bench["estimate"]["node_gpus"] == entry["node_gpus"]
             if same or entry["field"] == "one_device_h":
@@ -90,10 +94,13 @@ def test_the_default_tier_time_is_its_config_at_the_measured_shared_rate(tmp_pat
     cfg = load(ROOT / entry["config"])
     va = cfg["variable_assignment"]
     assert sorted(k for k in jobs if k.startswith("variable_assignment")) == sorted(
-        f"variable_assignment/{v}/d{d}" for v in plan.variants(cfg, "variable_assignment")
-        for d in va["depths"])  # fmt: skip
-    runs = sum(len(plan.runs(cfg, e, v)) for e in plan.experiments(cfg)
-               for v in plan.variants(cfg, e))  # fmt: skip
+        f"variable_assignment/{v}/d{d}"
+        for v in plan.variants(cfg, "variable_assignment")
+        for d in va["depths"]
+    )
+    runs = sum(
+        len(plan.runs(cfg, e, v)) for e in plan.experiments(cfg) for v in plan.variants(cfg, e)
+    )
     assert sum(j["jobs"] for j in jobs.values()) == runs + 2  # every run, and h_short, h_long
     step = {k["kind"]: k["s_per_step"] for k in bench["kinds"]}
     alone = training_hours(jobs, step, 2)["node_h"]
@@ -127,8 +134,9 @@ def test_the_gpu_tier_time_follows_its_config(tmp_path):
     from lengen.config.config import load
 
     cfg = load(ROOT / entry["config"])
-    runs = sum(len(plan.runs(cfg, e, v)) for e in plan.experiments(cfg)
-               for v in plan.variants(cfg, e))  # fmt: skip
+    runs = sum(
+        len(plan.runs(cfg, e, v)) for e in plan.experiments(cfg) for v in plan.variants(cfg, e)
+    )
     assert sum(j["jobs"] for j in jobs.values()) == runs + 2  # every run, and h_short, h_long
     assert {j["steps"] for k, j in jobs.items() if not k.startswith("natural")} == {50_000}
     shutil.copytree(ROOT / "benchmarks" / "measured", tmp_path / "benchmarks" / "measured")
@@ -201,8 +209,9 @@ def test_the_gpu_grid_table_is_the_probe_rows():
         learned = int(((runs["acc_L20"] >= 0.9) & (runs["acc_L40"] >= 0.9)).sum())
         assert re.search(rf"\n  \| {int(jump)} \| {learned} of 4", doc), jump
     one = grid[grid["value"] == 1]
-    cells = " | ".join(f"{one[f'acc_L{n}'].min():.2f}-{one[f'acc_L{n}'].max():.2f}"
-                       for n in (60, 80, 100, 150))  # fmt: skip
+    cells = " | ".join(
+        f"{one[f'acc_L{n}'].min():.2f}-{one[f'acc_L{n}'].max():.2f}" for n in (60, 80, 100, 150)
+    )
     assert f"| 1 | 4 of 4 | {cells} |" in doc
 
 
@@ -212,18 +221,28 @@ def test_the_reference_run_sums_its_sittings(tmp_path):
     end) ends at the last time Snakemake logged; the jobs done count every sitting's."""
     import subprocess
 
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=7", "HEAD"],
-                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    head = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short=7", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     (tmp_path / f"default-{head}.log").write_text(
         "=== start 2026-11-26T01:00:00Z\n[Thu Nov 26 01:10:00 2026]\n2 of 12 steps (17%) done\n"
         "=== end rc=0 2026-11-26T02:30:00Z\n"
         "=== start 2026-11-27T01:00:00Z\n[Fri Nov 27 01:05:00 2026]\n3 of 9 steps (33%) done\n"
         "[Fri Nov 27 01:45:00 2026]\n"
     )
-    done = subprocess.run(["bash", str(ROOT / "tools" / "reference_run.sh"), "--time", head],
-                          capture_output=True, text=True, env={**os.environ,
-                          "RUNS_DIR": str(tmp_path), "PATH": f"{Path(sys.executable).parent}:"
-                          f"{os.environ['PATH']}"})  # this python (yaml) first  # fmt: skip
+    done = subprocess.run(
+        ["bash", str(ROOT / "tools" / "reference_run.sh"), "--time", head],
+        capture_output=True,
+        text=True,
+        env={
+            **os.environ,
+            "RUNS_DIR": str(tmp_path),
+            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        },
+    )  # this python (yaml) first
     assert done.returncode == 0, done.stderr
     assert "1.50 h (ended)" in done.stdout and "0.75 h (interrupted)" in done.stdout
     # each sitting counts the jobs it had left: 12 planned, 9 left for the second, 3 of them done
@@ -249,8 +268,17 @@ def test_every_repository_path_the_docs_name_exists():
     """A file of the repository named in README, config/README.md or docs/ (a backticked path under
     src/, tests/, tools/, workflow/, config/, benchmarks/, probes/ or docs/) exists: a move or a
     rename updates the docs (issue 48: docs/pipeline.md named four files that no longer existed)."""
-    tops = ("src/", "tests/", "tools/", "workflow/", "config/", "benchmarks/", "probes/", "docs/",
-            "reference/")  # fmt: skip
+    tops = (
+        "src/",
+        "tests/",
+        "tools/",
+        "workflow/",
+        "config/",
+        "benchmarks/",
+        "probes/",
+        "docs/",
+        "reference/",
+    )
     named = 0
     for page in _pages():
         text = page.read_text()
@@ -291,8 +319,11 @@ def test_every_module_and_function_the_docs_name_imports():
         return False
 
     dotted = re.compile(r"`(lengen(?:\.\w+)+)(?:\(\))?`")
-    named = [(page.relative_to(ROOT), name) for page in _pages()
-             for name in dotted.findall(page.read_text())]  # fmt: skip
+    named = [
+        (page.relative_to(ROOT), name)
+        for page in _pages()
+        for name in dotted.findall(page.read_text())
+    ]
     assert len(named) > 30
     missing = [f"{page} names {name}" for page, name in named if not resolves(name)]
     assert not missing, missing
@@ -310,8 +341,9 @@ def test_the_mutation_score_in_the_docs_is_the_committed_table():
     if not tool.SHARD_TIMES.exists():
         assert block is None, "docs/testing.md shows a score that reference/ does not hold"
         return
-    body = tool.docs_block(pd.read_csv(tool.OUT), pd.read_csv(tool.SHARD_TIMES,
-                                                              keep_default_na=False))  # fmt: skip
+    body = tool.docs_block(
+        pd.read_csv(tool.OUT), pd.read_csv(tool.SHARD_TIMES, keep_default_na=False)
+    )
     assert block is not None, "docs/testing.md has no mutation:score block"
     assert body in block[0], "stale: run `python tools/mutation.py --write-docs`"
 
@@ -326,14 +358,17 @@ def test_the_padding_the_docs_state_is_the_counted_one():
 
     import numpy as np
 
-    rows = json.loads((ROOT / "benchmarks" / "measured" / "2026-11-28-cpu" /
-                       "padding_gpu_tier.json").read_text())["rows"]  # fmt: skip
+    rows = json.loads(
+        (ROOT / "benchmarks" / "measured" / "2026-11-28-cpu" / "padding_gpu_tier.json").read_text()
+    )["rows"]
     at = {(r["experiment"], r["variant"], r["grouping"]): r for r in rows}
-    doc = " ".join((ROOT / "benchmarks" / "measured" / "2026-11-28-cpu" /
-                    "README.md").read_text().split())  # fmt: skip
+    doc = " ".join(
+        (ROOT / "benchmarks" / "measured" / "2026-11-28-cpu" / "README.md").read_text().split()
+    )
     ppc = [at["parity_scratchpad", "ppc", g]["fed_over_own"] for g in ("planned", "by_setting")]
-    ablation = [at["parity_scratchpad", "absolute", g]["fed_over_own"]
-                for g in ("planned", "by_setting")]  # fmt: skip
+    ablation = [
+        at["parity_scratchpad", "absolute", g]["fed_over_own"] for g in ("planned", "by_setting")
+    ]
     va = [at["variable_assignment", "ppc", g]["fed_over_own"] for g in ("planned", "by_setting")]
     assert f"Fig. 2's PPC parity: {ppc[0]:.3f} as planned (R = 8, jumps mixed), {ppc[1]:.3f}" in doc
     assert f"Fig. 8's ablations {ablation[0]:.3f} and {ablation[1]:.3f}" in doc
@@ -355,15 +390,21 @@ def test_the_host_batch_times_the_docs_state_are_the_timed_ones():
     committed JSON."""
     import json
 
-    rows = json.loads((ROOT / "benchmarks" / "measured" / "2026-11-28-cpu" /
-                       "host_batches_gpu_tier.json").read_text())["rows"]  # fmt: skip
+    rows = json.loads(
+        (
+            ROOT / "benchmarks" / "measured" / "2026-11-28-cpu" / "host_batches_gpu_tier.json"
+        ).read_text()
+    )["rows"]
     ms = {(r["experiment"], r["variant"]): r["ms_per_batch"] for r in rows}
     va = [v for (e, _), v in ms.items() if e == "variable_assignment"]
-    doc = " ".join((ROOT / "benchmarks" / "measured" / "2026-11-28-cpu" /
-                    "README.md").read_text().split())  # fmt: skip
-    assert (f"{ms['sparse_parity', 'neox']:.1f} ms for sparse parity's group, "
-            f"{ms['parity_scratchpad', 'ppc']:.1f} ms for PPC parity's, {min(va):.1f}-"
-            f"{max(va):.1f} ms for variable assignment's") in doc
+    doc = " ".join(
+        (ROOT / "benchmarks" / "measured" / "2026-11-28-cpu" / "README.md").read_text().split()
+    )
+    assert (
+        f"{ms['sparse_parity', 'neox']:.1f} ms for sparse parity's group, "
+        f"{ms['parity_scratchpad', 'ppc']:.1f} ms for PPC parity's, {min(va):.1f}-"
+        f"{max(va):.1f} ms for variable assignment's"
+    ) in doc
 
 
 def test_the_operator_counts_the_docs_state_are_the_counted_ones():
@@ -373,29 +414,35 @@ def test_the_operator_counts_the_docs_state_are_the_counted_ones():
 
     def counted(name: str) -> tuple[list[dict], list[dict]]:
         """The JSON's groups, and each group's rows by R."""
-        groups = json.loads((ROOT / "benchmarks" / "measured" / "2026-11-28-cpu" /
-                             name).read_text())["groups"]  # fmt: skip
+        groups = json.loads(
+            (ROOT / "benchmarks" / "measured" / "2026-11-28-cpu" / name).read_text()
+        )["groups"]
         return groups, [{r["runs"]: r for r in g["rows"]} for g in groups]
 
     groups, (ppc, sp) = counted("launches_gpu_tier.json")
     fit = groups[0]["per_added_run"]
-    doc = " ".join((ROOT / "benchmarks" / "measured" / "2026-11-28-cpu" /
-                    "README.md").read_text().split())  # fmt: skip
-    assert (f"group dispatches {ppc[1]['total']:.0f} operators per step at R = 1, "
-            f"{ppc[8]['total']:.0f} at R = 8 and {ppc[16]['total']:.0f} at R = 16: "
-            f"{fit['total']:.0f} more per added run (its own loss, {fit['loss']:.0f}, and their "
-            f"backward, {fit['backward']:.0f}); sparse parity's group, its whole variant, "
-            f"{sp[max(sp)]['total']:.0f}") in doc
+    doc = " ".join(
+        (ROOT / "benchmarks" / "measured" / "2026-11-28-cpu" / "README.md").read_text().split()
+    )
+    assert (
+        f"group dispatches {ppc[1]['total']:.0f} operators per step at R = 1, "
+        f"{ppc[8]['total']:.0f} at R = 8 and {ppc[16]['total']:.0f} at R = 16: "
+        f"{fit['total']:.0f} more per added run (its own loss, {fit['loss']:.0f}, and their "
+        f"backward, {fit['backward']:.0f}); sparse parity's group, its whole variant, "
+        f"{sp[max(sp)]['total']:.0f}"
+    ) in doc
     assert f"clipping dispatches {ppc[8]['ops_per_step']['clip']:.0f} a step" in doc
     top = {(t["phase"], t["op"]): t["per_step"] for t in ppc[16]["top"]}
     assert f"backward {top['backward', 'copy_']:.0f} `copy_`" in doc
     assert f"autocast {top['forward', '_to_copy']:.0f} weight casts" in doc
     assert all(set(r["syncs_per_step"]) == {"other"} for r in ppc.values())  # the mask's read
     after, (ppc_after, sp_after) = counted("launches_gpu_tier_after.json")
-    assert (f"{ppc_after[8]['total']:.0f} operators per step at R = 8 and "
-            f"{ppc_after[16]['total']:.0f} at R = 16 "
-            f"({after[0]['per_added_run']['total']:.0f} more per added run), sparse parity's "
-            f"group {sp_after[max(sp_after)]['total']:.0f}") in doc
+    assert (
+        f"{ppc_after[8]['total']:.0f} operators per step at R = 8 and "
+        f"{ppc_after[16]['total']:.0f} at R = 16 "
+        f"({after[0]['per_added_run']['total']:.0f} more per added run), sparse parity's "
+        f"group {sp_after[max(sp_after)]['total']:.0f}"
+    ) in doc
     assert ppc_after[8]["ops_per_step"]["clip"] < ppc[8]["ops_per_step"]["clip"] / 10
 
 
@@ -410,16 +457,24 @@ def test_the_h100_numbers_the_docs_state_are_the_measured_ones():
     r8, r16 = by["parity_scratchpad/ppc", 8], by["parity_scratchpad/ppc", 16]
     sp = by["sparse_parity/neox", 5]
     perf = " ".join((measured / "README.md").read_text().split())
-    assert (f"R = 8 took {r8['ms_per_step']:.0f} ms per step ({r8['ms_per_run_step']:.1f} ms per "
-            f"run-step, {r8['mfu_peak']:.1%} of the 989 TFLOP/s") in perf
+    assert (
+        f"R = 8 took {r8['ms_per_step']:.0f} ms per step ({r8['ms_per_run_step']:.1f} ms per "
+        f"run-step, {r8['mfu_peak']:.1%} of the 989 TFLOP/s"
+    ) in perf
     assert f"{r8['padding_share']:.0%} of the tokens fed padding" in perf
-    assert f"at R = 16 {r16['ms_per_step']:.0f} ms ({r16['ms_per_run_step']:.1f} ms, " \
-           f"{r16['mfu_peak']:.1%})" in perf  # fmt: skip
-    assert f"runs {sp['ms_per_step']:.0f} ms ({sp['mfu_peak']:.1%}, the GPU busy only " \
-           f"{sp['profile']['busy_share']:.0%}" in perf  # fmt: skip
+    assert (
+        f"at R = 16 {r16['ms_per_step']:.0f} ms ({r16['ms_per_run_step']:.1f} ms, "
+        f"{r16['mfu_peak']:.1%})" in perf
+    )
+    assert (
+        f"runs {sp['ms_per_step']:.0f} ms ({sp['mfu_peak']:.1%}, the GPU busy only "
+        f"{sp['profile']['busy_share']:.0%}" in perf
+    )
     profile = r8["profile"]
-    assert (f"GPU was busy {1e3 * profile['device_busy_s']:.0f} ms of the step: copies and casts "
-            f"{1e3 * profile['groups_s']['copy/cast']:.0f} ms") in perf
+    assert (
+        f"GPU was busy {1e3 * profile['device_busy_s']:.0f} ms of the step: copies and casts "
+        f"{1e3 * profile['groups_s']['copy/cast']:.0f} ms"
+    ) in perf
 
 
 def test_the_readme_states_model_sizes_runs_and_steps_as_the_configs_set_them():
@@ -442,18 +497,30 @@ def test_the_readme_states_model_sizes_runs_and_steps_as_the_configs_set_them():
 
     layers, widths = span([m["n_layer"] for m in models]), span([m["d_model"] for m in models])
     assert f"Models are {layers} layers x {widths} wide" in text
-    arms = Counter((r.experiment, r.variant, r.folder(cfg).rsplit("/", 2)[-2])
-                   for e in plan.experiments(cfg) for v in plan.variants(cfg, e)
-                   for r in plan.runs(cfg, e, v))  # fmt: skip
+    arms = Counter(
+        (r.experiment, r.variant, r.folder(cfg).rsplit("/", 2)[-2])
+        for e in plan.experiments(cfg)
+        for v in plan.variants(cfg, e)
+        for r in plan.runs(cfg, e, v)
+    )
     most = max(arms.values())
     assert f"| at most {most} runs per compared arm" in text  # the tier's row: its config
     # what it found: the committed reference's runs (made with the config of its commit)
     import pandas as pd
 
-    runs = [pd.read_csv(p).groupby([c for c in ("variant", "k_train", "jump", "depth",
-                                                 "train_max_len") if c in pd.read_csv(p, nrows=0)]
-                                    ).seed.nunique().max()
-            for p in (ROOT / "reference" / "default").glob("*_accuracy.csv")]  # fmt: skip
+    runs = [
+        pd.read_csv(p)
+        .groupby(
+            [
+                c
+                for c in ("variant", "k_train", "jump", "depth", "train_max_len")
+                if c in pd.read_csv(p, nrows=0)
+            ]
+        )
+        .seed.nunique()
+        .max()
+        for p in (ROOT / "reference" / "default").glob("*_accuracy.csv")
+    ]
     words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 10: "ten"}
     assert f"at most {words[max(runs)]} runs per compared arm" in " ".join(text.split())
     smoke = load(ROOT / "config" / "gpu-smoke.yaml")

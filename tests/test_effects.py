@@ -13,8 +13,13 @@ from lengen.report import effects
 
 def runs(accuracies, n: int = 192, lengths=(60, 80)) -> pd.DataFrame:
     """One model group: one run (seed) per accuracy, the same accuracy at every length."""
-    return pd.DataFrame([{"seed": s, "length": length, "n": n, "accuracy": a}
-                         for s, a in enumerate(accuracies) for length in lengths])  # fmt: skip
+    return pd.DataFrame(
+        [
+            {"seed": s, "length": length, "n": n, "accuracy": a}
+            for s, a in enumerate(accuracies)
+            for length in lengths
+        ]
+    )
 
 
 def test_each_run_is_judged_and_the_row_needs_every_group_to_usually_pass():
@@ -22,8 +27,11 @@ def test_each_run_is_judged_and_the_row_needs_every_group_to_usually_pass():
     show a pass rate above 1/2 (5 of 5), not reproduced when the runs are shown to pass less,
     mixed (k of n) otherwise; a run passes only if no cell shows it below the threshold; fewer
     than 5 runs in an arm: underpowered."""
-    agree = effects.gap(runs([0.95, 0.96, 0.94, 0.97, 0.95]), runs([0.2, 0.22, 0.18, 0.2, 0.1]),
-                        "ppc minus ablation")  # fmt: skip
+    agree = effects.gap(
+        runs([0.95, 0.96, 0.94, 0.97, 0.95]),
+        runs([0.2, 0.22, 0.18, 0.2, 0.1]),
+        "ppc minus ablation",
+    )
     assert agree.runs == (5, 5) and agree.powered
     assert agree.estimate == pytest.approx(0.774, abs=5e-3)  # accuracy x 192, rounded per run
     assert [round(v, 2) for _, v in agree.per_run] == [0.75, 0.74, 0.76, 0.77, 0.85]
@@ -47,7 +55,8 @@ def test_each_run_is_judged_and_the_row_needs_every_group_to_usually_pass():
     three = effects.level(runs([0.99, 0.98, 0.99]), "three runs")
     assert not three.powered
     assert effects.judge_runs(effects.run_outcomes([three], 0.5), three.powered) == (
-        effects.UNDERPOWERED)
+        effects.UNDERPOWERED
+    )
     assert effects.leaning(effects.run_outcomes([three], 0.5)) == "for"
     assert effects.leaning(effects.run_outcomes([three], 0.9999)) == "against"
     gap = effects.gap(runs([1.0] * 5), runs([0.1] * 4), "5 vs 4 runs")
@@ -61,25 +70,39 @@ def test_a_run_truly_at_the_threshold_fails_from_sampling_alone_at_most_5_percen
     observed worst cell) failed such a run most of the time. A run far below still fails."""
     rng = np.random.default_rng(3)
     trials = 400
-    for truth, threshold, cells, n in ((0.92, 0.9, 30, 192), (0.9, 0.9, 30, 192),
-                                       (0.9, 0.9, 1, 512), (1.0, 0.9, 30, 192),
-                                       (0.32, 0.3, 12, 192)):  # fmt: skip
+    for truth, threshold, cells, n in (
+        (0.92, 0.9, 30, 192),
+        (0.9, 0.9, 30, 192),
+        (0.9, 0.9, 1, 512),
+        (1.0, 0.9, 30, 192),
+        (0.32, 0.3, 12, 192),
+    ):
         right = rng.binomial(n, truth, size=(trials, cells))
         failed = observed_failed = 0
         for row in right:
-            found = [effects.Effect(f"c{i}", 0, 0, 0, (1,), (0,), (("r", k / n),), "g",
-                                    ((float(k), float(n)),)) for i, k in enumerate(row)]
+            found = [
+                effects.Effect(
+                    f"c{i}", 0, 0, 0, (1,), (0,), (("r", k / n),), "g", ((float(k), float(n)),)
+                )
+                for i, k in enumerate(row)
+            ]
             (o,) = effects.run_outcomes(found, threshold)
             failed += not o.passed
             observed_failed += not o.observed
         assert failed / trials <= 0.05, (truth, cells, n)
         if cells == 30 and truth == 0.92:
             assert observed_failed / trials > 0.5  # the rule of EARLIER: 76% in the issue
-    for true_a, true_b, threshold, n in ((0.95, 0.65, 0.3, 192), (1.0, 0.7, 0.3, 256),
-                                         (0.55, 0.5, 0.05, 512), (0.3, 0.0, 0.3, 192)):
+    for true_a, true_b, threshold, n in (
+        (0.95, 0.65, 0.3, 192),
+        (1.0, 0.7, 0.3, 256),
+        (0.55, 0.5, 0.05, 512),
+        (0.3, 0.0, 0.3, 192),
+    ):
         ka, kb = rng.binomial(n, true_a, trials), rng.binomial(n, true_b, trials)
-        failed = sum(effects.run_upper((a, n, b, n), effects.ALPHA) < threshold
-                     for a, b in zip(ka, kb, strict=True))  # fmt: skip
+        failed = sum(
+            effects.run_upper((a, n, b, n), effects.ALPHA) < threshold
+            for a, b in zip(ka, kb, strict=True)
+        )
         assert failed / trials <= 0.05, (true_a, true_b)
     far = effects.level(runs([0.6] * 5, n=192), "far below")
     assert not any(o.passed for o in effects.run_outcomes([far], 0.9))
@@ -122,9 +145,9 @@ def test_arms_are_compared_by_boschloo_on_their_generalize_counts():
     test = lambda b, w: effects.ArmTest("c", "c", b, w, effects.boschloo(b, w))  # noqa: E731
     assert effects.judge_arms([test((5, 5), (0, 5)), test((5, 5), (1, 5))], True) == "reproduced"
     assert effects.judge_arms([test((5, 5), (4, 5)), test((5, 5), (5, 5))], True) == (
-        "not reproduced")
-    assert effects.judge_arms([test((5, 5), (0, 5)), test((5, 5), (5, 5))], True) == (
-        effects.MIXED)
+        "not reproduced"
+    )
+    assert effects.judge_arms([test((5, 5), (0, 5)), test((5, 5), (5, 5))], True) == (effects.MIXED)
     assert effects.judge_arms([test((5, 5), (5, 5))], True) == "not reproduced"
     assert effects.judge_arms([test((5, 5), (3, 5))], True) == effects.MIXED
     assert effects.judge_arms([test((3, 3), (0, 3))], True) == effects.UNDERPOWERED
@@ -134,8 +157,9 @@ def test_arms_are_compared_by_boschloo_on_their_generalize_counts():
     rng = np.random.default_rng(8)
     for (pb, pw), (rep, refuted) in rates.items():
         k = rng.binomial([5, 5, 5, 5], [pb, pw, pb, pw], size=(1500, 4))
-        found = [effects.arm_verdict([test((a, 5), (b, 5)), test((c, 5), (d, 5))])
-                 for a, b, c, d in k]  # fmt: skip
+        found = [
+            effects.arm_verdict([test((a, 5), (b, 5)), test((c, 5), (d, 5))]) for a, b, c, d in k
+        ]
         assert np.mean([v == "reproduced" for v in found]) == pytest.approx(rep, abs=0.03)
         assert np.mean([v == "not reproduced" for v in found]) == pytest.approx(refuted, abs=0.03)
     for p in (0.1, 0.5, 0.9):  # no difference between the arms: Boschloo's level holds
@@ -146,6 +170,7 @@ def test_arms_are_compared_by_boschloo_on_their_generalize_counts():
 def test_gaps_pair_runs_with_themselves_within_a_model_and_by_seed_across_models():
     """Two cells of one model (k_test 4 vs 8): each run's gap is its own; two models: run pairs
     by seed, a seed only one arm has is dropped; a level's runs are its run ids."""
+
     def model(name, accs, k_test=None):
         d = runs(accs, lengths=(60,)).assign(run=lambda d: [f"{name}/seed{s}" for s in d.seed])
         return d if k_test is None else d.assign(k_test=k_test)
@@ -157,7 +182,9 @@ def test_gaps_pair_runs_with_themselves_within_a_model_and_by_seed_across_models
     cross = effects.gap(model("ppc", [1.0, 1.0, 1.0]), other[other.seed != 1], "ppc - abl")
     assert [r for r, _ in cross.per_run] == ["ppc/seed0 - abl/seed0", "ppc/seed2 - abl/seed2"]
     assert [r for r, _ in effects.level(model("ppc", [1.0, 0.5]), "x").per_run] == [
-        "ppc/seed0", "ppc/seed1"]
+        "ppc/seed0",
+        "ppc/seed1",
+    ]
 
 
 def test_the_share_of_runs_that_pass_has_an_exact_interval():
@@ -279,8 +306,9 @@ def test_error_rates_hold_on_outcome_models_fitted_to_the_committed_cells():
     seen = set()
     for c in found[::5]:
         right = rng.binomial(c.n, rng.choice(c.accuracies, size=2000))
-        upper = np.where(right >= c.n, 1.0,
-                         stats.beta.ppf(1 - effects.ALPHA, right + 1, c.n - right))  # fmt: skip
+        upper = np.where(
+            right >= c.n, 1.0, stats.beta.ppf(1 - effects.ALPHA, right + 1, c.n - right)
+        )
         for threshold in (0.9, 0.8, 0.5):  # near-perfect, generalizes well, a coin
             p = float((upper >= threshold).mean())
             rep, refuted = effects.error_rates((5, 5, 5), (p,))[p]

@@ -90,14 +90,27 @@ def test_sparse_parity_evaluate_known_answers(tmp_path, monkeypatch):
 
         monkeypatch.setattr(ev, "model_from_saved", build)
         table = ev.evaluate(tmp_path / "m.pt", tmp_path / "test.npz", 4, tmp_path / "eval.csv")
-        assert list(table.columns[:9]) == ["experiment", "variant", "run", "k_train", "seed",
-                                           "length", "k_test", "n", "accuracy"]  # fmt: skip
+        assert list(table.columns[:9]) == [
+            "experiment",
+            "variant",
+            "run",
+            "k_train",
+            "seed",
+            "length",
+            "k_test",
+            "n",
+            "accuracy",
+        ]
         assert set(table.experiment) == {"sparse_parity"}
-        setup = {"spec": spec, "testset": sp.testset_config(tmp_path / "test.npz"),
-                 "batch_size": 4}  # fmt: skip
+        setup = {"spec": spec, "testset": sp.testset_config(tmp_path / "test.npz"), "batch_size": 4}
         assert set(table.config_hash) == {config_hash(setup)}
-        assert table[["length", "k_test"]].values.tolist() == [[8, 1], [8, 3], [20, 1], [20, 3],
-                                                              [20, 6]]  # fmt: skip
+        assert table[["length", "k_test"]].values.tolist() == [
+            [8, 1],
+            [8, 3],
+            [20, 1],
+            [20, 3],
+            [20, 6],
+        ]
         assert table.accuracy.tolist() == [expect[k] for k in table.k_test]
         assert (table.n == 10).all() and (table.k_train == 3).all() and (table.seed == 7).all()
         assert set(table.variant) == {"neox"} and set(table.run) == {"r"}
@@ -106,9 +119,14 @@ def test_sparse_parity_evaluate_known_answers(tmp_path, monkeypatch):
         assert written.accuracy.tolist() == table.accuracy.tolist()
     # beside a model with an MLflow run, the accuracies go to that run (the spec's store)
     calls = []
-    fake = type("Tracking", (), {name: staticmethod(lambda *a, n=name: calls.append((n, a)))
-                                 for name in ("resume_run", "log_metrics", "log_artifact",
-                                              "end_run")})  # fmt: skip
+    fake = type(
+        "Tracking",
+        (),
+        {
+            name: staticmethod(lambda *a, n=name: calls.append((n, a)))
+            for name in ("resume_run", "log_metrics", "log_artifact", "end_run")
+        },
+    )
     monkeypatch.setattr(ev, "tracking", fake)
     (tmp_path / "mlflow_run_id").write_text("abc")
     ev.evaluate(tmp_path / "m.pt", tmp_path / "test.npz", 4, tmp_path / "eval.csv")
@@ -128,17 +146,24 @@ def test_generation_evaluate_known_answers(tmp_path, monkeypatch):
         (
             "variable_assignment",
             {"depth": 2, "n_vars": 20, "scratchpad": False, "scheme": "rope_pose"},
-        ),  # fmt: skip
+        ),
     ):
         spec = make_spec(experiment, task=task, variant="v", run_name="r", seed=1).source
         testset = ev.scratchpad_testset(parse_spec(spec), eval_cfg, 3)
-        assert all(getattr(b, "scratchpad", True) is task.get("scratchpad", True)
-                   for b in testset.values())  # fmt: skip
+        assert all(
+            getattr(b, "scratchpad", True) is task.get("scratchpad", True) for b in testset.values()
+        )
         examples = [(b.test_example(task["scheme"]), b.prompt_len) for b in testset.values()]
         p16 = testset[16].prompt_len
         stopped = task["scheme"] != "ppc"  # an early-stopped run, and one that ran all steps
-        saved = {"spec": spec, **({"steps_run": 60, "stop_reason": "did not learn in 60 steps"}
-                                  if stopped else {"steps_run": 100, "stop_reason": "steps"})}
+        saved = {
+            "spec": spec,
+            **(
+                {"steps_run": 60, "stop_reason": "did not learn in 60 steps"}
+                if stopped
+                else {"steps_run": 100, "stop_reason": "steps"}
+            ),
+        }
 
         def read(path, device, s=saved):
             assert path == tmp_path / "m.pt" and device == "cpu"
@@ -154,9 +179,20 @@ def test_generation_evaluate_known_answers(tmp_path, monkeypatch):
         monkeypatch.setattr(ev, "model_from_saved", build)
         table = ev.evaluate_scratchpad(tmp_path / "m.pt", eval_cfg, 3, tmp_path / "e.csv")
         param = "jump" if experiment == "parity_scratchpad" else "depth"
-        assert list(table.columns[:12]) == ["experiment", "variant", "run", "scheme", "scratchpad",
-                                            param, "seed", "length", "n", "accuracy", "steps_run",
-                                            "stop_reason"]  # fmt: skip
+        assert list(table.columns[:12]) == [
+            "experiment",
+            "variant",
+            "run",
+            "scheme",
+            "scratchpad",
+            param,
+            "seed",
+            "length",
+            "n",
+            "accuracy",
+            "steps_run",
+            "stop_reason",
+        ]
         ids = table[["experiment", "variant", "run", "seed"]].drop_duplicates().values.tolist()
         assert ids == [[experiment, "v", "r", 1]]
         assert set(table.scratchpad) == {task.get("scratchpad", True)}
@@ -176,21 +212,49 @@ def test_combine_sorts_by_setting_seed_length(tmp_path):
 
     paths = []
     for variant, jump, seed in (("ppc", 2, 1), ("absolute", 1, 0), ("ppc", 1, 1), ("ppc", 1, 0)):
-        rows = [dict(experiment="parity_scratchpad", variant=variant, jump=jump, seed=seed,
-                     length=n, n=8, accuracy=0.5) for n in (30, 10)]  # fmt: skip
+        rows = [
+            dict(
+                experiment="parity_scratchpad",
+                variant=variant,
+                jump=jump,
+                seed=seed,
+                length=n,
+                n=8,
+                accuracy=0.5,
+            )
+            for n in (30, 10)
+        ]
         paths.append(tmp_path / f"{variant}{jump}{seed}.csv")
         pd.DataFrame(rows).to_csv(paths[-1], index=False)
     out = combine(paths, tmp_path / "all" / "table.csv")
     assert list(zip(out.variant, out.jump, out.seed, out.length, strict=True)) == [
-        ("absolute", 1, 0, 10), ("absolute", 1, 0, 30), ("ppc", 1, 0, 10), ("ppc", 1, 0, 30),
-        ("ppc", 1, 1, 10), ("ppc", 1, 1, 30), ("ppc", 2, 1, 10), ("ppc", 2, 1, 30)]  # fmt: skip
+        ("absolute", 1, 0, 10),
+        ("absolute", 1, 0, 30),
+        ("ppc", 1, 0, 10),
+        ("ppc", 1, 0, 30),
+        ("ppc", 1, 1, 10),
+        ("ppc", 1, 1, 30),
+        ("ppc", 2, 1, 10),
+        ("ppc", 2, 1, 30),
+    ]
     assert out.index.tolist() == list(range(8))
     assert pd.read_csv(tmp_path / "all" / "table.csv").equals(out)
     # sparse parity: the grid is (length, k_test); a table missing one k_test is named
     sp_paths = []
     for k_train, ks in ((4, (1, 3)), (2, (1, 3)), (3, (1,))):
-        rows = [dict(experiment="sparse_parity", variant="neox", k_train=k_train, seed=0,
-                     length=20, k_test=k, n=8, accuracy=0.5) for k in ks]  # fmt: skip
+        rows = [
+            dict(
+                experiment="sparse_parity",
+                variant="neox",
+                k_train=k_train,
+                seed=0,
+                length=20,
+                k_test=k,
+                n=8,
+                accuracy=0.5,
+            )
+            for k in ks
+        ]
         sp_paths.append(tmp_path / f"sp{k_train}.csv")
         pd.DataFrame(rows).to_csv(sp_paths[-1], index=False)
     out = combine(sp_paths[:2], tmp_path / "sp.csv")
@@ -201,8 +265,18 @@ def test_combine_sorts_by_setting_seed_length(tmp_path):
         combine(sp_paths, tmp_path / "sp.csv")
     # a variant with its own eval lengths (variants.<v>.section.eval) joins the table
     own = tmp_path / "equal.csv"
-    rows = [dict(experiment="parity_scratchpad", variant="ppc_equal", jump=1, seed=0, length=n,
-                 n=8, accuracy=0.5) for n in (6, 12, 18)]  # fmt: skip
+    rows = [
+        dict(
+            experiment="parity_scratchpad",
+            variant="ppc_equal",
+            jump=1,
+            seed=0,
+            length=n,
+            n=8,
+            accuracy=0.5,
+        )
+        for n in (6, 12, 18)
+    ]
     pd.DataFrame(rows).to_csv(own, index=False)
     out = combine([*paths, own], tmp_path / "with_equal.csv")
     assert sorted(out[out.variant == "ppc_equal"].length) == [6, 12, 18]
@@ -237,8 +311,19 @@ def test_a_fused_groups_evaluation_equals_each_model_alone(tmp_path, smoke_confi
     eval_cfg = {**smoke_config["parity_scratchpad"]["eval"], "n_examples": 24, "batch_size": 10}
     alone = [evaluate.evaluate_scratchpad(p, eval_cfg, 0, p.parent / "alone.csv") for p in paths]
     outs = [p.parent / "fused.csv" for p in paths]
-    evaluate.main(["generate", "--model", *map(str, paths), "--eval", json.dumps(eval_cfg),
-                   "--seed", "0", "--out", *map(str, outs)])  # fmt: skip
+    evaluate.main(
+        [
+            "generate",
+            "--model",
+            *map(str, paths),
+            "--eval",
+            json.dumps(eval_cfg),
+            "--seed",
+            "0",
+            "--out",
+            *map(str, outs),
+        ]
+    )
     for want, out in zip(alone, outs, strict=True):
         pd.testing.assert_frame_equal(pd.read_csv(out), pd.read_csv(out.parent / "alone.csv"))
         assert len(want) == len(eval_cfg["lengths"])
@@ -255,8 +340,10 @@ def test_check_lengths_holds_each_variant_to_its_grid(tmp_path):
     path = tmp_path / "eval.csv"
     table = pd.DataFrame({"variant": ["a", "a", "b"], "length": [10, 20, 10]})
     check_lengths(table, {"a": [20, 10], "b": [10], "c": [5]}, path, "FIX")
-    cut = rf"{path}: a scored at lengths \[10, 20\], the config asks for \[10, 20, 30\] " \
-          r"\(missing \[30\], not asked \[\]: cut off, or an older config's\?\); FIX$"  # fmt: skip
+    cut = (
+        rf"{path}: a scored at lengths \[10, 20\], the config asks for \[10, 20, 30\] "
+        r"\(missing \[30\], not asked \[\]: cut off, or an older config's\?\); FIX$"
+    )
     with pytest.raises(TableError, match=cut):
         check_lengths(table, {"a": [10, 20, 30], "b": [10]}, path, "FIX")
     extra = r"b scored at lengths \[10\], the config asks for \[\] \(missing \[\], not asked \[10\]"
@@ -274,8 +361,20 @@ def test_check_lengths_holds_each_variant_to_its_grid(tmp_path):
 
 def _sp_rows(**over) -> pd.DataFrame:
     """A sparse-parity eval table: one model (K_train 4, seed 0), lengths 20, 40, k_test 1, 3."""
-    rows = [dict(experiment="sparse_parity", variant="neox", k_train=4, seed=0, length=n,
-                 k_test=k, n=8, accuracy=0.5) for n in (20, 40) for k in (1, 3)]  # fmt: skip
+    rows = [
+        dict(
+            experiment="sparse_parity",
+            variant="neox",
+            k_train=4,
+            seed=0,
+            length=n,
+            k_test=k,
+            n=8,
+            accuracy=0.5,
+        )
+        for n in (20, 40)
+        for k in (1, 3)
+    ]
     return pd.DataFrame(rows).assign(**over)
 
 
@@ -309,8 +408,11 @@ def test_read_eval_table_names_each_defect_and_its_column(tmp_path):
     table = read_eval_table(path)
     assert (table.dtypes[["k_train", "seed", "length", "k_test", "n"]] == "int64").all()
     assert read_eval_table(path, {"neox": [40, 20]}).equals(table)
-    with pytest.raises(TableError, match=rf"^{path}: neox scored at lengths \[20, 40\], the "
-                                         rf"config asks for \[20\] .*; {fix}$"):  # fmt: skip
+    with pytest.raises(
+        TableError,
+        match=rf"^{path}: neox scored at lengths \[20, 40\], the "
+        rf"config asks for \[20\] .*; {fix}$",
+    ):
         read_eval_table(path, {"neox": [20]})
 
 
@@ -330,11 +432,26 @@ def test_combine_checks_the_grid_per_variant_and_writes_where_asked(tmp_path):
         combine([a, b], out, {"neox": [20, 40, 60]})
     # grids that do not nest: a has (20, 40) x (1, 3); c has (20, 60, 80) x (1, 3) -> a is short
     c = tmp_path / "c.csv"
-    rows = [dict(experiment="sparse_parity", variant="neox", k_train=4, seed=2, length=n,
-                 k_test=k, n=8, accuracy=0.5) for n in (20, 60, 80) for k in (1, 3)]  # fmt: skip
+    rows = [
+        dict(
+            experiment="sparse_parity",
+            variant="neox",
+            k_train=4,
+            seed=2,
+            length=n,
+            k_test=k,
+            n=8,
+            accuracy=0.5,
+        )
+        for n in (20, 60, 80)
+        for k in (1, 3)
+    ]
     pd.DataFrame(rows).to_csv(c, index=False)
-    with pytest.raises(TableError, match=r"a.csv: 4 test points where the other tables of its "
-                                         r"variant have 6"):  # fmt: skip
+    with pytest.raises(
+        TableError,
+        match=r"a.csv: 4 test points where the other tables of its "
+        r"variant have 6",
+    ):
         combine([a, c], out)
     plain = [tmp_path / "p0.csv", tmp_path / "p1.csv"]
     for seed, path in enumerate(plain):
@@ -362,8 +479,7 @@ def test_an_evaluation_rerun_logs_only_what_changed(tmp_path):
         tracking.log_metrics(metrics)
         tracking.end_run()
     client = MlflowClient(uri)
-    history = {k: [(m.step, m.value) for m in client.get_metric_history(run_id, k)]
-               for k in "abc"}  # fmt: skip
+    history = {k: [(m.step, m.value) for m in client.get_metric_history(run_id, k)] for k in "abc"}
     assert history == {"a": [(0, 1.0)], "b": [(0, 0.5), (1, 0.75)], "c": [(0, 2.0)]}
     assert client.get_run(run_id).data.metrics == {"a": 1.0, "b": 0.75, "c": 2.0}
 
@@ -419,8 +535,11 @@ def test_a_table_refuses_another_folders_run_and_a_run_twice(tmp_path):
     a = tmp_path / "neox" / "K1" / "seed0" / "eval.csv"
     b = tmp_path / "neox" / "K2" / "seed0" / "eval.csv"
     check_runs([a, b], [table("neox/K1/seed0"), table("neox/K2/seed0")])
-    with pytest.raises(TableError, match=r"K2/seed0/eval.csv: holds run neox/K1/seed0, its folder "
-                                         r"is run neox/K2/seed0"):
+    with pytest.raises(
+        TableError,
+        match=r"K2/seed0/eval.csv: holds run neox/K1/seed0, its folder "
+        r"is run neox/K2/seed0",
+    ):
         check_runs([a, b], [table("neox/K1/seed0"), table("neox/K1/seed0")])
     other = tmp_path / "elsewhere.csv"  # not a run's folder: only duplicates are checked
     with pytest.raises(TableError, match="run neox/K1/seed0 is already in"):

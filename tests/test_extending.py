@@ -26,8 +26,13 @@ NAME = "toy_majority"
 
 
 def _copy_project(to: Path) -> None:
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
-                           capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     for rel in files:
         src, dst = ROOT / rel, to / rel
         if src.is_file():
@@ -68,8 +73,17 @@ def test_a_new_generation_task_is_two_files_and_its_tier_section(tmp_path):
     assert len(touched) == 2
     env = {**os.environ, "PYTHONPATH": str(root / "src")}
     fig = f"reports/smoke/fig_{NAME}.png"
-    cmd = [sys.executable, "-m", "snakemake", fig, "-n", "--cores", "2", "--configfile",
-           "config/smoke.yaml"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        fig,
+        "-n",
+        "--cores",
+        "2",
+        "--configfile",
+        "config/smoke.yaml",
+    ]
     proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     stats = job_stats(proc)  # its 3 models (one per variant), each evaluated, the figure
@@ -77,9 +91,14 @@ def test_a_new_generation_task_is_two_files_and_its_tier_section(tmp_path):
     assert stats["synthetic_train"] == stats["generation_eval"] == models
     assert stats["figure"] == 1
     assert f"results/smoke/{NAME}/" in proc.stdout
-    sample = subprocess.run([sys.executable, "-m", "lengen.cli", "sample", NAME, "--length", "5",
-                             "--n", "1"], cwd=root, env=env, capture_output=True, text=True,
-                            check=True)  # fmt: skip
+    sample = subprocess.run(
+        [sys.executable, "-m", "lengen.cli", "sample", NAME, "--length", "5", "--n", "1"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     row = json.loads(sample.stdout.splitlines()[0])
     assert row["length"] == 5 and len(row["tokens"]) == 8
 
@@ -100,14 +119,20 @@ def test_a_new_task_then_one_command_leaves_the_tests_that_hold_the_files_green(
     env = {**os.environ, "PYTHONPATH": str(root / "src")}
     # the golden plans, then whole files whose tests read every task (the contracts' tables,
     # config/README.md's keys, the docs' statements): none names the tasks it expects
-    held = ["tests/test_plan.py::test_a_dry_run_plans_the_golden_jobs", "tests/test_config.py",
-            "tests/test_artifacts.py", "tests/test_docs.py"]
+    held = [
+        "tests/test_plan.py::test_a_dry_run_plans_the_golden_jobs",
+        "tests/test_config.py",
+        "tests/test_artifacts.py",
+        "tests/test_docs.py",
+    ]
     pytest_cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *held]
     before = subprocess.run(pytest_cmd, cwd=root, env=env, capture_output=True, text=True)
     assert before.returncode != 0 and "test_a_dry_run_plans_the_golden_jobs[smoke]" in (
-        before.stdout), before.stdout[-2000:]
-    subprocess.run([sys.executable, "tools/regenerate.py"], cwd=root, env=env, check=True,
-                   capture_output=True)  # fmt: skip
+        before.stdout
+    ), before.stdout[-2000:]
+    subprocess.run(
+        [sys.executable, "tools/regenerate.py"], cwd=root, env=env, check=True, capture_output=True
+    )
     after = subprocess.run(pytest_cmd, cwd=root, env=env, capture_output=True, text=True)
     assert after.returncode == 0, after.stdout[-3000:]
     assert NAME in (root / "tests" / "golden" / "plans" / "smoke.json").read_text()
@@ -130,8 +155,17 @@ def test_a_new_figure_of_an_existing_kind_is_config_only(tmp_path):
     listed = artifacts.report_figures(config.load(path))
     assert {"fig_ppc_alone.png", "fig_one_k.png"} <= set(listed)
     for stem, rule in (("fig_ppc_alone", "figure"), ("fig_one_k", "figure")):
-        cmd = [sys.executable, "-m", "snakemake", f"reports/smoke/{stem}.png", "-n",
-               "--cores", "2", "--configfile", str(path)]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "snakemake",
+            f"reports/smoke/{stem}.png",
+            "-n",
+            "--cores",
+            "2",
+            "--configfile",
+            str(path),
+        ]
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         assert job_stats(proc)[rule] == 1
@@ -155,18 +189,27 @@ def test_a_new_claim_touches_its_experiment_module_alone(tmp_path):
     import shutil
 
     src = tmp_path / "src"
-    shutil.copytree(ROOT / "src" / "lengen", src / "lengen",
-                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    shutil.copytree(
+        ROOT / "src" / "lengen", src / "lengen", ignore=shutil.ignore_patterns("__pycache__")
+    )
     module = src / "lengen" / "report" / "claims" / "majority.py"
     text = module.read_text()
-    text = text.replace("\nRULES = (\n", """\nRULES = (
+    text = text.replace(
+        "\nRULES = (\n",
+        """\nRULES = (
     Rule(sentence="XX-1", section="Sec. 9", paper="a toy sentence", window="every length",
          threshold=0.9, gate="none", interval=RUN_OUTCOMES, reason="a test"),
-""", 1)
-    text = text.replace("    return [\n", """    return [
+""",
+        1,
+    )
+    text = text.replace(
+        "    return [\n",
+        """    return [
         Claim("XX-1", "Sec. 9", "a toy sentence", "a constant", lambda tables: 0.95,
               "value >= 0.9", lambda v: v >= RULES[0].threshold),
-""", 1)
+""",
+        1,
+    )
     module.write_text(text)
     script = f"""
 import tempfile, yaml
@@ -206,12 +249,12 @@ def test_a_figure_of_a_new_kind_is_one_object_and_its_entry(tmp_path):
         "def _draw_toy(table, args, meta):\n"
         "    plt, _ = _pyplot()\n"
         "    fig, ax = plt.subplots()\n"
-        "    ax.hist(table[\"accuracy\"])\n"
+        '    ax.hist(table["accuracy"])\n'
         "    _save(fig, args.out, 100, meta)\n\n\n"
-        "TOY = FigureKind(\"toy\", lambda cfg, fig: ("
-        "[artifacts.table(cfg, \"sparse_parity\")], []),"
-        " _draw_toy, lambda cfg: \"A toy histogram of every accuracy of the sparse-parity "
-        "table, one bar per bin, drawn to check that a kind is one object.\")\n\n"
+        'TOY = FigureKind("toy", lambda cfg, fig: ('
+        '[artifacts.table(cfg, "sparse_parity")], []),'
+        ' _draw_toy, lambda cfg: "A toy histogram of every accuracy of the sparse-parity '
+        'table, one bar per bin, drawn to check that a kind is one object.")\n\n'
         "KINDS: dict[str, FigureKind] = {",
     )
     text = text.replace("              THEORY, ATTENTION)", "              THEORY, ATTENTION, TOY)")
@@ -223,39 +266,93 @@ def test_a_figure_of_a_new_kind_is_one_object_and_its_entry(tmp_path):
         '    "fig_toy": Figure("sparse_parity", "toy", None, "Toy"),\n',
     )
     artifacts.write_text(text)
-    changed = sorted(str(p.relative_to(root)) for p in root.rglob("*")
-                     if p.is_file() and p.read_bytes() != (ROOT / p.relative_to(root)).read_bytes())
+    changed = sorted(
+        str(p.relative_to(root))
+        for p in root.rglob("*")
+        if p.is_file() and p.read_bytes() != (ROOT / p.relative_to(root)).read_bytes()
+    )
     assert changed == ["src/lengen/config/artifacts.py", "src/lengen/report/figures.py"]
     env = {**os.environ, "PYTHONPATH": str(root / "src")}
-    cmd = [sys.executable, "-m", "snakemake", "reports/smoke/fig_toy.png", "-n", "-p", "--cores",
-           "1", "--configfile", "config/smoke.yaml"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "reports/smoke/fig_toy.png",
+        "-n",
+        "-p",
+        "--cores",
+        "1",
+        "--configfile",
+        "config/smoke.yaml",
+    ]
     proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert job_stats(proc)["figure"] == 1
     assert "lengen.report.figures toy --tables reports/smoke/sparse_parity_accuracy.csv" in (
-        proc.stdout)
+        proc.stdout
+    )
     out = tmp_path / "toy.png"
-    subprocess.run([sys.executable, "-m", "lengen.report.figures", "toy", "--tables",
-                    str(ROOT / "reference" / "smoke" / "sparse_parity_accuracy.csv"), "--out",
-                    str(out)], cwd=root, env=env, check=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lengen.report.figures",
+            "toy",
+            "--tables",
+            str(ROOT / "reference" / "smoke" / "sparse_parity_accuracy.csv"),
+            "--out",
+            str(out),
+        ],
+        cwd=root,
+        env=env,
+        check=True,
+    )
     assert out.stat().st_size > 1000
-    caption = subprocess.run([sys.executable, "-c", "from lengen.config import config; from "
-                              "lengen.report import figures; print(figures.figure_job(config.load("
-                              "'config/smoke.yaml'), 'fig_toy').caption)"], cwd=root, env=env,
-                             capture_output=True, text=True, check=True)  # fmt: skip
+    caption = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from lengen.config import config; from "
+            "lengen.report import figures; print(figures.figure_job(config.load("
+            "'config/smoke.yaml'), 'fig_toy').caption)",
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert caption.stdout.startswith("A toy histogram")
-    check = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                            "tests/test_figure_jobs.py", "-k", "kind"], cwd=root, env=env,
-                           capture_output=True, text=True)  # fmt: skip
+    check = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/test_figure_jobs.py",
+            "-k",
+            "kind",
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert check.returncode == 0, check.stdout[-3000:]
 
 
 SETTING_PATHS = {  # docs/extending.md, "A setting's path": the files, in order
     "lr": ["config/<tier>.yaml", "src/lengen/core/specs.py", "src/lengen/train/lifecycle.py"],
-    "fuse_runs": ["config/<tier>.yaml", "src/lengen/core/specs.py",
-                  "src/lengen/config/plan.py", "workflow/rules/synthetic.smk",
-                  "workflow/rules/generation.smk"],
-}  # fmt: skip
+    "fuse_runs": [
+        "config/<tier>.yaml",
+        "src/lengen/core/specs.py",
+        "src/lengen/config/plan.py",
+        "workflow/rules/synthetic.smk",
+        "workflow/rules/generation.smk",
+    ],
+}
 # lr: 8 files crossed before the schema was made from the fields, 7 before the spec was counted
 # as what it is, one object the rule, the plan and train.py pass on naming no setting
 PATH_LIMITS = {"lr": 4, "fuse_runs": 5}
@@ -275,15 +372,21 @@ def test_a_settings_path_is_the_files_docs_name(key):
     row = next(r for r in rows if re.search(rf"[`.]{key}`", r.split("|")[1]))
     assert int(row.split("|")[2]) == len(path)
     assert re.findall(r"`((?:config|src|workflow)/[^`]+)`", row.split("| ")[-1])[: len(path)] == (
-        path)
+        path
+    )
     assert len(path) <= PATH_LIMITS[key]
     for name in path[1:]:
         assert (ROOT / name).is_file(), name
-    assert re.search(rf"\b{key}:", (ROOT / "config" / "gpu.yaml").read_text() + (
-        ROOT / "config" / "config.yaml").read_text())
+    assert re.search(
+        rf"\b{key}:",
+        (ROOT / "config" / "gpu.yaml").read_text() + (ROOT / "config" / "config.yaml").read_text(),
+    )
     assert re.search(rf"^\s+{key}:", (ROOT / path[1]).read_text(), re.M)
-    code = [*(ROOT / "src" / "lengen").rglob("*.py"), *(ROOT / "workflow" / "rules").glob("*.smk"),
-            ROOT / "Snakefile"]  # fmt: skip
+    code = [
+        *(ROOT / "src" / "lengen").rglob("*.py"),
+        *(ROOT / "workflow" / "rules").glob("*.smk"),
+        ROOT / "Snakefile",
+    ]
     names = load_script(ROOT / "tools" / "setting_route.py").names  # what a code token names
     naming = {str(p.relative_to(ROOT)) for p in code if names(p.read_text(), key)}
     assert naming and naming <= set(path), naming - set(path)

@@ -20,8 +20,18 @@ from lengen.train.train import train
 
 
 def _eval_table(path, experiment="parity_scratchpad"):
-    rows = [{"experiment": experiment, "variant": "ppc", "jump": 1, "seed": 0, "length": n,
-             "n": 8, "accuracy": 0.5} for n in (10, 20, 30)]  # fmt: skip
+    rows = [
+        {
+            "experiment": experiment,
+            "variant": "ppc",
+            "jump": 1,
+            "seed": 0,
+            "length": n,
+            "n": 8,
+            "accuracy": 0.5,
+        }
+        for n in (10, 20, 30)
+    ]
     pd.DataFrame(rows).to_csv(path, index=False)
 
 
@@ -110,6 +120,7 @@ def test_kill_9_during_training_resumes_to_identical_weights(tiny_spec, tmp_path
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(cmd, env=env, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
+
     # a whole checkpoint (step_N: written as step_N.partial and renamed once whole, issue 63);
     # the kill may cut the next one mid-write, which the rerun removes
     def whole():
@@ -148,8 +159,19 @@ def test_a_table_is_checked_against_the_grid_the_config_asks_for(tmp_path, capsy
         combine([table], tmp_path / "out2.csv", grid)
     assert not (tmp_path / "out2.csv").exists()
     with pytest.raises(SystemExit) as ended:  # the tool: one line, exit 2
-        figures.main(["generation", "--tables", str(table), "--panels", "ppc", "--lengths",
-                      '{"ppc": [10, 20, 30]}', "--out", str(tmp_path / "fig.png")])  # fmt: skip
+        figures.main(
+            [
+                "generation",
+                "--tables",
+                str(table),
+                "--panels",
+                "ppc",
+                "--lengths",
+                '{"ppc": [10, 20, 30]}',
+                "--out",
+                str(tmp_path / "fig.png"),
+            ]
+        )
     assert ended.value.code == 2
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith(f"TableError: {table}: ") and "missing [30]" in line
@@ -173,8 +195,7 @@ def test_an_all_digit_config_hash_stays_text_and_tables_combine(tmp_path):
     assert sorted(out["config_hash"].unique()) == ["01234567", "abcdef01"]
 
 
-def test_a_cut_state_file_is_an_error_naming_it_and_nothing_is_deleted(tiny_spec, tmp_path,
-                                                                       capfd):
+def test_a_cut_state_file_is_an_error_naming_it_and_nothing_is_deleted(tiny_spec, tmp_path, capfd):
     """Issue 47's drills: a 0-byte or cut spec.json beside checkpoints (a full disk left one)
     stops the rerun naming the file, keeping the checkpoints (it once deleted them and trained
     from step 0); a 0-byte mlflow_run_id stops it too (it once opened a new run in `Default`)."""
@@ -193,8 +214,10 @@ def test_a_cut_state_file_is_an_error_naming_it_and_nothing_is_deleted(tiny_spec
     (out / "spec.json").unlink()  # what the message says to do: then it resumes
     run_id = (out / "mlflow_run_id").read_text()
     (out / "mlflow_run_id").write_text("")
-    with pytest.raises(UnreadableState, match="mlflow_run_id: empty .*Delete it to log this "
-                       "model to a new MLflow run"):  # fmt: skip
+    with pytest.raises(
+        UnreadableState,
+        match="mlflow_run_id: empty .*Delete it to log this model to a new MLflow run",
+    ):
         train(spec, out)
     write_text_atomic(out / "mlflow_run_id", run_id)  # restored: the same run goes on
     assert (train(spec, out)).exists()
@@ -273,16 +296,26 @@ def test_a_figure_from_a_cut_eval_table_fails_naming_it(tmp_path):
     from lengen.analysis.tables import TableError
     from lengen.report import figures
 
-    good = pd.DataFrame({"experiment": "sparse_parity", "variant": "neox", "k_train": 2,
-                         "seed": 0, "length": [8, 16], "k_test": 1, "n": 4,
-                         "accuracy": [1.0, 0.5]})  # fmt: skip
+    good = pd.DataFrame(
+        {
+            "experiment": "sparse_parity",
+            "variant": "neox",
+            "k_train": 2,
+            "seed": 0,
+            "length": [8, 16],
+            "k_test": 1,
+            "n": 4,
+            "accuracy": [1.0, 0.5],
+        }
+    )
     path = tmp_path / "eval.csv"
     good.to_csv(path, index=False)
     text = path.read_text()
     path.write_text(text[: text.rindex(",") + 1])  # cut mid-line: the last accuracy is gone
     with pytest.raises(TableError, match=f"{path}: "):
-        figures.main.__wrapped__(["sparse_parity", "--tables", str(path),
-                                  "--out", str(tmp_path / "f.png")])  # fmt: skip
+        figures.main.__wrapped__(
+            ["sparse_parity", "--tables", str(path), "--out", str(tmp_path / "f.png")]
+        )
     assert not (tmp_path / "f.png").exists()
 
 
@@ -310,8 +343,13 @@ def test_a_sigterm_is_named_and_the_mlflow_runs_end_killed(tiny_spec, tmp_path, 
         args = ["--specs", json.dumps([spec, second]), "--out", *map(str, outs)]
     read, write = os.pipe()  # the workflow's descriptor on Snakemake's own output
     env = {**os.environ, "OMP_NUM_THREADS": "1", "LENGEN_ERROR_FD": str(write)}
-    proc = subprocess.Popen([sys.executable, "-m", module, *args], env=env, pass_fds=(write,),
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", module, *args],
+        env=env,
+        pass_fds=(write,),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     os.close(write)
     deadline = time.time() + 120
     while not (outs[0] / "mlflow_run_id").exists() and time.time() < deadline:
@@ -329,8 +367,9 @@ def test_a_sigterm_is_named_and_the_mlflow_runs_end_killed(tiny_spec, tmp_path, 
         assert status == "KILLED", err[-3000:]
 
 
-def test_a_sigterm_whose_exit_a_callback_swallowed_still_stops_training(tmp_path, monkeypatch,
-                                                                         capfd):  # fmt: skip
+def test_a_sigterm_whose_exit_a_callback_swallowed_still_stops_training(
+    tmp_path, monkeypatch, capfd
+):
     """A SIGTERM landing in a garbage collector's callback had its SystemExit swallowed by
     Python ("Exception ignored in ...") and the training went on: a drill of 5 signals hung 1.
     The handler records the signal; the loop's next step exits 143 (one line said, once)."""
@@ -372,8 +411,11 @@ def test_a_full_disk_is_named_as_one(tiny_spec, tmp_path, monkeypatch):
 
     monkeypatch.setattr(train_module, "write_model_file", full)
     out = tmp_path / "run"
-    with pytest.raises(files.NoSpace, match=r"no space left on the disk of .*run/model.pt \(1 MB "
-                       r"free\) while writing the model file: free space there and rerun"):
+    with pytest.raises(
+        files.NoSpace,
+        match=r"no space left on the disk of .*run/model.pt \(1 MB "
+        r"free\) while writing the model file: free space there and rerun",
+    ):
         train(dict(tiny_spec, train={**tiny_spec["train"], "checkpoint_every": 2}), out)
     assert (out / "ckpt").is_dir() and (out / "spec.json").is_file()  # kept for the rerun
     with pytest.raises(OSError) as err, files.space_for(tmp_path, "x"):
@@ -386,8 +428,9 @@ def test_a_full_disk_is_named_as_one(tiny_spec, tmp_path, monkeypatch):
         raise RuntimeError("basic_ios::clear: iostream error")  # room enough: not a full disk
 
 
-def test_a_full_store_or_disk_is_one_line_naming_it_and_its_free_space(tmp_path, capfd,
-                                                                        monkeypatch):  # fmt: skip
+def test_a_full_store_or_disk_is_one_line_naming_it_and_its_free_space(
+    tmp_path, capfd, monkeypatch
+):
     """A write a full SQLite store refuses (SQLite's own "database or disk is full", here by
     capping the file's pages) ended a job in raw tracebacks; a full disk where no checkpoint
     write names it gave Snakemake's bare `[Errno 28]`. Each is now one line (also on
@@ -536,8 +579,9 @@ def test_a_group_stopped_while_its_runs_open_leaves_none_running(tiny_spec, tmp_
         assert client.get_run((out / "mlflow_run_id").read_text()).info.status == "KILLED"
 
 
-def test_a_known_error_ends_a_tool_in_one_line_on_stderr_and_snakemakes_descriptor(capfd,
-                                                                                  monkeypatch):
+def test_a_known_error_ends_a_tool_in_one_line_on_stderr_and_snakemakes_descriptor(
+    capfd, monkeypatch
+):
     """Issue 66: a known error (lengen.core.cli.KnownError: the pipeline's own, whose message
     names the file and the fix) ended a tool as the last line of a 16-20-line traceback. It is
     now the one line on stderr, also written to LENGEN_ERROR_FD (the workflow's jobs: Snakemake's
@@ -553,8 +597,10 @@ def test_a_known_error_ends_a_tool_in_one_line_on_stderr_and_snakemakes_descript
 
     read, write = os.pipe()
     monkeypatch.setenv("LENGEN_ERROR_FD", str(write))
-    for err in (UnreadableState("/r/spec.json: empty (the spec);\n  delete it"),
-                NoSpace("no space left on /r (3 MB free)")):  # fmt: skip
+    for err in (
+        UnreadableState("/r/spec.json: empty (the spec);\n  delete it"),
+        NoSpace("no space left on /r (3 MB free)"),
+    ):
         with pytest.raises(SystemExit) as ended:
             tool(err)
         assert ended.value.code == 2
@@ -592,9 +638,7 @@ def test_a_known_error_ends_a_tool_in_one_line_on_stderr_and_snakemakes_descript
     os.close(write)
 
 
-def test_a_store_deleted_under_a_running_job_is_named_so_not_as_a_full_disk(
-    tmp_path, monkeypatch
-):
+def test_a_store_deleted_under_a_running_job_is_named_so_not_as_a_full_disk(tmp_path, monkeypatch):
     """SQLite answers a write to a store deleted under it with "readonly database": the job's
     line said the store "is not writable ... free space there"; it now says it was deleted or
     moved, and that a rerun makes a new one. A store still there keeps the writable advice."""

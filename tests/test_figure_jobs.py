@@ -36,9 +36,11 @@ def test_every_kind_has_a_drawer_a_cli_choice_and_a_caption():
 def test_importing_the_figures_is_cheap():
     """The Snakefile reads the kinds when it plans: importing them loads no plotting, table or
     model library (a dry run stays fast; under SLURM every job parses the Snakefile)."""
-    code = ("import sys, lengen.report.figures\n"
-            "print(sorted(m for m in ('torch', 'matplotlib', 'seaborn', 'pandas', 'mlflow',"
-            " 'scipy', 'deepspeed') if m in sys.modules))")  # fmt: skip
+    code = (
+        "import sys, lengen.report.figures\n"
+        "print(sorted(m for m in ('torch', 'matplotlib', 'seaborn', 'pandas', 'mlflow',"
+        " 'scipy', 'deepspeed') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -80,9 +82,20 @@ def test_a_figures_inputs_are_the_models_it_draws():
 def test_the_one_figure_rule_writes_every_png(tier, tmp_path):
     """In a dry run of the whole tier, every .png job is rule `figure`, one per listed figure,
     but the figure of every run, which the report draws from its verdicts."""
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
-           str(tmp_path), "-n", "--cores", "1", "--configfile",
-           str(ROOT / "config" / f"{tier}.yaml")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(tmp_path),
+        "-n",
+        "--cores",
+        "1",
+        "--configfile",
+        str(ROOT / "config" / f"{tier}.yaml"),
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     jobs = re.findall(r"^rule (\w+):\n(?:    .*\n)*?    output: (.*)$", out, re.M)
     png = {(rule, o) for rule, outs in jobs for o in outs.split(", ") if o.endswith(".png")}

@@ -33,17 +33,30 @@ def texts(fig, legends: bool = True):
     renderer = fig.canvas.get_renderer()
     found = [fig._suptitle] if fig._suptitle is not None else []
     for ax in fig.axes:
-        found += [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label,
-                  ax.xaxis.get_offset_text(), ax.yaxis.get_offset_text()]  # fmt: skip
+        found += [
+            ax.title,
+            ax._left_title,
+            ax._right_title,
+            ax.xaxis.label,
+            ax.yaxis.label,
+            ax.xaxis.get_offset_text(),
+            ax.yaxis.get_offset_text(),
+        ]
         for axis, (lo, hi) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
-            found += [t.label1 for t in axis.get_major_ticks()
-                      if min(lo, hi) <= t.get_loc() <= max(lo, hi)]  # fmt: skip
+            found += [
+                t.label1
+                for t in axis.get_major_ticks()
+                if min(lo, hi) <= t.get_loc() <= max(lo, hi)
+            ]
         if legends and ax.get_legend() is not None:
             found += list(ax.get_legend().get_texts())
     for legend in fig.legends if legends else []:
         found += list(legend.get_texts())
-    return [(t.get_text(), t.get_window_extent(renderer)) for t in found
-            if t.get_visible() and t.get_text().strip()]  # fmt: skip
+    return [
+        (t.get_text(), t.get_window_extent(renderer))
+        for t in found
+        if t.get_visible() and t.get_text().strip()
+    ]
 
 
 def overlapping(boxes):
@@ -104,8 +117,9 @@ def _in_view(axis, lim):
     return [t for t in axis.get_majorticklocs() if lo <= t <= hi]
 
 
-def test_the_attention_figure_keeps_equal_lines_apart_and_counts_m_in_whole_numbers(drawn,
-                                                                                   tmp_path):
+def test_the_attention_figure_keeps_equal_lines_apart_and_counts_m_in_whole_numbers(
+    drawn, tmp_path
+):
     """Issue 65: L0H0's line lay hidden under L0H1's, 2l = 8's under 2l = 24's; the m axis was
     ticked every 0.5 and the K_train marker stood at K_train + 0.5. Each head and each length now
     has its own dashes and markers, m is ticked at whole numbers, the marker at m = K_train."""
@@ -115,13 +129,22 @@ def test_the_attention_figure_keeps_equal_lines_apart_and_counts_m_in_whole_numb
     fig = drawn[0]
     for ax in fig.axes[:3]:
         drawn_lines = [ln for ln in ax.get_lines() if len(ln.get_xdata()) > 1]
-        looks = {(ln.get_linestyle(), str(ln.get_dashes() if hasattr(ln, "get_dashes") else ""),
-                  ln.get_marker()) for ln in drawn_lines}  # fmt: skip
+        looks = {
+            (
+                ln.get_linestyle(),
+                str(ln.get_dashes() if hasattr(ln, "get_dashes") else ""),
+                ln.get_marker(),
+            )
+            for ln in drawn_lines
+        }
         assert len(looks) == len(drawn_lines) > 1, ax.get_title()
     for ax in fig.axes[2:]:
         assert all(float(t).is_integer() for t in _in_view(ax.xaxis, ax.get_xlim()))
-        markers = [ln.get_xdata()[0] for ln in ax.get_lines() if ln.get_linestyle() == "--"
-                   and len(set(ln.get_xdata())) == 1]  # fmt: skip
+        markers = [
+            ln.get_xdata()[0]
+            for ln in ax.get_lines()
+            if ln.get_linestyle() == "--" and len(set(ln.get_xdata())) == 1
+        ]
         assert markers == [k_train] and f"K_train = {k_train}" in ax.get_xlabel()
 
 
@@ -137,8 +160,10 @@ def test_length_ticks_are_whole_numbers(drawn, tmp_path):
 def test_a_one_panel_figures_title_is_no_wider_than_the_figure(drawn, tmp_path):
     """Fig. 4 (one panel) had a title wider than its plot (issue 65): it is wrapped."""
     table = pd.read_csv(SMOKE / "influence_loo.csv")
-    title = ("Fig. 4: leave-one-out influential tokens (Eq. 6), k = 5, h_short, the default tier, "
-             "1,000 held-out sequences")  # as long as the tiers' titles get
+    title = (
+        "Fig. 4: leave-one-out influential tokens (Eq. 6), k = 5, h_short, the default tier, "
+        "1,000 held-out sequences"
+    )  # as long as the tiers' titles get
     figures.influence_figure(table, "fig4", title, tmp_path / "f.png", {})
     fig = drawn[0]
     fig.canvas.draw()
@@ -158,16 +183,24 @@ def test_a_figures_mlflow_run_holds_what_drew_it_and_a_rerun_replaces_it(tmp_pat
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     tracking.prepare_store(uri, ["figs"])
     table = SMOKE / "theory_table.csv"
-    argv = ["theory", "--tables", str(table), "--out", str(tmp_path / "theory.png"),
-            "--tracking-uri", uri, "--experiment", "figs"]  # fmt: skip
+    argv = [
+        "theory",
+        "--tables",
+        str(table),
+        "--out",
+        str(tmp_path / "theory.png"),
+        "--tracking-uri",
+        uri,
+        "--experiment",
+        "figs",
+    ]
     figures.main(argv)
     client = MlflowClient(uri)
     exp = client.get_experiment_by_name("figs")
     [first] = client.search_runs([exp.experiment_id])
     assert first.info.run_name == "figure/theory"
     assert first.data.params["figure"] == "theory" and "inputs" in first.data.params
-    assert {"config_hash", "git_commit", "versions", "input_config_hashes"} <= set(
-        first.data.tags)
+    assert {"config_hash", "git_commit", "versions", "input_config_hashes"} <= set(first.data.tags)
     figures.main(argv)  # the same again
     figures.main([*argv, "--title", "Theory, retitled"])  # a changed setting
     runs = client.search_runs([exp.experiment_id])
@@ -180,9 +213,7 @@ def test_a_figures_mlflow_run_holds_what_drew_it_and_a_rerun_replaces_it(tmp_pat
     assert client.get_run(first.info.run_id).info.lifecycle_stage == "deleted"
 
 
-def test_a_generation_figure_fills_its_canvas_and_its_caption_says_what_is_drawn(
-    drawn, tmp_path
-):
+def test_a_generation_figure_fills_its_canvas_and_its_caption_says_what_is_drawn(drawn, tmp_path):
     """Figs. 2, 3, 8: the title on its first line, the scale it holds at on its own line below,
     no text wider than the figure (a one-panel figure under a wide title filled a third of its
     canvas); the caption names bands and dashed lines only where some are drawn; the palette's
@@ -219,8 +250,10 @@ def test_a_tier_drawing_part_of_a_lettered_figure_names_its_panels():
     from lengen.config.config import load
 
     fig = artifacts.FIGURES["fig3_variable_assignment"]
-    for tier, expected in (("config", "Fig. 3a: variable assignment"),
-                           ("paper", "Fig. 3: variable assignment")):  # fmt: skip
+    for tier, expected in (
+        ("config", "Fig. 3a: variable assignment"),
+        ("paper", "Fig. 3: variable assignment"),
+    ):
         cfg = load(ROOT / "config" / f"{tier}.yaml")
         _, args = figures.KINDS["generation"].job(cfg, fig)
         title = args[args.index("--title") + 1]

@@ -171,9 +171,29 @@ def test_the_fused_benchmark_runs_and_reports_its_ratio(tmp_path):
 
     bench = load_script(ROOT / "benchmarks" / "fused.py")
     out = tmp_path / "fused.json"
-    rows = bench.main(["--layers", "1", "--width", "16", "--heads", "2", "--batch", "2",
-                       "--length", "5", "--runs", "1", "2", "--steps", "1", "--warmup", "0",
-                       "--json", str(out)])  # fmt: skip
+    rows = bench.main(
+        [
+            "--layers",
+            "1",
+            "--width",
+            "16",
+            "--heads",
+            "2",
+            "--batch",
+            "2",
+            "--length",
+            "5",
+            "--runs",
+            "1",
+            "2",
+            "--steps",
+            "1",
+            "--warmup",
+            "0",
+            "--json",
+            str(out),
+        ]
+    )
     assert [r["runs"] for r in rows] == [1, 2] and all(r["ratio"] > 0 for r in rows)
     assert out.exists()
 
@@ -188,9 +208,28 @@ def test_the_fused_profile_groups_the_step_and_names_its_top_operators(tmp_path)
 
     bench = load_script(ROOT / "benchmarks" / "fused_profile.py")
     out = tmp_path / "profile.json"
-    found = bench.main(["--layers", "1", "--width", "16", "--heads", "2", "--batch", "2",
-                        "--length", "5", "--runs", "2", "--steps", "1", "--warmup", "0",
-                        "--json", str(out)])  # fmt: skip
+    found = bench.main(
+        [
+            "--layers",
+            "1",
+            "--width",
+            "16",
+            "--heads",
+            "2",
+            "--batch",
+            "2",
+            "--length",
+            "5",
+            "--runs",
+            "2",
+            "--steps",
+            "1",
+            "--warmup",
+            "0",
+            "--json",
+            str(out),
+        ]
+    )
     assert found["wall_s"] > 0 and "matmul" in found["groups_s"] and found["top"]
     assert abs(sum(found["groups_s"].values()) - found["device_busy_s"]) < 1e-9
     assert json.loads(out.read_text())["setup"]["runs"] == 2
@@ -212,21 +251,29 @@ def test_the_fused_profile_counts_kernels_once_and_not_cupti_overhead():
     bench = load_script(ROOT / "benchmarks" / "fused_profile.py")
 
     def event(name, us, device=DeviceType.CUDA, annotation=False):
-        return SimpleNamespace(name=name, device_type=device, self_cpu_time_total=us,
-                               is_user_annotation=annotation,
-                               time_range=SimpleNamespace(elapsed_us=lambda: us))  # fmt: skip
+        return SimpleNamespace(
+            name=name,
+            device_type=device,
+            self_cpu_time_total=us,
+            is_user_annotation=annotation,
+            time_range=SimpleNamespace(elapsed_us=lambda: us),
+        )
 
-    events = [event("aten::bmm", 900, DeviceType.CPU),  # the host side of the kernels below
-              event("nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_NTN", 300),
-              event("nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_NTN", 300),
-              event("void at::native::bfloat16_copy_kernel_cuda", 200),
-              event("void at::native::reduce_kernel<512, 1>", 100),
-              event("Command Buffer Full", 50_000), event("Command Buffer Full", 50_000),
-              event("Optimizer.step#AdamW.step", 400, annotation=True)]  # spans kernels
+    events = [
+        event("aten::bmm", 900, DeviceType.CPU),  # the host side of the kernels below
+        event("nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_NTN", 300),
+        event("nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_NTN", 300),
+        event("void at::native::bfloat16_copy_kernel_cuda", 200),
+        event("void at::native::reduce_kernel<512, 1>", 100),
+        event("Command Buffer Full", 50_000),
+        event("Command Buffer Full", 50_000),
+        event("Optimizer.step#AdamW.step", 400, annotation=True),
+    ]  # spans kernels
     found = bench.tally(events, "cuda", steps=2, top=2)
     assert found["device_busy_s"] == pytest.approx(900e-6 / 2)
-    assert found["groups_s"] == pytest.approx({"matmul": 300e-6, "copy/cast": 100e-6,
-                                               "reduction": 50e-6})  # fmt: skip
+    assert found["groups_s"] == pytest.approx(
+        {"matmul": 300e-6, "copy/cast": 100e-6, "reduction": 50e-6}
+    )
     assert found["queue_full_per_step"] == 1
     assert found["top"][0] == {"op": events[1].name, "s_per_step": 300e-6, "calls": 1}
     assert bench.group_of("Command Buffer Full") == "other"

@@ -35,8 +35,9 @@ def test_a_lock_held_by_a_killed_job_is_free_and_a_live_one_is_waited_for(tmp_pa
     """The lock is the open file of the job's process: kill -9 frees it; while the holder lives,
     a claim waits, saying so once."""
     env = {**os.environ, gpus.POOL: "7", gpus.LOCKS: str(tmp_path)}
-    holder = subprocess.Popen([sys.executable, "-m", "lengen.core.gpus", "1", "--", "sleep", "30"],
-                              env=env)  # fmt: skip
+    holder = subprocess.Popen(
+        [sys.executable, "-m", "lengen.core.gpus", "1", "--", "sleep", "30"], env=env
+    )
     try:
         for _ in range(600):  # until it holds the device
             got = gpus.try_claim(["7"], 1, str(tmp_path))
@@ -69,9 +70,12 @@ def test_the_pool_the_command_and_the_refusals():
     assert gpus.pool(slurm) == ["3", "5"]  # the allocation's devices, not the machine's list
     with pytest.raises(gpus.NoGpus, match=r"asks for 3 GPU\(s\) but this machine lends 2"):
         gpus.claim(3, ["0", "1"], "/nonexistent")
-    out = subprocess.run([sys.executable, "-m", "lengen.core.gpus", "2", "--", "true"],
-                         env={**os.environ, gpus.POOL: "0"}, capture_output=True,
-                         text=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "lengen.core.gpus", "2", "--", "true"],
+        env={**os.environ, gpus.POOL: "0"},
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 2 and out.stderr.strip().startswith("NoGpus: a job asks for 2")
     assert len(out.stderr.strip().splitlines()) == 1
 
@@ -102,9 +106,14 @@ def test_under_snakemake_no_two_running_jobs_share_a_device(tmp_path):
     """)
     )
     env = {**os.environ, gpus.POOL: "0,1,2,3", gpus.LOCKS: str(tmp_path / "locks")}
-    out = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "all", "--resources",
-                          "gpu=4", "-q"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=300)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "all", "--resources", "gpu=4", "-q"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     jobs = [json.loads((tmp_path / f"j{i}.json").read_text()) for i in range(10)]
     for job in jobs:
@@ -119,20 +128,28 @@ def test_under_snakemake_no_two_running_jobs_share_a_device(tmp_path):
         assert held <= 4
 
 
-GPU_TIERS = sorted(p.stem for p in (ROOT / "config").glob("*.yaml")
-                   if load_tier(p)["runtime"]["device"] == "cuda")  # fmt: skip
+GPU_TIERS = sorted(
+    p.stem for p in (ROOT / "config").glob("*.yaml") if load_tier(p)["runtime"]["device"] == "cuda"
+)
 
 
 @functools.cache
 def dry_run_commands(tier: str) -> tuple[str, ...]:
     """The shell commands of a tier's dry run (`snakemake -n -p`) on 8 simulated devices."""
-    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--configfile",
-                          f"config/{tier}.yaml"], cwd=ROOT, capture_output=True, text=True,
-                         env={**os.environ, gpus.POOL: ",".join(map(str, range(8)))},
-                         timeout=600)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "-p", "--configfile", f"config/{tier}.yaml"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, gpus.POOL: ",".join(map(str, range(8)))},
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
-    return tuple(line.removeprefix("Shell command: ") for line in out.stdout.splitlines()
-                 if line.startswith("Shell command: "))  # fmt: skip
+    return tuple(
+        line.removeprefix("Shell command: ")
+        for line in out.stdout.splitlines()
+        if line.startswith("Shell command: ")
+    )
 
 
 def test_the_gpu_tier_starts_every_model_job_on_its_own_devices():
@@ -143,9 +160,22 @@ def test_the_gpu_tier_starts_every_model_job_on_its_own_devices():
     tier's commands start as before."""
     for tier, nl_gpus in (("gpu", 1), ("paper", 8)):
         commands = dry_run_commands(tier)
-        model_jobs = [c for c in commands if any(m in c for m in (
-            "lengen.train.train", "lengen.train.group", "evaluate run", "evaluate generate",
-            "analysis.attention", "analysis.perplexity", "analysis.influence"))]  # fmt: skip
+        model_jobs = [
+            c
+            for c in commands
+            if any(
+                m in c
+                for m in (
+                    "lengen.train.train",
+                    "lengen.train.group",
+                    "evaluate run",
+                    "evaluate generate",
+                    "analysis.attention",
+                    "analysis.perplexity",
+                    "analysis.influence",
+                )
+            )
+        ]
         assert model_jobs
         for command in model_jobs:
             nl_train = "natural_language/h_" in command and "train.train" in command
@@ -154,20 +184,43 @@ def test_the_gpu_tier_starts_every_model_job_on_its_own_devices():
         assert not any("--num_gpus" in c for c in commands)
         deepspeed = any("deepspeed --module lengen.train.train" in c for c in commands)
         assert deepspeed == (nl_gpus > 1)
-    few = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--configfile",
-                          "config/paper.yaml"], cwd=ROOT, capture_output=True, text=True,
-                         env={**os.environ, gpus.POOL: "0,1"}, timeout=600)  # fmt: skip
+    few = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--configfile", "config/paper.yaml"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, gpus.POOL: "0,1"},
+        timeout=600,
+    )
     assert few.returncode != 0
     assert "natural_language.gpus_per_job is 8, but this machine lends 2 GPU(s)" in few.stdout
     eight = {**os.environ, gpus.POOL: ",".join(map(str, range(8)))}
-    capped = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--configfile",
-                             "config/paper.yaml", "--resources", "gpu=4"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=600, env=eight)  # fmt: skip
+    capped = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "--configfile",
+            "config/paper.yaml",
+            "--resources",
+            "gpu=4",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=eight,
+    )
     assert capped.returncode != 0  # Snakemake would have run the 8-GPU job on 4, saying nothing
     assert "gpus_per_job is 8, but --resources gpu=4 lets 4 GPU(s) run at once" in capped.stdout
-    cpu = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--configfile",
-                          "config/smoke.yaml"], cwd=ROOT, capture_output=True, text=True,
-                         timeout=600)  # fmt: skip
+    cpu = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "-p", "--configfile", "config/smoke.yaml"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert cpu.returncode == 0 and "lengen.core.gpus" not in cpu.stdout
 
 
@@ -186,10 +239,21 @@ def test_the_deepspeed_launcher_takes_the_jobs_devices(tmp_path):
         "\n    json.dump({k: os.environ.get(k) for k in keys}, f)\n"
     )
     first, *rest = line.split()
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "2,3", "LOCAL_SIZE": "4",
-           "PYTHONPATH": str(tmp_path), "OMP_NUM_THREADS": "1"}  # fmt: skip
-    out = subprocess.run([first, "--master_port", "29531", *rest, "show_devices"], env=env,
-                         cwd=tmp_path, capture_output=True, text=True, timeout=300)  # fmt: skip
+    env = {
+        **os.environ,
+        "CUDA_VISIBLE_DEVICES": "2,3",
+        "LOCAL_SIZE": "4",
+        "PYTHONPATH": str(tmp_path),
+        "OMP_NUM_THREADS": "1",
+    }
+    out = subprocess.run(
+        [first, "--master_port", "29531", *rest, "show_devices"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     ranks = [json.loads(p.read_text()) for p in sorted(tmp_path.glob("rank*"))]
     assert [r["LOCAL_RANK"] for r in ranks] == ["0", "1"]
@@ -251,9 +315,21 @@ def test_a_tier_that_cannot_fit_results_dirs_disk_is_refused_before_its_first_jo
         "sparse_parity: {model: {n_layer: 48, n_head: 16, d_model: 16384}}\n"
         "jobs: {train: {cpus: 4, mem_mb: 32000, disk_mb: 10000000}}\n"
     )
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
-           str(tmp_path), "--cores", "1", "--configfile", str(tmp_path / "huge.yaml"), "--until",
-           "mlflow_store"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(tmp_path),
+        "--cores",
+        "1",
+        "--configfile",
+        str(tmp_path / "huge.yaml"),
+        "--until",
+        "mlflow_store",
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert out.returncode != 0
     said = [x for x in (out.stdout + out.stderr).splitlines() if "the tier writes ~" in x]
@@ -270,8 +346,12 @@ def test_the_readme_states_each_tiers_peak_disk_as_the_code_estimates_it():
 
     from lengen.config.config import disk_mb, gb, load
 
-    rows = {m[1]: m[2] for m in re.finditer(r"^\| ([\w-]+) \| `(config/[\w-]+\.yaml)` \|",
-                                            (ROOT / "README.md").read_text(), re.M)}  # fmt: skip
+    rows = {
+        m[1]: m[2]
+        for m in re.finditer(
+            r"^\| ([\w-]+) \| `(config/[\w-]+\.yaml)` \|", (ROOT / "README.md").read_text(), re.M
+        )
+    }
     assert set(rows) == {"smoke", "default", "gpu", "gpu-smoke", "paper"}
     text = (ROOT / "README.md").read_text()
     for tier, path in rows.items():
@@ -281,8 +361,9 @@ def test_the_readme_states_each_tiers_peak_disk_as_the_code_estimates_it():
         assert cell.startswith(f"~{gb(disk['total'])}"), (tier, cell)
         if disk["checkpoints"] >= 1024:
             assert f"+{gb(disk['checkpoints'])} a training job beside the first" in cell
-    measured = json.loads((ROOT / "benchmarks" / "measured" / "2026-12-06-cpu-disk" /
-                           "smoke_disk.json").read_text())  # fmt: skip
+    measured = json.loads(
+        (ROOT / "benchmarks" / "measured" / "2026-12-06-cpu-disk" / "smoke_disk.json").read_text()
+    )
     smoke = next(x for x in text.splitlines() if x.startswith("| smoke | "))
     assert f"{measured['peak_mb']:.1f} MB measured with the store and reports" in smoke
 
@@ -294,12 +375,20 @@ def test_the_wrapper_reads_its_options_wherever_they_stand(tmp_path):
     env = {**os.environ, gpus.POOL: "0", gpus.LOCKS: str(tmp_path)}
     show = [sys.executable, "-c", "import os; print(os.environ['CUDA_VISIBLE_DEVICES'])"]
     for head in (["1", "--share", "4"], ["--share", "4", "1"], ["--share=4", "1"], ["1"]):
-        out = subprocess.run([sys.executable, "-m", "lengen.core.gpus", *head, "--", *show],
-                             env=env, capture_output=True, text=True)  # fmt: skip
+        out = subprocess.run(
+            [sys.executable, "-m", "lengen.core.gpus", *head, "--", *show],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         assert out.returncode == 0 and out.stdout.strip() == "0", (head, out.stderr)
     for bad in (["1", "--share", "4", "true"], ["1", "--"], ["-1", "--", "true"]):
-        out = subprocess.run([sys.executable, "-m", "lengen.core.gpus", *bad], env=env,
-                             capture_output=True, text=True)  # fmt: skip
+        out = subprocess.run(
+            [sys.executable, "-m", "lengen.core.gpus", *bad],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         assert out.returncode == 2 and "then -- and the command" in out.stderr, (bad, out.stderr)
 
 
@@ -329,11 +418,24 @@ def test_every_gpu_line_the_workflow_writes_runs_on_a_fake_pool(tmp_path):
     for i, (head, launcher) in enumerate(sorted(starts)):
         n = int(head.split()[3 if head.split()[3] != "--share" else 5])
         record = tmp_path / f"job{i}"
-        env = {**os.environ, gpus.POOL: ",".join(map(str, range(8))), "LOCAL_SIZE": "8",
-               gpus.LOCKS: str(tmp_path / "locks"), "PYTHONPATH": str(tmp_path),
-               "STAND_IN_OUT": str(record), "OMP_NUM_THREADS": "1"}  # fmt: skip
-        out = subprocess.run(f"{head} -- {launcher} stand_in", shell=True, cwd=tmp_path, env=env,
-                             capture_output=True, text=True, timeout=300)  # fmt: skip
+        env = {
+            **os.environ,
+            gpus.POOL: ",".join(map(str, range(8))),
+            "LOCAL_SIZE": "8",
+            gpus.LOCKS: str(tmp_path / "locks"),
+            "PYTHONPATH": str(tmp_path),
+            "STAND_IN_OUT": str(record),
+            "OMP_NUM_THREADS": "1",
+        }
+        out = subprocess.run(
+            f"{head} -- {launcher} stand_in",
+            shell=True,
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert out.returncode == 0, (head, launcher, out.stderr[-3000:])
         ranks = [json.loads(p.read_text()) for p in tmp_path.glob(f"job{i}.*")]
         assert len(ranks) == (n if launcher.startswith("deepspeed") else 1), (head, launcher)
@@ -346,8 +448,12 @@ def test_inside_one_allocation_jobs_take_its_devices_and_two_allocations_never_w
     """Under SLURM (a fake SLURM_JOB_ID, CUDA_VISIBLE_DEVICES as the allocation names them):
     two claims in one allocation get disjoint devices of its own, LENGEN_GPUS left aside; a
     second allocation on the node naming the same indices (its cgroup's) claims at once."""
-    first = {"SLURM_JOB_ID": "101", "CUDA_VISIBLE_DEVICES": "0,1,2", gpus.POOL: "5,6,7",
-             gpus.LOCKS: str(tmp_path)}  # fmt: skip
+    first = {
+        "SLURM_JOB_ID": "101",
+        "CUDA_VISIBLE_DEVICES": "0,1,2",
+        gpus.POOL: "5,6,7",
+        gpus.LOCKS: str(tmp_path),
+    }
     a_env, a_fds = gpus.environment(2, first)
     b_env, b_fds = gpus.environment(1, first)
     a, b = a_env["CUDA_VISIBLE_DEVICES"].split(","), b_env["CUDA_VISIBLE_DEVICES"].split(",")
@@ -412,11 +518,26 @@ def test_two_multi_process_jobs_at_once_each_rendezvous_on_a_port_of_its_own(tmp
     (tmp_path / "rendezvous.py").write_text(RENDEZVOUS)
     jobs = []
     for j in ("a", "b"):
-        env = {**os.environ, gpus.POOL: "0,1,2,3", gpus.LOCKS: str(tmp_path / "locks"),
-               "PYTHONPATH": str(tmp_path), "STAND_IN_OUT": str(tmp_path / j),
-               "LOCAL_SIZE": "4", "OMP_NUM_THREADS": "1"}  # fmt: skip
-        jobs.append(subprocess.Popen(line, shell=True, cwd=tmp_path, env=env, text=True,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT))  # fmt: skip
+        env = {
+            **os.environ,
+            gpus.POOL: "0,1,2,3",
+            gpus.LOCKS: str(tmp_path / "locks"),
+            "PYTHONPATH": str(tmp_path),
+            "STAND_IN_OUT": str(tmp_path / j),
+            "LOCAL_SIZE": "4",
+            "OMP_NUM_THREADS": "1",
+        }
+        jobs.append(
+            subprocess.Popen(
+                line,
+                shell=True,
+                cwd=tmp_path,
+                env=env,
+                text=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+            )
+        )
     for job in jobs:
         out, _ = job.communicate(timeout=300)
         assert job.returncode == 0, out[-3000:]
@@ -463,8 +584,19 @@ def test_a_cuda_tier_runs_on_a_cpu_up_to_its_first_gpu_job_which_stops_in_one_li
         pytest.skip("a machine with a GPU runs the tier (benchmarks/gpu_acceptance.sh)")
     env = {**os.environ, gpus.POOL: "0", gpus.LOCKS: str(tmp_path / "locks")}
     tier = str(ROOT / "config" / "gpu-smoke.yaml")
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
-           str(tmp_path), "--cores", "2", "--configfile", tier]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(tmp_path),
+        "--cores",
+        "2",
+        "--configfile",
+        tier,
+    ]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode != 0
     said = [x for x in out.stderr.splitlines() if x.startswith("NoUsableGpu: ")]

@@ -36,8 +36,15 @@ def run_specs(tiny_spec, seeds=(0, 1, 2), **train_keys) -> list[dict]:
     for seed in seeds:
         spec = copy.deepcopy(tiny_spec)
         spec["experiment"], spec["seed"], spec["run_name"] = "copy", seed, f"copy/seed{seed}"
-        spec["train"].update(steps=60, batch_size=16, lr=1e-2, warmup_steps=5, log_every=10,
-                             checkpoint_every=20, **train_keys)  # fmt: skip
+        spec["train"].update(
+            steps=60,
+            batch_size=16,
+            lr=1e-2,
+            warmup_steps=5,
+            log_every=10,
+            checkpoint_every=20,
+            **train_keys,
+        )
         spec["model"].update(d_model=32, n_head=2)
         out.append(spec)
     return out
@@ -182,8 +189,11 @@ def test_a_stopped_member_stops_changing_moments_included(tiny_spec, tmp_path, c
         state = trainee.engine.optimizer.state
 
         def rows(r):
-            return [t[r].clone() for p in trainee.fused.weights.values()
-                    for t in (p.data, state[p]["exp_avg"], state[p]["exp_avg_sq"])]  # fmt: skip
+            return [
+                t[r].clone()
+                for p in trainee.fused.weights.values()
+                for t in (p.data, state[p]["exp_avg"], state[p]["exp_avg_sq"])
+            ]
 
         stopped, going = rows(0), rows(1)
         for step in range(3, 6):
@@ -214,11 +224,16 @@ def test_the_groups_losses_in_one_pass_are_each_runs_training_loss(ppc):
     output = tuple(heads) if ppc else heads[0]
 
     def alone(chunk):
-        return torch.stack([
-            training_loss(tuple(h[r] for h in heads) if ppc else heads[0][r],
-                          {k: v[r] for k, v in inputs.items()}, chunk)
-            for r in range(runs)
-        ])  # fmt: skip
+        return torch.stack(
+            [
+                training_loss(
+                    tuple(h[r] for h in heads) if ppc else heads[0][r],
+                    {k: v[r] for k, v in inputs.items()},
+                    chunk,
+                )
+                for r in range(runs)
+            ]
+        )
 
     want = alone(0)
     want_grads = torch.autograd.grad(want.sum(), heads)

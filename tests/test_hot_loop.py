@@ -26,8 +26,16 @@ SCHEMES = [  # (position, predict_positions, attn_scale): every way the model re
 
 def _model(position: str, ppc: bool, attn_scale: str = "none") -> GPTNeoX:
     torch.manual_seed(0)
-    cfg = ModelConfig(vocab_size=16, n_layer=2, n_head=2, d_model=16, position=position,
-                      predict_positions=ppc, attn_scale=attn_scale, l_max=40)  # fmt: skip
+    cfg = ModelConfig(
+        vocab_size=16,
+        n_layer=2,
+        n_head=2,
+        d_model=16,
+        position=position,
+        predict_positions=ppc,
+        attn_scale=attn_scale,
+        l_max=40,
+    )
     return GPTNeoX(cfg).eval()
 
 
@@ -184,8 +192,9 @@ def test_the_loss_window_keeps_what_a_checkpoint_checked_for_the_next_log():
     from lengen.core.specs import TrainSpec
     from lengen.train.train import LossWindow, NonFiniteLoss
 
-    train = TrainSpec(steps=8, batch_size=2, lr=1e-3, weight_decay=0.0, warmup_steps=0,
-                      schedule="constant")  # fmt: skip
+    train = TrainSpec(
+        steps=8, batch_size=2, lr=1e-3, weight_decay=0.0, warmup_steps=0, schedule="constant"
+    )
     spec = type("S", (), {"run_name": "toy", "train": train})()
     window = LossWindow()
     for step in (1, 2, 3, 4):
@@ -303,8 +312,9 @@ def test_the_optimizer_is_fused_on_cuda_only(monkeypatch):
     seen = {}
     monkeypatch.setattr(runtime, "deepspeed_engine", lambda spec, model, opt, sched: opt)
     for device in ("cpu", "cuda"):
-        spec = make_spec("sparse_parity", runtime={"device": device, "precision": "fp32",
-                                                   "zero_stage": 0})  # fmt: skip
+        spec = make_spec(
+            "sparse_parity", runtime={"device": device, "precision": "fp32", "zero_stage": 0}
+        )
         seen[device] = train.make_engine(spec, train.build_model(spec)).defaults["fused"]
     assert seen == {"cpu": None, "cuda": True}
 

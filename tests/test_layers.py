@@ -97,9 +97,11 @@ def test_a_module_no_job_imports_says_why_it_stays():
             entries |= set(re.findall(r"(lengen(?:\.\w+)+)", job.get("shell", "")))
     for smk in [ROOT / "Snakefile", *(ROOT / "workflow" / "rules").glob("*.smk")]:
         entries |= set(re.findall(r"^from (lengen[\w.]*) import", smk.read_text(), re.M))
-        entries |= {f"{m}.{n.strip()}" for m, names in
-                    re.findall(r"^from (lengen[\w.]*) import (.+)$", smk.read_text(), re.M)
-                    for n in names.split(",")}  # fmt: skip
+        entries |= {
+            f"{m}.{n.strip()}"
+            for m, names in re.findall(r"^from (lengen[\w.]*) import (.+)$", smk.read_text(), re.M)
+            for n in names.split(",")
+        }
     entries &= graph.modules
     used = set(entries)
     for module in entries:

@@ -44,8 +44,14 @@ def _calls(name: str) -> list[str]:
 def test_the_engine_loop_and_checkpoints_are_written_once():
     """The optimizer, the schedule, the DeepSpeed engine, a checkpoint's save and load, and the
     loop's progress bar each have one call site in the trainers: the life cycle's."""
-    for name in ("AdamW", "LambdaLR", "deepspeed_engine", "save_checkpoint", "load_checkpoint",
-                 "tqdm"):  # fmt: skip
+    for name in (
+        "AdamW",
+        "LambdaLR",
+        "deepspeed_engine",
+        "save_checkpoint",
+        "load_checkpoint",
+        "tqdm",
+    ):
         assert _calls(name) == ["train/lifecycle.py"], name
 
 
@@ -58,13 +64,15 @@ def test_no_module_imports_another_modules_private_names():
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lengen"):
                     private = [a.name for a in node.names if a.name.startswith("_")]
-                    crossing += [f"{path.name}: {name}" for name in private
-                                 if not name.startswith("__")]  # fmt: skip
+                    crossing += [
+                        f"{path.name}: {name}" for name in private if not name.startswith("__")
+                    ]
     assert crossing == []
 
 
-def test_a_diverged_member_is_named_and_nothing_is_written(tiny_spec, tmp_path, copy_task,
-                                                           monkeypatch):  # fmt: skip
+def test_a_diverged_member_is_named_and_nothing_is_written(
+    tiny_spec, tmp_path, copy_task, monkeypatch
+):
     """A member whose loss turns NaN stops the group with NonFiniteLoss naming that run and its
     step (as a run alone names itself), before any model.pt or checkpoint is written from it;
     every member's MLflow run ends FAILED."""
@@ -106,8 +114,7 @@ def test_each_member_logs_its_loss_lr_and_tokens_per_second(tiny_spec, tmp_path,
         assert all(m.value > 0 for m in client.get_metric_history(run_id, "tokens_per_s"))
 
 
-def test_a_group_whose_member_changed_trains_from_its_start(tiny_spec, tmp_path, copy_task,
-                                                            capfd):  # fmt: skip
+def test_a_group_whose_member_changed_trains_from_its_start(tiny_spec, tmp_path, copy_task, capfd):
     """As a run alone does: a member folder last trained by another spec keeps that spec's run
     id aside (replaced/), and the group's checkpoint, made with the old spec, is not resumed."""
     specs = run_specs(tiny_spec, seeds=(0, 1))
@@ -141,13 +148,16 @@ def test_a_checkpoint_written_before_the_one_life_cycle_is_refused(tmp_path, cap
     from lengen.train import lifecycle
 
     frozen = []
-    trainee = types.SimpleNamespace(engine=None, freeze=frozen.append,
-                                    load_client_state=lambda client, where: None)  # fmt: skip
+    trainee = types.SimpleNamespace(
+        engine=None, freeze=frozen.append, load_client_state=lambda client, where: None
+    )
 
     def members(n):
         stopper = types.SimpleNamespace(streak=0)
-        return [lifecycle.Member(None, tmp_path, types.SimpleNamespace(**vars(stopper)))
-                for _ in range(n)]  # fmt: skip
+        return [
+            lifecycle.Member(None, tmp_path, types.SimpleNamespace(**vars(stopper)))
+            for _ in range(n)
+        ]
 
     def resume(client, n):
         ckpts = types.SimpleNamespace(folder=tmp_path, load=lambda engine: ("step_20", client))
@@ -155,11 +165,17 @@ def test_a_checkpoint_written_before_the_one_life_cycle_is_refused(tmp_path, cap
         frozen.clear()
         return lifecycle._resume(trainee, runs, ckpts), runs
 
-    old_group = {"step": 30, "streaks": [1, 0], "layout": "x",
-                 "group": {"active": [True, False], "stopped": {"1": [20, "target"]}}}
+    old_group = {
+        "step": 30,
+        "streaks": [1, 0],
+        "layout": "x",
+        "group": {"active": [True, False], "stopped": {"1": [20, "target"]}},
+    }
     for old in ({"step": 20, "early_stop_streak": 2}, old_group):
-        with pytest.raises(UnreadableState, match=f"{tmp_path}/step_20: a checkpoint of code "
-                           f"older.*delete {tmp_path} and rerun"):  # fmt: skip
+        with pytest.raises(
+            UnreadableState,
+            match=f"{tmp_path}/step_20: a checkpoint of code older.*delete {tmp_path} and rerun",
+        ):
             resume(old, len(old.get("streaks", [0])))
     new = {"step": 40, "streaks": [0, 3], "stopped": {"0": [10, "plateau"]}}
     step, group = resume(new, 2)

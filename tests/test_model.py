@@ -174,8 +174,9 @@ def test_nope_and_alibi_models_decode_with_the_cache_and_read_positions_as_docum
     from lengen.model.model import KVCache
 
     torch.manual_seed(0)
-    model = GPTNeoX(ModelConfig(vocab_size=24, n_layer=2, n_head=4, d_model=32,
-                                position=position)).eval()  # fmt: skip
+    model = GPTNeoX(
+        ModelConfig(vocab_size=24, n_layer=2, n_head=4, d_model=32, position=position)
+    ).eval()
     ids = torch.randint(0, 24, (2, 16))
     pos = torch.arange(1, 17).repeat(2, 1)
     spread = torch.cat([pos[:, :8], pos[:, 8:] + 40], dim=1)  # a PoSE-like gap
@@ -199,8 +200,9 @@ def test_nope_and_alibi_models_decode_with_the_cache_and_read_positions_as_docum
         masked = model.hidden(ids[:1], pos[:1], attention_mask(keep))
         changed = ids[:1].clone()
         changed[0, 3] = (changed[0, 3] + 5) % 24
-        torch.testing.assert_close(model.hidden(changed, pos[:1], attention_mask(keep))[:, 4:],
-                                   masked[:, 4:])  # fmt: skip
+        torch.testing.assert_close(
+            model.hidden(changed, pos[:1], attention_mask(keep))[:, 4:], masked[:, 4:]
+        )
 
 
 def test_alibi_bias_is_minus_slope_times_distance():
@@ -238,8 +240,15 @@ def test_attention_probs_are_the_attention_forward_applies(position, attn_scale)
     attention output, under every scheme (ALiBi's bias, log-length scaling included); rows sum
     to 1, future keys get 0, and asking for some queries returns those rows of the full map."""
     torch.manual_seed(2)
-    cfg = ModelConfig(vocab_size=24, n_layer=2, n_head=4, d_model=32, position=position,
-                      l_max=64, attn_scale=attn_scale)  # fmt: skip
+    cfg = ModelConfig(
+        vocab_size=24,
+        n_layer=2,
+        n_head=4,
+        d_model=32,
+        position=position,
+        l_max=64,
+        attn_scale=attn_scale,
+    )
     model = GPTNeoX(cfg).eval()
     for p in model.parameters():
         torch.nn.init.normal_(p, std=0.3)  # sharp, unequal attention

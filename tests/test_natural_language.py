@@ -45,8 +45,9 @@ def test_masked_token_has_no_influence_and_positions_stay(model):
     torch.testing.assert_close(influence.target_logprob(model, changed, keep), base)
     # unmasked, the same change moves the prediction
     full = torch.ones_like(keep)
-    assert not torch.allclose(influence.target_logprob(model, changed, full),
-                              influence.target_logprob(model, x, full))  # fmt: skip
+    assert not torch.allclose(
+        influence.target_logprob(model, changed, full), influence.target_logprob(model, x, full)
+    )
 
 
 def test_l_long_is_the_plain_loss_on_the_full_window(model):
@@ -119,8 +120,9 @@ def test_batched_leave_one_out_equals_separate_forwards(model, device):
     with torch.no_grad():
         ids = torch.arange(1, LONG, device=device)[None]
         plain = torch.log_softmax(model(x[None, :-1], ids)[0, -1], -1)
-    torch.testing.assert_close(influence.target_logprob(model, x, none), plain[x[-1]].repeat(3),
-                               rtol=tol, atol=tol)  # fmt: skip
+    torch.testing.assert_close(
+        influence.target_logprob(model, x, none), plain[x[-1]].repeat(3), rtol=tol, atol=tol
+    )
     J = influence.choose_influential(batched, 3)
     assert J == sorted((torch.argsort(batched.cpu())[:3] + 1).tolist())
 
@@ -157,8 +159,11 @@ def test_perplexity_known_answers(monkeypatch):
     # every target token of chunk c (tokens 1..16 of it) scored once, each -log p(token)
     expect = -np.log(probs)[chunks[:, 1:]].mean(axis=1)
     assert np.allclose(perplexity.chunk_nll(nll, 3), expect, atol=1e-6)
-    saved = {"spec": make_spec("natural_language", task={"context": 8}, seed=3).source,
-             "steps_run": 7, "stop_reason": "steps"}  # fmt: skip
+    saved = {
+        "spec": make_spec("natural_language", task={"context": 8}, seed=3).source,
+        "steps_run": 7,
+        "stop_reason": "steps",
+    }
 
     def read(path, device):
         assert path == Path("m.pt") and device == "cpu"
@@ -171,11 +176,20 @@ def test_perplexity_known_answers(monkeypatch):
     monkeypatch.setattr(perplexity, "read_model_file", read)
     monkeypatch.setattr(perplexity, "model_from_saved", build)
     table, per_chunk = perplexity.perplexity_table({"short": Path("m.pt")}, tokens, [4, 16], 3, 2)
-    assert table[["model", "eval_length", "n_tokens", "train_context", "pose", "seed",
-                  "steps_run"]].to_dict("records") == [
-        {"model": "h_short", "eval_length": n, "n_tokens": 48, "train_context": 8, "pose": False,
-         "seed": 3, "steps_run": 7} for n in (4, 16)
-    ]  # fmt: skip
+    assert table[
+        ["model", "eval_length", "n_tokens", "train_context", "pose", "seed", "steps_run"]
+    ].to_dict("records") == [
+        {
+            "model": "h_short",
+            "eval_length": n,
+            "n_tokens": 48,
+            "train_context": 8,
+            "pose": False,
+            "seed": 3,
+            "steps_run": 7,
+        }
+        for n in (4, 16)
+    ]
     assert np.allclose(table.perplexity, np.exp(expect.mean()), rtol=1e-6)  # context-free model
     assert table.paper_perplexity.isna().all()
     assert per_chunk.chunk.tolist() == [0, 1, 2, 0, 1, 2]
@@ -184,8 +198,9 @@ def test_perplexity_known_answers(monkeypatch):
     assert per_chunk.index.tolist() == list(range(6))
     assert np.allclose(per_chunk.nll, np.tile(expect, 2), atol=1e-6)
     long_text = np.random.default_rng(1).integers(0, 4, 2 * 129)
-    saved["spec"] = make_spec("natural_language", task={"context": 8, "pose_start": 700},
-                              seed=3).source  # h_short's PoSE from step 700: flagged  # fmt: skip
+    saved["spec"] = make_spec(
+        "natural_language", task={"context": 8, "pose_start": 700}, seed=3
+    ).source  # h_short's PoSE from step 700: flagged
     table, _ = perplexity.perplexity_table({"long": Path("m.pt")}, long_text, [64, 128], 2, 2)
     assert table.paper_perplexity.tolist() == [17.62, 14.49]  # Table 1, h_long
     assert table.pose.tolist() == [True, True]
@@ -208,11 +223,17 @@ def _fake_package(root, name):
 
 def test_corpus_builder_writes_c4_shards_the_loader_reads(tmp_path, monkeypatch):
     monkeypatch.setattr(corpus, "fetch_package", lambda name, workdir: _fake_package(workdir, name))
-    cfg = {"source": "debian", "validation_fraction": 0.3, "max_doc_chars": 3000,
-           "docs_per_shard": 2, "packages": [
-               {"name": "pkg", "glob": "html/*.html", "format": "html"},
-               {"name": "pkg", "glob": "*.txt", "format": "text"},
-               {"name": "pkg", "glob": "fortunes", "format": "fortune"}]}  # fmt: skip
+    cfg = {
+        "source": "debian",
+        "validation_fraction": 0.3,
+        "max_doc_chars": 3000,
+        "docs_per_shard": 2,
+        "packages": [
+            {"name": "pkg", "glob": "html/*.html", "format": "html"},
+            {"name": "pkg", "glob": "*.txt", "format": "text"},
+            {"name": "pkg", "glob": "fortunes", "format": "fortune"},
+        ],
+    }
     manifest = corpus.build_from_debian(cfg, tmp_path / "c4", seed=0)
     files = sorted(p.name for p in (tmp_path / "c4").glob("*.json.gz"))
     assert all(re.fullmatch(r"c4-(train|validation)\.\d{5}-of-\d{5}\.json\.gz", f) for f in files)
@@ -237,8 +258,15 @@ def test_c4_task_windows_and_pose_switch(tmp_path):
     tokens = np.arange(1000, dtype=np.uint16)
     tokens.tofile(tmp_path / "train.bin")
     (tmp_path / "meta.json").write_text(json.dumps({"vocab_size": 32000}))
-    spec = make_spec("natural_language", task={"context": 64, "l_max": 129, "pose_start": 5,
-                     "train_tokens": str(tmp_path / "train.bin")})  # fmt: skip
+    spec = make_spec(
+        "natural_language",
+        task={
+            "context": 64,
+            "l_max": 129,
+            "pose_start": 5,
+            "train_tokens": str(tmp_path / "train.bin"),
+        },
+    )
     assert natural_language.vocab_size(spec) == 32000
     before = natural_language.train_batch(spec, np.random.default_rng(0), 4)
     assert before.tokens.shape == (4, 65)
@@ -262,8 +290,9 @@ def test_c4_repeat_fraction_diagnostic_repeats_windows(tmp_path, smoke_config):
     np.arange(5000, dtype=np.uint16).tofile(tmp_path / "train.bin")
     task = {"context": 32, "l_max": 65, "train_tokens": str(tmp_path / "train.bin")}
     plain = make_spec("natural_language", task=task, train={"batch_size": 400})
-    copied = make_spec("natural_language", task=task | {"repeat_fraction": 0.25},
-                       train={"batch_size": 400})  # fmt: skip
+    copied = make_spec(
+        "natural_language", task=task | {"repeat_fraction": 0.25}, train={"batch_size": 400}
+    )
     a = natural_language.train_batch(plain, np.random.default_rng(0), 0).tokens
     b = natural_language.train_batch(copied, np.random.default_rng(0), 0).tokens
     assert (a[:, 0] == b[:, 0]).all() and (np.diff(a, axis=1) == 1).all()  # the same windows
@@ -278,8 +307,9 @@ def test_c4_repeat_fraction_diagnostic_repeats_windows(tmp_path, smoke_config):
         distances.add(d)
     assert len(distances) > 5  # random distances, not one
     assert "repeat_fraction" not in natural_language.train_spec(smoke_config, "short")["task"]
-    with_key = smoke_config | {"natural_language": smoke_config["natural_language"]
-                               | {"repeat_fraction": 0.5}}  # fmt: skip
+    with_key = smoke_config | {
+        "natural_language": smoke_config["natural_language"] | {"repeat_fraction": 0.5}
+    }
     assert natural_language.train_spec(with_key, "long")["task"]["repeat_fraction"] == 0.5
     natural_language._tokens.cache_clear()
 
@@ -321,8 +351,9 @@ def test_corpus_bpe_tokenizer_round_trips_and_is_deterministic(tmp_path):
         "git commit --amend rewrites the last commit.",
         "naïve café: ünïcödé and emoji \u2603",
     ]
-    tok = tokens.prepare_tokenizer({"source": "corpus_bpe", "vocab_size": 300}, tmp_path / "t",
-                                   iter(texts))  # fmt: skip
+    tok = tokens.prepare_tokenizer(
+        {"source": "corpus_bpe", "vocab_size": 300}, tmp_path / "t", iter(texts)
+    )
     assert len(tok) == 300 and tok.convert_ids_to_tokens(tok.eos_token_id) == tokens.EOS
     for text in texts[-3:] + ["words never seen: zyxq ☃ \t tabs"]:
         ids = tok(text, add_special_tokens=False)["input_ids"]
@@ -372,36 +403,89 @@ def test_lengen_influence_runs_on_a_local_llama(tmp_path, capsys):
     from lengen import cli
 
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=50, hidden_size=32, intermediate_size=64,
-                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                         max_position_embeddings=64)  # fmt: skip
+    config = LlamaConfig(
+        vocab_size=50,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+    )
     LlamaForCausalLM(config).save_pretrained(tmp_path / "llama")
     hf = influence.HFCausalLM.from_pretrained(tmp_path / "llama")
     x, keep = _seq(1), torch.as_tensor(contexts.loo_keep(LONG, SHORT))
     y = x.clone()
     y[4] = (y[4] + 1) % 50  # row 4 masks token 5 (index 4)
-    torch.testing.assert_close(influence.target_logprob(hf, x, keep)[4],
-                               influence.target_logprob(hf, y, keep)[4])  # fmt: skip
+    torch.testing.assert_close(
+        influence.target_logprob(hf, x, keep)[4], influence.target_logprob(hf, y, keep)[4]
+    )
     np.random.default_rng(0).integers(0, 50, 200).astype(np.uint16).tofile(tmp_path / "t.bin")
     out = tmp_path / "loo.csv"
-    cli.main(["influence", "--model", f"llama={tmp_path / 'llama'}", "--tokens",
-              str(tmp_path / "t.bin"), "--long-len", "24", "--short-len", "12", "--k", "3",
-              "--n-examples", "4", "--out", str(out)])  # fmt: skip
+    cli.main(
+        [
+            "influence",
+            "--model",
+            f"llama={tmp_path / 'llama'}",
+            "--tokens",
+            str(tmp_path / "t.bin"),
+            "--long-len",
+            "24",
+            "--short-len",
+            "12",
+            "--k",
+            "3",
+            "--n-examples",
+            "4",
+            "--out",
+            str(out),
+        ]
+    )
     table = pd.read_csv(out)
     assert len(table) == 4 and set(table.scored_by) == {"llama"}
     assert {"J", "L_short", "L_long", "L_short_sparse", "short_minus_sparse"} <= set(table)
     assert all(len(j.split()) == 3 for j in table.J)
     bounded = tmp_path / "bounded.csv"  # the memory bound: 2 of the 11 masks per forward
-    cli.main(["influence", "--model", f"llama={tmp_path / 'llama'}", "--tokens",
-              str(tmp_path / "t.bin"), "--long-len", "24", "--short-len", "12", "--k", "3",
-              "--n-examples", "4", "--masks-per-pass", "2", "--out", str(bounded)])  # fmt: skip
+    cli.main(
+        [
+            "influence",
+            "--model",
+            f"llama={tmp_path / 'llama'}",
+            "--tokens",
+            str(tmp_path / "t.bin"),
+            "--long-len",
+            "24",
+            "--short-len",
+            "12",
+            "--k",
+            "3",
+            "--n-examples",
+            "4",
+            "--masks-per-pass",
+            "2",
+            "--out",
+            str(bounded),
+        ]
+    )
     again = pd.read_csv(bounded)
     assert list(again.J) == list(table.J)
     np.testing.assert_allclose(again.L_short_sparse, table.L_short_sparse, rtol=1e-5, atol=1e-6)
     with pytest.raises(SystemExit):
-        cli.main(["influence", "--model", str(tmp_path / "llama"), "--tokens",
-                  str(tmp_path / "t.bin"), "--long-len", "24", "--short-len", "22", "--out",
-                  str(out)])  # fmt: skip
+        cli.main(
+            [
+                "influence",
+                "--model",
+                str(tmp_path / "llama"),
+                "--tokens",
+                str(tmp_path / "t.bin"),
+                "--long-len",
+                "24",
+                "--short-len",
+                "22",
+                "--out",
+                str(out),
+            ]
+        )
     assert "--short-len must leave more than k" in capsys.readouterr().err
 
 
@@ -483,9 +567,15 @@ def test_lengen_influence_refuses_bad_inputs_in_one_line(tmp_path, capsys, monke
 
     from lengen import cli
 
-    config = LlamaConfig(vocab_size=50, hidden_size=32, intermediate_size=64,
-                         num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2,
-                         max_position_embeddings=64)  # fmt: skip
+    config = LlamaConfig(
+        vocab_size=50,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+    )
     good = tmp_path / "llama"
     LlamaForCausalLM(config).save_pretrained(good)
     tokens = tmp_path / "t.bin"
@@ -493,8 +583,22 @@ def test_lengen_influence_refuses_bad_inputs_in_one_line(tmp_path, capsys, monke
 
     def refused(*args: str) -> str:
         with pytest.raises(SystemExit):
-            cli.main(["influence", *args, "--long-len", "24", "--short-len", "12", "--k", "3",
-                      "--n-examples", "2", "--out", str(tmp_path / "o.csv")])  # fmt: skip
+            cli.main(
+                [
+                    "influence",
+                    *args,
+                    "--long-len",
+                    "24",
+                    "--short-len",
+                    "12",
+                    "--k",
+                    "3",
+                    "--n-examples",
+                    "2",
+                    "--out",
+                    str(tmp_path / "o.csv"),
+                ]
+            )
         return capsys.readouterr().err
 
     latin = tmp_path / "latin.txt"
@@ -503,8 +607,9 @@ def test_lengen_influence_refuses_bad_inputs_in_one_line(tmp_path, capsys, monke
     cut = tmp_path / "cut"
     shutil.copytree(good, cut)
     (cut / "config.json").write_text((good / "config.json").read_text()[:40])
-    assert f"{cut / 'config.json'}: not readable JSON" in refused("--model", str(cut), "--tokens",
-                                                                  str(tokens))  # fmt: skip
+    assert f"{cut / 'config.json'}: not readable JSON" in refused(
+        "--model", str(cut), "--tokens", str(tokens)
+    )
     shutil.rmtree(cut)
     shutil.copytree(good, cut)
     weights = next(cut.glob("*.safetensors"))
@@ -516,8 +621,21 @@ def test_lengen_influence_refuses_bad_inputs_in_one_line(tmp_path, capsys, monke
     err = refused("--model", str(good), "--tokens", str(big))
     assert f"--tokens {big}: token id 60 is beyond llama's vocabulary of 50" in err
     with pytest.raises(SystemExit):
-        cli.main(["influence", "--model", str(good), "--tokens", str(tokens), "--long-len",
-                  "100", "--short-len", "12", "--out", str(tmp_path / "o.csv")])  # fmt: skip
+        cli.main(
+            [
+                "influence",
+                "--model",
+                str(good),
+                "--tokens",
+                str(tokens),
+                "--long-len",
+                "100",
+                "--short-len",
+                "12",
+                "--out",
+                str(tmp_path / "o.csv"),
+            ]
+        )
     assert "--long-len 100 is beyond llama's 64 positions" in capsys.readouterr().err
     # issue 65: a missing token file is named, with no advice to delete its folder; an --out in
     # a folder that does not exist is refused before the work, not after it
@@ -525,8 +643,23 @@ def test_lengen_influence_refuses_bad_inputs_in_one_line(tmp_path, capsys, monke
     err = refused("--model", str(good), "--tokens", str(missing))
     assert f"--tokens {missing}: no such file" in err and "delete" not in err
     with pytest.raises(SystemExit):
-        cli.main(["influence", "--model", str(good), "--tokens", str(tokens), "--long-len", "24",
-                  "--short-len", "12", "--k", "3", "--out", str(tmp_path / "no" / "o.csv")])
+        cli.main(
+            [
+                "influence",
+                "--model",
+                str(good),
+                "--tokens",
+                str(tokens),
+                "--long-len",
+                "24",
+                "--short-len",
+                "12",
+                "--k",
+                "3",
+                "--out",
+                str(tmp_path / "no" / "o.csv"),
+            ]
+        )
     assert f"its folder {tmp_path / 'no'} does not exist" in capsys.readouterr().err
     # issue 66: a --long-len whose one forward cannot fit the free memory, refused before the work
     # (it once built every leave-one-out mask at once, 9.3 GiB at 100,000, and died)
@@ -537,9 +670,25 @@ def test_lengen_influence_refuses_bad_inputs_in_one_line(tmp_path, capsys, monke
     LlamaForCausalLM(config).save_pretrained(tmp_path / "long")
     np.random.default_rng(0).integers(0, 50, 200_000).astype(np.uint16).tofile(tokens)
     with pytest.raises(SystemExit):
-        cli.main(["influence", "--model", str(tmp_path / "long"), "--tokens", str(tokens),
-                  "--long-len", "100000", "--short-len", "12", "--masks-per-pass", "1",
-                  "--n-examples", "1", "--out", str(tmp_path / "o.csv")])  # fmt: skip
+        cli.main(
+            [
+                "influence",
+                "--model",
+                str(tmp_path / "long"),
+                "--tokens",
+                str(tokens),
+                "--long-len",
+                "100000",
+                "--short-len",
+                "12",
+                "--masks-per-pass",
+                "1",
+                "--n-examples",
+                "1",
+                "--out",
+                str(tmp_path / "o.csv"),
+            ]
+        )
     [line] = capsys.readouterr().err.strip().splitlines()[-1:]
     assert "--long-len 100000: one forward of 1 masked copies needs at least 46.6 GiB" in line
     assert "8.0 GiB is free on cpu: lower --long-len or --masks-per-pass" in line
@@ -560,9 +709,12 @@ def offline_env(tmp_path: Path) -> dict:
         "socket.socket.connect = _refuse\n"
         "socket.create_connection = _refuse\n"
     )
-    return {**os.environ, "PATH": str(Path(sys.executable).parent),  # no apt-get, no dpkg-deb
-            "PYTHONPATH": os.pathsep.join([str(blocker), *sys.path]),
-            "HF_HUB_OFFLINE": "1"}  # fmt: skip
+    return {
+        **os.environ,
+        "PATH": str(Path(sys.executable).parent),  # no apt-get, no dpkg-deb
+        "PYTHONPATH": os.pathsep.join([str(blocker), *sys.path]),
+        "HF_HUB_OFFLINE": "1",
+    }
 
 
 def build_offline(nl: dict, out: Path, env: dict) -> dict:
@@ -573,16 +725,42 @@ def build_offline(nl: dict, out: Path, env: dict) -> dict:
     import sys
 
     corpus = subprocess.run(
-        [sys.executable, "-m", "lengen.data.corpus", "--corpus", json.dumps(nl["corpus"]),
-         "--seed", "0", "--out", str(out / "corpus")], env=env, capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "lengen.data.corpus",
+            "--corpus",
+            json.dumps(nl["corpus"]),
+            "--seed",
+            "0",
+            "--out",
+            str(out / "corpus"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert corpus.returncode == 0, corpus.stderr[-2000:]
     tokens = subprocess.run(
-        [sys.executable, "-m", "lengen.data.tokens", "--tokenizer", json.dumps(nl["tokenizer"]),
-         "--source", nl["corpus"]["source"], "--corpus-dir", str(out / "corpus"),
-         "--max-tokens", json.dumps(nl["max_tokens"]), "--out", str(out / "tokens")],
-        env=env, capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "lengen.data.tokens",
+            "--tokenizer",
+            json.dumps(nl["tokenizer"]),
+            "--source",
+            nl["corpus"]["source"],
+            "--corpus-dir",
+            str(out / "corpus"),
+            "--max-tokens",
+            json.dumps(nl["max_tokens"]),
+            "--out",
+            str(out / "tokens"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert tokens.returncode == 0, tokens.stderr[-2000:]
     return json.loads((out / "corpus" / "sources.json").read_text())
 
@@ -628,14 +806,33 @@ def test_the_smoke_language_data_need_no_apt_and_no_network(tmp_path, smoke_conf
     assert first == second and first["distributions"][0]["distribution"] == "datasets"
     for name in ("train.bin", "validation.bin"):
         assert (tmp_path / "a" / "tokens" / name).read_bytes() == (
-            tmp_path / "b" / "tokens" / name).read_bytes()  # fmt: skip
+            tmp_path / "b" / "tokens" / name
+        ).read_bytes()
     # the Debian source, where apt-get is missing, says so and what to use instead
     debian = subprocess.run(
-        [sys.executable, "-m", "lengen.data.corpus", "--corpus", json.dumps(
-            {"source": "debian", "packages": [{"name": "x", "glob": "*", "format": "text"}],
-             "validation_fraction": 0.1, "max_doc_chars": 100, "docs_per_shard": 10}),
-         "--seed", "0", "--out", str(tmp_path / "debian")], env=env, capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "lengen.data.corpus",
+            "--corpus",
+            json.dumps(
+                {
+                    "source": "debian",
+                    "packages": [{"name": "x", "glob": "*", "format": "text"}],
+                    "validation_fraction": 0.1,
+                    "max_doc_chars": 100,
+                    "docs_per_shard": 10,
+                }
+            ),
+            "--seed",
+            "0",
+            "--out",
+            str(tmp_path / "debian"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert debian.returncode != 0
     assert "needs Debian's apt-get and dpkg-deb" in debian.stderr and "docstrings" in debian.stderr
 
@@ -653,7 +850,8 @@ def test_the_default_language_data_need_no_apt_and_no_network(tmp_path):
     assert nl["corpus"]["source"] == "docstrings" and nl["tokenizer"]["source"] == "corpus_bpe"
     manifest = build_offline(nl, tmp_path, offline_env(tmp_path))
     assert [d["distribution"] for d in manifest["distributions"]] == [
-        p["name"] for p in nl["corpus"]["packages"]]  # fmt: skip
+        p["name"] for p in nl["corpus"]["packages"]
+    ]
     meta = json.loads((tmp_path / "tokens" / "meta.json").read_text())
     chunks = nl["eval"]["n_chunks"] * (nl["long_context"] + 1) * 2  # Table 1's, then the loss's
     assert meta["tokens"]["validation"] > chunks and meta["tokens"]["train"] > 5_000_000
@@ -672,9 +870,10 @@ def test_a_distributions_licence_is_read_from_whichever_field_states_it():
         return m
 
     assert corpus.licence(meta(License_Expression="MIT", License="ignored")) == "MIT"
-    classified = meta(Classifier=["Programming Language :: Python",
-                                  "License :: OSI Approved :: BSD License"],
-                      License="Full text\nof it")  # fmt: skip
+    classified = meta(
+        Classifier=["Programming Language :: Python", "License :: OSI Approved :: BSD License"],
+        License="Full text\nof it",
+    )
     assert corpus.licence(classified) == "OSI Approved :: BSD License"
     assert corpus.licence(meta(License="Apache 2.0\n\nTerms...")) == "Apache 2.0"
     assert corpus.licence(meta()) == ""
@@ -751,8 +950,11 @@ def test_window_table_needs_a_target_beyond_the_window():
     chunks = np.random.default_rng(0).integers(0, 50, (2, SHORT + 2))
     table = perplexity.window_table(LastToken(), chunks, SHORT, 4, progress=False)
     assert set(table.n_targets) == {1} and len(table) == 4
-    with pytest.raises(ValueError, match=rf"^chunks of {SHORT + 1} tokens have no target beyond "
-                                         rf"{SHORT}$"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=rf"^chunks of {SHORT + 1} tokens have no target beyond "
+        rf"{SHORT}$",
+    ):
         perplexity.window_table(LastToken(), chunks[:, :-1], SHORT, 4, progress=False)
 
 
@@ -788,8 +990,9 @@ def test_a_hugging_face_gpt2_scores_like_its_own_forward_and_non_causal_models_a
     from transformers import BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(0)
-    gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=50, n_positions=32, n_embd=16, n_layer=1,
-                                      n_head=2)).eval()  # fmt: skip
+    gpt2 = GPT2LMHeadModel(
+        GPT2Config(vocab_size=50, n_positions=32, n_embd=16, n_layer=1, n_head=2)
+    ).eval()
     gpt2.save_pretrained(tmp_path / "gpt2")
     hf = influence.HFCausalLM.from_pretrained(tmp_path / "gpt2")
     x = _seq(2)
@@ -797,16 +1000,26 @@ def test_a_hugging_face_gpt2_scores_like_its_own_forward_and_non_causal_models_a
     with torch.no_grad():
         logits = gpt2(x[None, :-1]).logits[0, -1]
     want = torch.log_softmax(logits, -1)[x[-1]]
-    torch.testing.assert_close(influence.target_logprob(hf, x, keep)[0], want, atol=1e-5,
-                               rtol=1e-5)  # fmt: skip
-    not_causal = re.escape("is not a causal (next-token) language model; leave-one-out (Eq. 6) "
-                           "scores p(next token | context)")
-    with pytest.raises(ValueError, match=rf"^{tmp_path}: not a local transformers model "
-                                         r"directory \(no config.json there\)$"):  # fmt: skip
+    torch.testing.assert_close(influence.target_logprob(hf, x, keep)[0], want, atol=1e-5, rtol=1e-5)
+    not_causal = re.escape(
+        "is not a causal (next-token) language model; leave-one-out (Eq. 6) "
+        "scores p(next token | context)"
+    )
+    with pytest.raises(
+        ValueError,
+        match=rf"^{tmp_path}: not a local transformers model "
+        r"directory \(no config.json there\)$",
+    ):
         influence.HFCausalLM.from_pretrained(tmp_path)
-    BertForMaskedLM(BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1,
-                               num_attention_heads=2, intermediate_size=32)).save_pretrained(
-        tmp_path / "bert")  # fmt: skip
+    BertForMaskedLM(
+        BertConfig(
+            vocab_size=50,
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=32,
+        )
+    ).save_pretrained(tmp_path / "bert")
     with pytest.raises(ValueError, match=rf"^{tmp_path / 'bert'}: BertForMaskedLM {not_causal}"):
         influence.HFCausalLM.from_pretrained(tmp_path / "bert")
     config = json.loads((tmp_path / "bert" / "config.json").read_text())
@@ -816,8 +1029,9 @@ def test_a_hugging_face_gpt2_scores_like_its_own_forward_and_non_causal_models_a
         folder = tmp_path / name
         folder.mkdir()
         config = {"model_type": "gpt2", "is_encoder_decoder": True}
-        (folder / "config.json").write_text(json.dumps(
-            config | ({"architectures": archs} if archs else {})))  # fmt: skip
+        (folder / "config.json").write_text(
+            json.dumps(config | ({"architectures": archs} if archs else {}))
+        )
         what = "GPT2LMHeadModel" if archs else "gpt2"
         with pytest.raises(ValueError, match=rf"^{folder}: {what} {not_causal}"):
             influence.HFCausalLM.from_pretrained(folder)
@@ -832,8 +1046,9 @@ def test_leave_one_out_masks_are_made_a_pass_at_a_time(model):
     n_far = LONG - SHORT - 1
     assert whole.shape == (n_far, LONG - 1)
     for start, stop in ((0, 3), (3, 7), (n_far - 2, n_far + 5)):
-        np.testing.assert_array_equal(contexts.loo_keep(LONG, SHORT, start, stop),
-                                      whole[start:stop])  # fmt: skip
+        np.testing.assert_array_equal(
+            contexts.loo_keep(LONG, SHORT, start, stop), whole[start:stop]
+        )
     x = _seq(1)
     want = target_logprob(model, x, torch.as_tensor(whole))
     for rows in (None, 1, 4, n_far):

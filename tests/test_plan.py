@@ -51,8 +51,12 @@ def test_the_plan_of_a_fused_tier():
     sp = plan.runs(cfg, "sparse_parity", "neox")
     assert {r.setting for r in sp} == {f"K{k}" for k in cfg["sparse_parity"]["k_train"]}
     assert sp[0].spec(cfg)["run_name"] == f"neox/K{sp[0].value}/seed0"
-    fused = [(e, v) for e in plan.experiments(cfg) for v in plan.variants(cfg, e)
-             if plan.fused(cfg, e, v)]  # fmt: skip
+    fused = [
+        (e, v)
+        for e in plan.experiments(cfg)
+        for v in plan.variants(cfg, e)
+        if plan.fused(cfg, e, v)
+    ]
     assert fused, "the gpu tier fuses its synthetic runs"
     for e, v in fused:
         runs = plan.runs(cfg, e, v)
@@ -77,16 +81,21 @@ def test_the_plan_of_a_tier_without_fusion(smoke_config):
     for variant in schemes["variants"]:
         assert plan.is_scheme(cfg, "sparse_parity", variant)
         assert plan.runs(cfg, "sparse_parity", variant) == [
-            plan.Run("sparse_parity", variant, schemes["k_train"], 0)]
-        assert not plan.fused({**cfg, "runtime": {**cfg["runtime"], "fuse_runs": 4}},
-                              "sparse_parity", variant)  # fmt: skip
-    assert plan.variants(cfg, "sparse_parity") == [*cfg["sparse_parity"]["variants"],
-                                                   *schemes["variants"]]  # fmt: skip
+            plan.Run("sparse_parity", variant, schemes["k_train"], 0)
+        ]
+        assert not plan.fused(
+            {**cfg, "runtime": {**cfg["runtime"], "fuse_runs": 4}}, "sparse_parity", variant
+        )
+    assert plan.variants(cfg, "sparse_parity") == [
+        *cfg["sparse_parity"]["variants"],
+        *schemes["variants"],
+    ]
     k = cfg["sparse_parity"]["k_train"][0]
     evals = plan.evals(cfg, "sparse_parity", ["neox"], [k])
     runs = cfg["sparse_parity"]["variants"]["neox"]["runs"]
-    assert evals == [f"{cfg['results_dir']}/sparse_parity/neox/K{k}/seed{r}/eval.csv"
-                     for r in range(runs)]  # fmt: skip
+    assert evals == [
+        f"{cfg['results_dir']}/sparse_parity/neox/K{k}/seed{r}/eval.csv" for r in range(runs)
+    ]
 
 
 def test_a_training_begun_and_not_ended_is_found_and_forced(tmp_path):
@@ -108,11 +117,25 @@ def test_a_training_begun_and_not_ended_is_found_and_forced(tmp_path):
     run = plan.Run("sparse_parity", "neox", 1, 0)
     assert jobs[run.model(cfg)] == [run.folder(cfg)]
     assert sum(map(len, jobs.values())) == sum(
-        len(plan.runs(cfg, e, v)) for e in plan.experiments(cfg) for v in plan.variants(cfg, e))
+        len(plan.runs(cfg, e, v)) for e in plan.experiments(cfg) for v in plan.variants(cfg, e)
+    )
 
     def dry_run(target, config):
-        cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
-               str(tmp_path), target, "-n", "--cores", "2", "--configfile", str(config)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(ROOT / "Snakefile"),
+            "--directory",
+            str(tmp_path),
+            target,
+            "-n",
+            "--cores",
+            "2",
+            "--configfile",
+            str(config),
+        ]
         done = subprocess.run(cmd, capture_output=True, text=True)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         return done.stdout + done.stderr

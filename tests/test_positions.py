@@ -120,8 +120,9 @@ def test_pose_skip_is_in_a_spec_only_when_the_config_sets_it():
     assert spec.task.pose_skip == "reference"
     # and the training batches use it: the same draw, other IDs; the final token scored
     paper = parse_spec(sparse_parity.train_spec(load(ROOT / "config" / "config.yaml"), 8))
-    ref, drawn = (sparse_parity.train_batch(s, np.random.default_rng(0), 10**6)
-                  for s in (spec, paper))  # fmt: skip
+    ref, drawn = (
+        sparse_parity.train_batch(s, np.random.default_rng(0), 10**6) for s in (spec, paper)
+    )
     assert (ref.tokens == drawn.tokens).all() and (ref.position_ids != drawn.position_ids).any()
     assert ref.target_mask.sum() == len(ref.tokens) and ref.target_mask[:, -1].all()
 
@@ -141,8 +142,9 @@ def test_a_new_scheme_that_only_changes_ids_is_one_entry_in_the_scheme_table(
     from lengen.core import positions
     from lengen.report.figures import panel_label
 
-    toy = positions.Scheme("unshifted", coupled=False, train="none", model="learned",
-                           label="absolute PE, no shift")  # fmt: skip
+    toy = positions.Scheme(
+        "unshifted", coupled=False, train="none", model="learned", label="absolute PE, no shift"
+    )
     monkeypatch.setitem(positions.SCHEME_TABLE, toy.name, toy)
     cfg = copy.deepcopy(smoke_config)
     cfg["parity_scratchpad"]["variants"]["rope_pose"]["scheme"] = toy.name

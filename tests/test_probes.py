@@ -28,8 +28,16 @@ def test_probes_score_on_the_evaluation_device(probes, monkeypatch, tmp_path):
     cfg = ModelConfig(vocab_size=8, n_layer=1, n_head=2, d_model=8)
     model = GPTNeoX(cfg)
     path = tmp_path / "model.pt"
-    torch.save({"model_config": cfg.to_dict(), "state_dict": model.state_dict(), "spec": {},
-                "steps_run": 1, "stop_reason": "steps"}, path)  # fmt: skip
+    torch.save(
+        {
+            "model_config": cfg.to_dict(),
+            "state_dict": model.state_dict(),
+            "spec": {},
+            "steps_run": 1,
+            "stop_reason": "steps",
+        },
+        path,
+    )
     asked = []
     read, build = probes.read_model_file, probes.model_from_saved
     monkeypatch.setattr(probes, "eval_device", lambda: "gpu-here")
@@ -226,10 +234,12 @@ def test_a_fused_group_probe_trains_as_one_and_scores_each_member(tmp_path, monk
     assert all((tmp_path / "results" / n.split("/", 1)[1] / "model.pt").is_file() for n in names)
     # scored one value at a time as a fused group (tests/test_fused.py: equal to one by one)
     for row, (value, seed) in zip(rows, [(1, 0), (1, 1), (2, 0), (2, 1)], strict=True):
-        _, model = scratchpad.scored_model(tmp_path / "results" / f"{value}" / f"seed{seed}" /
-                                           "model.pt")  # fmt: skip
-        spec = json.loads((tmp_path / "results" / f"{value}" / f"seed{seed}" / "spec.json")
-                          .read_text())  # fmt: skip
+        _, model = scratchpad.scored_model(
+            tmp_path / "results" / f"{value}" / f"seed{seed}" / "model.pt"
+        )
+        spec = json.loads(
+            (tmp_path / "results" / f"{value}" / f"seed{seed}" / "spec.json").read_text()
+        )
         alone = scratchpad.score(model.eval(), spec)
         assert {k: row[k] for k in alone} == alone
     gpu_cfg, gpu_entry = scratchpad.probe_config("GPU_PS_ppc_fused")
@@ -260,8 +270,11 @@ def test_the_size_ladder_reads_its_runs_worst_k_per_length_and_draws(tmp_path):
     ladder = load_script(ROOT / "probes" / "ladder.py")
     row = {"k_train": 2, "params": 1000, "steps_run": 10}
     for length in ladder.LENGTHS:
-        row |= {f"acc_L{length}_k1": 1.0, f"acc_L{length}_k2": 0.5 + length / 1000,
-                f"acc_L{length}_k3": 0.0}  # k_test 3 > K_train: not read
+        row |= {
+            f"acc_L{length}_k1": 1.0,
+            f"acc_L{length}_k2": 0.5 + length / 1000,
+            f"acc_L{length}_k3": 0.0,
+        }  # k_test 3 > K_train: not read
     table = pd.DataFrame([{"probe": "K8_ladder_3x64_s2", **row}, {"probe": "K8_base", **row}])
     d = ladder.ladder_rows(table)
     assert set(d["size"]) == {"3 x 64"} and set(d.seed) == {2}
@@ -285,19 +298,38 @@ def test_imported_runs_are_judged_by_the_training_range_they_were_trained_with(
 
     def tier_at(path, commit, root):
         asked.append((path, commit))
-        section = {"train_max_len": 40, "jumps": [1],
-                   "variants": {"abs": {"scheme": "absolute", "runs": 2,
-                                        "section": {"train_max_len": 20}}}}  # fmt: skip
+        section = {
+            "train_max_len": 40,
+            "jumps": [1],
+            "variants": {
+                "abs": {"scheme": "absolute", "runs": 2, "section": {"train_max_len": 20}}
+            },
+        }
         return {"parity_scratchpad": section}
 
     monkeypatch.setattr(config, "read_tier_at", tier_at)
     accuracy = {20: 1.0, 40: 0.5, 60: 0.0}  # learned up to 20, the variant's own range
-    table = pd.DataFrame([
-        {"experiment": "parity_scratchpad", "variant": "abs", "jump": 1, "seed": seed,
-         "run": f"abs/k1/seed{seed}", "length": n, "accuracy": acc - seed * 0.5, "n": 8,
-         "steps_run": 100, "stop_reason": "steps", "config_hash": "h",
-         "git_commit": "abc1234def-dirty", "versions": "v"}
-        for seed in (0, 1) for n, acc in accuracy.items()])  # fmt: skip
+    table = pd.DataFrame(
+        [
+            {
+                "experiment": "parity_scratchpad",
+                "variant": "abs",
+                "jump": 1,
+                "seed": seed,
+                "run": f"abs/k1/seed{seed}",
+                "length": n,
+                "accuracy": acc - seed * 0.5,
+                "n": 8,
+                "steps_run": 100,
+                "stop_reason": "steps",
+                "config_hash": "h",
+                "git_commit": "abc1234def-dirty",
+                "versions": "v",
+            }
+            for seed in (0, 1)
+            for n, acc in accuracy.items()
+        ]
+    )
     table.to_csv(tmp_path / "t.csv", index=False)
     rows = scratchpad.import_runs("OLD", tmp_path / "t.csv", "abs", 1)
     assert asked == [("config/config.yaml", "abc1234def")]

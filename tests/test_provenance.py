@@ -34,9 +34,16 @@ def test_stamp_keeps_per_row_seeds():
 
 
 def test_figure_png_carries_provenance(tmp_path):
-    table = pd.DataFrame({"variant": "ppc", "jump": 1, "seed": [0, 1, 0, 1],
-                          "length": [10, 10, 20, 20], "n": 16,
-                          "accuracy": [1, 1, 0.5, 0.75]})  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "variant": "ppc",
+            "jump": 1,
+            "seed": [0, 1, 0, 1],
+            "length": [10, 10, 20, 20],
+            "n": 16,
+            "accuracy": [1, 1, 0.5, 0.75],
+        }
+    )
     meta = provenance.png_metadata({"panels": ["ppc"]}, provenance.table_seeds(table))
     out = tmp_path / "fig.png"
     generation_figure(table, ["ppc"], "t", out, {}, (4, 8), meta)
@@ -74,20 +81,30 @@ def test_copy_inside_another_checkout_names_its_own_commit(tmp_path):
 
     outer = tmp_path / "outer"
     outer.mkdir()
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
     git = ["git", "-C", str(outer)]
     subprocess.run([*git, "init", "-q"], check=True, env=env)
     (outer / ".gitignore").write_text("/copy/\n")
     subprocess.run([*git, "add", ".gitignore"], check=True, env=env)
     subprocess.run([*git, "commit", "-qm", "outer"], check=True, env=env)
-    outer_head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True,
-                                check=True).stdout.strip()  # fmt: skip
+    outer_head = subprocess.run(
+        [*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     src = Path(provenance.__file__).resolve().parents[2]  # .../src
-    shutil.copytree(src / "lengen", outer / "copy" / "src" / "lengen",
-                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    shutil.copytree(
+        src / "lengen",
+        outer / "copy" / "src" / "lengen",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     probe = "from lengen.core.provenance import git_commit; print(git_commit())"
     env = {**env, "PYTHONPATH": str(outer / "copy" / "src"), "LENGEN_SOURCE_COMMIT": "f" * 40}
-    got = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True, env=env).stdout.strip()  # fmt: skip
+    got = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env
+    ).stdout.strip()
     assert got == "f" * 40 != outer_head

@@ -28,7 +28,7 @@ def verdicts(*rows) -> pd.DataFrame:
                 git_commit="abc",
             )
             for i, verdict, v, lo, hi in rows
-        ]  # fmt: skip
+        ]
     )
 
 
@@ -36,8 +36,11 @@ NAN = math.nan
 
 
 def test_a_run_equal_to_its_reference_is_the_same_everywhere(tmp_path):
-    run = verdicts(("A", "reproduced", 0.95, NAN, NAN), ("B", "not testable", NAN, NAN, NAN),
-                   ("C", "reproduced", -1.8, -2.1, -1.5))  # fmt: skip
+    run = verdicts(
+        ("A", "reproduced", 0.95, NAN, NAN),
+        ("B", "not testable", NAN, NAN, NAN),
+        ("C", "reproduced", -1.8, -2.1, -1.5),
+    )
     run.to_csv(tmp_path / "verdicts.csv", index=False)
     ref = reference.read(tmp_path / "verdicts.csv")  # through the CSV, as the report reads it
     table = reference.compare(run, ref)
@@ -140,8 +143,7 @@ def test_refresh_accepts_only_a_complete_run_of_this_tier_made_at_one_commit(
         refresh()
     shutil.copy2(committed / "fig1_sparse_parity.png", reports)
     table = pd.read_csv(reports / "sparse_parity_accuracy.csv")
-    table.assign(git_commit="abc-dirty").to_csv(reports / "sparse_parity_accuracy.csv",
-                                                index=False)  # fmt: skip
+    table.assign(git_commit="abc-dirty").to_csv(reports / "sparse_parity_accuracy.csv", index=False)
     with pytest.raises(SystemExit, match=r"sparse_parity_accuracy.csv: made from uncommitted"):
         refresh()
     shutil.copy2(committed / "sparse_parity_accuracy.csv", reports)
@@ -162,8 +164,11 @@ def test_effect_judgement_three_ways_and_the_decisive_effect():
     assert effects.judge(0.31, 0.5, 0.3) == "reproduced"
     assert effects.judge(0.1, 0.29, 0.3) == "not reproduced"
     assert effects.judge(0.2, 0.4, 0.3) == "inconclusive"
-    a, b, c = (effects.Effect("a", 0.5, 0.4, 0.6), effects.Effect("b", 0.35, 0.25, 0.45),
-               effects.Effect("c", 0.2, 0.1, 0.28))  # fmt: skip
+    a, b, c = (
+        effects.Effect("a", 0.5, 0.4, 0.6),
+        effects.Effect("b", 0.35, 0.25, 0.45),
+        effects.Effect("c", 0.2, 0.1, 0.28),
+    )
     assert effects.decisive([a, b]) is b  # the lowest run mean is shown
     assert effects.decisive([a, b, c]) is c
     rows = pd.DataFrame({"accuracy": [0.5, 1.0], "n": [100, 100]})
@@ -210,38 +215,50 @@ def test_science_is_what_the_jobs_run_not_how_it_is_written(tmp_path):
             (tmp_path / name).write_text(text)
         git("add", "-A")
         git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x")
-        out = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "HEAD"],
-                             capture_output=True, text=True, check=True)  # fmt: skip
+        out = subprocess.run(
+            ["git", "-C", str(tmp_path), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         return out.stdout.strip()
 
     git("init", "-q")
     base = commit(files)
-    commit({
-        "src/lengen/job.py": '"""Reads Z."""\nfrom lengen import helper\n\nY = helper.Z\n',
-        "src/lengen/helper.py": "Z = 2  # another comment\nlr = setting(1, doc='the rate')\n",
-        "src/lengen/unused.py": "W = 4\n",
-        "config/other.yaml": "tier: another\n",
-        "tests/test_x.py": "assert True\n",
-        "pyproject.toml": '[project]\ndependencies = ["torch==2.13.0"]\n'
-        '[project.optional-dependencies]\ndev = ["ruff==2", "snakefmt==1"]\n'
-        "[tool.ruff]\nline-length = 99\n",
-    })  # fmt: skip
+    commit(
+        {
+            "src/lengen/job.py": '"""Reads Z."""\nfrom lengen import helper\n\nY = helper.Z\n',
+            "src/lengen/helper.py": "Z = 2  # another comment\nlr = setting(1, doc='the rate')\n",
+            "src/lengen/unused.py": "W = 4\n",
+            "config/other.yaml": "tier: another\n",
+            "tests/test_x.py": "assert True\n",
+            "pyproject.toml": '[project]\ndependencies = ["torch==2.13.0"]\n'
+            '[project.optional-dependencies]\ndev = ["ruff==2", "snakefmt==1"]\n'
+            "[tool.ruff]\nline-length = 99\n",
+        }
+    )
     assert refreshing.science_changes(base, tmp_path) == []
     reformatted = "rule a:\n    shell:\n        'python -m lengen.job'\n"
     commit({"workflow/a.smk": reformatted})  # snakefmt's layout, the same rule
     assert refreshing.science_changes(base, tmp_path) == []
-    commit({
-        "src/lengen/helper.py": "Z = 2\nlr = setting(2, doc='the rate')\n",  # a default
-        "src/lengen/plan.py": "X = 2\n",
-        "src/lengen/coded.py": "V = 2\n",
-        "workflow/a.smk": "rule a:\n    shell: 'python -m lengen.job --fast'\n",
-        "config/ds.json": '{"a": 1}\n',
-        "pyproject.toml": '[project]\ndependencies = ["torch==2.14.0"]\n',
-    })  # fmt: skip
+    commit(
+        {
+            "src/lengen/helper.py": "Z = 2\nlr = setting(2, doc='the rate')\n",  # a default
+            "src/lengen/plan.py": "X = 2\n",
+            "src/lengen/coded.py": "V = 2\n",
+            "workflow/a.smk": "rule a:\n    shell: 'python -m lengen.job --fast'\n",
+            "config/ds.json": '{"a": 1}\n',
+            "pyproject.toml": '[project]\ndependencies = ["torch==2.14.0"]\n',
+        }
+    )
     assert refreshing.science_changes(base, tmp_path) == [
-        "config/ds.json", "pyproject.toml", "src/lengen/coded.py", "src/lengen/helper.py",
-        "src/lengen/plan.py", "workflow/a.smk",
-    ]  # fmt: skip
+        "config/ds.json",
+        "pyproject.toml",
+        "src/lengen/coded.py",
+        "src/lengen/helper.py",
+        "src/lengen/plan.py",
+        "workflow/a.smk",
+    ]
 
 
 def test_the_comparison_says_what_differs_before_it_says_same():
@@ -276,8 +293,9 @@ def test_a_run_compared_with_its_reference_leaves_provenance_out(tmp_path, capsy
     table.assign(**{c: "elsewhere" for c in stamped}).to_csv(run / name, index=False)
     reference.main([str(run), str(ROOT / "reference" / "smoke")])
     assert "every number of the reference's" in capsys.readouterr().out
-    numeric = next(c for c in table.columns if c not in stamped and
-                   pd.api.types.is_float_dtype(table[c]))  # fmt: skip
+    numeric = next(
+        c for c in table.columns if c not in stamped and pd.api.types.is_float_dtype(table[c])
+    )
     table.loc[0, numeric] = table.loc[0, numeric] + 1e-12  # the last bit counts
     table.to_csv(run / name, index=False)
     (run / "verdicts.csv").unlink()

@@ -23,8 +23,13 @@ def judged_config(tmp_path) -> dict:
     verdicts.csv names (the tier's config has moved on since where a new reference run is due:
     variable assignment came back, a label changed; a rejudge refuses any other config)."""
     commit = pd.read_csv(ROOT / "reference" / "default" / "verdicts.csv", dtype=str).git_commit
-    text = subprocess.run(["git", "show", f"{commit.iloc[0]}:config/config.yaml"], cwd=ROOT,
-                          capture_output=True, text=True, check=True).stdout  # fmt: skip
+    text = subprocess.run(
+        ["git", "show", f"{commit.iloc[0]}:config/config.yaml"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     (tmp_path / "judged.yaml").write_text(text)
     return load(tmp_path / "judged.yaml")
 
@@ -43,13 +48,17 @@ def test_the_reference_is_judged_again_from_its_tables(project, monkeypatch):
     rows = rejudge.rejudge(judged_config(project), project)
     after = pd.read_csv(ref / "verdicts.csv", dtype=str)
     assert set(before.id) <= set(after.id) and set(after.judged_at) == {"c0ffee"}
-    assert set(after.git_commit) == set(rejudge.trained_commits(
-        {p.name: str(p) for p in ref.glob("*.csv") if p.name != "verdicts.csv"}))
+    assert set(after.git_commit) == set(
+        rejudge.trained_commits(
+            {p.name: str(p) for p in ref.glob("*.csv") if p.name != "verdicts.csv"}
+        )
+    )
     assert all(i.endswith("[learned runs]") for i in set(after.id) - set(before.id))
     assert list(rows.verdict) == list(after.verdict)
     # every decided or mixed row of training runs shows each run's outcome (issue 75)
-    runs = after[after.id.str.match(r"(SP|PS|VA|MJ)-") & ~after.verdict.isin(
-        ["not run", "not testable"])]  # fmt: skip
+    runs = after[
+        after.id.str.match(r"(SP|PS|VA|MJ)-") & ~after.verdict.isin(["not run", "not testable"])
+    ]
     assert len(runs) >= 8 and runs.outcomes.notna().all()
     n = runs.outcomes.map(lambda o: o.count(" pass") + o.count(" fail"))
     assert (n >= 1).all() and (n[runs.verdict != "underpowered"] >= 3).all()
@@ -91,8 +100,9 @@ def test_the_tier_file_a_reference_was_trained_with_is_read_from_git():
 
     whole = rejudge.trained_config("config/config.yaml", ROOT)
     cfg = json.loads(to_json(artifacts.report_config(whole)))
-    hashes = set(pd.read_csv(ROOT / "reference" / "default" / "verdicts.csv",
-                             dtype=str).config_hash.dropna())  # fmt: skip
+    hashes = set(
+        pd.read_csv(ROOT / "reference" / "default" / "verdicts.csv", dtype=str).config_hash.dropna()
+    )
     assert {provenance.record(cfg, cfg["seed"])["config_hash"]} == hashes
     assert whole == judged_config_of(ROOT)
     with pytest.raises(ConfigError, match="config/config.yaml@0000000: not in the checkout"):

@@ -54,13 +54,26 @@ def sparse_parity(kind: str, seeds=SEEDS) -> pd.DataFrame:
                     acc = (1.0 - (0.6 - 0.01 * k_test) * (length == 500)) if inside else 0.95
                 if kind == "unlearned":
                     acc = 0.5 + 0.01 * k_test
-                rows += [dict(k_train=k_train, k_test=k_test, length=length, n=512, seed=seed,
-                              accuracy=acc) for seed in seeds]  # fmt: skip
+                rows += [
+                    dict(
+                        k_train=k_train,
+                        k_test=k_test,
+                        length=length,
+                        n=512,
+                        seed=seed,
+                        accuracy=acc,
+                    )
+                    for seed in seeds
+                ]
     return pd.DataFrame(rows)
 
 
 def scratchpad(
-    param: str, values, variants: dict[str, tuple[float, float]], slope: float = 0.05, seeds=SEEDS,
+    param: str,
+    values,
+    variants: dict[str, tuple[float, float]],
+    slope: float = 0.05,
+    seeds=SEEDS,
     n: int = 1000,
 ) -> pd.DataFrame:
     """variants[v] = (accuracy in distribution, accuracy just beyond training); beyond training
@@ -72,19 +85,38 @@ def scratchpad(
         for value in values:
             for length in (20, 40, 100, 150):
                 acc = inside if length <= 40 else beyond - slope * value
-                rows += [{"variant": variant, param: value, "seed": seed, "length": length,
-                          "n": n, "accuracy": max(acc, 0.0)} for seed in seeds]  # fmt: skip
+                rows += [
+                    {
+                        "variant": variant,
+                        param: value,
+                        "seed": seed,
+                        "length": length,
+                        "n": n,
+                        "accuracy": max(acc, 0.0),
+                    }
+                    for seed in seeds
+                ]
     return pd.DataFrame(rows)
 
 
 def majority_table(inside: float, beyond: float) -> pd.DataFrame:
     """A majority table (default tier: trained on n <= 21): `inside` at n <= 21, `beyond` at
     31 and 41 (within 2L), two schemes, three seeds, 256 examples a cell."""
-    return pd.DataFrame([
-        {"variant": v, "train_max_len": 21, "seed": s, "length": n, "n": 256,
-         "accuracy": inside if n <= 21 else beyond}
-        for v in ("absolute", "nope") for s in SEEDS for n in (11, 21, 31, 41)
-    ])  # fmt: skip
+    return pd.DataFrame(
+        [
+            {
+                "variant": v,
+                "train_max_len": 21,
+                "seed": s,
+                "length": n,
+                "n": 256,
+                "accuracy": inside if n <= 21 else beyond,
+            }
+            for v in ("absolute", "nope")
+            for s in SEEDS
+            for n in (11, 21, 31, 41)
+        ]
+    )
 
 
 def test_majority_rule_all_three_outcomes():
@@ -107,8 +139,10 @@ def claims(variants: dict[str, str] | None = None, departures=()) -> list:
     """Every claim row, the sparse-parity rows once per variant given (variant -> label; those
     in `departures` with log-length scaling), one unlabelled set when none."""
     loglen = {"model": {"attn_scale": "log_length"}}
-    section = {v: {"label": label, **(loglen if v in departures else {})}
-               for v, label in (variants or {}).items()}  # fmt: skip
+    section = {
+        v: {"label": label, **(loglen if v in departures else {})}
+        for v, label in (variants or {}).items()
+    }
     return report.claims({"sparse_parity": {"variants": section}})
 
 
@@ -125,8 +159,10 @@ def test_sparse_parity_rules():
     # models that never learned in distribution make SP-2/SP-3 comparisons meaningless
     none = tables(sparse_parity=sparse_parity("unlearned"))
     assert [verdicts(none)[i] for i in ("SP-1", "SP-2", "SP-3")] == [
-        "not reproduced", "not testable", "not testable",
-    ]  # fmt: skip
+        "not reproduced",
+        "not testable",
+        "not testable",
+    ]
     row = report.verdict(claims()[1], none)
     assert "not testable: no K_train model is >= 0.9 in distribution" in row["measured as"]
 
@@ -136,8 +172,10 @@ def test_sparse_parity_claims_per_variant():
     good, bad = sparse_parity("good"), sparse_parity("opposite")
     both = pd.concat([good.assign(variant="loglen"), bad.assign(variant="neox")])
     t = tables(sparse_parity=both)
-    v = {c.id: report.verdict(c, t)["verdict"]
-         for c in claims({"neox": "paper", "loglen": "departure"})}  # fmt: skip
+    v = {
+        c.id: report.verdict(c, t)["verdict"]
+        for c in claims({"neox": "paper", "loglen": "departure"})
+    }
     assert [v[f"SP-{i} [loglen]"] for i in (1, 2, 3)] == ["reproduced"] * 3
     assert [v[f"SP-{i} [neox]"] for i in (1, 2, 3)] == ["not reproduced"] * 3
 
@@ -206,7 +244,10 @@ def test_scratchpad_rules_both_outcomes():
     # VA-2 and VA-4: no arm generalizes (0.55-0.65 beyond training), so no harm can be shown
     # and none refuted: mixed
     assert [v[i] for i in PS_IDS + VA_IDS] == ["reproduced"] + ["not reproduced"] * 3 + [
-        "mixed", "not reproduced", "mixed"]  # fmt: skip
+        "mixed",
+        "not reproduced",
+        "mixed",
+    ]
     va.loc[va.length > 40, "accuracy"] = 0.95  # every arm generalizes: no harm, refuted
     v = verdicts(tables(variable_assignment=va))
     assert (v["VA-2"], v["VA-4"]) == ("not reproduced", "not reproduced")
@@ -265,19 +306,45 @@ def test_a_variant_the_tier_leaves_out_reads_not_testable_at_this_size_from_its_
     runs learned the training range, each run's worst exact match there, the steps and one
     run's time; a variant the tier neither trains nor leaves out reads "not run"."""
     ppc_only = scratchpad("jump", (1,), {"ppc": (1.0, 1.0)})
-    probes = pd.DataFrame([
-        {"probe": "P_learns", "acc_L20": 1.0, "acc_L40": 0.95, "acc_L60": 0.0,
-         "steps_run": 24000, "train_wall_s": 2700.0},
-        *({"probe": f"P_group/1/seed{s}", "acc_L20": 1.0, "acc_L40": a, "acc_L60": 0.0,
-           "steps_run": 24000, "train_wall_s": None} for s, a in enumerate((0.1, 1.0))),
-        {"probe": "P_learns_more", "acc_L20": 1.0, "acc_L40": 1.0, "acc_L60": 1.0,
-         "steps_run": 8000, "train_wall_s": 60.0},  # named by nobody: not read
-    ])  # fmt: skip
+    probes = pd.DataFrame(
+        [
+            {
+                "probe": "P_learns",
+                "acc_L20": 1.0,
+                "acc_L40": 0.95,
+                "acc_L60": 0.0,
+                "steps_run": 24000,
+                "train_wall_s": 2700.0,
+            },
+            *(
+                {
+                    "probe": f"P_group/1/seed{s}",
+                    "acc_L20": 1.0,
+                    "acc_L40": a,
+                    "acc_L60": 0.0,
+                    "steps_run": 24000,
+                    "train_wall_s": None,
+                }
+                for s, a in enumerate((0.1, 1.0))
+            ),
+            {
+                "probe": "P_learns_more",
+                "acc_L20": 1.0,
+                "acc_L40": 1.0,
+                "acc_L60": 1.0,
+                "steps_run": 8000,
+                "train_wall_s": 60.0,
+            },  # named by nobody: not read
+        ]
+    )
     c = cfg()
-    ps = {**c["parity_scratchpad"], "left_out": {"absolute": ["P_learns", "P_group"],
-                                                 "rope_pose": ["P_missing"]}}
-    t = base.Tables({**c, "parity_scratchpad": ps},
-                    {"parity_scratchpad": ppc_only, "probes": probes})
+    ps = {
+        **c["parity_scratchpad"],
+        "left_out": {"absolute": ["P_learns", "P_group"], "rope_pose": ["P_missing"]},
+    }
+    t = base.Tables(
+        {**c, "parity_scratchpad": ps}, {"parity_scratchpad": ppc_only, "probes": probes}
+    )
     row = report.verdict(next(x for x in claims() if x.id == "PS-3"), t)
     assert row["verdict"] == "not testable"
     why = row["measured as"]
@@ -301,9 +368,7 @@ def test_comparison_values_are_the_decisive_gap_beyond_training():
     assert "jump 1: ppc minus absolute +0.700 (runs: +0.70, +0.70, +0.70, +0.70, +0.70)" in m.detail
     assert [(t.better, t.worse) for t in m.arms] == [((5, 5), (0, 5))] * 4
     ps.loc[(ps.variant == "rope_pose") & (ps.jump == 2) & (ps.length == 150), "accuracy"] = 0.8
-    assert psc.ps_ablations_worse(tables(parity_scratchpad=ps))["estimate"] == pytest.approx(
-        0.25
-    )
+    assert psc.ps_ablations_worse(tables(parity_scratchpad=ps))["estimate"] == pytest.approx(0.25)
     ps.loc[(ps.variant == "absolute") & (ps.jump == 1) & (ps.length == 20), "accuracy"] = 0.3
     assert psc.ps_ablations_worse(tables(parity_scratchpad=ps)) == base.NotTestable(
         "not learned in distribution (< 0.9): absolute jump 1 (0.30)"
@@ -333,7 +398,8 @@ def test_an_ordering_is_judged_on_each_run():
     m = spc.sp_larger_k_worse()(tables(sparse_parity=d))
     assert "Spearman -1.00 at K_train 10, Spearman -1.00 at K_train 12" in m.detail
     assert [o.group for o in m.outcomes] == ["K_train 10: k_test 4 minus 10"] * 5 + [
-        "K_train 12: k_test 4 minus 12"] * 5
+        "K_train 12: k_test 4 minus 12"
+    ] * 5
     assert verdicts(tables(sparse_parity=d))["SP-3"] == "reproduced"
     one = (d.k_train >= 10) & (d.length == 500) & (d.k_test <= d.k_train) & (d.seed == 1)
     d.loc[one, "accuracy"] = 0.6 + 0.02 * d.k_test
@@ -414,9 +480,15 @@ def test_checks_and_claims_beyond_the_paper_are_counted_apart(tmp_path):
 
 def theory_row(case, Lbar, worst, bound=None, **checks):
     """One row of the theory table: every assumption holds unless checks say otherwise."""
-    return dict(case=case, L=8, Lbar=Lbar, train_risk=0.0, test_risk_worst=worst,
-                theorem_bound=bound, **{"local": True, "relative": True, "realizable": True,
-                                        "coverage": True, **checks})  # fmt: skip
+    return dict(
+        case=case,
+        L=8,
+        Lbar=Lbar,
+        train_risk=0.0,
+        test_risk_worst=worst,
+        theorem_bound=bound,
+        **{"local": True, "relative": True, "realizable": True, "coverage": True, **checks},
+    )
 
 
 def test_theory_rules_read_the_assumption_checks():
@@ -450,8 +522,10 @@ def test_theorem_43_is_checked_with_delta_above_zero():
 def test_coupling_claim_is_the_contrast_with_the_plain_class():
     def th44(plain, coupled, **checks):
         rows = [theory_row(PLAIN, n, w) for n, w in zip((8, 16, 24), plain, strict=True)]
-        rows += [theory_row(COUPLED, n, w, 0.0, **checks)
-                 for n, w in zip((8, 16, 24), coupled, strict=True)]  # fmt: skip
+        rows += [
+            theory_row(COUPLED, n, w, 0.0, **checks)
+            for n, w in zip((8, 16, 24), coupled, strict=True)
+        ]
         return verdicts(tables(theory=pd.DataFrame(rows)))["TH-4.4"]
 
     assert th44([0.0, 0.13, 0.23], [0.0, 0.0, 0.0]) == "reproduced"
@@ -466,13 +540,22 @@ def chunk_nll(ppl: dict[tuple[str, int], float], n: int = 64) -> pd.DataFrame:
     by every (model, length), as real text's hard and easy chunks are."""
     noise = np.random.default_rng(0).normal(0, 0.3, n)
     noise -= noise.mean()
-    return pd.DataFrame([dict(model=m, eval_length=L, chunk=c, nll=np.log(p) + noise[c])
-                         for (m, L), p in ppl.items() for c in range(n)])  # fmt: skip
+    return pd.DataFrame(
+        [
+            dict(model=m, eval_length=L, chunk=c, nll=np.log(p) + noise[c])
+            for (m, L), p in ppl.items()
+            for c in range(n)
+        ]
+    )
 
 
 def test_table1_rules_use_a_paired_bootstrap_ci():
-    paper = {("h_short", 64): 17.59, ("h_short", 128): 14.74, ("h_long", 64): 17.62,
-             ("h_long", 128): 14.49}  # fmt: skip
+    paper = {
+        ("h_short", 64): 17.59,
+        ("h_short", 128): 14.74,
+        ("h_long", 64): 17.62,
+        ("h_long", 128): 14.49,
+    }
     v = verdicts(tables(perplexity_chunks=chunk_nll(paper)))
     assert [v[i] for i in ("NL-T1", "NL-T1b", "NL-T1c")] == ["reproduced"] * 3
     worse = {**paper, ("h_long", 128): 18.0}  # h_long worse at 128; h_short 18% below it
@@ -539,9 +622,16 @@ def test_on_the_diagonal_needs_the_whole_ci_inside_and_bounds_are_inclusive():
     on = nlc._on_diagonal
 
     def m(s_lo, s_hi, d_hi):
-        return base.Measured({"slope": (s_lo + s_hi) / 2, "slope_ci_low": s_lo,
-                                "slope_ci_high": s_hi, "spread": d_hi / 2, "spread_ci_low": 0.0,
-                                "spread_ci_high": d_hi})  # fmt: skip
+        return base.Measured(
+            {
+                "slope": (s_lo + s_hi) / 2,
+                "slope_ci_low": s_lo,
+                "slope_ci_high": s_hi,
+                "spread": d_hi / 2,
+                "spread_ci_low": 0.0,
+                "spread_ci_high": d_hi,
+            }
+        )
 
     assert on(m(2 / 3, 3 / 2, 0.5)) and on(m(1.0, 1.0, 0.0))
     assert not on(m(0.66, 1.0, 0.1)) and not on(m(1.0, 1.51, 0.1)) and not on(m(0.9, 1.1, 0.51))
@@ -566,14 +656,23 @@ def test_influence_ci_and_the_no_gain_case_is_not_testable():
     )
     boot = stats._slope_spread(x[idx], noisy[idx])[0]
     assert wide["slope_ci_low"] == pytest.approx(np.percentile(boot, 2.5))  # seeded, resample rows
-    rows = lambda xs: pd.DataFrame([dict(scored_by=s, chosen_by=c, short_minus_long=a,  # noqa: E731
-                                         short_minus_sparse=a)
-                                    for s in ("h_short", "h_long") for c in ("h_short", "h_long")
-                                    for a in xs])  # fmt: skip
+
+    def rows(xs):
+        return pd.DataFrame(
+            [
+                dict(scored_by=s, chosen_by=c, short_minus_long=a, short_minus_sparse=a)
+                for s in ("h_short", "h_long")
+                for c in ("h_short", "h_long")
+                for a in xs
+            ]
+        )
+
     v = verdicts(tables(influence=rows(rng.normal(0, 0.3, 200))))
     assert {v[f"NL-{f}"] for f in ("Fig4", "Fig6a", "Fig6b", "Fig6c")} == {"not testable"}
-    row = report.verdict(next(c for c in claims() if c.id == "NL-Fig4"),
-                         tables(influence=rows(rng.normal(0, 0.3, 200))))  # fmt: skip
+    row = report.verdict(
+        next(c for c in claims() if c.id == "NL-Fig4"),
+        tables(influence=rows(rng.normal(0, 0.3, 200))),
+    )
     assert "h_short gains nothing from the far tokens" in row["measured as"]
     fit = "descriptive only: slope 1.000 [1.000, 1.000], spread 0.000"  # the points lie on y = x
     assert fit in row["measured as"]
@@ -598,26 +697,52 @@ def test_report_file(tmp_path):
         [sparse_parity("good").assign(variant=v) for v in c["sparse_parity"]["variants"]]
     )
     sp.to_csv(tmp_path / "sparse_parity_accuracy.csv", index=False)
-    scratchpad("jump", (1, 2), {"ppc": (1.0, 1.0), "absolute": (0.95, 0.2),
-                                "rope_pose": (0.92, 0.4)}, slope=0.1).to_csv(
-        tmp_path / "parity_scratchpad_accuracy.csv", index=False)  # fmt: skip
-    scratchpad("depth", (2, 3), {"ppc": (1.0, 1.0), "no_coupling": (0.95, 0.1),
-                                 "no_scratchpad": (0.91, 0.2), "rope_pose": (0.93, 0.4)}).to_csv(
-        tmp_path / "variable_assignment_accuracy.csv", index=False)  # fmt: skip
+    scratchpad(
+        "jump",
+        (1, 2),
+        {"ppc": (1.0, 1.0), "absolute": (0.95, 0.2), "rope_pose": (0.92, 0.4)},
+        slope=0.1,
+    ).to_csv(tmp_path / "parity_scratchpad_accuracy.csv", index=False)
+    scratchpad(
+        "depth",
+        (2, 3),
+        {
+            "ppc": (1.0, 1.0),
+            "no_coupling": (0.95, 0.1),
+            "no_scratchpad": (0.91, 0.2),
+            "rope_pose": (0.93, 0.4),
+        },
+    ).to_csv(tmp_path / "variable_assignment_accuracy.csv", index=False)
     window_table(0.05).to_csv(tmp_path / "table1_window_nll.csv", index=False)
-    theory = [theory_row(c_, n, w, b, **checks) for c_, n, w, b, checks in (
-        ("a", 16, 0.97, None, {"local": False}), ("b", 16, 0.89, None, {"relative": False}),
-        ("c'", 16, 0.89, None, {"realizable": False}), ("d", 16, 0.99, None, {"coverage": False}),
-        ("positive", 16, 0.0, 0.0, {}), (POSITIVE[1], 16, 1e-7, 0.09, {}),
-        (PLAIN, 16, 0.13, None, {"local": False}), (COUPLED, 16, 0.0, 0.0, {}))]  # fmt: skip
+    theory = [
+        theory_row(c_, n, w, b, **checks)
+        for c_, n, w, b, checks in (
+            ("a", 16, 0.97, None, {"local": False}),
+            ("b", 16, 0.89, None, {"relative": False}),
+            ("c'", 16, 0.89, None, {"realizable": False}),
+            ("d", 16, 0.99, None, {"coverage": False}),
+            ("positive", 16, 0.0, 0.0, {}),
+            (POSITIVE[1], 16, 1e-7, 0.09, {}),
+            (PLAIN, 16, 0.13, None, {"local": False}),
+            (COUPLED, 16, 0.0, 0.0, {}),
+        )
+    ]
     theory = pd.DataFrame(theory).assign(train_risk=lambda d: np.where(d.case == "c'", 0.09, 0.0))
     theory.to_csv(tmp_path / "theory_table.csv", index=False)
-    paper = {("h_short", 64): 17.59, ("h_short", 128): 14.74, ("h_long", 64): 17.62,
-             ("h_long", 128): 14.49}  # fmt: skip
+    paper = {
+        ("h_short", 64): 17.59,
+        ("h_short", 128): 14.74,
+        ("h_long", 64): 17.62,
+        ("h_long", 128): 14.49,
+    }
     chunk_nll(paper).to_csv(tmp_path / "table1_chunk_nll.csv", index=False)
     x = [0.1, 0.5, 1.0, 2.0, 0.0, 0.3, -0.4, 0.8]
-    loo = [dict(scored_by=s_, chosen_by=b, short_minus_long=a, short_minus_sparse=0.9 * a)
-           for s_ in ("h_short", "h_long") for b in ("h_short", "h_long") for a in x]  # fmt: skip
+    loo = [
+        dict(scored_by=s_, chosen_by=b, short_minus_long=a, short_minus_sparse=0.9 * a)
+        for s_ in ("h_short", "h_long")
+        for b in ("h_short", "h_long")
+        for a in x
+    ]
     pd.DataFrame(loo).to_csv(tmp_path / "influence_loo.csv", index=False)
     majority_table(1.0, 0.95).to_csv(tmp_path / "majority_accuracy.csv", index=False)
     out = tmp_path / "REPORT.md"
@@ -667,10 +792,20 @@ def window_table(gain: float, noise: float = 0.0, n: int = 128) -> pd.DataFrame:
     rng = np.random.default_rng(0)
     full = 3.0 + rng.normal(0, 0.3, n)
     window = full + gain + rng.normal(0, noise, n)
-    return pd.DataFrame([{"model": "h_short", "context": name, "context_tokens": tokens,
-                          "chunk": c, "nll": nll[c], "n_targets": 64}
-                         for name, tokens, nll in (("full", 128, full), ("window", 64, window))
-                         for c in range(n)])  # fmt: skip
+    return pd.DataFrame(
+        [
+            {
+                "model": "h_short",
+                "context": name,
+                "context_tokens": tokens,
+                "chunk": c,
+                "nll": nll[c],
+                "n_targets": 64,
+            }
+            for name, tokens, nll in (("full", 128, full), ("window", 64, window))
+            for c in range(n)
+        ]
+    )
 
 
 def test_nl_t1w_needs_the_full_context_to_beat_a_sliding_window():
@@ -705,11 +840,30 @@ def test_paired_effect_resamples_units_together():
     assert low < 0.1 - 0.5 and high > 0.1 + 0.5
 
 
-def _summary_row(id_, sentence, verdict, measured="-", kind="paper", area="experiment",
-                 counted="yes", measured_as="", paper="its own text", scale=""):  # fmt: skip
-    return {"id": id_, "sentence": sentence, "kind": kind, "area": area, "counted": counted,
-            "verdict": verdict, "measured": measured, "measured as": measured_as,
-            "paper": paper, "scale": scale}  # fmt: skip
+def _summary_row(
+    id_,
+    sentence,
+    verdict,
+    measured="-",
+    kind="paper",
+    area="experiment",
+    counted="yes",
+    measured_as="",
+    paper="its own text",
+    scale="",
+):
+    return {
+        "id": id_,
+        "sentence": sentence,
+        "kind": kind,
+        "area": area,
+        "counted": counted,
+        "verdict": verdict,
+        "measured": measured,
+        "measured as": measured_as,
+        "paper": paper,
+        "scale": scale,
+    }
 
 
 AT = "3 x 64, <= 12,000 steps (paper: 12 x 1024, 50,000)"  # a row's scale (report.scale)
@@ -723,16 +877,22 @@ def test_summary_counts_each_sentence_once_and_names_the_row_it_is_decided_on():
     characters at a clause or a word (report.shortened); the registry's sentence text replaces
     the row's; kinds are counted apart."""
     reason = "not learned in distribution (< 0.9): " + "x" * 200
-    rows = pd.DataFrame([
-        _summary_row("SP-1 [loglen]", "SP-1", "reproduced", "0.95", counted=report.DEPARTURE_ROW),
-        _summary_row("SP-1 [neox]", "SP-1", "inconclusive", "0.80 [0.7, 0.9]"),
-        _summary_row("SP-1 [other]", "SP-1", "not reproduced", "0.40 [0.3, 0.5]", scale=AT),
-        _summary_row("PS-3", "PS-3", "not testable", measured_as=f"gap; not testable: {reason}"),
-        _summary_row("TH-4.3", "TH-4.3", "passed", "-0.086", kind="check", area="theory"),
-        _summary_row("TH-C3a", "TH-C3", "reproduced", "0.973", area="theory"),
-        _summary_row("TH-C3b", "TH-C3", "reproduced", "0.889", area="theory"),
-        _summary_row("NEW-1", "NEW-1", "reproduced", "1.0", kind="beyond", paper="a new claim"),
-    ])  # fmt: skip
+    rows = pd.DataFrame(
+        [
+            _summary_row(
+                "SP-1 [loglen]", "SP-1", "reproduced", "0.95", counted=report.DEPARTURE_ROW
+            ),
+            _summary_row("SP-1 [neox]", "SP-1", "inconclusive", "0.80 [0.7, 0.9]"),
+            _summary_row("SP-1 [other]", "SP-1", "not reproduced", "0.40 [0.3, 0.5]", scale=AT),
+            _summary_row(
+                "PS-3", "PS-3", "not testable", measured_as=f"gap; not testable: {reason}"
+            ),
+            _summary_row("TH-4.3", "TH-4.3", "passed", "-0.086", kind="check", area="theory"),
+            _summary_row("TH-C3a", "TH-C3", "reproduced", "0.973", area="theory"),
+            _summary_row("TH-C3b", "TH-C3", "reproduced", "0.889", area="theory"),
+            _summary_row("NEW-1", "NEW-1", "reproduced", "1.0", kind="beyond", paper="a new claim"),
+        ]
+    )
     lines = report.summary(rows).splitlines()
     assert lines[0] == (
         "Each paper sentence once, on the paper's model: experiments 1 not reproduced, 1 not "
@@ -740,10 +900,15 @@ def test_summary_counts_each_sentence_once_and_names_the_row_it_is_decided_on():
         "1 passed; beyond the paper 1 reproduced. Counted apart, under a DEPARTURE beyond the "
         "paper's model: experiments 1 reproduced."
     )
-    assert lines[1:4] == ["", "| sentence | the paper | verdict | decided by |",
-                          "| --- | --- | --- | --- |"]  # fmt: skip
-    paper = {s: report.shortened(report.RULES[s].paper, report.CELL)
-             for s in ("SP-1", "PS-3", "TH-4.3", "TH-C3")}  # fmt: skip
+    assert lines[1:4] == [
+        "",
+        "| sentence | the paper | verdict | decided by |",
+        "| --- | --- | --- | --- |",
+    ]
+    paper = {
+        s: report.shortened(report.RULES[s].paper, report.CELL)
+        for s in ("SP-1", "PS-3", "TH-4.3", "TH-C3")
+    }
     assert lines[4:9] == [
         f"| SP-1 | {paper['SP-1']} | not reproduced | 0.40 [0.3, 0.5] |",
         f"| PS-3 | {paper['PS-3']} | not testable | not learned in distribution (< 0.9): ... |",
@@ -754,16 +919,26 @@ def test_summary_counts_each_sentence_once_and_names_the_row_it_is_decided_on():
     assert lines[-1] == f"| SP-1 | {paper['SP-1']} | reproduced | 0.95 |"  # the DEPARTURE's
     assert all(len(cell) <= report.CELL + 4 for line in lines[4:] for cell in line.split(" | "))
     # every counted sub-row alike: the first one decides; several verdicts of one kind sorted
-    same = pd.DataFrame([_summary_row("A [x]", "A", "underpowered", "0.5"),
-                         _summary_row("A [y]", "A", "underpowered", "0.6"),
-                         _summary_row("B", "B", "not run")])  # fmt: skip
+    same = pd.DataFrame(
+        [
+            _summary_row("A [x]", "A", "underpowered", "0.5"),
+            _summary_row("A [y]", "A", "underpowered", "0.6"),
+            _summary_row("B", "B", "not run"),
+        ]
+    )
     text = report.summary(same)
     assert "experiments 1 not run, 1 underpowered;" in text
     assert "| A | its own text | underpowered | 0.5 |" in text
     assert "| B | its own text | not run | - |" in text
     # a row of runs: how many pass
-    runs = pd.DataFrame([{**_summary_row("C", "C", "mixed (2 of 3 runs)", "x"),
-                          "outcomes": "r0 0.9 pass; r1 0.1 fail; r2 0.9 pass"}])
+    runs = pd.DataFrame(
+        [
+            {
+                **_summary_row("C", "C", "mixed (2 of 3 runs)", "x"),
+                "outcomes": "r0 0.9 pass; r1 0.1 fail; r2 0.9 pass",
+            }
+        ]
+    )
     assert "| C | its own text | mixed (2 of 3 runs) | 2 of 3 runs pass |" in report.summary(runs)
 
 
@@ -772,8 +947,13 @@ def test_a_plumbing_tier_report_counts_nothing_and_compares_with_its_reference(t
     stamps every row of verdicts.csv with its seed; the report reads the tables it is given
     (`paths`), not the tier's default places; REPORT.html renders the same text; a second run
     compared with the first's verdicts.csv finds every verdict the same."""
-    c = {**cfg(), "tier": "toy", "tests_the_paper": False, "seed": 7,
-         "reports_dir": str(tmp_path / "nowhere")}  # fmt: skip
+    c = {
+        **cfg(),
+        "tier": "toy",
+        "tests_the_paper": False,
+        "seed": 7,
+        "reports_dir": str(tmp_path / "nowhere"),
+    }
     table = tmp_path / "elsewhere" / "majority.csv"
     table.parent.mkdir()
     majority_table(1.0, 0.95).to_csv(table, index=False)
@@ -800,8 +980,9 @@ def test_a_plumbing_tier_report_counts_nothing_and_compares_with_its_reference(t
 
     again = tmp_path / "again" / "REPORT.md"
     first = out.parent / "verdicts.csv"
-    report.write_report(c, again, paths={"majority": str(table)}, reference_path=first,
-                        reference_label="the first")  # fmt: skip
+    report.write_report(
+        c, again, paths={"majority": str(table)}, reference_path=first, reference_label="the first"
+    )
     second = again.read_text()
     assert "Reference: the first." in second
     assert f"**{len(rows)} of {len(rows)} verdicts are the same as the reference's**." in second
@@ -820,9 +1001,19 @@ def test_a_variant_with_its_own_training_range_is_judged_inside_and_beyond_it():
     ps = c["parity_scratchpad"]
     short = {"scheme": "ppc", "runs": 3, "section": {"train_max_len": 20}}
     c = {**c, "parity_scratchpad": {**ps, "variants": {**ps["variants"], "short": short}}}
-    rows = [{"variant": v, "jump": 1, "seed": s, "length": n, "n": 192,
-             "accuracy": 1.0 if n <= 20 else 0.0}
-            for v in ("short", "ppc") for s in SEEDS for n in (10, 20, 30, 40, 60)]  # fmt: skip
+    rows = [
+        {
+            "variant": v,
+            "jump": 1,
+            "seed": s,
+            "length": n,
+            "n": 192,
+            "accuracy": 1.0 if n <= 20 else 0.0,
+        }
+        for v in ("short", "ppc")
+        for s in SEEDS
+        for n in (10, 20, 30, 40, 60)
+    ]
     t = base.Tables(c, {"parity_scratchpad": pd.DataFrame(rows)})
     assert base.train_range(t, "parity_scratchpad", "short") == (10, 20)
     assert base.train_range(t, "parity_scratchpad", "ppc") == (10, 40)
@@ -830,18 +1021,33 @@ def test_a_variant_with_its_own_training_range_is_judged_inside_and_beyond_it():
     inside = base.in_distribution(t, "parity_scratchpad")
     assert inside[("short", 1)] == 1.0 and inside[("ppc", 1)] == 0.0
     assert sorted(base.beyond_rows(t, "parity_scratchpad", "short", 1, 5).length.unique()) == [
-        30, 40, 60]  # fmt: skip
+        30,
+        40,
+        60,
+    ]
     assert base.not_learned(t, "parity_scratchpad", ["short", "ppc"]) == ["ppc jump 1 (0.00)"]
 
 
 def test_not_learned_names_every_plateau_budget_and_spares_a_model_at_the_bar():
-    rows = [{"variant": v, "jump": 1, "seed": s, "length": n, "n": 192, "accuracy": acc,
-             "steps_run": 1000 + 500 * s, "stop_reason": "did not learn in N steps"}
-            for v, acc in (("absolute", 0.5), ("rope_pose", base.NEAR_PERFECT))
-            for s in (0, 1) for n in (20, 40)]  # fmt: skip
+    rows = [
+        {
+            "variant": v,
+            "jump": 1,
+            "seed": s,
+            "length": n,
+            "n": 192,
+            "accuracy": acc,
+            "steps_run": 1000 + 500 * s,
+            "stop_reason": "did not learn in N steps",
+        }
+        for v, acc in (("absolute", 0.5), ("rope_pose", base.NEAR_PERFECT))
+        for s in (0, 1)
+        for n in (20, 40)
+    ]
     t = base.Tables(cfg(), {"parity_scratchpad": pd.DataFrame(rows)})
     assert base.not_learned(t, "parity_scratchpad", ["absolute", "rope_pose"]) == [
-        "absolute jump 1 (0.50; 2 run(s) did not learn in 1000/1500 steps)"]  # fmt: skip
+        "absolute jump 1 (0.50; 2 run(s) did not learn in 1000/1500 steps)"
+    ]
 
 
 def test_sparse_parity_competence_counts_both_ends_of_the_training_range():
@@ -852,12 +1058,22 @@ def test_sparse_parity_competence_counts_both_ends_of_the_training_range():
     low, high = c["sparse_parity"]["train_min_len"], c["sparse_parity"]["train_max_len"]
 
     def table(bad_length=None, bad_k_test=4):
-        return pd.DataFrame([
-            {"k_train": k, "k_test": kt, "length": n, "seed": 0,
-             "accuracy": 0.5 if (k == 8 and n == bad_length and kt == bad_k_test)
-             else base.NEAR_PERFECT}
-            for k in (4, 8) for kt in (4, 6, 10) for n in (low - 10, low, high, high + 10)
-        ])  # fmt: skip
+        return pd.DataFrame(
+            [
+                {
+                    "k_train": k,
+                    "k_test": kt,
+                    "length": n,
+                    "seed": 0,
+                    "accuracy": 0.5
+                    if (k == 8 and n == bad_length and kt == bad_k_test)
+                    else base.NEAR_PERFECT,
+                }
+                for k in (4, 8)
+                for kt in (4, 6, 10)
+                for n in (low - 10, low, high, high + 10)
+            ]
+        )
 
     assert spc.sp_competent(table(), c) == [4, 8]
     assert spc.sp_competent(table(low), c) == [4]
@@ -880,9 +1096,17 @@ def test_an_influence_fit_names_the_runs_it_lacks_only_below_min_runs():
 
 
 def _claim(value, kind="paper", threshold=None, holds=lambda v: True, id_="SP-1"):
-    return base.Claim(id=id_, section="s", paper="p", measured_as="m", measure=lambda t: value,
-                      rule="r", holds=None if threshold is not None else holds,
-                      threshold=threshold, kind=kind)  # fmt: skip
+    return base.Claim(
+        id=id_,
+        section="s",
+        paper="p",
+        measured_as="m",
+        measure=lambda t: value,
+        rule="r",
+        holds=None if threshold is not None else holds,
+        threshold=threshold,
+        kind=kind,
+    )
 
 
 def test_a_row_reads_its_measure_by_kind_and_run_count():
@@ -908,20 +1132,31 @@ def test_a_row_reads_its_measure_by_kind_and_run_count():
     row = report.verdict(_claim(five), t)
     assert row["verdict"] == "reproduced" and row["value"] == 0.5 and row["runs"] == 5
     # a rule with a refutation: neither holding nor refuted is inconclusive
-    straddles = base.Claim(id="NL-T1", section="s", paper="p", measured_as="m", rule="r",
-                           measure=lambda t: five, holds=lambda v: False,
-                           refutes=lambda v: False, kind="descriptive")  # fmt: skip
+    straddles = base.Claim(
+        id="NL-T1",
+        section="s",
+        paper="p",
+        measured_as="m",
+        rule="r",
+        measure=lambda t: five,
+        holds=lambda v: False,
+        refutes=lambda v: False,
+        kind="descriptive",
+    )
     assert report.verdict(straddles, t)["verdict"] == "inconclusive"
     assert report.verdict(_claim(0.1, kind="check", holds=lambda v: v < 0.5), t)["verdict"] == (
-        "passed")  # fmt: skip
+        "passed"
+    )
     assert report.verdict(_claim(0.9, kind="check", holds=lambda v: v < 0.5), t)["verdict"] == (
-        "failed")  # fmt: skip
+        "failed"
+    )
     ci = base.Measured({"estimate": 0.5, "ci_low": 0.4, "ci_high": 0.6}, runs=3, more="n")
     row = report.verdict(_claim(ci, kind="check", threshold=0.5), t)
     assert row["verdict"] == "inconclusive" and row["measured"].endswith("; n")
     decided = base.Measured({"estimate": 0.9, "ci_low": 0.8, "ci_high": 1.0}, runs=5, more="n")
     assert report.verdict(_claim(decided, threshold=0.5), t)["measured"] == (
-        "estimate 0.900 [0.800, 1.000], 5 runs per arm")  # fmt: skip
+        "estimate 0.900 [0.800, 1.000], 5 runs per arm"
+    )
 
 
 def test_report_html_is_html5_inside_its_own_styled_block(tmp_path):
@@ -936,44 +1171,69 @@ def test_report_html_is_html5_inside_its_own_styled_block(tmp_path):
 def test_ps_rows_say_why_they_cannot_be_judged_and_use_ppcs_own_range():
     one = scratchpad("jump", (1,), {"ppc": (1.0, 1.0)})
     assert psc.ps_smaller_jump_better(tables(parity_scratchpad=one)) == base.NotTestable(
-        "fewer than two jumps run")  # fmt: skip
+        "fewer than two jumps run"
+    )
     weak = scratchpad("jump", (1, 2), {"ppc": (0.5, 0.5)})
     assert psc.ps_smaller_jump_better(tables(parity_scratchpad=weak)) == base.NotTestable(
-        "not learned in distribution (< 0.9): ppc jump 1 (0.50), ppc jump 2 (0.50)")  # fmt: skip
+        "not learned in distribution (< 0.9): ppc jump 1 (0.50), ppc jump 2 (0.50)"
+    )
     # PPC trained on a shorter range of its own: PS-1 reads that range only
     c = cfg()
     ps = c["parity_scratchpad"]
     own = {**ps["variants"], "ppc": {"scheme": "ppc", "runs": 3, "section": {"train_max_len": 20}}}
-    t = base.Tables({**c, "parity_scratchpad": {**ps, "variants": own}},
-                    {"parity_scratchpad": scratchpad("jump", (1, 2), {"ppc": (1.0, 0.0)})})
+    t = base.Tables(
+        {**c, "parity_scratchpad": {**ps, "variants": own}},
+        {"parity_scratchpad": scratchpad("jump", (1, 2), {"ppc": (1.0, 0.0)})},
+    )
     t.frames["parity_scratchpad"].loc[lambda d: d.length == 40, "accuracy"] = 0.0
     assert psc.ps_in_distribution(t)["estimate"] == 1.0
 
 
 def test_mj1_reads_absolute_pe_up_to_and_including_2l_and_names_every_weak_model():
     c = {**cfg(), "majority": {**cfg()["majority"], "train_max_lens": [11, 21]}}
-    rows = [{"variant": v, "train_max_len": 21, "seed": s, "length": n, "n": 256,
-             "accuracy": 1.0 if v == "absolute" or n <= 21 else 0.2}
-            for v in ("absolute", "nope") for s in SEEDS for n in (11, 21, 31, 42, 43)]  # fmt: skip
+    rows = [
+        {
+            "variant": v,
+            "train_max_len": 21,
+            "seed": s,
+            "length": n,
+            "n": 256,
+            "accuracy": 1.0 if v == "absolute" or n <= 21 else 0.2,
+        }
+        for v in ("absolute", "nope")
+        for s in SEEDS
+        for n in (11, 21, 31, 42, 43)
+    ]
     d = pd.DataFrame(rows)
     assert mjc.beyond_training(base.Tables(c, {"majority": d}))["estimate"] == 1.0  # nope unread
     d.loc[(d.variant == "absolute") & (d.length == 42), "accuracy"] = 0.2  # 2L itself counts
     assert mjc.beyond_training(base.Tables(c, {"majority": d}))["estimate"] == pytest.approx(
-        0.2, abs=0.01)  # fmt: skip
+        0.2, abs=0.01
+    )
     d.loc[(d.variant == "absolute") & (d.length == 42), "accuracy"] = 1.0
     d.loc[(d.variant == "absolute") & (d.length == 43), "accuracy"] = 0.2  # beyond 2L: not read
     assert mjc.beyond_training(base.Tables(c, {"majority": d}))["estimate"] == 1.0
     both = pd.concat([d.assign(accuracy=0.5), d.assign(train_max_len=11, accuracy=0.4)])
     assert mjc.beyond_training(base.Tables(c, {"majority": both})) == base.NotTestable(
         "not learned in distribution (< 0.9): absolute train_max_len 11 (0.40), absolute "
-        "train_max_len 21 (0.50)")  # fmt: skip
+        "train_max_len 21 (0.50)"
+    )
 
 
 def test_va1_reads_the_longest_length_up_to_3l_itself():
     longest = cfg()["variable_assignment"]["train_max_len"]
-    rows = [{"variant": "ppc", "depth": 2, "seed": s, "length": n, "n": 192,
-             "accuracy": {3 * longest: 0.5, 4 * longest: 1.0}.get(n, 1.0)}
-            for s in SEEDS for n in (longest, 2 * longest, 3 * longest, 4 * longest)]  # fmt: skip
+    rows = [
+        {
+            "variant": "ppc",
+            "depth": 2,
+            "seed": s,
+            "length": n,
+            "n": 192,
+            "accuracy": {3 * longest: 0.5, 4 * longest: 1.0}.get(n, 1.0),
+        }
+        for s in SEEDS
+        for n in (longest, 2 * longest, 3 * longest, 4 * longest)
+    ]
     m = vac.va_ppc_3x(tables(variable_assignment=pd.DataFrame(rows)))
     assert m["estimate"] == pytest.approx(0.5) and f"at l = {3 * longest}" in m.detail
     only_inside = [r for r in rows if r["length"] == longest]
@@ -1025,8 +1285,9 @@ def _sp(cells: dict, seeds=SEEDS) -> pd.DataFrame:
             for n in (20, 50, 100, 250):
                 acc = inside if n <= 50 else out
                 acc = acc[i] if isinstance(acc, tuple) else acc
-                rows.append({"k_train": k, "k_test": kt, "seed": s, "length": n, "n": 512,
-                             "accuracy": acc})  # fmt: skip
+                rows.append(
+                    {"k_train": k, "k_test": kt, "seed": s, "length": n, "n": 512, "accuracy": acc}
+                )
     return pd.DataFrame(rows)
 
 
@@ -1042,7 +1303,8 @@ def test_sp3_reads_k_train_10_and_12_each_with_two_k_tests_or_more():
     assert worse(tables(sparse_parity=_sp({(8, 4): (1.0, 0.9), (8, 8): (1.0, 0.5)}))) is None
     weak = _sp({(10, 4): (0.5, 0.5), (10, 10): (0.5, 0.5)})
     assert worse(tables(sparse_parity=weak)) == base.NotTestable(
-        "neither K_train = 10 nor 12 is >= 0.9 in distribution")  # fmt: skip
+        "neither K_train = 10 nor 12 is >= 0.9 in distribution"
+    )
 
 
 def test_sp2_needs_a_k_test_above_k_train_and_names_what_would_decide_it():
@@ -1053,13 +1315,18 @@ def test_sp2_needs_a_k_test_above_k_train_and_names_what_would_decide_it():
     spread = (0.68, 0.8, 0.9, 0.8, 0.9)
     m = worse(tables(sparse_parity=_sp({(4, 4): (1.0, 1.0), (4, 6): (spread, spread)})))
     assert [o.passed for o in m.outcomes] == [True, False, False, False, False]
-    assert report.verdict(spc.sp_claims(None)[1], tables(sparse_parity=_sp(
-        {(4, 4): (1.0, 1.0), (4, 6): (spread, spread)})))["verdict"] == "mixed (1 of 5 runs)"
+    assert (
+        report.verdict(
+            spc.sp_claims(None)[1],
+            tables(sparse_parity=_sp({(4, 4): (1.0, 1.0), (4, 6): (spread, spread)})),
+        )["verdict"]
+        == "mixed (1 of 5 runs)"
+    )
     assert m.more.startswith("the runs disagree, or too few agree")
 
 
 def test_sp2_is_the_drop_from_k_train_where_its_own_k_is_near_perfect():
-    """"deteriorates rapidly" is each run's drop from k_test = K_train to the next k_test above
+    """ "deteriorates rapidly" is each run's drop from k_test = K_train to the next k_test above
     it, at every length where k_test = K_train is near-perfect (elsewhere SP-1 judges); the drop
     to the largest k_test is a descriptive note."""
     worse = spc.sp_large_k_deteriorates()
@@ -1101,10 +1368,24 @@ def test_prop_c3_reads_lbar_from_2l_and_needs_training_risk_at_most_its_bound():
 @pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 def test_influence_panels_need_three_points_and_a_gain_whose_ci_is_above_zero():
     def panel(x, scored="h_short"):
-        rows = [dict(scored_by=scored, chosen_by="h_short", short_minus_long=v,
-                     short_minus_sparse=0.9 * v) for v in x]  # fmt: skip
-        rows += [dict(scored_by="h_long", chosen_by="h_short", short_minus_long=-1.0,
-                      short_minus_sparse=-1.0) for _ in x]  # fmt: skip
+        rows = [
+            dict(
+                scored_by=scored,
+                chosen_by="h_short",
+                short_minus_long=v,
+                short_minus_sparse=0.9 * v,
+            )
+            for v in x
+        ]
+        rows += [
+            dict(
+                scored_by="h_long",
+                chosen_by="h_short",
+                short_minus_long=-1.0,
+                short_minus_sparse=-1.0,
+            )
+            for _ in x
+        ]
         return nlc._influence_fit("h_short", "h_short")(tables(influence=pd.DataFrame(rows)))
 
     assert panel([0.5, 0.6]) is None
@@ -1141,9 +1422,12 @@ def test_verdicts_csv_numbers_are_the_headline_and_its_ci():
 
 
 def test_summary_counts_descriptive_rows_apart():
-    rows = pd.DataFrame([_summary_row("NL-T1", "NL-T1", "reproduced", "-0.5", kind="descriptive"),
-                         _summary_row("NL-T1b", "NL-T1", "reproduced", "-1.2",
-                                      kind="descriptive")])  # fmt: skip
+    rows = pd.DataFrame(
+        [
+            _summary_row("NL-T1", "NL-T1", "reproduced", "-0.5", kind="descriptive"),
+            _summary_row("NL-T1b", "NL-T1", "reproduced", "-1.2", kind="descriptive"),
+        ]
+    )
     first = report.summary(rows).splitlines()[0]
     assert "experiments none;" in first and "descriptive 1 reproduced;" in first
 
@@ -1152,11 +1436,16 @@ def test_theory_rows_at_their_bounds():
     """Each Prop. C.3 case is the construction only when it fits its training lengths (risk
     0, or <= 0.1 for the repaired (c)); a failure exactly at Omega(1), an excess exactly at
     the float tolerance and a contrast exactly at its minimum all hold."""
+
     def v(rows):
         return verdicts(tables(theory=pd.DataFrame(rows)))
 
-    for case, flag, risk in (("a", "local", 0.5), ("b", "relative", 0.5),
-                             ("c'", "realizable", 0.2), ("d", "coverage", 0.5)):  # fmt: skip
+    for case, flag, risk in (
+        ("a", "local", 0.5),
+        ("b", "relative", 0.5),
+        ("c'", "realizable", 0.2),
+        ("d", "coverage", 0.5),
+    ):
         fitted = theory_row(case, 16, 0.97, **{flag: False})
         assert v([fitted])[f"TH-C3{case}"] == "reproduced"
         assert v([{**fitted, "train_risk": risk}])[f"TH-C3{case}"] == "not reproduced"
@@ -1175,10 +1464,12 @@ def test_ablation_gaps_are_read_at_the_values_both_models_ran():
     extra = scratchpad("jump", (2,), {"rope_pose": (1.0, 0.2)})
     m = psc.ps_ablations_worse(tables(parity_scratchpad=pd.concat([ps, extra])))
     assert "jump 1: ppc minus absolute" in m.detail and "jump 2" not in m.detail
-    weak = scratchpad("jump", (1,), {"ppc": (1.0, 1.0), "absolute": (0.5, 0.2),
-                                     "rope_pose": (0.4, 0.2)})  # fmt: skip
+    weak = scratchpad(
+        "jump", (1,), {"ppc": (1.0, 1.0), "absolute": (0.5, 0.2), "rope_pose": (0.4, 0.2)}
+    )
     assert psc.ps_ablations_worse(tables(parity_scratchpad=weak)) == base.NotTestable(
-        "not learned in distribution (< 0.9): absolute jump 1 (0.50), rope_pose jump 1 (0.40)")
+        "not learned in distribution (< 0.9): absolute jump 1 (0.50), rope_pose jump 1 (0.40)"
+    )
 
 
 def test_sparse_parity_rows_per_variant_and_without_a_section():
@@ -1240,11 +1531,14 @@ def test_bootstrap_cis_are_the_documented_95_percent_percentile_intervals():
     fit = stats.diagonal_fit(x, y)
     slope, spread = stats._slope_spread(x[idx], y[idx])
     assert [fit["slope_ci_low"], fit["slope_ci_high"]] == pytest.approx(
-        np.percentile(slope, [2.5, 97.5]))  # fmt: skip
+        np.percentile(slope, [2.5, 97.5])
+    )
     assert [fit["spread_ci_low"], fit["spread_ci_high"]] == pytest.approx(
-        np.percentile(spread, [2.5, 97.5]))  # fmt: skip
-    rows = stats._slope_spread(np.array([[1.0, 2.0], [1.0, 2.0]]), np.array([[1.0, 2.0],
-                                                                             [-1.0, -2.0]]))
+        np.percentile(spread, [2.5, 97.5])
+    )
+    rows = stats._slope_spread(
+        np.array([[1.0, 2.0], [1.0, 2.0]]), np.array([[1.0, 2.0], [-1.0, -2.0]])
+    )
     assert rows[0].tolist() == [1.0, -1.0]
 
 
@@ -1259,14 +1553,26 @@ def test_every_experimental_verdict_states_the_scale_it_holds_at():
     assert 900 < sp["params_ratio"] < 1100  # the paper's layers: ~1,000x ours
     ps = c["parity_scratchpad"]
     assert report.scale(c, "parity_scratchpad")["steps"] == ps["train"]["steps"]
-    longer = {**ps, "variants": {**ps["variants"], "absolute": {
-        "scheme": "absolute", "runs": 1, "train": {"steps": 3 * ps["train"]["steps"]}}}}
-    assert report.scale({**c, "parity_scratchpad": longer}, "parity_scratchpad")["steps"] == \
-        3 * ps["train"]["steps"]  # a variant's own budget: the most any run may take
+    longer = {
+        **ps,
+        "variants": {
+            **ps["variants"],
+            "absolute": {
+                "scheme": "absolute",
+                "runs": 1,
+                "train": {"steps": 3 * ps["train"]["steps"]},
+            },
+        },
+    }
+    assert (
+        report.scale({**c, "parity_scratchpad": longer}, "parity_scratchpad")["steps"]
+        == 3 * ps["train"]["steps"]
+    )  # a variant's own budget: the most any run may take
     assert report.scale(c, "theory") is None  # no model
     # majority has no model in the paper: its rows still say the size they hold at
-    assert report.scale(c, "majority") == {"short": "2 x 64, <= 3,000 steps (no model in the "
-                                                    "paper)"}
+    assert report.scale(c, "majority") == {
+        "short": "2 x 64, <= 3,000 steps (no model in the paper)"
+    }
     table = report.scale_table(c)
     assert "| sparse_parity | 3 x 64 (0.15 M layer parameters), <= 12,000 steps |" in table
     assert "| variable_assignment | 3 x 128 (" in table  # Fig. 3a is back on the tier
@@ -1311,17 +1617,34 @@ def test_the_report_run_holds_the_report_and_every_tidy_table(tmp_path, smoke_co
     table = [f"{name}={smoke / path.rsplit('/', 1)[-1]}" for name, path in names.items()]
     attached = [smoke / "sparse_parity_attention_neox.csv"]
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    argv = ["--config", json.dumps(sliced), "--table", *table, "--out", str(tmp_path / "REPORT.md"),
-            "--tracking-uri", uri, "--experiment", "lengen-smoke/report",
-            "--attach", *map(str, attached)]  # fmt: skip
+    argv = [
+        "--config",
+        json.dumps(sliced),
+        "--table",
+        *table,
+        "--out",
+        str(tmp_path / "REPORT.md"),
+        "--tracking-uri",
+        uri,
+        "--experiment",
+        "lengen-smoke/report",
+        "--attach",
+        *map(str, attached),
+    ]
     report.main(argv)
     report.main(argv)
     client = MlflowClient(uri)
     exp = client.get_experiment_by_name("lengen-smoke/report")
     [run] = client.search_runs([exp.experiment_id])
     held = {a.path for a in client.list_artifacts(run.info.run_id)}
-    assert {"REPORT.md", "REPORT.html", "verdicts.csv", "influence_loo.csv",
-            "table1_window_nll.csv", "sparse_parity_attention_neox.csv"} <= held  # fmt: skip
+    assert {
+        "REPORT.md",
+        "REPORT.html",
+        "verdicts.csv",
+        "influence_loo.csv",
+        "table1_window_nll.csv",
+        "sparse_parity_attention_neox.csv",
+    } <= held
     assert run.data.params["tier"] == "smoke" and "git_commit" in run.data.tags
     assert run.data.tags["changed"].startswith("nothing")  # the rerun replaced the first
 

@@ -66,8 +66,9 @@ def test_report_html_opens_on_the_claims_in_a_headless_browser(tmp_path):
         pytest.skip("no Chromium on PATH (Debian: apt-get install chromium)")
     page = rendered(tmp_path)
     flags = [browser(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
-    dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True,
-                         timeout=120).stdout  # fmt: skip
+    dom = subprocess.run(
+        [*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120
+    ).stdout
     cells = Cells()
     cells.feed(dom)
     assert "SP-1 [neox]" in [c.strip() for c in cells.cells]  # the claims table, rendered

@@ -132,11 +132,15 @@ def test_the_train_entry_point_takes_a_spec_file_or_text_and_names_bad_keys(
         ('{"experiment": ', "--spec: not valid JSON"),
         ("{}", "experiment None is not a task; known:"),
         (str(tmp_path / "missing.json"), "neither a file nor JSON text"),
-        (json.dumps(dict(tiny_spec, train={**tiny_spec["train"], "lr": "fast"})),
-         "'train': lr = 'fast' is not a"),
-        (json.dumps(dict(tiny_spec, train={**tiny_spec["train"], "lr": float("nan")})),
-         "'train': lr = nan is not a \\(finite\\)"),
-    ):  # fmt: skip
+        (
+            json.dumps(dict(tiny_spec, train={**tiny_spec["train"], "lr": "fast"})),
+            "'train': lr = 'fast' is not a",
+        ),
+        (
+            json.dumps(dict(tiny_spec, train={**tiny_spec["train"], "lr": float("nan")})),
+            "'train': lr = nan is not a \\(finite\\)",
+        ),
+    ):
         with pytest.raises(SystemExit) as exit_:
             main(["--spec", spec, "--out", str(tmp_path / "bad")])
         assert exit_.value.code == 2  # argparse's usage error: a message, no traceback
@@ -149,8 +153,19 @@ def test_paths_with_spaces_are_quoted_in_every_command(tmp_path, smoke_config):
     c["results_dir"], c["reports_dir"] = "results/smoke run", "results/smoke run/my reports"
     path = tmp_path / "spaces.yaml"
     path.write_text(yaml.safe_dump(c))
-    cmd = [sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "1", "--configfile",
-           str(path), "--directory", str(tmp_path)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-n",
+        "-p",
+        "--cores",
+        "1",
+        "--configfile",
+        str(path),
+        "--directory",
+        str(tmp_path),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout + proc.stderr
@@ -224,10 +239,12 @@ def test_an_evaluation_after_a_replaced_store_opens_a_new_run_for_its_model(tmp_
     tracking.end_run()
     lost = run_file.read_text()
     db.rename(tmp_path / "mlflow.db.broken")  # the advised recovery: a new store, each job
-    evaluate = (f"from lengen.core import tracking\n"  # a process of its own (as jobs are)
-                f"tracking.prepare_store({uri!r}, ['e'])\n"
-                f"tracking.resume_run({uri!r}, __import__('pathlib').Path({str(run_file)!r}))\n"
-                "tracking.log_metrics({'acc_len20': 1.0})\ntracking.end_run()\n")  # fmt: skip
+    evaluate = (
+        f"from lengen.core import tracking\n"  # a process of its own (as jobs are)
+        f"tracking.prepare_store({uri!r}, ['e'])\n"
+        f"tracking.resume_run({uri!r}, __import__('pathlib').Path({str(run_file)!r}))\n"
+        "tracking.log_metrics({'acc_len20': 1.0})\ntracking.end_run()\n"
+    )
     for _ in range(2):  # the second evaluation resumes the new run
         proc = subprocess.run([sys.executable, "-c", evaluate], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr[-2000:]
@@ -239,12 +256,14 @@ def test_an_evaluation_after_a_replaced_store_opens_a_new_run_for_its_model(tmp_
     assert new != lost and run.data.tags[tracking.RELOGGED_FROM] == lost
     assert run.data.params["run_name"] == "k2/seed0" and run.data.metrics["acc_len20"] == 1.0
     assert run.info.run_name == "k2/seed0"
-    assert len(mlflow.MlflowClient(tracking_uri=uri).search_runs(
-        [run.info.experiment_id])) == 1  # fmt: skip
+    assert len(mlflow.MlflowClient(tracking_uri=uri).search_runs([run.info.experiment_id])) == 1
     run_file.write_text(lost)
     (model / "spec.json").write_text("{")
-    with pytest.raises(tracking.StoreError, match=f"{run_file}: MLflow run {lost} is not in the "
-                       f"store .*{model / 'spec.json'} cannot say"):  # fmt: skip
+    with pytest.raises(
+        tracking.StoreError,
+        match=f"{run_file}: MLflow run {lost} is not in the "
+        f"store .*{model / 'spec.json'} cannot say",
+    ):
         tracking.resume_run(uri, run_file)
 
 
@@ -273,8 +292,13 @@ def test_influence_refuses_a_masked_lm_and_a_missing_directory(tmp_path, capsys)
     from transformers import BertConfig, BertForMaskedLM
 
     bert = tmp_path / "bert"
-    cfg = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                     intermediate_size=32)  # fmt: skip
+    cfg = BertConfig(
+        vocab_size=50,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+    )
     BertForMaskedLM(cfg).save_pretrained(bert)
     text = tmp_path / "t.txt"
     text.write_text("")

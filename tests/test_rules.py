@@ -19,10 +19,14 @@ from lengen.report.rules import RULES
 from .conftest import ROOT
 
 # two sparse-parity variants, the second with log-length scaling (a DEPARTURE sub-row)
-CFG = {"sparse_parity": {"variants": {
-    "neox": {"label": "paper"},
-    "loglen": {"label": "DEPARTURE", "model": {"attn_scale": "log_length"}},
-}}}  # fmt: skip
+CFG = {
+    "sparse_parity": {
+        "variants": {
+            "neox": {"label": "paper"},
+            "loglen": {"label": "DEPARTURE", "model": {"attn_scale": "log_length"}},
+        }
+    }
+}
 
 
 def test_every_report_row_belongs_to_a_registry_sentence_and_every_sentence_is_used():

@@ -66,11 +66,29 @@ def test_variable_assignment_paper_example_w2_d2():
     tokens, ids = va.encode(chains, np.array([1, 0, 0, 1]))
     vocab = va.vocabulary(10)
     assert words(tokens, vocab) == [
-        "<BOS>", "v1", "<SEP1>",
-        "v4", "<-", "v5", "v1", "<-", "v2", "v2", "<-", "v3", "v5", "<-", "v6",
+        "<BOS>",
+        "v1",
+        "<SEP1>",
+        "v4",
+        "<-",
+        "v5",
+        "v1",
+        "<-",
+        "v2",
+        "v2",
+        "<-",
+        "v3",
+        "v5",
+        "<-",
+        "v6",
         "<SEP2>",
-        "v1", "<-", "v2", "v2", "<-", "v3",
-    ]  # fmt: skip
+        "v1",
+        "<-",
+        "v2",
+        "v2",
+        "<-",
+        "v3",
+    ]
     # I1 = 6 (v11 on the left in the second triple), I2 = 9
     assert ids.tolist() == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0, 6, 7, 8, 9, 10, 11]
     no_pad, no_pad_ids = va.encode(chains, np.array([1, 0, 0, 1]), scratchpad=False)
@@ -125,8 +143,15 @@ def test_position_labels_are_the_next_coupled_ids_where_scored():
     b = ps.sample(np.random.default_rng(0), 2, 8, 1)
     inputs = Example(b.tokens, b.coupled_ids, b.target_mask).model_inputs()
     assert inputs["position_labels"][0].tolist() == [IGNORE] * 5 + [1, 2, 3, 4]
-    cfg = ModelConfig(vocab_size=4, n_layer=1, n_head=2, d_model=16, position="learned",
-                      l_max=20, predict_positions=True)  # fmt: skip
+    cfg = ModelConfig(
+        vocab_size=4,
+        n_layer=1,
+        n_head=2,
+        d_model=16,
+        position="learned",
+        l_max=20,
+        predict_positions=True,
+    )
     out = GPTNeoX(cfg)(inputs["input_ids"], inputs["position_ids"])
     assert isinstance(out, tuple) and out[1].shape == (2, 9, 21)
     assert training_loss(out, inputs) > training_loss(out[0], inputs)  # both losses count
@@ -139,8 +164,16 @@ def random_ppc_model(seed: int = 0) -> GPTNeoX:
     """A random PPC model with large weights, so that its argmaxes vary."""
     torch.manual_seed(seed)
     vocab = va.vocab_size(make_spec("variable_assignment", task={"n_vars": 20}))
-    cfg = ModelConfig(vocab_size=vocab, n_layer=2, n_head=2, d_model=32, position="learned",
-                      l_max=60, predict_positions=True, init_std=0.3)  # fmt: skip
+    cfg = ModelConfig(
+        vocab_size=vocab,
+        n_layer=2,
+        n_head=2,
+        d_model=32,
+        position="learned",
+        l_max=60,
+        predict_positions=True,
+        init_std=0.3,
+    )
     return GPTNeoX(cfg).eval()
 
 
@@ -181,12 +214,22 @@ def test_corrupting_the_position_head_breaks_a_trained_ppc_model():
     # train a tiny PPC model on short coupled parity until it is exact, then permute its
     # position head's outputs: full-string accuracy must collapse (the IDs fed are predicted).
     torch.manual_seed(0)
-    cfg = ModelConfig(vocab_size=4, n_layer=2, n_head=2, d_model=32, position="learned",
-                      l_max=12, predict_positions=True)  # fmt: skip
+    cfg = ModelConfig(
+        vocab_size=4,
+        n_layer=2,
+        n_head=2,
+        d_model=32,
+        position="learned",
+        l_max=12,
+        predict_positions=True,
+    )
     model = GPTNeoX(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    spec = make_spec("parity_scratchpad", task={"train_min_len": 4, "train_max_len": 8,
-                     "l_max": 12, "jump": 1}, train={"batch_size": 64})  # fmt: skip
+    spec = make_spec(
+        "parity_scratchpad",
+        task={"train_min_len": 4, "train_max_len": 8, "l_max": 12, "jump": 1},
+        train={"batch_size": 64},
+    )
     for step in range(400):
         inputs = ps.train_batch(spec, np.random.default_rng(step), step).model_inputs()
         loss = training_loss(model(inputs["input_ids"], inputs["position_ids"]), inputs)
@@ -197,8 +240,12 @@ def test_corrupting_the_position_head_breaks_a_trained_ppc_model():
     b = ps.sample(np.random.default_rng(99), 128, 8, 1)
 
     def accuracy() -> float:
-        gen = greedy_decode(model, b.tokens[:, : b.prompt_len], b.coupled_ids[:, : b.prompt_len],
-                            b.tokens.shape[1] - b.prompt_len)  # fmt: skip
+        gen = greedy_decode(
+            model,
+            b.tokens[:, : b.prompt_len],
+            b.coupled_ids[:, : b.prompt_len],
+            b.tokens.shape[1] - b.prompt_len,
+        )
         return exact_match(gen, b.tokens, b.coupled_ids, check_positions=True).mean()
 
     assert accuracy() >= 0.95
@@ -211,8 +258,22 @@ def test_corrupting_the_position_head_breaks_a_trained_ppc_model():
 
 
 def test_cli_prints_what_the_model_is_fed(capsys):
-    cli.main(["sample", "variable_assignment", "--depth", "2", "--length", "12", "--n", "2",
-              "--n-vars", "20", "--seed", "1"])  # fmt: skip
+    cli.main(
+        [
+            "sample",
+            "variable_assignment",
+            "--depth",
+            "2",
+            "--length",
+            "12",
+            "--n",
+            "2",
+            "--n-vars",
+            "20",
+            "--seed",
+            "1",
+        ]
+    )
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert len(rows) == 2
     row = rows[0]
@@ -230,26 +291,93 @@ def test_cli_prints_what_the_model_is_fed(capsys):
     [
         # 4 bits 1 1 1 0, jump 2: scratchpad = parity of the first 2 bits (0), of all 4 (1); the
         # coupled IDs pair bit pair i with scratchpad bit i (App. E.2.1)
-        ("parity_scratchpad --jump 2 --length 8 --seed 0",
-         {"tokens": ["<BOS>", "1", "1", "1", "0", "<SEP>", "0", "1"],
-          "position_ids": [0, 1, 1, 2, 2, 0, 1, 2], "target_mask": [0, 0, 0, 0, 0, 0, 1, 1],
-          "jump": 2, "length": 8, "answer": "1", "scratchpad_len": 2}),
+        (
+            "parity_scratchpad --jump 2 --length 8 --seed 0",
+            {
+                "tokens": ["<BOS>", "1", "1", "1", "0", "<SEP>", "0", "1"],
+                "position_ids": [0, 1, 1, 2, 2, 0, 1, 2],
+                "target_mask": [0, 0, 0, 0, 0, 0, 1, 1],
+                "jump": 2,
+                "length": 8,
+                "answer": "1",
+                "scratchpad_len": 2,
+            },
+        ),
         # chain v2 <- v5 <- v6 among 2 chains; the scratchpad copies each step, coupled to the
         # IDs of the assignment it copies (App. E.3)
-        ("variable_assignment --depth 2 --length 12 --n-vars 9 --seed 0",
-         {"tokens": ["<BOS>", "v2", "<SEP1>", "v2", "<-", "v5", "v3", "<-", "v1", "v1", "<-", "v4",
-                     "v5", "<-", "v6", "<SEP2>", "v2", "<-", "v5", "v5", "<-", "v6"],
-          "position_ids": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0, 3, 4, 5, 12, 13,
-                           14],
-          "target_mask": [0] * 16 + [1] * 6, "depth": 2, "length": 12, "n_chains": 2,
-          "v_init": "v2", "answer": "v6"}),
+        (
+            "variable_assignment --depth 2 --length 12 --n-vars 9 --seed 0",
+            {
+                "tokens": [
+                    "<BOS>",
+                    "v2",
+                    "<SEP1>",
+                    "v2",
+                    "<-",
+                    "v5",
+                    "v3",
+                    "<-",
+                    "v1",
+                    "v1",
+                    "<-",
+                    "v4",
+                    "v5",
+                    "<-",
+                    "v6",
+                    "<SEP2>",
+                    "v2",
+                    "<-",
+                    "v5",
+                    "v5",
+                    "<-",
+                    "v6",
+                ],
+                "position_ids": [
+                    0,
+                    1,
+                    2,
+                    3,
+                    4,
+                    5,
+                    6,
+                    7,
+                    8,
+                    9,
+                    10,
+                    11,
+                    12,
+                    13,
+                    14,
+                    0,
+                    3,
+                    4,
+                    5,
+                    12,
+                    13,
+                    14,
+                ],
+                "target_mask": [0] * 16 + [1] * 6,
+                "depth": 2,
+                "length": 12,
+                "n_chains": 2,
+                "v_init": "v2",
+                "answer": "v6",
+            },
+        ),
         # J = 11 > N/2 not flagged, J = 1 flagged with bit 1: label 1 (Eq. (20))
-        ("sparse_parity --k 1 --length 4 --seed 0",
-         {"tokens": ["<BOS>", "11", "t0", "1", "t1", "<SEP>", "t1"],
-          "position_ids": [1, 2, 3, 4, 5, 6, 7], "target_mask": [0, 0, 0, 0, 0, 0, 1],
-          "label": 1, "k": 1, "length": 4}),
+        (
+            "sparse_parity --k 1 --length 4 --seed 0",
+            {
+                "tokens": ["<BOS>", "11", "t0", "1", "t1", "<SEP>", "t1"],
+                "position_ids": [1, 2, 3, 4, 5, 6, 7],
+                "target_mask": [0, 0, 0, 0, 0, 0, 1],
+                "label": 1,
+                "k": 1,
+                "length": 4,
+            },
+        ),
     ],
-)  # fmt: skip
+)
 def test_sample_output_known_answers(argv, expected, capsys):
     cli.main(["sample", *argv.split()])
     assert capsys.readouterr().out == json.dumps(expected) + "\n"  # ints stay ints
@@ -285,9 +413,11 @@ def test_jump_curriculum_ends_on_the_papers_format():
     the rest of training; 0 = the paper's format from step 0."""
     assert [ps.curriculum_jump(3, s, 100) for s in (0, 99, 100, 250, 5000)] == [1, 1, 2, 3, 3]
     assert ps.curriculum_jump(3, 0, 0) == 3
-    spec = make_spec("parity_scratchpad", task={"jump": 2, "train_min_len": 10,
-                     "train_max_len": 10, "l_max": 50},
-                     train={"batch_size": 4, "jump_curriculum_steps": 100})  # fmt: skip
+    spec = make_spec(
+        "parity_scratchpad",
+        task={"jump": 2, "train_min_len": 10, "train_max_len": 10, "l_max": 50},
+        train={"batch_size": 4, "jump_curriculum_steps": 100},
+    )
     early = ps.train_batch(spec, np.random.default_rng(0), 0)
     late = ps.train_batch(spec, np.random.default_rng(0), 100)
     assert early.target_mask.sum(1).tolist() == [5] * 4  # jump 1: l = 5 scratchpad tokens
@@ -303,8 +433,15 @@ class Oracle(torch.nn.Module):
     to be wrong: wrong_tokens / wrong_ids hold (prompt length, row, generated index) triples.
     Works with the KV-cache decoder: it counts the positions it has been fed since the prompt."""
 
-    def __init__(self, examples: list[tuple[Example, int]], ppc: bool, wrong_tokens=(),
-                 wrong_ids=(), vocab: int = 64, l_max: int = 256):  # fmt: skip
+    def __init__(
+        self,
+        examples: list[tuple[Example, int]],
+        ppc: bool,
+        wrong_tokens=(),
+        wrong_ids=(),
+        vocab: int = 64,
+        l_max: int = 256,
+    ):
         super().__init__()
         self.cfg = ModelConfig(vocab_size=vocab, n_layer=1, n_head=1, d_model=8, l_max=l_max)
         self.anchor = torch.nn.Parameter(torch.zeros(1))  # so next(parameters()) has a device
@@ -383,15 +520,16 @@ def test_exact_match_known_answers():
     both = lambda a: np.stack([a, a[::-1]])  # noqa: E731
     fused = Generation(tokens=both(gen.tokens), position_ids=both(gen.position_ids))
     assert exact_match(fused, tokens, ids, check_positions=True).tolist() == [
-        [True, False, False, False], [False, False, False, True]]  # fmt: skip
+        [True, False, False, False],
+        [False, False, False, True],
+    ]
 
 
 def test_decoding_without_a_position_head_continues_the_last_id():
     """A model with no PPC head (true IDs) is fed last ID + 1 at each step, from the prompt's
     own last ID (here a shifted prompt, 5..9), cached or not."""
     torch.manual_seed(0)
-    cfg = ModelConfig(vocab_size=12, n_layer=1, n_head=2, d_model=16, position="learned",
-                      l_max=30)  # fmt: skip
+    cfg = ModelConfig(vocab_size=12, n_layer=1, n_head=2, d_model=16, position="learned", l_max=30)
     model = Spy(GPTNeoX(cfg).eval())
     prompt = np.random.default_rng(0).integers(0, 12, (3, 5))
     ids = np.tile(np.arange(5, 10), (3, 1))
@@ -411,8 +549,11 @@ def test_decoding_without_a_position_head_continues_the_last_id():
 def test_training_draws_cover_the_length_range_and_heldout_uses_test_ids(task, scheme):
     module = ps if task == "parity_scratchpad" else va
     setting = {"jump": 2} if task == "parity_scratchpad" else {"depth": 2, "n_vars": 20}
-    spec = make_spec(task, task={"train_min_len": 10, "train_max_len": 16, "l_max": 60,
-                                 "scheme": scheme, **setting}, train={"batch_size": 5})  # fmt: skip
+    spec = make_spec(
+        task,
+        task={"train_min_len": 10, "train_max_len": 16, "l_max": 60, "scheme": scheme, **setting},
+        train={"batch_size": 5},
+    )
     seen = set()
     for step in range(60):
         rng = np.random.default_rng(step)
@@ -507,8 +648,15 @@ def test_variable_assignment_spec_of_one_model():
     scratchpad, and the section's lengths and number of variables (App. E.3.1)."""
     section = {"train_min_len": 6, "train_max_len": 18, "l_max": 60, "n_vars": 20, "depths": [2]}
     spec = va.task_spec(section, {"scheme": "rope_pose", "scratchpad": False, "runs": 3}, 3)
-    assert spec == {"depth": 3, "scheme": "rope_pose", "train_min_len": 6, "train_max_len": 18,
-                    "l_max": 60, "n_vars": 20, "scratchpad": False}  # fmt: skip
+    assert spec == {
+        "depth": 3,
+        "scheme": "rope_pose",
+        "train_min_len": 6,
+        "train_max_len": 18,
+        "l_max": 60,
+        "n_vars": 20,
+        "scratchpad": False,
+    }
 
 
 def test_a_variable_assignment_run_spec_is_its_variant_its_depth_and_its_run(smoke_config):
@@ -517,12 +665,20 @@ def test_a_variable_assignment_run_spec_is_its_variant_its_depth_and_its_run(smo
     from lengen import tasks
 
     section = smoke_config["variable_assignment"]
-    for variant, scheme, scratchpad in (("no_scratchpad", "rope_pose", False),
-                                        ("ppc", "ppc", True)):  # fmt: skip
+    for variant, scheme, scratchpad in (
+        ("no_scratchpad", "rope_pose", False),
+        ("ppc", "ppc", True),
+    ):
         spec = tasks.generation_spec(smoke_config, "variable_assignment", variant, 2, 0)
-        assert spec["task"] == {"depth": 2, "scheme": scheme, "train_min_len": 6,
-                                "train_max_len": 12, "l_max": 40, "n_vars": 20,
-                                "scratchpad": scratchpad}  # fmt: skip
+        assert spec["task"] == {
+            "depth": 2,
+            "scheme": scheme,
+            "train_min_len": 6,
+            "train_max_len": 12,
+            "l_max": 40,
+            "n_vars": 20,
+            "scratchpad": scratchpad,
+        }
     assert va.train_lengths(section) == (6, 12)
     # a variant's own model and train keys override the section's; run r trains from seed + r
     cfg = edited(smoke_config, variable_assignment__variants__no_coupling__train={"lr": 0.5})
@@ -549,8 +705,7 @@ def test_longest_inputs_and_the_variables_a_length_needs():
         full = va.sample(rng, 2, length, 3, 40).tokens.shape[1]
         assert full == va.longest_tokens(section, length) == length + 4 + 9
         assert va.sample(rng, 2, length, 3, 40, scratchpad=False).tokens.shape[1] < full
-    task = {"depth": 2, "n_vars": 20, "train_min_len": 12, "train_max_len": 12,
-            "scratchpad": False}  # fmt: skip
+    task = {"depth": 2, "n_vars": 20, "train_min_len": 12, "train_max_len": 12, "scratchpad": False}
     spec = make_spec("variable_assignment", task=task)
     assert va.draw_train(spec, rng).tokens.shape[1] == 1 + 1 + 1 + 12 + 1 + 1
     w = va.n_chains(12, 3)  # 1 chain of 4 variables
@@ -569,8 +724,13 @@ def test_sample_options_of_variable_assignment():
         with pytest.raises(SystemExit):
             parser.parse_args(missing)
     ids = "the position scheme whose test-time IDs are printed"
-    for phrase in ("d, assignments per chain", "l, bound on the assignment part",
-                   "number of variables", "answer token only (Fig. 3c)", ids):  # fmt: skip
+    for phrase in (
+        "d, assignments per chain",
+        "l, bound on the assignment part",
+        "number of variables",
+        "answer token only (Fig. 3c)",
+        ids,
+    ):
         assert phrase in text
     args = parser.parse_args(["--depth", "2", "--length", "12", "--no-scratchpad"])
     rows = va.sample_records(argparse_namespace(args, n=2, seed=0))
@@ -582,8 +742,11 @@ def test_a_padded_batch_reaches_the_smallest_bucket_edge_and_scores_no_padding()
     tokens 0 at position ID 0 never scored; itself when it is at an edge or beyond them all."""
     from lengen.core.batch import Example
 
-    ex = Example(np.array([[4, 5, 6], [7, 8, 9]]), np.array([[1, 2, 3], [3, 4, 5]]),
-                 np.array([[0, 0, 1], [0, 1, 1]]))  # fmt: skip
+    ex = Example(
+        np.array([[4, 5, 6], [7, 8, 9]]),
+        np.array([[1, 2, 3], [3, 4, 5]]),
+        np.array([[0, 0, 1], [0, 1, 1]]),
+    )
     out = ex.padded((8, 4, 16))
     assert out.tokens.tolist() == [[4, 5, 6, 0], [7, 8, 9, 0]]
     assert out.position_ids.tolist() == [[1, 2, 3, 0], [3, 4, 5, 0]]

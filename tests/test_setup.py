@@ -38,10 +38,14 @@ def test_the_paper_tier_fetches_the_shards_its_tokens_need():
 
 def test_fetch_c4_resumes_and_refetches_a_cut_shard(tmp_path):
     calls = []
-    shards = {"train": ["c4-train.00000-of-01024.json.gz", "c4-train.00001-of-01024.json.gz"],
-              "validation": ["c4-validation.00000-of-00008.json.gz"]}  # fmt: skip
-    assert setup.fetch_c4(tmp_path, shards, fake_download(calls)) == [*shards["train"],
-                                                                       *shards["validation"]]
+    shards = {
+        "train": ["c4-train.00000-of-01024.json.gz", "c4-train.00001-of-01024.json.gz"],
+        "validation": ["c4-validation.00000-of-00008.json.gz"],
+    }
+    assert setup.fetch_c4(tmp_path, shards, fake_download(calls)) == [
+        *shards["train"],
+        *shards["validation"],
+    ]
     assert setup.fetch_c4(tmp_path, shards, fake_download(calls)) == []  # all there and whole
     cut = tmp_path / shards["train"][1]
     cut.write_bytes(cut.read_bytes()[:-8])  # an interrupted copy

@@ -43,10 +43,24 @@ def cluster(request):
 
 
 def _snakemake(workdir: Path, env: dict, profile: str, *args: str) -> str:
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
-           str(workdir), "--profile", str(ROOT / "workflow" / "profiles" / profile),
-           "--default-resources", "slurm_partition=local", "--cores", str(os.cpu_count()),
-           "--configfile", str(ROOT / "config" / "smoke.yaml"), *args]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--profile",
+        str(ROOT / "workflow" / "profiles" / profile),
+        "--default-resources",
+        "slurm_partition=local",
+        "--cores",
+        str(os.cpu_count()),
+        "--configfile",
+        str(ROOT / "config" / "smoke.yaml"),
+        *args,
+    ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3 * 3600)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-6000:]
@@ -63,15 +77,29 @@ def _interrupted_run_cancels_its_jobs(workdir: Path, env: dict, profile: str) ->
     """Ctrl-C (SIGINT) on Snakemake while its first jobs are queued or running: Snakemake stops
     without finishing the DAG and the plugin scancels every job it submitted, so none is left
     PENDING or RUNNING, and those not yet done are CANCELLED."""
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
-           str(workdir), "--profile", str(ROOT / "workflow" / "profiles" / profile),
-           "--default-resources", "slurm_partition=local", "--cores", str(os.cpu_count()),
-           "--configfile", str(ROOT / "config" / "smoke.yaml")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--profile",
+        str(ROOT / "workflow" / "profiles" / profile),
+        "--default-resources",
+        "slurm_partition=local",
+        "--cores",
+        str(os.cpu_count()),
+        "--configfile",
+        str(ROOT / "config" / "smoke.yaml"),
+    ]
     log = workdir / "interrupted.log"
     workdir.mkdir(parents=True)
     with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                preexec_fn=_default_sigint)  # fmt: skip
+        proc = subprocess.Popen(
+            cmd, env=env, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_default_sigint
+        )
         deadline = time.monotonic() + 600
         while not re.search(r"submitted with SLURM jobid", log.read_text()):
             assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
@@ -81,8 +109,13 @@ def _interrupted_run_cancels_its_jobs(workdir: Path, env: dict, profile: str) ->
     text = log.read_text()
     assert "(100%) done" not in text, text[-3000:]  # it stopped, not finished
     submitted = re.findall(r"submitted with SLURM jobid (\d+)", text)
-    queue = subprocess.run(["squeue", "-t", "all", "-h", "-o", "%i %T"], env=env,
-                           capture_output=True, text=True, check=True).stdout  # fmt: skip
+    queue = subprocess.run(
+        ["squeue", "-t", "all", "-h", "-o", "%i %T"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     states = dict(line.split() for line in queue.splitlines() if line.strip())
     left = {j: states[j] for j in submitted if states.get(j) in ("PENDING", "RUNNING")}
     assert submitted and not left, (left, text[-3000:])
@@ -175,23 +208,38 @@ def test_a_two_process_zero_2_training_stopped_after_a_checkpoint_resumes_on_the
     nl = paper["natural_language"]
     spec = copy.deepcopy(tiny_spec)
     spec["train"].update(steps=2000, batch_size=8, checkpoint_every=50, log_every=50)
-    spec["runtime"].update(zero_stage=nl["zero_stage"],
-                           ds_config=read_ds_config(ROOT / nl["ds_config"]))  # fmt: skip
+    spec["runtime"].update(
+        zero_stage=nl["zero_stage"], ds_config=read_ds_config(ROOT / nl["ds_config"])
+    )
     first, *rest = plan.launcher(paper, 2).split()
     launcher = " ".join([first, "--master_port", "29541", *rest])
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     (tmp_path / "Snakefile").write_text(ZERO2_SNAKEFILE.format(launcher=launcher))
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(tmp_path / "Snakefile"), "--directory",
-           str(tmp_path), "--profile", str(ROOT / "workflow" / "profiles" / profile),
-           "--default-resources", "slurm_partition=local", "--cores", "2",
-           "--slurm-init-seconds-before-status-checks", "5"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(tmp_path / "Snakefile"),
+        "--directory",
+        str(tmp_path),
+        "--profile",
+        str(ROOT / "workflow" / "profiles" / profile),
+        "--default-resources",
+        "slurm_partition=local",
+        "--cores",
+        "2",
+        "--slurm-init-seconds-before-status-checks",
+        "5",
+    ]
     ckpt = tmp_path / "zero2" / "ckpt"
 
     def whole_checkpoint():
         return any(p.name[5:].isdigit() for p in ckpt.glob("step_*"))
 
-    text = _run_until(cmd, env, tmp_path / "snakemake.log", whole_checkpoint,
-                      lambda: _stop_jobs(env))  # fmt: skip
+    text = _run_until(
+        cmd, env, tmp_path / "snakemake.log", whole_checkpoint, lambda: _stop_jobs(env)
+    )
     assert "(100%) done" in text, text[-4000:]
     submitted = re.findall(r"submitted with SLURM jobid (\d+)", text)
     assert len(submitted) == 2, text[-4000:]  # stopped once, retried once
@@ -224,8 +272,9 @@ def _stop_jobs(env: dict) -> None:
     """SIGTERM to every job and its steps (scancel --signal): it ends FAILED, as a job cut by its
     time limit or a preemption does (a plain scancel leaves sacct's state "CANCELLED by <uid>",
     which the SLURM plugin does not read as an end: it would wait for ever)."""
-    jobs = subprocess.run(["squeue", "-h", "-o", "%i"], env=env, capture_output=True, text=True,
-                          check=True).stdout.split()  # fmt: skip
+    jobs = subprocess.run(
+        ["squeue", "-h", "-o", "%i"], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
     subprocess.run(["scancel", "--signal=TERM", "--full", *jobs], env=env, check=True)
 
 
@@ -248,12 +297,26 @@ def test_a_job_stopped_after_its_model_is_finished_on_the_retry_untrained(
     spec["train"].update(steps=6, checkpoint_every=2)
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     (tmp_path / "Snakefile").write_text(CUT_AFTER_MODEL_SNAKEFILE)
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(tmp_path / "Snakefile"), "--directory",
-           str(tmp_path), "--profile", str(ROOT / "workflow" / "profiles" / profile),
-           "--default-resources", "slurm_partition=local", "--cores", "1",
-           "--slurm-init-seconds-before-status-checks", "5"]  # fmt: skip
-    text = _run_until(cmd, env, tmp_path / "snakemake.log", (tmp_path / "cut").exists,
-                      lambda: _stop_jobs(env))  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(tmp_path / "Snakefile"),
+        "--directory",
+        str(tmp_path),
+        "--profile",
+        str(ROOT / "workflow" / "profiles" / profile),
+        "--default-resources",
+        "slurm_partition=local",
+        "--cores",
+        "1",
+        "--slurm-init-seconds-before-status-checks",
+        "5",
+    ]
+    text = _run_until(
+        cmd, env, tmp_path / "snakemake.log", (tmp_path / "cut").exists, lambda: _stop_jobs(env)
+    )
     assert "(100%) done" in text, text[-4000:]
     assert len(re.findall(r"submitted with SLURM jobid (\d+)", text)) == 2, text[-4000:]
     log = (tmp_path / "train.log").read_text()  # the retry's

@@ -63,8 +63,13 @@ def test_k_must_be_below_l():
 
 
 def test_train_batches_lengths_and_k_in_range(tiny_spec):
-    task = {**tiny_spec["task"], "k_train": 12, "train_min_len": 20, "train_max_len": 50,
-            "l_max": 510}  # fmt: skip
+    task = {
+        **tiny_spec["task"],
+        "k_train": 12,
+        "train_min_len": 20,
+        "train_max_len": 50,
+        "l_max": 510,
+    }
     spec = parse_spec(
         {**tiny_spec, "task": task, "train": {**tiny_spec["train"], "batch_size": 64}}
     )
@@ -103,8 +108,10 @@ def test_training_k_is_uniform_per_row_capped_below_l_and_follows_the_curriculum
         b = sp.train_batch(spec, np.random.default_rng(step), step)
         k = ((b.tokens[:, 1:-2:2] - 3) <= 10).sum(axis=1)
         assert set(k.tolist()) == set(range(1, top + 1))
-    lengths = {sp.draw_train(np.random.default_rng(s), 2, 8, 12, 3, 20).tokens.shape[1] - 3
-               for s in range(40)}  # fmt: skip
+    lengths = {
+        sp.draw_train(np.random.default_rng(s), 2, 8, 12, 3, 20).tokens.shape[1] - 3
+        for s in range(40)
+    }
     assert lengths == {8, 10, 12}
 
 
@@ -147,10 +154,13 @@ def test_sample_cli_piped_into_head_ends_quietly():
     import subprocess
     import sys
 
-    code = "from lengen import cli; cli.main(['sample', 'sparse_parity', '--k', '2', '--length', " \
-           "'12', '--n', '5000'])"  # fmt: skip
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)  # fmt: skip
+    code = (
+        "from lengen import cli; cli.main(['sample', 'sparse_parity', '--k', '2', '--length', "
+        "'12', '--n', '5000'])"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     first = proc.stdout.readline()
     proc.stdout.close()  # as head does after one line
     err = proc.stderr.read().decode()
@@ -292,8 +302,9 @@ def test_config_checks_each_constraint_alone(smoke_config):
     # the longest input: max(eval 24, train 12) + 2 = 26 tokens, below l_max
     assert errors(l_max=27) == []
     assert errors(l_max=26) == [("sp.l_max", "must exceed the longest input (26 tokens)")]
-    assert errors(train_max_len=30, l_max=32) == [("sp.l_max", "must exceed the longest input "
-                                                   "(32 tokens)")]  # fmt: skip
+    assert errors(train_max_len=30, l_max=32) == [
+        ("sp.l_max", "must exceed the longest input (32 tokens)")
+    ]
     assert errors(figures__fig1=[2, 5, 4]) == [("sp.figures.fig1", "K_train [4, 5] not in k_train")]
     large = "not below l = train_max_len / 2 = 6: no training length could show them"
     assert errors(k_train=[1, 2, 3, 5]) == []
@@ -319,6 +330,9 @@ def test_sample_options_say_what_they_mean():
     for missing in (["--k", "2"], ["--length", "10"]):
         with pytest.raises(SystemExit):
             parser.parse_args(missing)
-    for phrase in ("number of flagged positions", "2l, the length of the J/bit part",
-                   "N, the integer alphabet size"):  # fmt: skip
+    for phrase in (
+        "number of flagged positions",
+        "2l, the length of the J/bit part",
+        "N, the integer alphabet size",
+    ):
         assert phrase in text

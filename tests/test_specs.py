@@ -24,8 +24,9 @@ def test_every_job_spec_of_a_tier_parses(tier):
         section = cfg[name]
         for variant, var in section["variants"].items():
             value = section[task.SETTING.values][0]
-            built += [tasks.generation_spec(cfg, name, variant, value, run)
-                      for run in range(var["runs"])]  # fmt: skip
+            built += [
+                tasks.generation_spec(cfg, name, variant, value, run) for run in range(var["runs"])
+            ]
     built += [natural_language.train_spec(cfg, which) for which in ("short", "long")]
     for source in built:
         spec = parse_spec(json.loads(json.dumps(source)))  # as a job receives it

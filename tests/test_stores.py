@@ -61,8 +61,9 @@ def test_a_plain_rerun_after_a_lost_store_reruns_its_setup(tmp_path):
     snakemake(tmp_path, ready, "--cores", "1", "--configfile", cfg)
     done = json.loads((tmp_path / "results" / "smoke" / "mlflow.ready").read_text())
     assert done["store"]["inode"] == (tmp_path / "results" / "smoke" / "mlflow.db").stat().st_ino
-    rules = "".join(p.read_text() for p in (ROOT / "workflow" / "rules").glob("*.smk")
-                    if p.name != "mlflow.smk")  # the setup rules write the markers
+    rules = "".join(
+        p.read_text() for p in (ROOT / "workflow" / "rules").glob("*.smk") if p.name != "mlflow.smk"
+    )  # the setup rules write the markers
     reads = [line for line in rules.splitlines() if ".ready" in line and "output" not in line]
     marker_inputs = [x for x in reads if "mlflow/" in x or "FIGURE_JOBS" in x]
     assert marker_inputs and all("ancient(" in x for x in marker_inputs), marker_inputs

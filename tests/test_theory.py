@@ -169,8 +169,9 @@ def test_monte_carlo_samples_follow_mu_q_pos_and_q_voc():
     of 4,000 draws by default; an exact risk has none."""
     from lengen.analysis.theory import samples
 
-    base = tc._ensemble("mc", lambda n: {(1, 2): 0.8, (3, 5): 0.2},
-                        q_voc={(2, 2): 0.7, (2, 1): 0.3})  # fmt: skip
+    base = tc._ensemble(
+        "mc", lambda n: {(1, 2): 0.8, (3, 5): 0.2}, q_voc={(2, 2): 0.7, (2, 1): 0.3}
+    )
     ens = type(base)(**{**base.__dict__, "mu": {1: 0.9, 2: 0.1}})
     s = samples(ens, 6, n_mc=20000)
     assert not s.exact and s.X.shape == (20000, 6) and s.w.sum() == pytest.approx(1.0)

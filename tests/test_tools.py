@@ -50,20 +50,29 @@ def test_score_counts_every_mutant_not_killed_except_listed_equivalents():
 def test_equivalence_rules_match_name_and_mutated_line(monkeypatch):
     """A rule matches by name pattern and a regular expression on the added lines, the removed
     lines (an argument dropped from a call over several lines adds none), or both."""
-    lines = {"lengen.a.x_f__mutmut_1": ("+ device = None", "- device = 'cpu'"),
-             "lengen.a.x_f__mutmut_2": ("+ x = 2", "- x = 1"),
-             "lengen.b.x_g__mutmut_1": ("+ device = None", "- device = 'cpu'"),
-             "lengen.a.x_f__mutmut_4": ("", "-         batch=250,"),
-             "lengen.a.x_f__mutmut_5": ("", "-         n=2000,")}  # fmt: skip
+    lines = {
+        "lengen.a.x_f__mutmut_1": ("+ device = None", "- device = 'cpu'"),
+        "lengen.a.x_f__mutmut_2": ("+ x = 2", "- x = 1"),
+        "lengen.b.x_g__mutmut_1": ("+ device = None", "- device = 'cpu'"),
+        "lengen.a.x_f__mutmut_4": ("", "-         batch=250,"),
+        "lengen.a.x_f__mutmut_5": ("", "-         n=2000,"),
+    }
     diff = {name: {"added": a, "removed": r} for name, (a, r) in lines.items()}
     monkeypatch.setattr(mutation, "mutated_lines", lambda name: diff[name])
-    results = {**dict.fromkeys(lines, "survived"), "lengen.a.x_f__mutmut_3": "killed",
-               "lengen.a.x_f__mutmut_6": "not checked"}  # fmt: skip  (never shown: not a survivor)
-    rules = [{"name": "lengen.a.*", "added": "device = None", "reason": "cpu"},
-             {"name": "lengen.a.*", "added": "^$", "removed": "batch=", "reason": "memory"},
-             {"name": "lengen.b.*", "removed": "'gpu'", "reason": "never"}]  # fmt: skip
-    assert mutation.equivalents(results, rules) == {"lengen.a.x_f__mutmut_1": "cpu",
-                                                    "lengen.a.x_f__mutmut_4": "memory"}
+    results = {
+        **dict.fromkeys(lines, "survived"),
+        "lengen.a.x_f__mutmut_3": "killed",
+        "lengen.a.x_f__mutmut_6": "not checked",
+    }  # mutmut_6 is never shown: not a survivor
+    rules = [
+        {"name": "lengen.a.*", "added": "device = None", "reason": "cpu"},
+        {"name": "lengen.a.*", "added": "^$", "removed": "batch=", "reason": "memory"},
+        {"name": "lengen.b.*", "removed": "'gpu'", "reason": "never"},
+    ]
+    assert mutation.equivalents(results, rules) == {
+        "lengen.a.x_f__mutmut_1": "cpu",
+        "lengen.a.x_f__mutmut_4": "memory",
+    }
 
 
 def test_step_rates_sum_a_jobs_sittings_and_name_its_kind(tmp_path):
@@ -107,8 +116,10 @@ def test_mutation_shards_resume_and_only_a_whole_core_is_a_score():
     done = dict.fromkeys(results, "killed")
     assert mutation.complete(done)
     assert not mutation.complete({n: st for n, st in done.items() if ".tasks." not in n})
-    sittings = [{"shard": "report", "minutes": 50.0, "commit": "abc"},
-                {"shard": "report", "minutes": 20.5, "commit": "abc"}]  # fmt: skip
+    sittings = [
+        {"shard": "report", "minutes": 50.0, "commit": "abc"},
+        {"shard": "report", "minutes": 20.5, "commit": "abc"},
+    ]
     times = mutation.shard_times(sittings, done).set_index("shard")
     assert times.loc["report", ["mutants", "minutes", "sittings"]].tolist() == [3, 70.5, 2]
     assert times.loc["tasks", "minutes"] == 0
@@ -130,7 +141,7 @@ def test_an_interrupted_mutation_sitting_stops_mutmut_and_is_still_logged(tmp_pa
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "mutmut"
-    fake.write_text("#!/bin/sh\nsleep 30 & echo $! > \"$PIDFILE\"\nwait\n")
+    fake.write_text('#!/bin/sh\nsleep 30 & echo $! > "$PIDFILE"\nwait\n')
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("PIDFILE", str(tmp_path / "pid"))
@@ -222,19 +233,34 @@ def test_a_resumed_mutation_run_tests_with_todays_tests(tmp_path):
 
 
 def test_the_docs_block_renders_the_score_and_the_shards(tmp_path, monkeypatch):
-    results = {"lengen.a.x_f__mutmut_1": "killed", "lengen.a.x_f__mutmut_2": "survived",
-               "lengen.b.x_g__mutmut_1": "killed"}  # fmt: skip
+    results = {
+        "lengen.a.x_f__mutmut_1": "killed",
+        "lengen.a.x_f__mutmut_2": "survived",
+        "lengen.b.x_g__mutmut_1": "killed",
+    }
     score = mutation.score_table(results, {})
-    shards = pd.DataFrame([{"shard": "report", "mutants": 3, "minutes": 12.34, "sittings": 2,
-                            "untimed_checked": 0, "commits": "abc def"}])  # fmt: skip
+    shards = pd.DataFrame(
+        [
+            {
+                "shard": "report",
+                "mutants": 3,
+                "minutes": 12.34,
+                "sittings": 2,
+                "untimed_checked": 0,
+                "commits": "abc def",
+            }
+        ]
+    )
     body = mutation.docs_block(score, shards)
     assert "| a | 2 | 1 | 1 | 0 | 0 | 0.50 |" in body and "| b | 1 | 1 | 0 | 0 | 0 | 1.00 |" in body
     assert "| **core (all)** | 3 | 2 | 1 | 0 | 0 | 0.67 |" in body
     assert "| report | 3 | 12.3 | 2 | 0 | abc def |" in body
     assert body.endswith("Lowest module: a at 0.50; the whole core at 0.67.")
     doc = tmp_path / "testing.md"
-    doc.write_text("before\n<!-- mutation:score begin (tools/mutation.py --write-docs) -->\nold\n"
-                   "<!-- mutation:score end -->\nafter\n")  # fmt: skip
+    doc.write_text(
+        "before\n<!-- mutation:score begin (tools/mutation.py --write-docs) -->\nold\n"
+        "<!-- mutation:score end -->\nafter\n"
+    )
     score.to_csv(tmp_path / "score.csv", index=False)
     shards.to_csv(tmp_path / "shards.csv", index=False)
     monkeypatch.setattr(mutation, "OUT", tmp_path / "score.csv")
@@ -254,15 +280,25 @@ def test_a_sitting_is_logged_with_the_commit_it_started_at(tmp_path, monkeypatch
     import json
 
     monkeypatch.setattr(mutation, "SITTINGS", tmp_path / "m" / "sittings.json")
-    before = {"lengen.tasks.x_f__mutmut_1": "not checked", "lengen.tasks.x_f__mutmut_2": "killed",
-              "lengen.report.report.x_g__mutmut_1": "not checked"}  # fmt: skip
-    after = {**before, "lengen.tasks.x_f__mutmut_1": "survived",
-             "lengen.report.report.x_g__mutmut_1": "killed"}  # fmt: skip
+    before = {
+        "lengen.tasks.x_f__mutmut_1": "not checked",
+        "lengen.tasks.x_f__mutmut_2": "killed",
+        "lengen.report.report.x_g__mutmut_1": "not checked",
+    }
+    after = {
+        **before,
+        "lengen.tasks.x_f__mutmut_1": "survived",
+        "lengen.report.report.x_g__mutmut_1": "killed",
+    }
     mutation.log_sitting("tasks", before, after, 12.34, "abc1234")
     mutation.log_sitting("report", before, after, 1.0, "def5678")
     first, second = json.loads((tmp_path / "m" / "sittings.json").read_text())
     assert (first["shard"], first["minutes"], first["checked"], first["commit"]) == (
-        "tasks", 12.3, 1, "abc1234")  # fmt: skip
+        "tasks",
+        12.3,
+        1,
+        "abc1234",
+    )
     assert (second["checked"], second["commit"]) == (1, "def5678")
 
 
@@ -276,7 +312,7 @@ def test_a_sittings_script_is_one_block_bash_reads_before_running():
     start = lines.index("set -euo pipefail") + 1
     assert lines[start].startswith("{ ") and lines[-1] == "}"
     assert lines[-2] == "exit $rc"  # nothing after the block is ever read
-    body = [line for line in lines[: start] if line and not line.startswith("#")]
+    body = [line for line in lines[:start] if line and not line.startswith("#")]
     assert body == ["set -euo pipefail"]  # only comments before it
     assert subprocess.run(["bash", "-n", str(ROOT / "tools" / "reference_run.sh")]).returncode == 0
 
@@ -289,7 +325,8 @@ def test_the_five_run_plan_is_the_committed_one_and_orders_what_fits():
     plan = load_script(ROOT / "tools" / "budget_plan.py")
     committed = ROOT / "benchmarks" / "measured" / "2026-12-06-cpu" / "budget_plan.md"
     assert committed.read_text() == plan.markdown(), "python tools/budget_plan.py --out " + str(
-        committed.relative_to(ROOT))
+        committed.relative_to(ROOT)
+    )
     table, factor = plan.plan()
     assert factor > 0 and table["wall h, cumulative"].is_monotonic_increasing
     fits = table["wall h, cumulative"] <= plan.BUDGET_H
@@ -311,7 +348,9 @@ def test_a_training_setting_is_named_in_few_files_from_the_yaml_to_the_optimizer
             found = route.route(setting, task)
             assert len(found) <= 4, (task, setting, found)
             assert "src/lengen/core/specs.py" in found  # its one field: type, bound, doc
-    source = ('"""lr in a docstring"""\n# lr\nx = spec.train.lr\nf(lr=1)\nd["lr"]\nlrs = 1\n'
-              'lr = 2\n\n\nclass C:\n    lr: float = 1\n')  # fmt: skip
+    source = (
+        '"""lr in a docstring"""\n# lr\nx = spec.train.lr\nf(lr=1)\nd["lr"]\nlrs = 1\n'
+        "lr = 2\n\n\nclass C:\n    lr: float = 1\n"
+    )
     assert route.names(source, "lr") == [3, 4, 5, 11]  # not a local variable (line 7)
     assert route.names("rule a:\n    params: lr=config['lr']\n", "lr") == [2]  # a .smk

@@ -184,17 +184,28 @@ def test_zero_2_over_two_processes_through_the_workflows_launcher_resumes_a_kill
     assert line == "deepspeed --module" and nl["zero_stage"] == 2  # its devices: the job's
     spec = copy.deepcopy(tiny_spec)
     spec["train"].update(steps=300, batch_size=8, checkpoint_every=20, log_every=20)
-    spec["runtime"].update(zero_stage=nl["zero_stage"],
-                           ds_config=read_ds_config(ROOT / nl["ds_config"]))  # fmt: skip
+    spec["runtime"].update(
+        zero_stage=nl["zero_stage"], ds_config=read_ds_config(ROOT / nl["ds_config"])
+    )
     out = tmp_path / "zero2"
     first, *rest = line.split()
-    cmd = [first, "--master_port", "29519", *rest, "lengen.train.train", "--spec",
-           json.dumps(spec), "--out", str(out)]  # fmt: skip
+    cmd = [
+        first,
+        "--master_port",
+        "29519",
+        *rest,
+        "lengen.train.train",
+        "--spec",
+        json.dumps(spec),
+        "--out",
+        str(out),
+    ]
     # the job's two devices, as lengen.core.gpus or SLURM names them (DeepSpeed's CPU accelerator
     # counts LOCAL_SIZE devices)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "0,1", "LOCAL_SIZE": "2"}
-    job = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-                           start_new_session=True)  # fmt: skip
+    job = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, start_new_session=True
+    )
     deadline = time.monotonic() + 240
 
     def whole():  # a checkpoint renamed from step_N.partial: one a rerun resumes from
@@ -211,7 +222,11 @@ def test_zero_2_over_two_processes_through_the_workflows_launcher_resumes_a_kill
     assert done.returncode == 0, done.stderr[-3000:]
     assert "resumed from" in done.stderr
     assert sorted(p.name for p in out.iterdir()) == [
-        "finished", "mlflow_run_id", "model.pt", "spec.json"]
+        "finished",
+        "mlflow_run_id",
+        "model.pt",
+        "spec.json",
+    ]
     client = MlflowClient(spec["tracking"]["uri"])
     exp = client.get_experiment_by_name(spec["tracking"]["experiment"])
     [run] = client.search_runs([exp.experiment_id])
@@ -241,8 +256,12 @@ def test_early_stop_ends_training_at_target_and_records_it(tiny_spec, tmp_path, 
     assert saved["steps_run"] < 400 and saved["steps_run"] % 20 == 0
     assert "exact match >= 0.99" in saved["stop_reason"]
     # a run still near chance at the plateau budget stops with "did not learn"
-    spec["train"]["early_stop"] = {"every": 2, "target_accuracy": 0.99, "patience": 2,
-                                   "plateau_steps": 2}  # fmt: skip
+    spec["train"]["early_stop"] = {
+        "every": 2,
+        "target_accuracy": 0.99,
+        "patience": 2,
+        "plateau_steps": 2,
+    }
     saved = torch.load(train(spec, tmp_path / "plateau"), weights_only=True)
     assert saved["steps_run"] == 2 and saved["stop_reason"].startswith("did not learn in 2 ")
     del spec["train"]["early_stop"]
@@ -258,10 +277,20 @@ def test_early_stop_heldout_spans_training_lengths(tiny_spec):
 
     spec = copy.deepcopy(tiny_spec)
     spec["experiment"] = "parity_scratchpad"
-    spec["task"] = {"jump": 1, "scheme": "ppc", "train_min_len": 10, "train_max_len": 40,
-                    "l_max": 60}  # fmt: skip
-    spec["train"]["early_stop"] = {"every": 10, "target_accuracy": 0.9, "patience": 1,
-                                   "n_examples": 64, "n_draws": 8}  # fmt: skip
+    spec["task"] = {
+        "jump": 1,
+        "scheme": "ppc",
+        "train_min_len": 10,
+        "train_max_len": 40,
+        "l_max": 60,
+    }
+    spec["train"]["early_stop"] = {
+        "every": 10,
+        "target_accuracy": 0.9,
+        "patience": 1,
+        "n_examples": 64,
+        "n_draws": 8,
+    }
     stop = EarlyStop(parse_spec(spec), tasks.get("parity_scratchpad"), "cpu")
     assert [len(d["input_ids"]) for d in stop.draws] == [8] * 8
     assert len({d["input_ids"].shape[1] for d in stop.draws}) >= 3
@@ -273,8 +302,14 @@ def test_early_stop_min_steps_delays_only_the_target_stop():
     from lengen.train.train import EarlyStop
 
     stop = EarlyStop.__new__(EarlyStop)
-    stop.cfg = EarlyStopSpec(every=10, target_accuracy=0.9, patience=2, min_steps=100,
-                             plateau_steps=30, plateau_accuracy=0.5)  # fmt: skip
+    stop.cfg = EarlyStopSpec(
+        every=10,
+        target_accuracy=0.9,
+        patience=2,
+        min_steps=100,
+        plateau_steps=30,
+        plateau_accuracy=0.5,
+    )
     stop.streak = 0
     assert stop.due(10) and stop.due(20) and not stop.due(25)
     assert stop.update(1.0, 10) is None and stop.update(1.0, 20) is None  # fitted, too early
@@ -477,14 +512,18 @@ def test_a_ds_config_may_add_communication_only_and_names_any_other_key(tmp_path
         ({"fp16": {"enabled": True}}, r"fp16.enabled = True, but runtime.precision gives bf16"),
         ({"amp": {"enabled": True}}, r"amp.enabled = True, but runtime.precision"),
         ({"torch_autocast": {"enabled": True}}, r"torch_autocast.enabled = True"),
-        ({"bf16": {"enabled": True, "immediate_grad_update": True}},
-         r"bf16.immediate_grad_update: precision is runtime.precision's alone"),
+        (
+            {"bf16": {"enabled": True, "immediate_grad_update": True}},
+            r"bf16.immediate_grad_update: precision is runtime.precision's alone",
+        ),
         ({"optimizer": {"type": "Adam"}}, r"optimizer: the YAML owns it \(train.lr"),
         ({"scheduler": {"type": "WarmupLR"}}, r"scheduler: the YAML owns it \(train.warmup"),
-        ({"zero_optimization": {"offload_optimizer": {"device": "cpu"}}},
-         r"zero_optimization.offload_optimizer.device: not a key a ds_config may add"),
+        (
+            {"zero_optimization": {"offload_optimizer": {"device": "cpu"}}},
+            r"zero_optimization.offload_optimizer.device: not a key a ds_config may add",
+        ),
         ({"data_types": {"grad_accum_dtype": "fp32"}}, r"data_types.grad_accum_dtype: not a key"),
-    )  # fmt: skip
+    )
     for i, (user, message) in enumerate(refused):
         path = tmp_path / f"ds{i}.json"
         path.write_text(json.dumps(user))
@@ -495,10 +534,16 @@ def test_a_ds_config_may_add_communication_only_and_names_any_other_key(tmp_path
         spec["runtime"]["ds_config"] = user
         with pytest.raises(ValueError, match=rf"ds_config sets {message}"):
             deepspeed_config(parse_spec(spec), world=8)
-    agreed = {"fp16": {"enabled": False}, "bf16": {"enabled": True}, "gradient_clipping": 1.0,
-              "zero_optimization": {"stage": 2, "overlap_comm": True, "reduce_bucket_size": 10},
-              "train_batch_size": spec["train"]["batch_size"], "steps_per_print": 100,
-              "communication_data_type": "fp32", "wall_clock_breakdown": True}  # fmt: skip
+    agreed = {
+        "fp16": {"enabled": False},
+        "bf16": {"enabled": True},
+        "gradient_clipping": 1.0,
+        "zero_optimization": {"stage": 2, "overlap_comm": True, "reduce_bucket_size": 10},
+        "train_batch_size": spec["train"]["batch_size"],
+        "steps_per_print": 100,
+        "communication_data_type": "fp32",
+        "wall_clock_breakdown": True,
+    }
     spec["runtime"]["ds_config"] = agreed
     ds = deepspeed_config(parse_spec(spec), world=8)
     assert ds["zero_optimization"]["reduce_bucket_size"] == 10 and ds["steps_per_print"] == 100
@@ -575,8 +620,13 @@ def test_a_job_cut_after_its_model_under_snakemake_finishes_on_its_retry_untrain
         '    shell: "python -m lengen.train.train --spec spec.json --out run > {log} 2>&1; '
         'test -e cut || {{ sha256sum run/model.pt > first.sha; touch cut; exit 1; }}"\n'
     )
-    done = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--retries", "1"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "1", "--retries", "1"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     log = (tmp_path / "train.log").read_text()  # the retry's
     assert "restored from" in log and "resumed from" not in log and "MLflow: new" not in log, log
@@ -610,8 +660,11 @@ def test_model_versions_survive_a_moved_results_folder(tiny_spec, tmp_path):
     (version,) = client.search_model_versions()
     found = tracking.recorded_file(new_uri, version.source)
     assert not Path(version.source).is_absolute() and found.is_file()
-    assert file_sha256(found) == version.tags["model_sha256"] == file_sha256(
-        moved / model.relative_to(home))
+    assert (
+        file_sha256(found)
+        == version.tags["model_sha256"]
+        == file_sha256(moved / model.relative_to(home))
+    )
     run = client.get_run(version.run_id)
     assert tracking.recorded_file(new_uri, run.data.tags["model_path"]) == found
     # the artifacts the run logged (MLflow records their place absolute): the store's next

@@ -124,8 +124,14 @@ def test_slurm_profile_dry_runs_the_paper_dag(tmp_path):
         part = out[out.index(f"rule {rule}:") :][:1500]
         assert "gpu=1" in next(line for line in part.splitlines() if "resources:" in line)
     # the same profile on the smoke tier: every job fits a 2-CPU, 8 GB node (the tier's `jobs`)
-    proc = snakemake(tmp_path, "-n", "--profile", str(ROOT / "workflow" / "profiles" / "slurm"),
-                     "--configfile", str(ROOT / "config" / "smoke.yaml"))  # fmt: skip
+    proc = snakemake(
+        tmp_path,
+        "-n",
+        "--profile",
+        str(ROOT / "workflow" / "profiles" / "slurm"),
+        "--configfile",
+        str(ROOT / "config" / "smoke.yaml"),
+    )
     lines = [line for line in proc.stdout.splitlines() if "resources:" in line and "cpus" in line]
     assert lines and all("cpus_per_task=1," in line and "mem_mb=2000," in line for line in lines)
 
@@ -139,10 +145,25 @@ def test_a_cluster_run_whose_jobs_do_not_fit_a_node_stops_before_submitting(tmp_
         (bin_dir / name).write_text(f"#!/bin/sh\necho {name} >> {tmp_path}/called\n")
         (bin_dir / name).chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
-           str(tmp_path / "run"), "--executor", "slurm", "--jobs", "1", "--cores", "8",
-           "--default-resources", "slurm_partition=x", "--configfile",
-           str(ROOT / "config" / "paper.yaml")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(tmp_path / "run"),
+        "--executor",
+        "slurm",
+        "--jobs",
+        "1",
+        "--cores",
+        "8",
+        "--default-resources",
+        "slurm_partition=x",
+        "--configfile",
+        str(ROOT / "config" / "paper.yaml"),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out[-3000:]
@@ -156,12 +177,18 @@ def test_a_cluster_run_whose_jobs_do_not_fit_a_node_stops_before_submitting(tmp_
 @pytest.mark.parametrize(
     ("target", "needed", "not_needed"),
     [
-        ("fig7_sparse_parity.png", ["neox/K1/seed0/model.pt", "loglen/K1/seed0/model.pt"],
-         ["K2/seed0/model.pt", "K3/seed0/model.pt"]),
-        ("fig8_parity_scratchpad_ablations.png", ["parity_scratchpad/absolute/k2/seed0/model.pt"],
-         ["parity_scratchpad/ppc/", "variable_assignment"]),
+        (
+            "fig7_sparse_parity.png",
+            ["neox/K1/seed0/model.pt", "loglen/K1/seed0/model.pt"],
+            ["K2/seed0/model.pt", "K3/seed0/model.pt"],
+        ),
+        (
+            "fig8_parity_scratchpad_ablations.png",
+            ["parity_scratchpad/absolute/k2/seed0/model.pt"],
+            ["parity_scratchpad/ppc/", "variable_assignment"],
+        ),
     ],
-)  # fmt: skip
+)
 def test_one_figure_target_builds_only_what_it_needs(tmp_path, target, needed, not_needed):
     """`snakemake <one figure>` plans the models that figure draws and no others."""
     cfg = str(ROOT / "config" / "smoke.yaml")
@@ -255,16 +282,23 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     runs = client.search_runs([exp.experiment_id])
     figures = {r.info.run_name: r for r in runs if r.info.run_name.startswith("figure/")}
     runs = [r for r in runs if r not in figures.values()]
-    assert sorted(figures) == ["figure/fig1_sparse_parity", "figure/fig7_sparse_parity",
-                               "figure/sparse_parity_attention_loglen",
-                               "figure/sparse_parity_attention_neox",
-                               "figure/sparse_parity_schemes"]  # fmt: skip
+    assert sorted(figures) == [
+        "figure/fig1_sparse_parity",
+        "figure/fig7_sparse_parity",
+        "figure/sparse_parity_attention_loglen",
+        "figure/sparse_parity_attention_neox",
+        "figure/sparse_parity_schemes",
+    ]
     attention = figures["figure/sparse_parity_attention_neox"].data.tags["model_runs"]
     k_attention = yaml.safe_load(Path(cfg).read_text())["sparse_parity"]["figures"]["attention"]
     assert attention == f"neox/K{k_attention['k_train']}/seed0"  # the diagnostic's model, run 0
     fig1 = figures["figure/fig1_sparse_parity"]  # which runs made this figure: its tags say
     assert fig1.data.tags["model_runs"].split() == [
-        "loglen/K2/seed0", "loglen/K3/seed0", "neox/K2/seed0", "neox/K3/seed0"]  # fmt: skip
+        "loglen/K2/seed0",
+        "loglen/K3/seed0",
+        "neox/K2/seed0",
+        "neox/K3/seed0",
+    ]
     assert [a.path for a in client.list_artifacts(fig1.info.run_id)] == ["fig1_sparse_parity.png"]
     assert sorted(r.info.run_name for r in runs) == sorted(
         [f"{v}/K{k}/seed0" for v in ("loglen", "neox") for k in (1, 2, 3)]
@@ -279,11 +313,17 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     # majority (the plug-in task): its figure and table, one row per scheme and length
     major = pd.read_csv(rep / "majority_accuracy.csv")
     assert set(major["variant"]) == {"absolute", "nope", "alibi"} and set(major["length"]) == {
-        3, 7, 11}  # fmt: skip
+        3,
+        7,
+        11,
+    }
     assert (rep / "fig_majority.png").stat().st_size > 10_000
     # the scratchpad branch (Figs. 2, 8, 3): figures, tables, one MLflow run per training run
-    for fig in ("fig2_parity_scratchpad", "fig8_parity_scratchpad_ablations",
-                "fig3_variable_assignment"):  # fmt: skip
+    for fig in (
+        "fig2_parity_scratchpad",
+        "fig8_parity_scratchpad_ablations",
+        "fig3_variable_assignment",
+    ):
         assert (rep / f"{fig}.png").stat().st_size > 10_000
     parity = pd.read_csv(rep / "parity_scratchpad_accuracy.csv")
     assert sorted(parity.groupby("variant")["seed"].nunique().items()) == [
@@ -308,7 +348,11 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     # the natural-language branch (Table 1, Figs. 4-6): offline corpus, tokens, two models
     ppl = pd.read_csv(rep / "table1_perplexity.csv")
     assert sorted(zip(ppl.model, ppl.eval_length, strict=True)) == [
-        ("h_long", 64), ("h_long", 128), ("h_short", 64), ("h_short", 128)]  # fmt: skip
+        ("h_long", 64),
+        ("h_long", 128),
+        ("h_short", 64),
+        ("h_short", 128),
+    ]
     assert (ppl.perplexity > 1).all() and (ppl.n_tokens == 4 * 128).all()
     loo = pd.read_csv(rep / "influence_loo.csv")
     assert len(loo) == 3 * 4 and (loo.J.str.split().str.len() == 5).all()
@@ -317,8 +361,13 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     exp = client.get_experiment_by_name("lengen-smoke/natural_language")
     runs = client.search_runs([exp.experiment_id])
     named = {r.info.run_name: r for r in runs}
-    assert sorted(named) == ["figure/fig4_influence", "figure/fig5_masks",
-                             "figure/fig6_influence", "h_long", "h_short"]  # fmt: skip
+    assert sorted(named) == [
+        "figure/fig4_influence",
+        "figure/fig5_masks",
+        "figure/fig6_influence",
+        "h_long",
+        "h_short",
+    ]
     # which models made the influence figures; each model holds its Table 1 perplexities
     assert named["figure/fig4_influence"].data.tags["model_runs"].split() == ["h_short"]
     assert named["figure/fig5_masks"].data.tags["model_runs"].startswith("none")
@@ -332,8 +381,14 @@ def test_smoke_run_of_the_whole_dag(tmp_path):
     report_exp = client.get_experiment_by_name("lengen-smoke/report")  # the report's own run
     [rep_run] = client.search_runs([report_exp.experiment_id])
     held = {a.path for a in client.list_artifacts(rep_run.info.run_id)}
-    assert {"REPORT.md", "verdicts.csv", "influence_loo.csv", "table1_window_nll.csv",
-            "sparse_parity_attention_neox.csv", "table1_perplexity.csv"} <= held  # fmt: skip
+    assert {
+        "REPORT.md",
+        "verdicts.csv",
+        "influence_loo.csv",
+        "table1_window_nll.csv",
+        "sparse_parity_attention_neox.csv",
+        "table1_perplexity.csv",
+    } <= held
     # the claims report: one row per claim, verdicts from the rules
     text = (rep / "REPORT.md").read_text()
     assert "| SP-1" in text and "| TH-C3a" in text and "config hash" in text
@@ -491,8 +546,10 @@ def test_fused_groups_are_planned_and_run_as_one_job_each(tmp_path):
     for name, value in weights.items():  # the same group again: the same weights
         torch.testing.assert_close(again[name], value, rtol=0, atol=0)
     assert (tmp_path / sp_eval).stat().st_mtime_ns > before  # rescored from the new group
-    assert "Nothing to be done" in snakemake(tmp_path, sp_eval, "--cores", "2", "-n",
-                                             "--configfile", str(path)).stdout  # fmt: skip
+    assert (
+        "Nothing to be done"
+        in snakemake(tmp_path, sp_eval, "--cores", "2", "-n", "--configfile", str(path)).stdout
+    )
 
 
 def test_the_rule_files_are_snakefmt_clean():
@@ -500,9 +557,24 @@ def test_the_rule_files_are_snakefmt_clean():
     line length 100): `snakefmt workflow Snakefile` fixes a failure."""
     done = subprocess.run(
         [sys.executable, "-m", "snakefmt", "--check", "workflow", "Snakefile"],
-        cwd=ROOT, capture_output=True, text=True,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_python_is_ruff_formatted():
+    """Every Python file is as `ruff format` writes it (pyproject.toml [tool.ruff]: line length
+    100) and lint-clean, probes and benchmarks included: `ruff format` fixes a layout failure.
+    A layout change moves no code hash (lengen.config.code hashes syntax trees)."""
+    folders = ["src", "tests", "tools", "probes", "benchmarks"]
+    ruff = Path(sys.executable).with_name("ruff")
+    for check in (["format", "--check"], ["check"]):
+        done = subprocess.run(
+            [str(ruff), *check, *folders], cwd=ROOT, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
 
 
 def shrunk_to_cpu(cfg: dict) -> dict:
@@ -512,8 +584,9 @@ def shrunk_to_cpu(cfg: dict) -> dict:
     import copy
 
     cfg = copy.deepcopy(cfg)
-    cfg["runtime"].update(device="cpu", precision="fp32", gpus_per_job=0, threads_per_job=1,
-                          progress=False)  # fmt: skip
+    cfg["runtime"].update(
+        device="cpu", precision="fp32", gpus_per_job=0, threads_per_job=1, progress=False
+    )
     cfg["jobs"] = {kind: {"cpus": 1, "mem_mb": 2000, "runtime": 15} for kind in cfg["jobs"]}
     tiny = {"n_layer": 1, "n_head": 2, "d_model": 16}
     few = {"steps": 4, "warmup_steps": 1, "checkpoint_every": 2, "log_every": 2}
@@ -551,15 +624,27 @@ def test_the_gpu_smoke_dag_runs_whole_on_a_cpu(tmp_path):
     whole = read_tier(ROOT / "config" / "gpu-smoke.yaml")
     path = tmp_path / "gpu-smoke-cpu.yaml"
     path.write_text(yaml.safe_dump(shrunk_to_cpu(whole), sort_keys=False))
-    gpu = job_stats(snakemake(tmp_path / "plan", "-n", "--cores", "2", "--configfile",
-                              str(ROOT / "config" / "gpu-smoke.yaml")))  # fmt: skip
+    gpu = job_stats(
+        snakemake(
+            tmp_path / "plan",
+            "-n",
+            "--cores",
+            "2",
+            "--configfile",
+            str(ROOT / "config" / "gpu-smoke.yaml"),
+        )
+    )
     cpu = job_stats(snakemake(tmp_path / "run", "-n", "--cores", "2", "--configfile", str(path)))
     assert cpu == gpu  # the same DAG
     assert gpu["synthetic_train_group"] == plan.group_jobs(whole)["synthetic_train_group"]
     from lengen import tasks
 
-    eval_groups = sum(len(plan.groups(whole, e, v)) for e in plan.experiments(whole)
-                      if e in tasks.generation_tasks() for v in whole[e]["variants"])  # fmt: skip
+    eval_groups = sum(
+        len(plan.groups(whole, e, v))
+        for e in plan.experiments(whole)
+        if e in tasks.generation_tasks()
+        for v in whole[e]["variants"]
+    )
     assert "synthetic_train" not in gpu and gpu["generation_eval_group"] == eval_groups
     snakemake(tmp_path / "run", "--cores", "2", "--configfile", str(path))
     reports = tmp_path / "run" / "reports" / "gpu-smoke"
@@ -593,13 +678,26 @@ def test_a_jobs_known_error_is_the_line_snakemake_shows(tmp_path):
     folder.mkdir(parents=True)
     (folder / "model.pt").write_text("not a model")
     target = str((folder / "eval.csv").relative_to(tmp_path))
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
-           str(tmp_path), target, "--cores", "1", "--configfile", cfg]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(tmp_path),
+        target,
+        "--cores",
+        "1",
+        "--configfile",
+        cfg,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode != 0
     shown = [line for line in proc.stderr.splitlines() if line.startswith("ModelFileError: ")]
     assert len(shown) == 1 and str(folder.relative_to(tmp_path) / "model.pt") in shown[0], (
-        proc.stderr[-3000:])
+        proc.stderr[-3000:]
+    )
     log = tmp_path / "results" / "smoke" / "logs" / "sparse_parity" / "eval_neox_K1_seed0.log"
     assert "Traceback" not in log.read_text() and shown[0] in log.read_text().splitlines()
 
@@ -616,13 +714,25 @@ def test_every_job_kind_says_its_known_error_where_snakemake_reports_it():
 
     text = "\n".join(p.read_text() for p in sorted((ROOT / "workflow" / "rules").glob("*.smk")))
     shells = re.findall(r"\n    shell:\n((?:        .*\n)+)", text)
-    named = {m for block in shells
-             for m in re.findall(r"(?:python -m|\{params\.launcher\}) (lengen(?:\.\w+)+)", block)}
-    named |= set(re.findall(r"python -m (lengen(?:\.\w+)+)", plan.devices(
-        {"runtime": {"device": "cuda"}}, 1)))  # fmt: skip
-    assert {"lengen.train.train", "lengen.train.group", "lengen.analysis.evaluate",
-            "lengen.report.figures", "lengen.report.report", "lengen.core.gpus",
-            "lengen.core.tracking"} <= named, named  # fmt: skip
+    named = {
+        m
+        for block in shells
+        for m in re.findall(r"(?:python -m|\{params\.launcher\}) (lengen(?:\.\w+)+)", block)
+    }
+    named |= set(
+        re.findall(
+            r"python -m (lengen(?:\.\w+)+)", plan.devices({"runtime": {"device": "cuda"}}, 1)
+        )
+    )
+    assert {
+        "lengen.train.train",
+        "lengen.train.group",
+        "lengen.analysis.evaluate",
+        "lengen.report.figures",
+        "lengen.report.report",
+        "lengen.core.gpus",
+        "lengen.core.tracking",
+    } <= named, named
     assert len(named) >= 13, named
     from lengen.core.cli import one_line_errors
 
@@ -646,15 +756,28 @@ def test_one_results_folder_has_one_writer(tmp_path):
     results.mkdir(parents=True)
     held = {"host": socket.gethostname(), "pid": 1, "checkout": "/elsewhere", "since": "then"}
     (results / lock.LOCK).write_text(json.dumps(held))  # process 1 lives: a live holder
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
-           str(tmp_path), "results/smoke/sparse_parity/testset.npz", "--cores", "1",
-           "--configfile", str(ROOT / "config" / "smoke.yaml")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(tmp_path),
+        "results/smoke/sparse_parity/testset.npz",
+        "--cores",
+        "1",
+        "--configfile",
+        str(ROOT / "config" / "smoke.yaml"),
+    ]
     assert "Nothing to be done" not in snakemake(tmp_path, *cmd[7:], "-n").stdout  # a dry run
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 2
     [line] = [x for x in proc.stderr.splitlines() if x.startswith("ResultsLocked: ")]
-    assert "process 1, checkout /elsewhere" in line and f"delete {results.relative_to(tmp_path)}" \
-        in line  # fmt: skip
+    assert (
+        "process 1, checkout /elsewhere" in line
+        and f"delete {results.relative_to(tmp_path)}" in line
+    )
     assert not (results / "sparse_parity" / "testset.npz").exists()
     (results / lock.LOCK).write_text(json.dumps({**held, "pid": 2**22 + 12345}))  # gone
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -681,7 +804,7 @@ def test_the_results_lock_is_taken_once_and_given_back_only_by_its_holder(tmp_pa
     assert not (tmp_path / lock.LOCK).exists()
 
 
-@pytest.mark.parametrize("content", ["", "{\"host\": \"a", "[1, 2]", "\xff\xfe"])
+@pytest.mark.parametrize("content", ["", '{"host": "a', "[1, 2]", "\xff\xfe"])
 def test_an_empty_or_unreadable_writer_lock_is_taken_over_in_one_line(tmp_path, content):
     """A lock file cut by a kill while it was written (`host ?, process -1` once wedged the folder
     for good): nobody to name or wait for, so it is taken over, saying so in one line; the new
@@ -738,22 +861,41 @@ def test_the_submissions_are_counted_from_the_profiles_groups():
     """No SLURM needed: the dry run through the profile (the slurm executor plans without a
     cluster) gives the count the SLURM test expects: every group the profile forms, each
     language-model evaluation its own one-GPU job."""
-    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--profile",
-                          str(ROOT / "workflow" / "profiles" / "slurm"), "--configfile",
-                          str(ROOT / "config" / "smoke.yaml")], cwd=ROOT, capture_output=True,
-                         text=True, timeout=600)  # fmt: skip
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "--profile",
+            str(ROOT / "workflow" / "profiles" / "slurm"),
+            "--configfile",
+            str(ROOT / "config" / "smoke.yaml"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     from .helpers import planned_submissions
 
     n, kinds = planned_submissions(out.stdout + out.stderr)
-    assert {"rule_setup_", "rule_tables_", "rule_figures_", "rule_model_",
-            "rule_natural_language_eval_", "rule_report"} <= kinds  # fmt: skip
+    assert {
+        "rule_setup_",
+        "rule_tables_",
+        "rule_figures_",
+        "rule_model_",
+        "rule_natural_language_eval_",
+        "rule_report",
+    } <= kinds
     evals = len(re.findall(r"Group job natural_language_eval\b", out.stdout + out.stderr))
     assert evals == 3 and n == len(re.findall(r"Group job", out.stdout + out.stderr)) + 3
 
 
-def test_a_results_folder_that_cannot_be_written_is_named_in_one_line(tmp_path, monkeypatch,
-                                                                      request):  # fmt: skip
+def test_a_results_folder_that_cannot_be_written_is_named_in_one_line(
+    tmp_path, monkeypatch, request
+):
     """The results folder's lock is the first thing a run writes: a folder without write access
     (a second user, in a forked child, where this runs as root) and a full disk are each one
     line naming the folder and the cause (once a 38-line PermissionError traceback), and a full
@@ -772,8 +914,11 @@ def test_a_results_folder_that_cannot_be_written_is_named_in_one_line(tmp_path, 
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(pathlib.Path, "write_text", full)
-    with pytest.raises(lock.ResultsUnwritable, match=rf"^{tmp_path}: the workflow cannot write "
-                       r"its results there \(its disk is full: "):  # fmt: skip
+    with pytest.raises(
+        lock.ResultsUnwritable,
+        match=rf"^{tmp_path}: the workflow cannot write "
+        r"its results there \(its disk is full: ",
+    ):
         lock.claim(tmp_path, ".")
     assert not list(tmp_path.glob("*.part")) and not (tmp_path / lock.LOCK).exists()
     monkeypatch.undo()
@@ -783,5 +928,7 @@ def test_a_results_folder_that_cannot_be_written_is_named_in_one_line(tmp_path, 
 
     shared = shared_folder(request)  # root's, 0755: a second user cannot write in it
     said = as_second_user(lambda: lock.claim(shared / "results", "."))
-    assert said.startswith(f"ResultsUnwritable: {shared / 'results'}: the workflow cannot write "
-                           "its results there (no write access"), said  # fmt: skip
+    assert said.startswith(
+        f"ResultsUnwritable: {shared / 'results'}: the workflow cannot write "
+        "its results there (no write access"
+    ), said

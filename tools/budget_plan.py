@@ -58,31 +58,69 @@ class Arm:
 
 
 # each experiment's setting as the job names write it, and its column in the tables
-SETTING = {"sparse_parity": "K", "parity_scratchpad": "k", "variable_assignment": "d",
-           "majority": "n"}  # fmt: skip
-COLUMN = {"sparse_parity": "k_train", "parity_scratchpad": "jump", "variable_assignment": "depth",
-          "majority": "train_max_len"}  # fmt: skip
-NO_RECIPE = ("no CPU recipe learns it in distribution (probes: <= 0.06 after 24,000 steps); PPC's "
-             "18,000 steps assumed")  # fmt: skip
+SETTING = {
+    "sparse_parity": "K",
+    "parity_scratchpad": "k",
+    "variable_assignment": "d",
+    "majority": "n",
+}
+COLUMN = {
+    "sparse_parity": "k_train",
+    "parity_scratchpad": "jump",
+    "variable_assignment": "depth",
+    "majority": "train_max_len",
+}
+NO_RECIPE = (
+    "no CPU recipe learns it in distribution (probes: <= 0.06 after 24,000 steps); PPC's "
+    "18,000 steps assumed"
+)
 
 ARMS = [  # in the order they decide most per hour (the module docstring)
     *[Arm("parity_scratchpad", "ppc", j, 3, 5, "PS-1, PS-2") for j in (1, 2, 3, 4)],
-    *[Arm("sparse_parity", "loglen", k, 1, 5, "SP-1, SP-2 [loglen] (a DEPARTURE)")
-      for k in (4, 6, 8)],
+    *[
+        Arm("sparse_parity", "loglen", k, 1, 5, "SP-1, SP-2 [loglen] (a DEPARTURE)")
+        for k in (4, 6, 8)
+    ],
     *[Arm("sparse_parity", "neox", k, 3, 5, "SP-1, SP-2 [neox]") for k in (4, 6, 8)],
     *[Arm("sparse_parity", "neox", k, 3, 5, "SP-2, SP-3 [neox]") for k in (10, 12)],
-    *[Arm("sparse_parity", "loglen", k, 1, 5, "SP-2, SP-3 [loglen] (a DEPARTURE)")
-      for k in (10, 12)],
-    *[Arm("majority", v, 21, 3, 3, "MJ-1 (beyond the paper)")
-      for v in ("absolute", "nope", "alibi", "rope_pose")],
-    *[Arm("variable_assignment", "ppc", d, 3 if d in (2, 5) else 0, 5,
-          "VA-1 (a DEPARTURE: log-length scaling)", None if d in (2, 5) else ("ppc", 5))
-      for d in (2, 5, 3, 4)],  # the paper's extremes first  # fmt: skip
-    *[Arm("parity_scratchpad", v, 1, 3, 5, "PS-3", note="gated: run mean below 0.9 in "
-          "distribution after 24,000 steps (0.35 / 0.81); more runs do not lift a mean when 1-2 "
-          "runs of 3 learn") for v in ("absolute", "rope_pose")],
-    *[Arm("variable_assignment", v, 2, 0, 5, "VA-2, VA-3, VA-4", ("ppc", 2), NO_RECIPE)
-      for v in ("no_coupling", "no_scratchpad", "rope_pose")],
+    *[
+        Arm("sparse_parity", "loglen", k, 1, 5, "SP-2, SP-3 [loglen] (a DEPARTURE)")
+        for k in (10, 12)
+    ],
+    *[
+        Arm("majority", v, 21, 3, 3, "MJ-1 (beyond the paper)")
+        for v in ("absolute", "nope", "alibi", "rope_pose")
+    ],
+    *[
+        Arm(
+            "variable_assignment",
+            "ppc",
+            d,
+            3 if d in (2, 5) else 0,
+            5,
+            "VA-1 (a DEPARTURE: log-length scaling)",
+            None if d in (2, 5) else ("ppc", 5),
+        )
+        for d in (2, 5, 3, 4)
+    ],  # the paper's extremes first
+    *[
+        Arm(
+            "parity_scratchpad",
+            v,
+            1,
+            3,
+            5,
+            "PS-3",
+            note="gated: run mean below 0.9 in "
+            "distribution after 24,000 steps (0.35 / 0.81); more runs do not lift a mean when 1-2 "
+            "runs of 3 learn",
+        )
+        for v in ("absolute", "rope_pose")
+    ],
+    *[
+        Arm("variable_assignment", v, 2, 0, 5, "VA-2, VA-3, VA-4", ("ppc", 2), NO_RECIPE)
+        for v in ("no_coupling", "no_scratchpad", "rope_pose")
+    ],
 ]
 
 
@@ -123,8 +161,9 @@ def plan(arms: list[Arm] = ARMS, root: Path = ROOT) -> tuple[pd.DataFrame, float
     2 cores (job-hours / PARALLEL x the reference run's factor); and that factor."""
     rates, runs = step_rates(root), reference_runs()
     wall = yaml.safe_load((root / TIMES).read_text())["default_tier_run"]["seconds"]
-    job_seconds = sum(r.steps_run * rates[bench_kind(r.experiment, r.variant, r.value)]
-                      for r in runs.itertuples())  # fmt: skip
+    job_seconds = sum(
+        r.steps_run * rates[bench_kind(r.experiment, r.variant, r.value)] for r in runs.itertuples()
+    )
     factor = wall / (job_seconds / PARALLEL)  # evaluation, start-up, the language branch
     steps = runs.groupby(["experiment", "variant", "value"]).steps_run.median()
     rows, total = [], 0.0
@@ -136,11 +175,18 @@ def plan(arms: list[Arm] = ARMS, root: Path = ROOT) -> tuple[pd.DataFrame, float
         hours = arm.planned * minutes / 60
         total += hours / PARALLEL * factor
         like = f"as {variant} {SETTING[arm.experiment]}{value}" if arm.like else ""
-        rows.append({"arm": arm.name, "decides": arm.decides,
-                     "runs (today -> planned)": f"{arm.today} -> {arm.planned}",
-                     "steps": f"{n:,.0f}", "min per run": f"{minutes:.0f}",
-                     "job-h": f"{hours:.1f}", "wall h, cumulative": total,
-                     "note": "; ".join(x for x in (like, arm.note) if x)})  # fmt: skip
+        rows.append(
+            {
+                "arm": arm.name,
+                "decides": arm.decides,
+                "runs (today -> planned)": f"{arm.today} -> {arm.planned}",
+                "steps": f"{n:,.0f}",
+                "min per run": f"{minutes:.0f}",
+                "job-h": f"{hours:.1f}",
+                "wall h, cumulative": total,
+                "note": "; ".join(x for x in (like, arm.note) if x),
+            }
+        )
     return pd.DataFrame(rows), factor
 
 
@@ -148,35 +194,42 @@ def markdown(arms: list[Arm] = ARMS) -> str:
     """The plan as a markdown page: the table, the line where BUDGET_H ends, what lies beyond."""
     table, factor = plan(arms)
     fits = table["wall h, cumulative"] <= BUDGET_H
-    shown = table.assign(**{"wall h, cumulative": table["wall h, cumulative"].map("{:.1f}".format),
-                            "fits 12 h": fits.map({True: "yes", False: "no"})})  # fmt: skip
+    shown = table.assign(
+        **{
+            "wall h, cumulative": table["wall h, cumulative"].map("{:.1f}".format),
+            "fits 12 h": fits.map({True: "yes", False: "no"}),
+        }
+    )
     head = "| " + " | ".join(shown.columns) + " |\n" + "|---" * len(shown.columns) + "|"
     body = "\n".join("| " + " | ".join(str(v) for v in r) + " |" for r in shown.itertuples(False))
     beyond = table[~fits]
     total = table["wall h, cumulative"].iloc[-1]
-    return "\n".join([
-        "# The five-run default tier, planned from committed step rates",
-        "",
-        f"Made by `python tools/budget_plan.py` from `{BENCH}` (each kind's seconds per step, "
-        f"alone) x {side_by_side():.2f} (two jobs side by side, `{SIDE_BY_SIDE}`) and "
-        "reference/default's steps per run. Wall hours are job-hours / "
-        f"{PARALLEL} x {factor:.2f}, the reference run's wall time over its training job-seconds "
-        "so estimated (evaluation, start-up and the language branch folded in). Arms in the "
-        "order they decide most per hour.",
-        "",
-        head,
-        body,
-        "",
-        f"Everything: {total:.1f} h on 2 cores. Within {BUDGET_H:g} h: the rows marked yes "
-        f"({fits.sum()} arms). The rest would cost {total - BUDGET_H:.1f} h more "
-        f"({len(beyond)} arms: {', '.join(beyond.arm) or 'none'}).",
-        "",
-    ])
+    return "\n".join(
+        [
+            "# The five-run default tier, planned from committed step rates",
+            "",
+            f"Made by `python tools/budget_plan.py` from `{BENCH}` (each kind's seconds per step, "
+            f"alone) x {side_by_side():.2f} (two jobs side by side, `{SIDE_BY_SIDE}`) and "
+            f"reference/default's steps per run. Wall hours are job-hours / {PARALLEL} x "
+            f"{factor:.2f}, the reference run's wall time over its training job-seconds so "
+            "estimated (evaluation, start-up and the language branch folded in). Arms in the "
+            "order they decide most per hour.",
+            "",
+            head,
+            body,
+            "",
+            f"Everything: {total:.1f} h on 2 cores. Within {BUDGET_H:g} h: the rows marked yes "
+            f"({fits.sum()} arms). The rest would cost {total - BUDGET_H:.1f} h more "
+            f"({len(beyond)} arms: {', '.join(beyond.arm) or 'none'}).",
+            "",
+        ]
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python tools/budget_plan.py",
-                                     description=__doc__.splitlines()[0])  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python tools/budget_plan.py", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--out", type=Path, help="write the plan here (default: print it)")
     args = parser.parse_args(argv)
     text = markdown()

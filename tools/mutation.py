@@ -79,8 +79,9 @@ def read_results() -> dict[str, str]:
     """Mutant name -> status from `mutmut results --all true` (none before a first run)."""
     if not (ROOT / "mutants").exists():
         return {}
-    out = subprocess.run(["mutmut", "results", "--all", "true"], cwd=ROOT, capture_output=True,
-                         text=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        ["mutmut", "results", "--all", "true"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
     return {m["name"]: m["status"] for m in map(LINE.match, out.splitlines()) if m}
 
 
@@ -107,8 +108,9 @@ def shard_progress(results: dict[str, str]) -> pd.DataFrame:
     rows = []
     for shard in SHARDS:
         mine = [st for n, st in results.items() if shard_of(n) == shard]
-        rows.append({"shard": shard, "mutants": len(mine),
-                     "checked": sum(st not in TO_DO for st in mine)})  # fmt: skip
+        rows.append(
+            {"shard": shard, "mutants": len(mine), "checked": sum(st not in TO_DO for st in mine)}
+        )
     return pd.DataFrame(rows)
 
 
@@ -144,8 +146,10 @@ def mutated_lines(name: str) -> dict[str, str]:
     kept for the process: a retest matches the rules before its run and again for its table)."""
     out = subprocess.run(["mutmut", "show", name], cwd=ROOT, capture_output=True, text=True)
     lines = out.stdout.splitlines()
-    return {side: "\n".join(line for line in lines if line.startswith(mark))
-            for side, mark in (("added", "+ "), ("removed", "- "))}  # fmt: skip
+    return {
+        side: "\n".join(line for line in lines if line.startswith(mark))
+        for side, mark in (("added", "+ "), ("removed", "- "))
+    }
 
 
 def read_rules() -> list[dict]:
@@ -179,37 +183,59 @@ def score_table(results: dict[str, str], equivalent: dict[str, str]) -> pd.DataF
         names = [n for n in results if module_of(n) == module]
         status = Counter(results[n] for n in names)
         eq = sum(1 for n in names if results[n] != "killed" and n in equivalent)
-        rows.append({
-            "module": module, "mutants": len(names), "killed": status["killed"],
-            "survived": status["survived"] - eq, "no_tests": status["no tests"],
-            "equivalent": eq,
-            "other": ", ".join(f"{k} {v}" for k, v in sorted(status.items())
-                               if k not in ("killed", "survived", "no tests")),
-        })  # fmt: skip
+        rows.append(
+            {
+                "module": module,
+                "mutants": len(names),
+                "killed": status["killed"],
+                "survived": status["survived"] - eq,
+                "no_tests": status["no tests"],
+                "equivalent": eq,
+                "other": ", ".join(
+                    f"{k} {v}"
+                    for k, v in sorted(status.items())
+                    if k not in ("killed", "survived", "no tests")
+                ),
+            }
+        )
     table = pd.DataFrame(rows)
-    total = {c: int(table[c].sum()) for c in ("mutants", "killed", "survived", "no_tests",
-                                              "equivalent")}  # fmt: skip
+    total = {
+        c: int(table[c].sum()) for c in ("mutants", "killed", "survived", "no_tests", "equivalent")
+    }
     table.loc[len(table)] = {"module": "core (all)", **total, "other": ""}
     table["score"] = table.killed / (table.mutants - table.equivalent).clip(lower=1)
     return table
 
 
 def commit() -> str:
-    out = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"], cwd=ROOT,
-                         capture_output=True, text=True)  # fmt: skip
+    out = subprocess.run(
+        ["git", "describe", "--always", "--dirty", "--abbrev=7"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     return out.stdout.strip() or "unknown"
 
 
-def log_sitting(shard: str, before: dict[str, str], after: dict[str, str], minutes: float,
-                started_at: str) -> None:  # fmt: skip
+def log_sitting(
+    shard: str, before: dict[str, str], after: dict[str, str], minutes: float, started_at: str
+) -> None:
     """Append one sitting of a shard (minutes, mutants checked in it, the commit it started
     at: the code mutmut mutated and the tests it copied) to mutants/."""
     sittings = json.loads(SITTINGS.read_text()) if SITTINGS.exists() else []
-    new = [n for n, st in after.items()
-           if st not in TO_DO and before.get(n, "not checked") in TO_DO]  # fmt: skip
+    new = [
+        n for n, st in after.items() if st not in TO_DO and before.get(n, "not checked") in TO_DO
+    ]
     checked = sum(shard_of(n) == shard for n in new)
-    sittings.append({"shard": shard, "minutes": round(minutes, 1), "checked": checked,
-                     "commit": started_at, "date": datetime.date.today().isoformat()})  # fmt: skip
+    sittings.append(
+        {
+            "shard": shard,
+            "minutes": round(minutes, 1),
+            "checked": checked,
+            "commit": started_at,
+            "date": datetime.date.today().isoformat(),
+        }
+    )
     SITTINGS.parent.mkdir(parents=True, exist_ok=True)
     SITTINGS.write_text(json.dumps(sittings, indent=1))
 
@@ -223,10 +249,16 @@ def shard_times(sittings: list[dict], results: dict[str, str]) -> pd.DataFrame:
     for shard in SHARDS:
         mine = [s for s in sittings if s["shard"] == shard]
         timed = [s for s in mine if s["minutes"] is not None]
-        rows.append({"shard": shard, "mutants": int(progress.loc[shard, "mutants"]),
-                     "minutes": round(sum(s["minutes"] for s in timed), 1), "sittings": len(mine),
-                     "untimed_checked": sum(s["checked"] for s in mine if s["minutes"] is None),
-                     "commits": " ".join(sorted({s["commit"] for s in mine}))})  # fmt: skip
+        rows.append(
+            {
+                "shard": shard,
+                "mutants": int(progress.loc[shard, "mutants"]),
+                "minutes": round(sum(s["minutes"] for s in timed), 1),
+                "sittings": len(mine),
+                "untimed_checked": sum(s["checked"] for s in mine if s["minutes"] is None),
+                "commits": " ".join(sorted({s["commit"] for s in mine})),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -235,11 +267,17 @@ def run_mutmut(names: list[str], children: int) -> bool:
     scheduler or `kill` sends it), so that the sitting is still logged (mutmut has saved each
     mutant it finished) and the shard resumes where it stopped."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
     def default_sigint():  # started by `nohup ... &`, this script ignores SIGINT, and so would
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # mutmut, which the stop below interrupts
 
-    proc = subprocess.Popen(["mutmut", "run", "--max-children", str(children), *names], cwd=ROOT,
-                            env=env, start_new_session=True, preexec_fn=default_sigint)  # fmt: skip
+    proc = subprocess.Popen(
+        ["mutmut", "run", "--max-children", str(children), *names],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+        preexec_fn=default_sigint,
+    )
 
     def stop(signum, frame):
         raise KeyboardInterrupt(signal.Signals(signum).name)
@@ -271,29 +309,45 @@ def run_mutmut(names: list[str], children: int) -> bool:
 
 
 DOC = ROOT / "docs" / "testing.md"
-DOC_BLOCK = re.compile(r"<!-- mutation:score begin \(tools/mutation.py --write-docs\) -->.*?"
-                       r"<!-- mutation:score end -->", re.S)  # fmt: skip
+DOC_BLOCK = re.compile(
+    r"<!-- mutation:score begin \(tools/mutation.py --write-docs\) -->.*?"
+    r"<!-- mutation:score end -->",
+    re.S,
+)
 
 
 def docs_block(score: pd.DataFrame, shards: pd.DataFrame) -> str:
     """docs/testing.md's account of the committed score, rendered from the two committed tables
     (held equal to them by tests/test_docs.py): the score per module, then each shard's time."""
-    lines = ["| module | mutants | killed | survived | no test | equivalent | score |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    lines = [
+        "| module | mutants | killed | survived | no test | equivalent | score |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for row in score.itertuples():
         name = row.module.removeprefix("lengen.")
-        lines.append(f"| {'**' + name + '**' if name == 'core (all)' else name} | {row.mutants} "
-                     f"| {row.killed} | {row.survived} | {row.no_tests} | {row.equivalent} "
-                     f"| {row.score:.2f} |")  # fmt: skip
-    lines += ["", "| shard | mutants | minutes on 2 cores | sittings | checked in untimed "
-              "sittings | commits |", "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+        lines.append(
+            f"| {'**' + name + '**' if name == 'core (all)' else name} | {row.mutants} "
+            f"| {row.killed} | {row.survived} | {row.no_tests} | {row.equivalent} "
+            f"| {row.score:.2f} |"
+        )
+    lines += [
+        "",
+        "| shard | mutants | minutes on 2 cores | sittings | checked in untimed "
+        "sittings | commits |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for row in shards.itertuples():
-        lines.append(f"| {row.shard} | {row.mutants} | {row.minutes:.1f} | {row.sittings} "
-                     f"| {row.untimed_checked} | {row.commits} |")  # fmt: skip
+        lines.append(
+            f"| {row.shard} | {row.mutants} | {row.minutes:.1f} | {row.sittings} "
+            f"| {row.untimed_checked} | {row.commits} |"
+        )
     lowest = score[score.module != "core (all)"].sort_values("score").iloc[0]
-    lines += ["", f"Lowest module: {lowest.module.removeprefix('lengen.')} at "
-              f"{lowest.score:.2f}; the whole core at "
-              f"{score[score.module == 'core (all)'].score.iloc[0]:.2f}."]  # fmt: skip
+    lines += [
+        "",
+        f"Lowest module: {lowest.module.removeprefix('lengen.')} at "
+        f"{lowest.score:.2f}; the whole core at "
+        f"{score[score.module == 'core (all)'].score.iloc[0]:.2f}.",
+    ]
     return "\n".join(lines)
 
 
@@ -303,8 +357,10 @@ def write_docs(doc: Path = DOC) -> None:
     text = doc.read_text()
     if not DOC_BLOCK.search(text):
         raise SystemExit(f"{doc}: no <!-- mutation:score begin ... --> block to fill")
-    block = (f"<!-- mutation:score begin (tools/mutation.py --write-docs) -->\n{body}\n"
-             "<!-- mutation:score end -->")  # fmt: skip
+    block = (
+        f"<!-- mutation:score begin (tools/mutation.py --write-docs) -->\n{body}\n"
+        "<!-- mutation:score end -->"
+    )
     doc.write_text(DOC_BLOCK.sub(lambda m: block, text))
 
 
@@ -318,10 +374,14 @@ def main(argv: list[str] | None = None) -> int:
         help="run the last run's surviving mutants again (after adding tests); with modules, "
         "only theirs",
     )
-    parser.add_argument("--keep", action="store_true",
-                        help="reuse the last run's results for unchanged functions")  # fmt: skip
-    parser.add_argument("--shard", choices=sorted(SHARDS),
-                        help="run one shard's mutants not yet checked (resumable)")  # fmt: skip
+    parser.add_argument(
+        "--keep", action="store_true", help="reuse the last run's results for unchanged functions"
+    )
+    parser.add_argument(
+        "--shard",
+        choices=sorted(SHARDS),
+        help="run one shard's mutants not yet checked (resumable)",
+    )
     parser.add_argument("--shards", action="store_true", help="print each shard's progress")
     parser.add_argument("--fresh", action="store_true", help="delete mutants/ first (with --shard)")
     parser.add_argument("--children", type=int, default=os.cpu_count() or 1)
@@ -347,8 +407,9 @@ def main(argv: list[str] | None = None) -> int:
         before = read_results()
         if args.retest:  # the survivors of the named modules (packages), or of the whole core,
             # but not the equivalents: they survive by construction and count in no score
-            mine = {n: st for n, st in before.items()
-                    if survived(st) and in_modules(n, args.modules)}  # fmt: skip
+            mine = {
+                n: st for n, st in before.items() if survived(st) and in_modules(n, args.modules)
+            }
             names = sorted(set(mine) - set(equivalents(mine, read_rules())))
             print(f"retest: {len(names)} survivors ({len(mine) - len(names)} equivalents left out)")
         if args.shard:
@@ -384,8 +445,10 @@ def main(argv: list[str] | None = None) -> int:
     print(table.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
     if out == PARTIAL:
         where = f"written to {out.relative_to(ROOT)}, not {OUT.relative_to(ROOT)}"
-        print(f"\nnot a whole score (shards not finished: {', '.join(left) or 'none'}; "
-              f"or only some modules): {where}")  # fmt: skip
+        print(
+            f"\nnot a whole score (shards not finished: {', '.join(left) or 'none'}; "
+            f"or only some modules): {where}"
+        )
     for reason, n in Counter(equivalent.values()).most_common():
         print(f"\nequivalent ({n}): {reason}")
     survivors = sorted(n for n, st in results.items() if survived(st) and n not in equivalent)

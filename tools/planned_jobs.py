@@ -46,9 +46,22 @@ def _job(block: list[str], root: str, workdir: str) -> dict:
 
 def planned_jobs(tier: str, workdir: Path) -> list[dict]:
     """Every job of `config/<tier>.yaml`'s DAG, from scratch, in workdir."""
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
-           str(workdir), "-n", "-p", "--forceall", "--cores", "2", "--configfile",
-           str(ROOT / "config" / f"{tier}.yaml")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "-n",
+        "-p",
+        "--forceall",
+        "--cores",
+        "2",
+        "--configfile",
+        str(ROOT / "config" / f"{tier}.yaml"),
+    ]
     # a machine of 8 GPUs, whatever this one has (lengen.core.gpus: the GPU tiers' pool)
     env = {**os.environ, "LENGEN_GPUS": ",".join(map(str, range(8)))}
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)

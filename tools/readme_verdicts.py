@@ -55,16 +55,18 @@ def replaced(text: str, new: str, begin: str = BEGIN, end: str = END) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python tools/readme_verdicts.py",
-                                     description=__doc__.splitlines()[0])  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python tools/readme_verdicts.py", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--write", action="store_true", help="replace the block in README.md")
     args = parser.parse_args(argv)
     text = summary()
     new, first = block(text=text), tally(text=text)
     if args.write:
         readme = ROOT / "README.md"
-        readme.write_text(replaced(replaced(readme.read_text(), new), first, TALLY_BEGIN,
-                                   TALLY_END))  # fmt: skip
+        readme.write_text(
+            replaced(replaced(readme.read_text(), new), first, TALLY_BEGIN, TALLY_END)
+        )
     else:
         print(first, new, sep="\n\n")
 

@@ -31,8 +31,9 @@ GPUS = ",".join(map(str, range(8)))  # the golden plans' machine (tests/test_pla
 
 def run(*cmd: str, **env: str) -> str:
     """A command in the project root; its stdout (its stderr passes through)."""
-    proc = subprocess.run(cmd, cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.PIPE,
-                          text=True, check=True)  # fmt: skip
+    proc = subprocess.run(
+        cmd, cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.PIPE, text=True, check=True
+    )
     return proc.stdout
 
 
@@ -41,7 +42,7 @@ def replace_table(path: Path, header: str, table: str) -> None:
     text = path.read_text()
     start = text.index(header)
     end = re.compile(r"\n(?!\|)").search(text, start)
-    text = text[:start] + table.strip() + (text[end.start():] if end else "\n")
+    text = text[:start] + table.strip() + (text[end.start() :] if end else "\n")
     path.write_text(text)
 
 
@@ -56,14 +57,22 @@ def replace_block(path: Path, begin: str, end: str, body: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--smoke-reference", action="store_true",
-                        help="also run the smoke tier from scratch and refresh reference/smoke/")
+    parser.add_argument(
+        "--smoke-reference",
+        action="store_true",
+        help="also run the smoke tier from scratch and refresh reference/smoke/",
+    )
     args = parser.parse_args(argv)
     py = sys.executable
-    replace_table(ROOT / "config" / "README.md", "| key | type |",
-                  run(py, "-m", "lengen.config.keys"))  # fmt: skip
-    replace_block(ROOT / "docs" / "rules.md", "<!-- rules: begin", "<!-- rules: end -->",
-                  run(py, "-m", "lengen.report.rules"))  # fmt: skip
+    replace_table(
+        ROOT / "config" / "README.md", "| key | type |", run(py, "-m", "lengen.config.keys")
+    )
+    replace_block(
+        ROOT / "docs" / "rules.md",
+        "<!-- rules: begin",
+        "<!-- rules: end -->",
+        run(py, "-m", "lengen.report.rules"),
+    )
     run(py, "tools/readme_verdicts.py", "--write")
     run(py, "tools/planned_jobs.py", "--write", LENGEN_GPUS=GPUS)
     if args.smoke_reference:
@@ -71,8 +80,10 @@ def main(argv: list[str] | None = None) -> None:
         shutil.rmtree(ROOT / "reports" / "smoke", ignore_errors=True)
         run(py, "-m", "snakemake", "--cores", "all", "--configfile", "config/smoke.yaml")
         run(py, "-m", "lengen.report.refresh", "--configfile", "config/smoke.yaml")
-    print("rewritten: config/README.md, docs/rules.md, README.md's verdicts, tests/golden/plans/"
-          + (", reference/smoke/" if args.smoke_reference else ""))
+    print(
+        "rewritten: config/README.md, docs/rules.md, README.md's verdicts, tests/golden/plans/"
+        + (", reference/smoke/" if args.smoke_reference else "")
+    )
 
 
 if __name__ == "__main__":

@@ -36,16 +36,28 @@ def names(source: str, setting: str) -> list[int]:
         tree = ast.parse(source)
     except SyntaxError:  # a Snakefile / .smk: its tokens
         tokens = tokenize.generate_tokens(io.StringIO(source).readline)
-        return sorted({t.start[0] for t in tokens
-                       if (t.type == tokenize.NAME and t.string == setting)
-                       or (t.type == tokenize.STRING
-                           and t.string.strip("\"'") == setting)})  # fmt: skip
-    return sorted({node.lineno for node in ast.walk(tree)
-                   if (isinstance(node, ast.Attribute) and node.attr == setting)
-                   or (isinstance(node, ast.keyword) and node.arg == setting)
-                   or (isinstance(node, ast.Constant) and node.value == setting)
-                   or (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
-                       and node.target.id == setting)})  # fmt: skip
+        return sorted(
+            {
+                t.start[0]
+                for t in tokens
+                if (t.type == tokenize.NAME and t.string == setting)
+                or (t.type == tokenize.STRING and t.string.strip("\"'") == setting)
+            }
+        )
+    return sorted(
+        {
+            node.lineno
+            for node in ast.walk(tree)
+            if (isinstance(node, ast.Attribute) and node.attr == setting)
+            or (isinstance(node, ast.keyword) and node.arg == setting)
+            or (isinstance(node, ast.Constant) and node.value == setting)
+            or (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and node.target.id == setting
+            )
+        }
+    )
 
 
 def route(setting: str, task: str) -> dict[str, list[int]]:

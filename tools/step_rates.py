@@ -44,8 +44,11 @@ def kind_of(log: Path, kinds: list[str]) -> str | None:
     """The estimate's job kind of `<logs>/<experiment>/train_<variant>_<setting>_seed<k>.log`:
     the longest kind whose variant (and setting) the file name starts with."""
     rest = log.stem.removeprefix("train_") + "_"
-    found = [k for k in kinds if k.split("/")[0] == log.parent.name
-             and rest.startswith("_".join(k.split("/")[1:]) + "_")]  # fmt: skip
+    found = [
+        k
+        for k in kinds
+        if k.split("/")[0] == log.parent.name and rest.startswith("_".join(k.split("/")[1:]) + "_")
+    ]
     return max(found, key=len, default=None)
 
 
@@ -60,9 +63,16 @@ def rates(logs: Path, estimate: dict) -> list[dict]:
         if kind is None or not done:
             continue
         steps, seconds = sum(n for n, _ in done), sum(t for _, t in done)
-        rows.append({"job": f"{log.parent.name}/{log.stem}", "kind": kind, "steps": steps,
-                     "s_per_step": seconds / steps, "estimate_s_per_step": per_step[kind],
-                     "ratio": seconds / steps / per_step[kind]})  # fmt: skip
+        rows.append(
+            {
+                "job": f"{log.parent.name}/{log.stem}",
+                "kind": kind,
+                "steps": steps,
+                "s_per_step": seconds / steps,
+                "estimate_s_per_step": per_step[kind],
+                "ratio": seconds / steps / per_step[kind],
+            }
+        )
     return rows
 
 
@@ -74,14 +84,18 @@ def main(argv: list[str] | None = None) -> list[dict]:
     rows = rates(args.logs, json.loads(args.estimate.read_text()))
     print(f"{'job':45s} {'steps':>7s} {'s/step':>8s} {'estimate':>8s} {'ratio':>6s}")
     for r in rows:
-        print(f"{r['job']:45s} {r['steps']:7d} {r['s_per_step']:8.4f} "
-              f"{r['estimate_s_per_step']:8.4f} {r['ratio']:6.2f}")  # fmt: skip
+        print(
+            f"{r['job']:45s} {r['steps']:7d} {r['s_per_step']:8.4f} "
+            f"{r['estimate_s_per_step']:8.4f} {r['ratio']:6.2f}"
+        )
     if rows:
         steps = sum(r["steps"] for r in rows)
         measured = sum(r["s_per_step"] * r["steps"] for r in rows)
         estimated = sum(r["estimate_s_per_step"] * r["steps"] for r in rows)
-        print(f"all: {steps} steps, {measured / 3600:.2f} h measured against "
-              f"{estimated / 3600:.2f} h estimated: {measured / estimated:.2f}x")
+        print(
+            f"all: {steps} steps, {measured / 3600:.2f} h measured against "
+            f"{estimated / 3600:.2f} h estimated: {measured / estimated:.2f}x"
+        )
     return rows
 
 

@@ -99,8 +99,11 @@ def trainer_steps(fused: dict, cfg: dict, root: Path = ROOT) -> dict[str, float]
     one keep their own measured step."""
     bench = json.loads((root / fused["file"]).read_text())
     mode = fused.get("compile", "none")
-    per_token = {(r["group"], r["runs"]): r["ms_per_step"] / 1e3 / r["real_tokens_per_step"]
-                 for r in bench["rows"] if r["compile"] == mode}  # fmt: skip
+    per_token = {
+        (r["group"], r["runs"]): r["ms_per_step"] / 1e3 / r["real_tokens_per_step"]
+        for r in bench["rows"]
+        if r["compile"] == mode
+    }
     out = {}
     for kind, tokens in tokens_per_step(fused["tokens_from"], root).items():
         experiment, variant = kind.split("/")[:2]
@@ -154,8 +157,9 @@ def table(root: Path = ROOT) -> str:
         how = entry["how"] if "seconds" in entry else f"{entry['how']} (`{entry['estimate']}`)"
         if "slowdown_from" in entry:  # the ratio from its file, not typed beside it
             how += f"; x {slowdown(entry, root):.2f} (`{entry['slowdown_from']}`)"
-        lines.append(f"| `{key}` | {text(entry, root)} | {entry['date']} | {entry['machine']} | "
-                     f"{how} |")  # fmt: skip
+        lines.append(
+            f"| `{key}` | {text(entry, root)} | {entry['date']} | {entry['machine']} | {how} |"
+        )
     return "\n".join(lines)
 
 

@@ -36,11 +36,19 @@ def _stream(args: argparse.Namespace):
 
 def _common(p: argparse.ArgumentParser) -> None:
     """Options every sampler takes."""
-    p.add_argument("--n", type=positive_int, default=1,
-                   help=f"number of examples, printed {CHUNK:,} at a time (beyond the first "
-                   f"{CHUNK:,}, drawn from the seed's next streams)")  # fmt: skip
-    p.add_argument("--seed", type=nonnegative_int, default=0,
-                   help="the draw's seed: the same seed, the same examples")  # fmt: skip
+    p.add_argument(
+        "--n",
+        type=positive_int,
+        default=1,
+        help=f"number of examples, printed {CHUNK:,} at a time (beyond the first "
+        f"{CHUNK:,}, drawn from the seed's next streams)",
+    )
+    p.add_argument(
+        "--seed",
+        type=nonnegative_int,
+        default=0,
+        help="the draw's seed: the same seed, the same examples",
+    )
 
 
 def _unreadable(path: Path) -> str | None:
@@ -83,8 +91,10 @@ def _text(args: argparse.Namespace) -> str:
     try:
         text = args.text.read_text(encoding="utf-8") if args.text.is_file() else ""
     except UnicodeDecodeError as err:
-        args.parser.error(f"--text {args.text}: not UTF-8 text ({err}); convert it first, e.g. "
-                          f"iconv -f latin1 -t utf-8")  # fmt: skip
+        args.parser.error(
+            f"--text {args.text}: not UTF-8 text ({err}); convert it first, e.g. "
+            f"iconv -f latin1 -t utf-8"
+        )
     if not text.strip():
         args.parser.error(f"--text {args.text}: missing or empty; give a file of text")
     return text
@@ -96,12 +106,16 @@ def _check_fits(args: argparse.Namespace, models: dict, tokens: np.ndarray) -> N
     for name, model in models.items():
         config = model.hf.config
         if tokens.size and int(tokens.max()) >= config.vocab_size:
-            args.parser.error(f"{source}: token id {int(tokens.max())} is beyond {name}'s "
-                              f"vocabulary of {config.vocab_size}")  # fmt: skip
+            args.parser.error(
+                f"{source}: token id {int(tokens.max())} is beyond {name}'s "
+                f"vocabulary of {config.vocab_size}"
+            )
         positions = getattr(config, "max_position_embeddings", None)
         if positions and args.long_len > positions:
-            args.parser.error(f"--long-len {args.long_len} is beyond {name}'s "
-                              f"{positions} positions (max_position_embeddings)")  # fmt: skip
+            args.parser.error(
+                f"--long-len {args.long_len} is beyond {name}'s "
+                f"{positions} positions (max_position_embeddings)"
+            )
 
 
 def _check_memory(args: argparse.Namespace, models: dict) -> None:
@@ -170,8 +184,9 @@ def _setup(args: argparse.Namespace) -> None:
 @one_line_errors
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `lengen` command."""
-    parser = argparse.ArgumentParser(prog="lengen", description=first_paragraph(__doc__),
-                                     formatter_class=HelpDefaults)  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="lengen", description=first_paragraph(__doc__), formatter_class=HelpDefaults
+    )
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser(
         "influence",
@@ -186,13 +201,19 @@ def main(argv: list[str] | None = None) -> None:
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--tokens", type=Path, help="uint16 token file (as the pipeline's)")
     source.add_argument("--text", type=Path, help="text, tokenized by the first model's tokenizer")
-    p.add_argument("--long-len", type=positive_int, default=128,
-                   help="Lbar, the long context, tokens")  # fmt: skip
-    p.add_argument("--short-len", type=positive_int, default=64,
-                   help="L, the short context, tokens")  # fmt: skip
+    p.add_argument(
+        "--long-len", type=positive_int, default=128, help="Lbar, the long context, tokens"
+    )
+    p.add_argument(
+        "--short-len", type=positive_int, default=64, help="L, the short context, tokens"
+    )
     p.add_argument("--k", type=positive_int, default=5, help="influential tokens")
-    p.add_argument("--n-examples", type=positive_int, default=100,
-                   help="sequences of --long-len consecutive tokens scored")  # fmt: skip
+    p.add_argument(
+        "--n-examples",
+        type=positive_int,
+        default=100,
+        help="sequences of --long-len consecutive tokens scored",
+    )
     p.add_argument(
         "--masks-per-pass",
         type=positive_int,
@@ -215,13 +236,17 @@ def main(argv: list[str] | None = None) -> None:
     setup.add_argument("--configfile", required=True, type=Path, help="the tier's config")
     setup.add_argument("--dry-run", action="store_true", help="say what would be fetched")
     setup.set_defaults(fn=_setup, parser=setup)
-    sample = sub.add_parser("sample", help="print a task's examples as JSON lines, as the model "
-                            "is fed them at test time", formatter_class=HelpDefaults)  # fmt: skip
+    sample = sub.add_parser(
+        "sample",
+        help="print a task's examples as JSON lines, as the model is fed them at test time",
+        formatter_class=HelpDefaults,
+    )
     samplers = sample.add_subparsers(dest="task", required=True)
     for name, task in tasks.REGISTRY.items():  # every task that can print its examples
         if hasattr(task, "sample_records"):
-            p = samplers.add_parser(name, help=task.__doc__.splitlines()[0],
-                                    formatter_class=HelpDefaults)  # fmt: skip
+            p = samplers.add_parser(
+                name, help=task.__doc__.splitlines()[0], formatter_class=HelpDefaults
+            )
             task.add_sample_arguments(p)
             _common(p)
             p.set_defaults(fn=task.sample_records, parser=p)

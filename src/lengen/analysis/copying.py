@@ -53,9 +53,13 @@ def head_scores(model, vocab_size: int, half: int, n: int, seed: int) -> pd.Data
     prev = probs[:, :, :, q, queries - 1].mean(dim=(1, 3))  # (L, H)
     induction = probs[:, :, :, q, queries - half + 1].mean(dim=(1, 3))
     rows = [
-        {"layer": layer, "head": head, "prev_token": float(prev[layer, head]),
-         "induction": float(induction[layer, head])}
+        {
+            "layer": layer,
+            "head": head,
+            "prev_token": float(prev[layer, head]),
+            "induction": float(induction[layer, head]),
+        }
         for layer in range(prev.shape[0])
         for head in range(prev.shape[1])
-    ]  # fmt: skip
+    ]
     return pd.DataFrame(rows)

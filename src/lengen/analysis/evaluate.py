@@ -40,8 +40,10 @@ def evaluate(model_path: Path, testset: Path, batch_size: int, out: Path) -> pd.
     spec, model = parse_spec(saved["spec"]), model_from_saved(saved, device)
     task = tasks.get(spec.experiment)
     progress = partial(tqdm, desc="eval", mininterval=5)
-    rows = [{**row, **training_outcome(saved)} for row in task.score(model, spec, testset,
-                                                                     batch_size, progress)]
+    rows = [
+        {**row, **training_outcome(saved)}
+        for row in task.score(model, spec, testset, batch_size, progress)
+    ]
     setup = {"spec": spec.source, "testset": task.testset_config(testset), "batch_size": batch_size}
     table = provenance.stamp(pd.DataFrame(rows), setup, spec.seed)
     _write_and_log(table, spec, model_path, out)
@@ -186,8 +188,13 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--batch-size", type=int, default=128)
     r.add_argument("--out", type=Path, required=True)
     g = sub.add_parser("generate", help="score a scratchpad-task model by greedy generation")
-    g.add_argument("--model", type=Path, nargs="+", required=True,
-                   help="a model.pt, or a fused group's (decoded as one model)")  # fmt: skip
+    g.add_argument(
+        "--model",
+        type=Path,
+        nargs="+",
+        required=True,
+        help="a model.pt, or a fused group's (decoded as one model)",
+    )
     g.add_argument("--eval", required=True, help="JSON of the eval config section")
     g.add_argument("--seed", type=int, required=True, help="test-set seed (the config's)")
     g.add_argument("--out", type=Path, nargs="+", required=True, help="one per --model")

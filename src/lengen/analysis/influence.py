@@ -42,8 +42,9 @@ def attention_mask(keep: torch.Tensor) -> torch.Tensor:
     return (mask | torch.eye(T, dtype=torch.bool, device=keep.device)[None])[:, None]
 
 
-def target_logprob(model, x: torch.Tensor, keep: torch.Tensor,
-                   rows_per_pass: int | None = None) -> torch.Tensor:  # fmt: skip
+def target_logprob(
+    model, x: torch.Tensor, keep: torch.Tensor, rows_per_pass: int | None = None
+) -> torch.Tensor:
     """log p(X_Lbar | unmasked X_1..X_{Lbar-1}) for each keep row (B, Lbar - 1): (B,).
     rows_per_pass bounds the memory: at most that many masked copies of the sequence per forward
     (activations grow with rows x Lbar tokens); None: every row in one forward."""
@@ -109,8 +110,9 @@ class HFCausalLM(torch.nn.Module):
         return out.last_hidden_state
 
 
-def loo_logprob(model, x: torch.Tensor, short_len: int, rows_per_pass: int | None = None
-                ) -> torch.Tensor:  # fmt: skip
+def loo_logprob(
+    model, x: torch.Tensor, short_len: int, rows_per_pass: int | None = None
+) -> torch.Tensor:
     """target_logprob with each far token left out in turn (Eq. 6's candidates), (n_far,): the
     masks made rows_per_pass at a time (None: all at once), never more."""
     long_len = len(x)
@@ -167,7 +169,7 @@ def analyse(
                         "L_short_sparse": l_sparse,
                         "short_minus_long": l_short - l_long,
                         "short_minus_sparse": l_short - l_sparse,
-                    }  # fmt: skip
+                    }
                 )
     return pd.DataFrame(rows)
 
@@ -185,12 +187,15 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     cfg = json.loads(args.influence)
     device = eval_device()
-    saved = {"h_short": read_model_file(args.short, device),
-             "h_long": read_model_file(args.long, device)}  # fmt: skip
+    saved = {
+        "h_short": read_model_file(args.short, device),
+        "h_long": read_model_file(args.long, device),
+    }
     models = {name: model_from_saved(s, device) for name, s in saved.items()}
     seed = parse_spec(saved["h_short"]["spec"]).seed
-    examples = consecutive_chunks(load_tokens(args.tokens), cfg["long_len"], cfg["n_examples"],
-                                  cfg["offset"])  # fmt: skip
+    examples = consecutive_chunks(
+        load_tokens(args.tokens), cfg["long_len"], cfg["n_examples"], cfg["offset"]
+    )
     table = analyse(models, examples, cfg["short_len"], cfg["k"])
     setup = {"influence": cfg, "models": [str(args.short), str(args.long)]}
     table = provenance.stamp(table, setup, seed)

@@ -88,16 +88,27 @@ def window_table(
     full = window_nll(model, chunks, batch_size)[:, window:]  # targets window + 1 .. Lbar
     slid = sliding_windows(chunks, window)
     parts = range(0, len(slid), batch_size * 8)
-    last = [window_nll(model, slid[i : i + batch_size * 8], batch_size)[:, -1]
-            for i in tqdm(parts, desc="sliding window", disable=not progress)]  # fmt: skip
+    last = [
+        window_nll(model, slid[i : i + batch_size * 8], batch_size)[:, -1]
+        for i in tqdm(parts, desc="sliding window", disable=not progress)
+    ]
     sliding = np.concatenate(last).reshape(n, beyond)
     return pd.DataFrame(
-        [{"context": name, "context_tokens": tokens, "chunk": c, "nll": float(nll[c].mean()),
-          "n_targets": beyond}
-         for name, tokens, nll in (("full", chunks.shape[1] - 1, full),
-                                   ("window", window, sliding))
-         for c in range(n)]
-    )  # fmt: skip
+        [
+            {
+                "context": name,
+                "context_tokens": tokens,
+                "chunk": c,
+                "nll": float(nll[c].mean()),
+                "n_targets": beyond,
+            }
+            for name, tokens, nll in (
+                ("full", chunks.shape[1] - 1, full),
+                ("window", window, sliding),
+            )
+            for c in range(n)
+        ]
+    )
 
 
 def perplexity_table(
@@ -114,9 +125,15 @@ def perplexity_table(
         for length in tqdm(lengths, desc=f"perplexity {name}"):
             nll = window_nll(model, split_windows(chunks, length), batch_size)
             per_chunk.append(
-                pd.DataFrame({"model": f"h_{name}", "eval_length": length,
-                              "chunk": np.arange(len(chunks)), "nll": chunk_nll(nll, len(chunks))})
-            )  # fmt: skip
+                pd.DataFrame(
+                    {
+                        "model": f"h_{name}",
+                        "eval_length": length,
+                        "chunk": np.arange(len(chunks)),
+                        "nll": chunk_nll(nll, len(chunks)),
+                    }
+                )
+            )
             rows.append(
                 {
                     "model": f"h_{name}",
@@ -128,7 +145,7 @@ def perplexity_table(
                     "paper_perplexity": PAPER.get((name, length), float("nan")),
                     "seed": spec.seed,
                     **training_outcome(saved),
-                }  # fmt: skip
+                }
             )
     return pd.DataFrame(rows), pd.concat(per_chunk, ignore_index=True)
 
@@ -136,8 +153,9 @@ def perplexity_table(
 # pragma: no mutate block  (CLI wiring: tested through the workflow in subprocesses)
 def main_window(argv: list[str]) -> None:
     """CLI `window`: write one model's full-context vs sliding-window NLL per chunk."""
-    parser = argparse.ArgumentParser(prog="lengen.analysis.perplexity window",
-                                     description=window_table.__doc__.splitlines()[0])  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="lengen.analysis.perplexity window", description=window_table.__doc__.splitlines()[0]
+    )
     parser.add_argument("--model", type=Path, required=True, help="model.pt (h_short)")
     parser.add_argument("--name", default="h_short", help="the model column's value")
     parser.add_argument("--tokens", type=Path, required=True, help="validation.bin")
@@ -173,8 +191,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     cfg = json.loads(args.eval)
     models = {"short": args.short, "long": args.long}
-    table, chunks = perplexity_table(models, load_tokens(args.tokens), cfg["lengths"],
-                                     cfg["n_chunks"], cfg["batch_size"])  # fmt: skip
+    table, chunks = perplexity_table(
+        models, load_tokens(args.tokens), cfg["lengths"], cfg["n_chunks"], cfg["batch_size"]
+    )
     setup = {"eval": cfg, "models": [str(p) for p in models.values()]}
     table = provenance.stamp(table, setup, table["seed"].iloc[0])
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -182,8 +201,10 @@ def main(argv: list[str] | None = None) -> None:
     provenance.stamp(chunks, setup, table["seed"].iloc[0]).to_csv(args.out_chunks, index=False)
     wide = table.pivot(index="model", columns="eval_length", values="perplexity")
     paper = table.pivot(index="model", columns="eval_length", values="paper_perplexity")
-    lines = ["| model (train context) | " + " | ".join(f"eval {c} (paper)" for c in wide) + " |",
-             "| --- |" + " --- |" * len(wide.columns)]  # fmt: skip
+    lines = [
+        "| model (train context) | " + " | ".join(f"eval {c} (paper)" for c in wide) + " |",
+        "| --- |" + " --- |" * len(wide.columns),
+    ]
     for model in wide.index:
         ctx = table.loc[table.model == model, "train_context"].iloc[0]
         cells = [f"{wide.loc[model, c]:.2f} ({paper.loc[model, c]:.2f})" for c in wide.columns]
@@ -206,8 +227,9 @@ def log_to_models(table: pd.DataFrame, models: dict[str, Path], files: list[Path
         uri = json.loads((path.parent / "spec.json").read_text())["tracking"]["uri"]
         rows = table[table.model == f"h_{which}"]
         tracking.resume_run(uri, run_file)
-        tracking.log_metrics({f"perplexity_len{r.eval_length}": r.perplexity
-                              for r in rows.itertuples()})  # fmt: skip
+        tracking.log_metrics(
+            {f"perplexity_len{r.eval_length}": r.perplexity for r in rows.itertuples()}
+        )
         for f in files:
             tracking.log_artifact(f)
         tracking.end_run()

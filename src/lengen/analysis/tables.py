@@ -31,8 +31,10 @@ def read_eval_table(path: Path, lengths: dict[str, list[int]] | None = None) -> 
     with open(path, "rb") as f:  # a table is written whole, its last line ended
         f.seek(max(0, Path(path).stat().st_size - 1))
         if f.read(1) not in (b"\n", b""):
-            raise TableError(f"{path}: its last line is cut (no line end: a kill or a full disk "
-                             f"stopped its writing, perhaps inside a value); {fix}")  # fmt: skip
+            raise TableError(
+                f"{path}: its last line is cut (no line end: a kill or a full disk "
+                f"stopped its writing, perhaps inside a value); {fix}"
+            )
     try:
         table = pd.read_csv(path, dtype=provenance.DTYPES)
     except Exception as err:  # noqa: BLE001 - empty file, bad quoting
@@ -48,8 +50,10 @@ def read_eval_table(path: Path, lengths: dict[str, list[int]] | None = None) -> 
     bad += [c for c in provenance.COLUMNS if c in table and c not in bad and table[c].isna().any()]
     if bad or not table["accuracy"].between(0, 1).all():
         where = bad or ["accuracy"]
-        raise TableError(f"{path}: empty, non-integer or out-of-range values in {where} (a file "
-                         f"cut mid-line?); {fix}")  # fmt: skip
+        raise TableError(
+            f"{path}: empty, non-integer or out-of-range values in {where} (a file "
+            f"cut mid-line?); {fix}"
+        )
     table = table.astype({c: "int64" for c in columns[:-1]})
     if lengths is not None:
         check_lengths(table, lengths, path, fix)
@@ -60,8 +64,10 @@ def check_lengths(table: pd.DataFrame, lengths: dict[str, list[int]], path: Path
     """The grid the config asks for: each variant's rows at exactly its eval lengths."""
     for variant, rows in table.groupby("variant") if "variant" in table else [("", table)]:
         if variant not in lengths:
-            raise TableError(f"{path}: variant {variant!r} is not one the config scores "
-                             f"({sorted(lengths)}); {fix}")  # fmt: skip
+            raise TableError(
+                f"{path}: variant {variant!r} is not one the config scores "
+                f"({sorted(lengths)}); {fix}"
+            )
         got, want = set(rows["length"]), set(lengths[variant])
         if got != want:
             missing, extra = sorted(want - got), sorted(got - want)
@@ -86,8 +92,9 @@ def check_runs(paths: list[Path], parts: list[pd.DataFrame]) -> None:
         want = "/".join(Path(path).parts[-4:-1])
         fix = f"delete {path} (and the model.pt beside it if it is another run's) and rerun"
         if Path(path).parent.name.startswith("seed") and runs != [want]:
-            raise TableError(f"{path}: holds run {', '.join(runs)}, its folder is run {want}; "
-                             f"{fix}")  # fmt: skip
+            raise TableError(
+                f"{path}: holds run {', '.join(runs)}, its folder is run {want}; {fix}"
+            )
         for run in runs:
             if run in seen:
                 raise TableError(f"{path}: run {run} is already in {seen[run]}; {fix}")
@@ -107,8 +114,10 @@ def combine(
     # every model of a variant is scored on the same test grid (a variant may have its own eval
     # lengths: config variants.<v>.section.eval)
     variant = [str(t["variant"].iloc[0]) if "variant" in t and len(t) else "" for t in parts]
-    full = {v: max((g for g, w in zip(grids, variant, strict=True) if w == v), key=len)
-            for v in set(variant)}  # fmt: skip
+    full = {
+        v: max((g for g, w in zip(grids, variant, strict=True) if w == v), key=len)
+        for v in set(variant)
+    }
     for path, grid, v in zip(tables, grids, variant, strict=True):
         if grid != full[v]:
             raise TableError(
@@ -138,8 +147,12 @@ def main(argv: list[str] | None = None) -> None:
     c = sub.add_parser("combine")
     c.add_argument("--tables", nargs="+", type=Path, required=True)
     c.add_argument("--out", type=Path, required=True)
-    c.add_argument("--lengths", type=json.loads, default=None,
-                   help="JSON {variant: [eval lengths]}: the grid the config asks for")  # fmt: skip
+    c.add_argument(
+        "--lengths",
+        type=json.loads,
+        default=None,
+        help="JSON {variant: [eval lengths]}: the grid the config asks for",
+    )
     args = parser.parse_args(argv)
     if args.cmd == "testset":
         tasks.get(args.experiment).write_testset(json.loads(args.eval), args.n, args.seed, args.out)

@@ -242,5 +242,8 @@ class TheoryConfig:
 
     L: int = setting(doc="maximum training length (L >= 4 L_local)", minimum=8, multipleOf=2)
     test_lengths: tuple[int, ...] = setting(
-        doc="test lengths Lbar of the exact risks (Lbar >= 2L, Prop. C.3)", items={"minimum": 2},
-        minItems=1, uniqueItems=True)  # fmt: skip
+        doc="test lengths Lbar of the exact risks (Lbar >= 2L, Prop. C.3)",
+        items={"minimum": 2},
+        minItems=1,
+        uniqueItems=True,
+    )

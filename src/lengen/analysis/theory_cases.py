@@ -108,9 +108,13 @@ def drop_locality(L: int) -> Case:
         return uniform(gap_sets(n, 1) + extra)
 
     return Case(
-        "a", "locality", _ensemble("C.3(a)", q_pos), [g00, g01], [G1],
+        "a",
+        "locality",
+        _ensemble("C.3(a)", q_pos),
+        [g00, g01],
+        [G1],
         "risk minimiser h_{g00,g1} has error Omega(1) for Lbar >= 2L",
-    )  # fmt: skip
+    )
 
 
 def drop_relativity(L: int) -> Case:
@@ -122,9 +126,13 @@ def drop_relativity(L: int) -> Case:
     )
     q_pos = lambda n: uniform(gap_sets(n, 1))  # noqa: E731
     return Case(
-        "b", "relativity", _ensemble("C.3(b)", q_pos), [g00, g01], [G1],
+        "b",
+        "relativity",
+        _ensemble("C.3(b)", q_pos),
+        [g00, g01],
+        [G1],
         "risk minimiser h_{g01,g1} has error Omega(1) for l >= L + 1",
-    )  # fmt: skip
+    )
 
 
 def _mixture(n: int, p_adjacent: float) -> dict[tuple[int, ...], float]:
@@ -165,9 +173,13 @@ def drop_coverage(L: int) -> Case:
     g01 = _key("g01", lambda S, x: _is22(x) & np.isin(diameter(S), (1, 2)))
     q_pos = lambda n: uniform(gap_sets(n, 1) if n <= L else gap_sets(n, 2))  # noqa: E731
     return Case(
-        "d", "coverage", _ensemble("C.3(d)", q_pos), [g00, g01], [G1],
+        "d",
+        "coverage",
+        _ensemble("C.3(d)", q_pos),
+        [g00, g01],
+        [G1],
         "risk minimiser h_{g00,g1} has error Omega(1) for l > L",
-    )  # fmt: skip
+    )
 
 
 # --- Theorem 4.3, positive side ------------------------------------------------------------------
@@ -198,8 +210,9 @@ def local_table_class() -> tuple[list[Fn], list[Fn]]:
         table = np.zeros((3, 3))
         for v, (a, b) in zip(bits, itertools.product(V, V), strict=True):
             table[a, b] = v
-        vals.append(Fn("V" + "".join(str(int(v)) for v in bits),
-                       lambda x, t=table: t[x[..., 0], x[..., 1]]))  # fmt: skip
+        vals.append(
+            Fn("V" + "".join(str(int(v)) for v in bits), lambda x, t=table: t[x[..., 0], x[..., 1]])
+        )
     return keys, vals
 
 
@@ -220,14 +233,22 @@ def positive_case(delta: float = 0.0) -> Case:
     def q_pos(n: int):
         return uniform(gap_sets(n, 1)) if n <= 2 else _mixture(n, 0.5)
 
-    ens = _ensemble("positive", q_pos, q_voc={(2, 2): 0.5, (2, 1): 0.5},
-                    g_star=lambda z: 1 - delta if z == (2, 2) else delta)  # fmt: skip
+    ens = _ensemble(
+        "positive",
+        q_pos,
+        q_voc={(2, 2): 0.5, (2, 1): 0.5},
+        g_star=lambda z: 1 - delta if z == (2, 2) else delta,
+    )
     name = "positive" if delta == 0 else f"positive, delta={delta:g}"
     return Case(
-        name, "none", ens, g_key, g_val,
+        name,
+        "none",
+        ens,
+        g_key,
+        g_val,
         f"Theorem 4.3: test risk <= eta_L eta_Lbar L Lbar^2 delta (delta = {delta:g})",
         delta=delta,
-    )  # fmt: skip
+    )
 
 
 # --- position coupling (Prop. 4.4 / D.2) ---------------------------------------------------------
@@ -265,13 +286,19 @@ def coupling_values() -> list[Fn]:
 def windowed_case(L: int) -> Case:
     """Plain relative class without locality: attend to the pattern within distance D, for every
     D <= 2 L, or at any distance. Windows D >= L - 1 fit every training length."""
-    keys = [_key(f"window{D}", lambda S, x, D=D: _match(x) & (diameter(S) <= D))
-            for D in range(1, 2 * L + 1)]  # fmt: skip
+    keys = [
+        _key(f"window{D}", lambda S, x, D=D: _match(x) & (diameter(S) <= D))
+        for D in range(1, 2 * L + 1)
+    ]
     keys.append(_key("any distance", lambda S, x: _match(x)))
     return Case(
-        "coupling: plain", "locality (non-local planted pair)", coupling_ensemble(), keys,
-        coupling_values(), "without coupling, some risk minimisers fail at longer lengths",
-    )  # fmt: skip
+        "coupling: plain",
+        "locality (non-local planted pair)",
+        coupling_ensemble(),
+        keys,
+        coupling_values(),
+        "without coupling, some risk minimisers fail at longer lengths",
+    )
 
 
 def position_independent_keys() -> list[Fn]:
@@ -354,9 +381,14 @@ def coupled_case() -> Case:
     keys = [pc_key(g) for g in position_independent_keys()]
     vals = [pc_value(g) for g in coupling_values()]
     return Case(
-        "coupling: PC", "none (position coupled)", coupling_ensemble(), keys, vals,
-        "Prop. 4.4: PC[H_attn] length-generalizes on PC[P]", couple=True,
-    )  # fmt: skip
+        "coupling: PC",
+        "none (position coupled)",
+        coupling_ensemble(),
+        keys,
+        vals,
+        "Prop. 4.4: PC[H_attn] length-generalizes on PC[P]",
+        couple=True,
+    )
 
 
 def coupled_planted_sets() -> Ensemble:
@@ -475,9 +507,21 @@ def main(argv: list[str] | None = None) -> None:
     table = provenance.stamp(run(args.L, lengths), setup, COUPLING_SEED)
     args.out_table.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out_table, index=False)
-    cols = ["case", "assumption_dropped", "local", "relative", "realizable", "coverage",
-            "Lbar", "n_minimizers", "train_risk", "test_risk_best", "test_risk_worst", "delta",
-            "theorem_bound"]  # fmt: skip
+    cols = [
+        "case",
+        "assumption_dropped",
+        "local",
+        "relative",
+        "realizable",
+        "coverage",
+        "Lbar",
+        "n_minimizers",
+        "train_risk",
+        "test_risk_best",
+        "test_risk_worst",
+        "delta",
+        "theorem_bound",
+    ]
     markdown = table[cols].to_markdown(index=False, floatfmt=".4g")
     footer = provenance.markdown_line(setup, COUPLING_SEED)
     args.out_table.with_suffix(".md").write_text(f"{markdown}\n\n{footer}\n")

@@ -58,45 +58,71 @@ class Figure:
 
 
 FIGURES: dict[str, Figure] = {  # figure stem -> Figure (Figs. 1-8 of the paper, extras)
-    "fig1_sparse_parity": Figure("sparse_parity", "sparse_parity", "fig1",
-                                 "Fig. 1: sparse parity ({tier} tier, {model})"),
-    "fig7_sparse_parity": Figure("sparse_parity", "sparse_parity", "fig7",
-                                 "Fig. 7: sparse parity ({tier} tier, {model})"),
+    "fig1_sparse_parity": Figure(
+        "sparse_parity", "sparse_parity", "fig1", "Fig. 1: sparse parity ({tier} tier, {model})"
+    ),
+    "fig7_sparse_parity": Figure(
+        "sparse_parity", "sparse_parity", "fig7", "Fig. 7: sparse parity ({tier} tier, {model})"
+    ),
     "sparse_parity_schemes": Figure(
-        "sparse_parity", "sparse_parity", "schemes",
+        "sparse_parity",
+        "sparse_parity",
+        "schemes",
         "Sparse parity, K_train = {k_train}: position schemes (not in the paper; {tier} tier, "
         "{model})",
-        optional=True),
-    "fig2_parity_scratchpad": Figure("parity_scratchpad", "generation", "fig2",
-                                     "Fig. 2: parity with scratchpad, PPC"),
+        optional=True,
+    ),
+    "fig2_parity_scratchpad": Figure(
+        "parity_scratchpad", "generation", "fig2", "Fig. 2: parity with scratchpad, PPC"
+    ),
     "fig8_parity_scratchpad_ablations": Figure(
-        "parity_scratchpad", "generation", "fig8",
+        "parity_scratchpad",
+        "generation",
+        "fig8",
         "Fig. 8: parity with scratchpad, without PPC",
-        optional=True),  # a tier that trains the ablations asks for it (the default tier does not)
+        optional=True,
+    ),  # a tier that trains the ablations asks for it (the default tier does not)
     "fig8_equal_budgets": Figure(
-        "parity_scratchpad", "generation", "fig8_equal",
+        "parity_scratchpad",
+        "generation",
+        "fig8_equal",
         "Parity with scratchpad: PPC and the ablations at equal budgets (not in the paper)",
-        optional=True),
+        optional=True,
+    ),
     "fig3_variable_assignment": Figure(
-        "variable_assignment", "generation", "fig3", "Fig. 3: variable assignment",
-        lettered=("ppc", "no_coupling", "no_scratchpad", "rope_pose")),
+        "variable_assignment",
+        "generation",
+        "fig3",
+        "Fig. 3: variable assignment",
+        lettered=("ppc", "no_coupling", "no_scratchpad", "rope_pose"),
+    ),
     "fig3_equal_budgets": Figure(
-        "variable_assignment", "generation", "fig3_equal",
+        "variable_assignment",
+        "generation",
+        "fig3_equal",
         "Variable assignment: Fig. 3's models at equal budgets (not in the paper)",
-        optional=True),
-    "fig_majority": Figure("majority", "generation", "fig_majority",
-                           "Majority (not in the paper): position schemes"),
+        optional=True,
+    ),
+    "fig_majority": Figure(
+        "majority", "generation", "fig_majority", "Majority (not in the paper): position schemes"
+    ),
     "fig4_influence": Figure(
-        "natural_language", "fig4", None,
+        "natural_language",
+        "fig4",
+        None,
         "Fig. 4: loss recovered by k = {k} influential tokens ({tier} tier, {model})",
-        panels=(("h_short", "h_short"),)),
+        panels=(("h_short", "h_short"),),
+    ),
     "fig6_influence": Figure(
-        "natural_language", "fig6", None,
+        "natural_language",
+        "fig6",
+        None,
         "Fig. 6: loss recovered by k = {k} influential tokens ({tier} tier, {model})",
-        panels=(("h_long", "h_long"), ("h_long", "h_short"), ("h_short", "h_long"))),
+        panels=(("h_long", "h_long"), ("h_long", "h_short"), ("h_short", "h_long")),
+    ),
     "fig5_masks": Figure("natural_language", "fig5", None, ""),
     "theory_figure": Figure("theory", "theory", None, ""),
-}  # fmt: skip
+}
 
 
 def trained_model(section: dict, variants: list[str] | None = None) -> str:
@@ -147,12 +173,16 @@ def diagnostic_figures(cfg: dict) -> dict[str, Figure]:
     k = sp["figures"]["attention"]["k_train"]
     return {
         f"sparse_parity_attention_{v}": Figure(
-            "sparse_parity", "attention", "attention",
+            "sparse_parity",
+            "attention",
+            "attention",
             f"Where <SEP> attends: sparse parity, K_train = {k}, {spec['label']} ({{tier}} tier, "
             "{model})",
-            optional=True, variant=v)
+            optional=True,
+            variant=v,
+        )
         for v, spec in sp["variants"].items()
-    }  # fmt: skip
+    }
 
 
 def all_figures(cfg: dict) -> dict[str, Figure]:

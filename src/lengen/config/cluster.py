@@ -91,8 +91,15 @@ def partitions(partition: str | None) -> list[Partition]:
         if len(fields) != 5:
             continue
         name, cpus, mem, limit, gres = fields
-        found.append(Partition(name.rstrip("*"), int(cpus.rstrip("+")), int(mem.rstrip("+")),
-                               minutes(limit), gres_gpus(gres)))  # fmt: skip
+        found.append(
+            Partition(
+                name.rstrip("*"),
+                int(cpus.rstrip("+")),
+                int(mem.rstrip("+")),
+                minutes(limit),
+                gres_gpus(gres),
+            )
+        )
     if partition and not found:
         known = sorted({p.name for p in partitions(None)})
         raise UnknownPartition(
@@ -139,32 +146,59 @@ def submissions(cfg: dict) -> list[Submission]:
     found = []
     train, ev = jobs["train"], jobs["eval"]
     if steps.get("train"):
-        found.append(Submission(
-            "jobs.train + jobs.eval (a model's training and evaluation, one job)",
-            "jobs.train.max_runtime" if "step_s" in train else "jobs.train.runtime",
-            plan.job_minutes(train, steps["train"]) + plan.job_minutes(ev),
-            plan.job_minutes(train, steps["train"], capped=False) + plan.job_minutes(ev),
-            cfg["runtime"]["gpus_per_job"], "runtime.gpus_per_job",
-            max(train["cpus"], ev["cpus"]), max(train["mem_mb"], ev["mem_mb"]),
-            ("train", "eval")))  # fmt: skip
+        found.append(
+            Submission(
+                "jobs.train + jobs.eval (a model's training and evaluation, one job)",
+                "jobs.train.max_runtime" if "step_s" in train else "jobs.train.runtime",
+                plan.job_minutes(train, steps["train"]) + plan.job_minutes(ev),
+                plan.job_minutes(train, steps["train"], capped=False) + plan.job_minutes(ev),
+                cfg["runtime"]["gpus_per_job"],
+                "runtime.gpus_per_job",
+                max(train["cpus"], ev["cpus"]),
+                max(train["mem_mb"], ev["mem_mb"]),
+                ("train", "eval"),
+            )
+        )
     if steps.get("natural_language_train"):
         nl, n = jobs["natural_language_train"], steps["natural_language_train"]
         key = "natural_language.gpus_per_job"  # (the runtime's where the section sets none)
         gpus = plan.gpus_per_job(cfg)[key]
-        found.append(Submission(
-            "jobs.natural_language_train",
-            "jobs.natural_language_train.max_runtime" if "step_s" in nl
-            else "jobs.natural_language_train.runtime",
-            plan.job_minutes(nl, n), plan.job_minutes(nl, n, capped=False), gpus, key,
-            nl["cpus"], nl["mem_mb"], ("natural_language_train",)))  # fmt: skip
-    for kind, gpus in (("natural_language_eval", plan.eval_gpus(cfg)),
-                       ("natural_language_data", 0), ("small", 0)):  # fmt: skip
+        found.append(
+            Submission(
+                "jobs.natural_language_train",
+                "jobs.natural_language_train.max_runtime"
+                if "step_s" in nl
+                else "jobs.natural_language_train.runtime",
+                plan.job_minutes(nl, n),
+                plan.job_minutes(nl, n, capped=False),
+                gpus,
+                key,
+                nl["cpus"],
+                nl["mem_mb"],
+                ("natural_language_train",),
+            )
+        )
+    for kind, gpus in (
+        ("natural_language_eval", plan.eval_gpus(cfg)),
+        ("natural_language_data", 0),
+        ("small", 0),
+    ):
         if kind.startswith("natural_language") and "natural_language" not in cfg:
             continue
         m = plan.job_minutes(jobs[kind])
-        found.append(Submission(f"jobs.{kind}", f"jobs.{kind}.runtime", m, m, gpus,
-                                "runtime.gpus_per_job", jobs[kind]["cpus"], jobs[kind]["mem_mb"],
-                                (kind,)))  # fmt: skip
+        found.append(
+            Submission(
+                f"jobs.{kind}",
+                f"jobs.{kind}.runtime",
+                m,
+                m,
+                gpus,
+                "runtime.gpus_per_job",
+                jobs[kind]["cpus"],
+                jobs[kind]["mem_mb"],
+                (kind,),
+            )
+        )
     return found
 
 
@@ -175,18 +209,24 @@ def _node(p: Partition) -> str:
 def training_steps(cfg: dict) -> dict[str, int]:
     """The most steps one training job of each kind trains (synthetic: every run's; language:
     h_short's and h_long's)."""
-    synthetic = [run.spec(cfg)["train"]["steps"] for exp in plan.experiments(cfg)
-                 for v in plan.variants(cfg, exp) for run in plan.runs(cfg, exp, v)]  # fmt: skip
+    synthetic = [
+        run.spec(cfg)["train"]["steps"]
+        for exp in plan.experiments(cfg)
+        for v in plan.variants(cfg, exp)
+        for run in plan.runs(cfg, exp, v)
+    ]
     out = {"train": max(synthetic, default=0)}
     if "natural_language" in cfg:
         nl = tasks.get("natural_language")
-        out["natural_language_train"] = max(nl.train_spec(cfg, w)["train"]["steps"]
-                                            for w in ("short", "long"))  # fmt: skip
+        out["natural_language_train"] = max(
+            nl.train_spec(cfg, w)["train"]["steps"] for w in ("short", "long")
+        )
     return out
 
 
-def over_limits(cfg: dict, parts: list[Partition], select: str = "",
-                retries: int | None = None) -> list[str]:  # fmt: skip
+def over_limits(
+    cfg: dict, parts: list[Partition], select: str = "", retries: int | None = None
+) -> list[str]:
     """A line per kind of SLURM job and limit it exceeds: the partition's MaxTime (its minutes
     from its own steps), the GPUs of its nodes, the resubmissions a cut training needs (the
     profile's retries), and GPUs asked with --gpus where SelectType is not select/cons_tres."""
@@ -264,8 +304,11 @@ def used_mb(folder: str | Path) -> float:
     path = Path(folder)
     if not path.is_dir():
         return 0.0
-    sizes = {(st.st_dev, st.st_ino): st.st_size
-             for f in path.rglob("*") if f.is_file() and (st := f.stat())}  # fmt: skip
+    sizes = {
+        (st.st_dev, st.st_ino): st.st_size
+        for f in path.rglob("*")
+        if f.is_file() and (st := f.stat())
+    }
     return sum(sizes.values()) / 2**20
 
 
@@ -303,13 +346,23 @@ def short_of_disk(cfg: dict, free: int) -> list[str]:
 def at_start(cfg: dict, cores: int) -> list[str]:
     """What the workflow refuses at start on a cluster (workflow/rules/common.smk, onstart): a
     job kind asking more CPUs than the profile's `cores`, the CPUs it states of one node."""
-    return too_large(cfg, cores, node="a node (the profile's `cores`)",
-                     fix="set the profile's `cores` to your nodes' CPUs")  # fmt: skip
+    return too_large(
+        cfg,
+        cores,
+        node="a node (the profile's `cores`)",
+        fix="set the profile's `cores` to your nodes' CPUs",
+    )
 
 
-def problems(cfg: dict, parts: list[Partition], sacct: str,
-             free: int | None = None, select: str = "",
-             retries: int | None = None, cores: int | None = None) -> list[str]:  # fmt: skip
+def problems(
+    cfg: dict,
+    parts: list[Partition],
+    sacct: str,
+    free: int | None = None,
+    select: str = "",
+    retries: int | None = None,
+    cores: int | None = None,
+) -> list[str]:
     """What will not run: a job the profile's `cores` refuses at start; a SLURM job no node type
     of the partition holds whole (CPUs, memory and GPUs of one node), past its MaxTime, or
     needing more resubmissions than the profile's retries; GPUs the cluster cannot give as
@@ -338,16 +391,19 @@ def read_profile(folder: Path) -> dict:
     try:
         profile = yaml.safe_load(path.read_text()) or {}
     except (OSError, yaml.YAMLError) as err:
-        raise ProfileError(f"{path}: cannot read the profile ({err}); give --profile the folder "
-                           "you submit with") from None  # fmt: skip
+        raise ProfileError(
+            f"{path}: cannot read the profile ({err}); give --profile the folder you submit with"
+        ) from None
     resources = profile.get("default-resources") or {}
     if isinstance(resources, list):  # `- slurm_partition=gpu` form
         resources = dict(r.split("=", 1) for r in resources if "=" in r)
     partition = resources.get("slurm_partition")
     cores = profile.get("cores")
-    return {"cores": int(cores) if str(cores).isdigit() else None,
-            "retries": int(profile.get("retries", 0) or 0),
-            "partition": str(partition).strip("'\"") if partition else None}  # fmt: skip
+    return {
+        "cores": int(cores) if str(cores).isdigit() else None,
+        "retries": int(profile.get("retries", 0) or 0),
+        "partition": str(partition).strip("'\"") if partition else None,
+    }
 
 
 # pragma: no mutate block  (CLI wiring)
@@ -358,9 +414,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--configfile", type=Path, required=True)
     which = "the partition to check (default: the profile's slurm_partition)"
     parser.add_argument("--partition", default=None, help=which)
-    parser.add_argument("--profile", type=Path, default=Path("workflow/profiles/slurm"),
-                        help="the profile you submit with (its cores, retries, partition; "
-                        "default workflow/profiles/slurm)")  # fmt: skip
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        default=Path("workflow/profiles/slurm"),
+        help="the profile you submit with (its cores, retries, partition; "
+        "default workflow/profiles/slurm)",
+    )
     args = parser.parse_args(argv)
     cfg = load(args.configfile)  # the config's own errors first, wherever this runs
     if shutil.which("sinfo") is None:
@@ -368,8 +428,15 @@ def main(argv: list[str] | None = None) -> None:
     profile = read_profile(args.profile)
     partition = args.partition or profile["partition"]
     sacct = run("sacct", "--noheader", "-X", "--starttime", "now")
-    found = problems(cfg, partitions(partition), sacct, free_mb(cfg["results_dir"]),
-                     select_type(), profile["retries"], profile["cores"])  # fmt: skip
+    found = problems(
+        cfg,
+        partitions(partition),
+        sacct,
+        free_mb(cfg["results_dir"]),
+        select_type(),
+        profile["retries"],
+        profile["cores"],
+    )
     for line in found:
         print(line, file=sys.stderr)
     if found:

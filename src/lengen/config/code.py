@@ -47,8 +47,9 @@ def imported(path: Path, root: Path = PACKAGE) -> set[str]:
 
 
 @cache
-def closure(entry: str, root: Path = PACKAGE, skip: frozenset[Path] = frozenset()
-            ) -> tuple[Path, ...]:  # fmt: skip
+def closure(
+    entry: str, root: Path = PACKAGE, skip: frozenset[Path] = frozenset()
+) -> tuple[Path, ...]:
     """Every lengen source file `python -m <entry>` runs: the entry, what it imports,
     transitively, and each module's enclosing packages (but the files in `skip`, and what only
     they import)."""
@@ -73,8 +74,9 @@ def other_tasks(task: str, root: Path = PACKAGE) -> frozenset[Path]:
         raise ValueError(f"no task module lengen.tasks.{task} under {root}")
     folder = root / "tasks"  # what the task module imports, not through the registry's __init__
     own = set(closure(f"lengen.tasks.{task}", root, frozenset({folder / "__init__.py"})))
-    return frozenset(p for p in folder.glob("*.py")
-                     if p.stem not in ("__init__", "base") and p not in own)  # fmt: skip
+    return frozenset(
+        p for p in folder.glob("*.py") if p.stem not in ("__init__", "base") and p not in own
+    )
 
 
 def normalized(path: Path) -> str:
@@ -89,13 +91,20 @@ def _normalized(source: str, name: str) -> str:
     a paper tier's ~300 jobs made `snakemake -n` take ~25 s longer."""
     tree = ast.parse(source, name)
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                and node.func.id == "setting"):  # a config key's doc: config/README.md's words
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "setting"
+        ):  # a config key's doc: config/README.md's words
             node.keywords = [k for k in node.keywords if k.arg != "doc"]
         body = getattr(node, "body", None)
-        if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
-                and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)):  # fmt: skip
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             node.body = body[1:] or [ast.Pass()]
     return ast.dump(tree, annotate_fields=False)
 

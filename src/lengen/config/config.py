@@ -46,8 +46,11 @@ def read_yaml(path: str | Path):
         with open(path, encoding="utf-8") as f:
             return yaml.load(f, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except (FileNotFoundError, IsADirectoryError, PermissionError) as err:
-        what = {FileNotFoundError: "no such file", IsADirectoryError: "a folder, not a file",
-                PermissionError: "not readable (permissions)"}[type(err)]  # fmt: skip
+        what = {
+            FileNotFoundError: "no such file",
+            IsADirectoryError: "a folder, not a file",
+            PermissionError: "not readable (permissions)",
+        }[type(err)]
         raise ConfigError(f"{path}: {what}; a config is a YAML file (config/<tier>.yaml)") from None
     except UnicodeDecodeError as err:
         raise ConfigError(
@@ -87,8 +90,9 @@ def _general_checks(cfg: dict) -> list[tuple[str, str]]:
     for path, d in _walk(cfg):
         batch, micro = d.get("batch_size"), d.get("micro_batch_size")
         if isinstance(batch, int) and isinstance(micro, int) and batch % micro:
-            errors.append((f"{path}.micro_batch_size",
-                           f"{micro} does not divide {path}.batch_size ({batch})"))  # fmt: skip
+            errors.append(
+                (f"{path}.micro_batch_size", f"{micro} does not divide {path}.batch_size ({batch})")
+            )
         if isinstance(d.get("steps"), int) and isinstance(d.get("warmup_steps"), int):
             if d["warmup_steps"] > d["steps"]:
                 errors.append((f"{path}.warmup_steps", f"must be <= steps ({d['steps']})"))
@@ -97,23 +101,41 @@ def _general_checks(cfg: dict) -> list[tuple[str, str]]:
             if isinstance(values, list) and values != sorted(set(values)):
                 errors.append((f"{path}.{key}" if path else key, "must be increasing, no repeats"))
     nl = cfg.get("natural_language", {})
-    paths = {"results_dir": cfg["results_dir"], "reports_dir": cfg["reports_dir"],
-             "natural_language.corpus.c4_dir": nl.get("corpus", {}).get("c4_dir"),
-             "natural_language.tokenizer.dir": nl.get("tokenizer", {}).get("dir")}  # fmt: skip
+    paths = {
+        "results_dir": cfg["results_dir"],
+        "reports_dir": cfg["reports_dir"],
+        "natural_language.corpus.c4_dir": nl.get("corpus", {}).get("c4_dir"),
+        "natural_language.tokenizer.dir": nl.get("tokenizer", {}).get("dir"),
+    }
     for key, value in paths.items():
         if isinstance(value, str) and "$" in value:  # `datasets` expanded $HOME into a path
-            errors.append((key, f"{value!r} has a `$`: write the path itself (no variable is "
-                           "expanded: a tool that expands it would write elsewhere)"))  # fmt: skip
+            errors.append(
+                (
+                    key,
+                    f"{value!r} has a `$`: write the path itself (no variable is "
+                    "expanded: a tool that expands it would write elsewhere)",
+                )
+            )
         elif isinstance(value, str) and value.startswith("~"):  # issue 66: a folder named `~`
-            errors.append((key, f"{value!r} starts with `~`: write the path itself (`~` is not "
-                           "expanded: it would make a folder named ~ here)"))  # fmt: skip
+            errors.append(
+                (
+                    key,
+                    f"{value!r} starts with `~`: write the path itself (`~` is not "
+                    "expanded: it would make a folder named ~ here)",
+                )
+            )
     reports, results = Path(cfg["reports_dir"]), Path(cfg["results_dir"])
     if reports.resolve() == results.resolve():
         errors.append(("reports_dir", "must differ from results_dir (reports_dir/ holds tables)"))
     for key in ("results_dir", "reports_dir"):
         if (inside := protected_folder(cfg[key])) is not None:
-            errors.append((key, f"{cfg[key]!r} is {Path(cfg[key]).resolve()}, inside {inside}: "
-                           f"{PROTECTED[inside.name]}; no run writes there"))  # fmt: skip
+            errors.append(
+                (
+                    key,
+                    f"{cfg[key]!r} is {Path(cfg[key]).resolve()}, inside {inside}: "
+                    f"{PROTECTED[inside.name]}; no run writes there",
+                )
+            )
     return errors
 
 
@@ -170,8 +192,17 @@ def _theory_checks(cfg: dict) -> list[tuple[str, str]]:
     if not th:
         return []
     short = [n for n in th["test_lengths"] if n < 2 * th["L"]]
-    return [("theory.test_lengths", f"{short} below 2L = {2 * th['L']}: the risks are stated "
-             "for Lbar >= 2L (Prop. C.3)")] if short else []  # fmt: skip
+    return (
+        [
+            (
+                "theory.test_lengths",
+                f"{short} below 2L = {2 * th['L']}: the risks are stated "
+                "for Lbar >= 2L (Prop. C.3)",
+            )
+        ]
+        if short
+        else []
+    )
 
 
 def _cross_checks(cfg: dict) -> list[tuple[str, str]]:
@@ -193,9 +224,10 @@ def _cross_checks(cfg: dict) -> list[tuple[str, str]]:
             errors += _generation_checks(name, cfg[name])
         else:
             errors += task.config_checks(name, cfg[name])
-    for key, path in (("runtime.ds_config", cfg["runtime"].get("ds_config")),
-                      ("natural_language.ds_config",
-                       cfg.get("natural_language", {}).get("ds_config"))):  # fmt: skip
+    for key, path in (
+        ("runtime.ds_config", cfg["runtime"].get("ds_config")),
+        ("natural_language.ds_config", cfg.get("natural_language", {}).get("ds_config")),
+    ):
         if path:
             try:
                 user = read_ds_config(path)
@@ -218,8 +250,10 @@ def _models(name: str, section: dict) -> dict[str, dict]:
     extra scheme's) own `model` keys over it."""
     base = section.get("model", {})
     models = {f"{name}.model": base}
-    groups = {"variants": section.get("variants", {}),
-              "schemes.variants": section.get("schemes", {}).get("variants", {})}  # fmt: skip
+    groups = {
+        "variants": section.get("variants", {}),
+        "schemes.variants": section.get("schemes", {}).get("variants", {}),
+    }
     for group, variants in groups.items():
         for v, var in variants.items():
             if isinstance(var, dict) and "model" in var:
@@ -267,10 +301,15 @@ def _memory_checks(cfg: dict) -> list[tuple[str, str]]:
                 continue
             need = layer_params(model) * TRAIN_BYTES_PER_PARAM / 2**20
             if need > limit:
-                errors.append((key, f"training needs at least {need:,.0f} MB (its layers' "
-                               f"{layer_params(model) / 1e6:,.0f} M parameters x "
-                               f"{TRAIN_BYTES_PER_PARAM} bytes), more than jobs.{job}.mem_mb "
-                               f"({limit}): raise mem_mb or shrink the model"))  # fmt: skip
+                errors.append(
+                    (
+                        key,
+                        f"training needs at least {need:,.0f} MB (its layers' "
+                        f"{layer_params(model) / 1e6:,.0f} M parameters x "
+                        f"{TRAIN_BYTES_PER_PARAM} bytes), more than jobs.{job}.mem_mb "
+                        f"({limit}): raise mem_mb or shrink the model",
+                    )
+                )
     return errors
 
 
@@ -293,8 +332,9 @@ def checkpoint_mb(cfg: dict) -> dict[str, float]:
     per = CHECKPOINT_BYTES_PER_PARAM["bf16 with ZeRO" if zero else rt["precision"]]
     out = {}
     for name in plan.experiments(cfg):
-        models = [m for m in _models(name, cfg[name]).values()
-                  if {"d_model", "n_layer"} <= m.keys()]  # fmt: skip
+        models = [
+            m for m in _models(name, cfg[name]).values() if {"d_model", "n_layer"} <= m.keys()
+        ]
         params = max(layer_params(m) for m in models)
         runs = max(len(g) for v in cfg[name]["variants"] for g in plan.groups(cfg, name, v))
         ckpt = runs * params * per
@@ -354,19 +394,29 @@ def _job_checks(cfg: dict) -> list[tuple[str, str]]:
         key = f"jobs.{kind}"
         timed = {"step_s", "margin", "startup_min", "max_runtime"} & job.keys()
         if "runtime" in job and timed:
-            errors.append((key, f"gives runtime and {', '.join(sorted(timed))}: a fixed runtime, "
-                           "or step_s with margin, not both"))  # fmt: skip
+            errors.append(
+                (
+                    key,
+                    f"gives runtime and {', '.join(sorted(timed))}: a fixed runtime, "
+                    "or step_s with margin, not both",
+                )
+            )
         elif timed and "step_s" not in job:
             errors.append((f"{key}.step_s", f"{', '.join(sorted(timed))} need step_s"))
         elif "runtime" not in job and "step_s" not in job:
             errors.append((key, "needs runtime (minutes), or step_s with margin (a training kind)"))
         elif "step_s" in job and kind not in plan.TRAINING_KINDS:
             kinds = ", ".join(plan.TRAINING_KINDS)
-            errors.append((f"{key}.step_s", f"only a training kind ({kinds}) has steps to time: "
-                           "give runtime"))  # fmt: skip
+            errors.append(
+                (f"{key}.step_s", f"only a training kind ({kinds}) has steps to time: give runtime")
+            )
         elif "step_s" in job and "margin" not in job:
-            errors.append((f"{key}.margin", "step_s needs a margin (>= 1): the step time is one "
-                           "GPU's, measured"))  # fmt: skip
+            errors.append(
+                (
+                    f"{key}.margin",
+                    "step_s needs a margin (>= 1): the step time is one GPU's, measured",
+                )
+            )
     return errors
 
 
@@ -377,11 +427,15 @@ def _disk_checks(cfg: dict) -> list[tuple[str, str]]:
     if stated is None:
         return []
     return [
-        ("jobs.train.disk_mb", f"{stated} MB, but {name}'s largest training job needs at least "
-         f"{need:,.0f} MB (two checkpoints of its group, lengen.config.config.checkpoint_mb): "
-         "raise disk_mb, or lower runtime.fuse_runs")
-        for name, need in checkpoint_mb(cfg).items() if need > stated
-    ]  # fmt: skip
+        (
+            "jobs.train.disk_mb",
+            f"{stated} MB, but {name}'s largest training job needs at least "
+            f"{need:,.0f} MB (two checkpoints of its group, lengen.config.config.checkpoint_mb): "
+            "raise disk_mb, or lower runtime.fuse_runs",
+        )
+        for name, need in checkpoint_mb(cfg).items()
+        if need > stated
+    ]
 
 
 def _generation_checks(name: str, section: dict) -> list[tuple[str, str]]:
@@ -429,8 +483,12 @@ def _figure_checks(cfg: dict) -> list[tuple[str, str]]:
     for fig in artifacts.added_figures(cfg):
         stem = fig.key
         if stem in taken or stem in seen or stem.startswith("sparse_parity_attention"):
-            errors.append((f"{fig.section}.figures.{stem}",
-                           f"{stem}.png is another file of the run; pick another key"))  # fmt: skip
+            errors.append(
+                (
+                    f"{fig.section}.figures.{stem}",
+                    f"{stem}.png is another file of the run; pick another key",
+                )
+            )
         seen.add(stem)
     return errors
 
@@ -443,8 +501,13 @@ def validate(cfg: dict) -> dict:
         for e in sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
     ]
     if not errors:
-        errors = (_general_checks(cfg) + _job_checks(cfg) + _theory_checks(cfg)
-                  + _cross_checks(cfg) + _figure_checks(cfg))  # fmt: skip
+        errors = (
+            _general_checks(cfg)
+            + _job_checks(cfg)
+            + _theory_checks(cfg)
+            + _cross_checks(cfg)
+            + _figure_checks(cfg)
+        )
     if errors:
         lines = "\n".join(f"  {key}: {msg}" for key, msg in errors)
         raise ConfigError(f"invalid config:\n{lines}")
@@ -526,12 +589,15 @@ def read_tier_at(path: str | Path, commit: str, root: str | Path = ".") -> dict:
     from io import BytesIO
 
     folder = Path(path).parent.as_posix()
-    shown = subprocess.run(["git", "-C", str(root), "archive", "--format=tar", commit, folder],
-                           capture_output=True)  # fmt: skip
+    shown = subprocess.run(
+        ["git", "-C", str(root), "archive", "--format=tar", commit, folder], capture_output=True
+    )
     if shown.returncode:
-        raise ConfigError(f"{path}@{commit}: not in the checkout's git history "
-                          f"({shown.stderr.decode().strip()}; a shallow clone needs "
-                          "`git fetch --unshallow`)")  # fmt: skip
+        raise ConfigError(
+            f"{path}@{commit}: not in the checkout's git history "
+            f"({shown.stderr.decode().strip()}; a shallow clone needs "
+            "`git fetch --unshallow`)"
+        )
     with tempfile.TemporaryDirectory() as tmp:
         with tarfile.open(fileobj=BytesIO(shown.stdout)) as tar:
             tar.extractall(tmp, filter="data")
@@ -560,11 +626,13 @@ def main(argv: list[str] | None = None) -> None:
         try:
             cfg = load(path)
             disk = disk_mb(cfg)
-            print(f"{path}: valid; peak disk under {cfg['results_dir']} ~{gb(disk['total'])} "
-                  f"(model files {gb(disk['models'])}, token files {gb(disk['data'])}, one "
-                  f"training job's checkpoints {gb(disk['checkpoints'])}; each training job "
-                  "running beside it adds its checkpoints; the MLflow store, logs and reports "
-                  "add more: benchmarks/disk.py measures a whole run)")  # fmt: skip
+            print(
+                f"{path}: valid; peak disk under {cfg['results_dir']} ~{gb(disk['total'])} "
+                f"(model files {gb(disk['models'])}, token files {gb(disk['data'])}, one "
+                f"training job's checkpoints {gb(disk['checkpoints'])}; each training job "
+                "running beside it adds its checkpoints; the MLflow store, logs and reports "
+                "add more: benchmarks/disk.py measures a whole run)"
+            )
         except (ConfigError, OSError) as err:
             print(f"{path}: {err}" if isinstance(err, OSError) else str(err), file=sys.stderr)
             failed = True

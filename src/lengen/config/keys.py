@@ -79,8 +79,9 @@ def defaults(node: dict) -> dict[str, str]:
     return out
 
 
-def rows(node: dict | None = None, path: str = "", required: bool = True, defs=None,
-         default: str = "") -> list:  # fmt: skip
+def rows(
+    node: dict | None = None, path: str = "", required: bool = True, defs=None, default: str = ""
+) -> list:
     """(key path, type, required, default, description) for every key under `node`, depth
     first (the default: where the key is optional and its section's dataclass has one)."""
     if node is None:
@@ -103,11 +104,15 @@ def rows(node: dict | None = None, path: str = "", required: bool = True, defs=N
 
 def markdown() -> str:
     """The table of every key."""
-    lines = ["| key | type | required | default | what it sets |",
-             "| --- | --- | --- | --- | --- |"]  # fmt: skip
+    lines = [
+        "| key | type | required | default | what it sets |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     bar = "\\|"  # a literal | inside a table cell
-    lines += [f"| `{p}` | {k} | {r} | {f'`{d}`' if d else ''} | {t.replace('|', bar)} |"
-              for p, k, r, d, t in rows()]  # fmt: skip
+    lines += [
+        f"| `{p}` | {k} | {r} | {f'`{d}`' if d else ''} | {t.replace('|', bar)} |"
+        for p, k, r, d, t in rows()
+    ]
     return "\n".join(lines)
 
 

@@ -61,9 +61,12 @@ def claim(results_dir: str | Path, checkout: str | Path) -> str | None:
     except OSError as err:
         raise _unwritable(folder, err) from None
     path = folder / LOCK
-    me = {"host": socket.gethostname(), "pid": os.getpid(),
-          "checkout": str(Path(checkout).resolve()),
-          "since": time.strftime("%Y-%m-%d %H:%M:%S")}  # fmt: skip
+    me = {
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "checkout": str(Path(checkout).resolve()),
+        "since": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
     note = None
     for _ in range(2):
         try:
@@ -81,8 +84,10 @@ def claim(results_dir: str | Path, checkout: str | Path) -> str | None:
             return None  # this workflow's own (taken once already)
         if holder.get("host") == me["host"] and not _alive(int(holder.get("pid", -1))):
             path.unlink(missing_ok=True)
-            note = (f"{path}: its workflow (process {holder.get('pid')}, checkout "
-                    f"{holder.get('checkout')}) is gone; this one takes the results folder")
+            note = (
+                f"{path}: its workflow (process {holder.get('pid')}, checkout "
+                f"{holder.get('checkout')}) is gone; this one takes the results folder"
+            )
             continue
         raise ResultsLocked(
             f"{folder} is being written by another workflow (host {holder.get('host')}, "

@@ -69,8 +69,9 @@ class Run:
 
     def folder(self, cfg: dict) -> str:
         """results/<experiment>/<variant>/<setting>/seed<run>: its model.pt, eval.csv, spec."""
-        return "/".join([cfg["results_dir"], self.experiment, self.variant, self.setting,
-                         f"seed{self.run}"])  # fmt: skip
+        return "/".join(
+            [cfg["results_dir"], self.experiment, self.variant, self.setting, f"seed{self.run}"]
+        )
 
     def model(self, cfg: dict) -> str:
         return f"{self.folder(cfg)}/model.pt"
@@ -124,8 +125,9 @@ def runs(cfg: dict, experiment: str, variant: str, only: list[int] | None = None
     ]
 
 
-def evals(cfg: dict, experiment: str, variants_: list[str] | None = None,
-          only: list[int] | None = None) -> list[str]:  # fmt: skip
+def evals(
+    cfg: dict, experiment: str, variants_: list[str] | None = None, only: list[int] | None = None
+) -> list[str]:
     """eval.csv of every run of the given variants (default: the experiment's own, not sparse
     parity's scheme models), at the setting values `only` (default: each variant's own)."""
     chosen = cfg[experiment]["variants"] if variants_ is None else variants_
@@ -210,27 +212,54 @@ class JobConfig:
     cpus: int = setting(doc="CPU cores (SLURM --cpus-per-task)", minimum=1)
     mem_mb: int = setting(doc="memory in MB (SLURM --mem)", minimum=100)
     runtime: int | None = setting(
-        None, null=False, doc="minutes one job asks for (SLURM --time); a training kind may give "
-        "step_s and margin instead", minimum=1, maximum=43200)  # fmt: skip
+        None,
+        null=False,
+        doc="minutes one job asks for (SLURM --time); a training kind may give "
+        "step_s and margin instead",
+        minimum=1,
+        maximum=43200,
+    )
     step_s: float | None = setting(
-        None, null=False, doc="a training kind's measured seconds per optimizer step (its "
+        None,
+        null=False,
+        doc="a training kind's measured seconds per optimizer step (its "
         "slowest, on the GPU named beside it): each job asks for its own steps x step_s x margin "
-        "+ startup_min minutes", exclusiveMinimum=0, maximum=3600)  # fmt: skip
+        "+ startup_min minutes",
+        exclusiveMinimum=0,
+        maximum=3600,
+    )
     margin: float | None = setting(
-        None, null=False, doc="how much slower than step_s a job may step and still finish "
-        "(another GPU, a shared file system), with step_s", minimum=1, maximum=10)  # fmt: skip
+        None,
+        null=False,
+        doc="how much slower than step_s a job may step and still finish "
+        "(another GPU, a shared file system), with step_s",
+        minimum=1,
+        maximum=10,
+    )
     startup_min: int = setting(
-        10, doc="minutes a training job spends before and after its steps (imports, engine, "
-        "checkpoints, model files), with step_s", minimum=0, maximum=120)  # fmt: skip
+        10,
+        doc="minutes a training job spends before and after its steps (imports, engine, "
+        "checkpoints, model files), with step_s",
+        minimum=0,
+        maximum=120,
+    )
     max_runtime: int | None = setting(
-        None, null=False, doc="the most minutes one submission of a training kind asks for, with "
+        None,
+        null=False,
+        doc="the most minutes one submission of a training kind asks for, with "
         "step_s (a partition's MaxTime): a job stopped there keeps its checkpoints and resumes "
-        "when Snakemake retries it (the profile's retries)", minimum=1, maximum=43200)
+        "when Snakemake retries it (the profile's retries)",
+        minimum=1,
+        maximum=43200,
+    )
     disk_mb: int | None = setting(
-        None, null=False, doc="peak disk of one job of this kind, MB (its checkpoints and model "
+        None,
+        null=False,
+        doc="peak disk of one job of this kind, MB (its checkpoints and model "
         "files under results_dir); a synthetic training job's is checked against what its "
         "group's checkpoints need, and `lengen.config.cluster` against the free space there",
-        minimum=1)  # fmt: skip
+        minimum=1,
+    )
 
 
 JOBS_PER_GPU = 1  # a tier's jobs_per_gpu where it says none (lengen.config.tier): a GPU per job
@@ -249,8 +278,9 @@ def job_minutes(job: dict, steps: int | None = None, capped: bool = True) -> int
         return job["runtime"]
     if steps is None:
         raise ValueError("a job kind with step_s asks for minutes by its steps: give them")
-    need = math.ceil(steps * job["step_s"] * job["margin"] / 60) + job.get("startup_min",
-                                                                          STARTUP_MIN)  # fmt: skip
+    need = math.ceil(steps * job["step_s"] * job["margin"] / 60) + job.get(
+        "startup_min", STARTUP_MIN
+    )
     return min(need, job["max_runtime"]) if capped and "max_runtime" in job else need
 
 

@@ -46,30 +46,56 @@ class TierConfig:
     """A tier: one YAML file (config/*.yaml), its top-level keys; each task's section beside
     them is its module's SectionConfig (`schema`)."""
 
-    tier: str = setting(enum=list(TIERS), doc="the tier's name: its reference folder "
-                        "reference/<tier>/ and its report's title")  # fmt: skip
-    seed: int = setting(minimum=0, maximum=SEED_MAX, doc="the seed every draw flows from (run r "
-                        "of a variant: seed + r); numpy's seeds are below 2^32, less 1,000 runs")
-    tests_the_paper: bool = setting(True, null=False, doc="false: a plumbing tier (smoke), whose "
-                                    "models are too small to test the paper; its report counts "
-                                    "no verdict and says so in its title")  # fmt: skip
-    results_dir: str = setting(minLength=1, doc="where a run writes models, tables, logs and "
-                               "MLflow (relative to the project)")  # fmt: skip
-    reports_dir: str = setting(minLength=1, doc="where a run writes its figures, tidy tables, "
-                               "REPORT.md and verdicts.csv")  # fmt: skip
+    tier: str = setting(
+        enum=list(TIERS),
+        doc="the tier's name: its reference folder reference/<tier>/ and its report's title",
+    )
+    seed: int = setting(
+        minimum=0,
+        maximum=SEED_MAX,
+        doc="the seed every draw flows from (run r "
+        "of a variant: seed + r); numpy's seeds are below 2^32, less 1,000 runs",
+    )
+    tests_the_paper: bool = setting(
+        True,
+        null=False,
+        doc="false: a plumbing tier (smoke), whose "
+        "models are too small to test the paper; its report counts "
+        "no verdict and says so in its title",
+    )
+    results_dir: str = setting(
+        minLength=1,
+        doc="where a run writes models, tables, logs and MLflow (relative to the project)",
+    )
+    reports_dir: str = setting(
+        minLength=1, doc="where a run writes its figures, tidy tables, REPORT.md and verdicts.csv"
+    )
     tracking: TrackingConfig = setting(doc="MLflow: one run per trained model and per figure")
     runtime: RuntimeConfig = setting(doc="how every training job runs (the tier's machine)")
     jobs: JobsConfig | None = setting(None, null=False, doc=described(JobsConfig))
-    jobs_per_gpu: int = setting(JOBS_PER_GPU, null=False, minimum=1, maximum=16, doc=(
-        "on one machine, how many jobs a GPU takes at once (lengen.core.gpus): 1, a GPU is one "
-        "job's; more only on purpose, for models small enough to share one (the gpu-smoke tier). "
-        "Changes no result"))  # fmt: skip
-    gpu_model: str | None = setting(None, pattern="^[A-Za-z0-9_.]+$", doc=(
-        "the GPU type a SLURM job that asks for GPUs names (--gpus=TYPE:N), where a partition "
-        "mixes types; the site's setting: the SLURM profile's `config: [gpu_model=h100]`. Changes "
-        "no result"))  # fmt: skip
-    theory: TheoryConfig | None = setting(None, null=False, doc="Executable theory (Sec. 3-4, "
-                                          "App. C-D); exact risks, no training.")  # fmt: skip
+    jobs_per_gpu: int = setting(
+        JOBS_PER_GPU,
+        null=False,
+        minimum=1,
+        maximum=16,
+        doc=(
+            "on one machine, how many jobs a GPU takes at once (lengen.core.gpus): 1, a GPU is one "
+            "job's; more only on purpose, for models small enough to share one (the gpu-smoke "
+            "tier). Changes no result"
+        ),
+    )
+    gpu_model: str | None = setting(
+        None,
+        pattern="^[A-Za-z0-9_.]+$",
+        doc=(
+            "the GPU type a SLURM job that asks for GPUs names (--gpus=TYPE:N), where a partition "
+            "mixes types; the site's setting: the SLURM profile's `config: [gpu_model=h100]`. "
+            "Changes no result"
+        ),
+    )
+    theory: TheoryConfig | None = setting(
+        None, null=False, doc="Executable theory (Sec. 3-4, App. C-D); exact risks, no training."
+    )
 
 
 def _overrides(node: dict) -> dict:
@@ -89,10 +115,18 @@ def schema() -> dict:
             out["required"].append(name)
     model = object_schema(ModelConfig)
     out["$defs"] = {
-        "lengths": {"type": "array", "items": {"type": "integer", "minimum": 2}, "minItems": 1,
-                    "uniqueItems": True},  # fmt: skip
-        "runs": {"type": "integer", "minimum": 1, "maximum": MAX_RUNS,
-                 "description": "training runs; at most 1,000 (the paper's: 10)"},  # fmt: skip
+        "lengths": {
+            "type": "array",
+            "items": {"type": "integer", "minimum": 2},
+            "minItems": 1,
+            "uniqueItems": True,
+        },
+        "runs": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_RUNS,
+            "description": "training runs; at most 1,000 (the paper's: 10)",
+        },
         "generation_figure": object_schema(GenerationFigure),
         # a section's model states its sizes and RoPE share (the defaults are GPT-NeoX's)
         "model": {**model, "required": ["n_layer", "n_head", "d_model", "rotary_pct"]},

@@ -62,8 +62,10 @@ class ArmTest:
     p: float
 
     def __str__(self) -> str:
-        return (f"{self.name}: {self.better[0]} of {self.better[1]} vs {self.worse[0]} of "
-                f"{self.worse[1]} runs generalize, Boschloo p = {self.p:.3g}")  # fmt: skip
+        return (
+            f"{self.name}: {self.better[0]} of {self.better[1]} vs {self.worse[0]} of "
+            f"{self.worse[1]} runs generalize, Boschloo p = {self.p:.3g}"
+        )
 
 
 @dataclass(frozen=True)
@@ -108,11 +110,13 @@ class Measured:
         for o in self.outcomes:
             values.setdefault(o.group, []).append(f"{o.value:.2f}{'' if o.passed else 'x'}")
         share = {g.group: f"{g}: " for g in self.groups}
-        text = "; ".join(f"{g + ': ' if g else ''}{share.get(g, '')}{', '.join(v)}"
-                         for g, v in values.items())  # fmt: skip
+        text = "; ".join(
+            f"{g + ': ' if g else ''}{share.get(g, '')}{', '.join(v)}" for g, v in values.items()
+        )
         arms = "; ".join(map(str, self.arms))
-        return (f"{k} of {n} run{'s' if n != 1 else ''} pass (x: fails); {text}"
-                + (f"; between the arms: {arms}" if arms else ""))  # fmt: skip
+        return f"{k} of {n} run{'s' if n != 1 else ''} pass (x: fails); {text}" + (
+            f"; between the arms: {arms}" if arms else ""
+        )
 
     def __str__(self) -> str:
         """'name value [CI low, CI high]' per number (CI keys: ci_low / ci_high for `estimate`,
@@ -120,12 +124,18 @@ class Measured:
         mean and how many runs pass (runs_text has each run)."""
         if self.outcomes:  # in brief: the row's details hold runs_text
             k, n = sum(o.passed for o in self.outcomes), len(self.outcomes)
-            arms = (f"; {sum(t.better[0] for t in self.arms)} vs "
-                    f"{sum(t.worse[0] for t in self.arms)} runs generalize over "
-                    f"{len(self.arms)} comparison{'s' if len(self.arms) != 1 else ''}, largest "
-                    f"Boschloo p {max(t.p for t in self.arms):.3g}" if self.arms else "")
-            return (f"lowest cell's run mean {self.values['estimate']:.3f}; {k} of {n} run"
-                    f"{'s' if n != 1 else ''} pass{arms}")  # fmt: skip
+            arms = (
+                f"; {sum(t.better[0] for t in self.arms)} vs "
+                f"{sum(t.worse[0] for t in self.arms)} runs generalize over "
+                f"{len(self.arms)} comparison{'s' if len(self.arms) != 1 else ''}, largest "
+                f"Boschloo p {max(t.p for t in self.arms):.3g}"
+                if self.arms
+                else ""
+            )
+            return (
+                f"lowest cell's run mean {self.values['estimate']:.3f}; {k} of {n} run"
+                f"{'s' if n != 1 else ''} pass{arms}"
+            )
         parts = []
         for k, v in self.values.items():
             if k.endswith(("ci_low", "ci_high")):

@@ -123,8 +123,9 @@ def json_object(text: str) -> dict:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as err:
-        raise argparse.ArgumentTypeError(f"not JSON ({err.msg} at character {err.pos}): "
-                                         f"{text[:80]!r}") from None  # fmt: skip
+        raise argparse.ArgumentTypeError(
+            f"not JSON ({err.msg} at character {err.pos}): {text[:80]!r}"
+        ) from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"not a JSON object ({{...}}): {text[:80]!r}")
     return value

@@ -7,8 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 
-def loo_keep(long_len: int, short_len: int, start: int = 0, stop: int | None = None
-             ) -> np.ndarray:  # fmt: skip
+def loo_keep(long_len: int, short_len: int, start: int = 0, stop: int | None = None) -> np.ndarray:
     """One row per far token j in [Lbar - L - 1]: everything kept but j. (n_far, Lbar - 1);
     only rows start..stop - 1 (0-based) when given, so that a long Lbar's masks are made a pass
     at a time, never all at once."""

@@ -24,8 +24,13 @@ class NoUsableGpu(KnownError):
 def driver_version() -> str | None:
     """The NVIDIA driver's version (nvidia-smi, else /proc/driver/nvidia/version), or None."""
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
         if out.stdout.strip():
             return out.stdout.split()[0]
     except (OSError, subprocess.SubprocessError):
@@ -41,22 +46,30 @@ def driver_version() -> str | None:
 def unusable_reason(cuda: str | None, driver: str | None, version: str, visible: str | None) -> str:
     """Why a torch (`version`, built for CUDA `cuda`) sees no GPU, and the fix, as one line."""
     if cuda is None:
-        return (f"the installed torch {version} is built without CUDA: install its CUDA build "
-                f"({STACK_DOC}), or run a CPU tier (config/config.yaml)")  # fmt: skip
+        return (
+            f"the installed torch {version} is built without CUDA: install its CUDA build "
+            f"({STACK_DOC}), or run a CPU tier (config/config.yaml)"
+        )
     if driver is None:
-        return (f"torch {version} (CUDA {cuda}) finds no NVIDIA driver on this machine (no "
-                "nvidia-smi, no /proc/driver/nvidia): run the tier where the GPUs are, or a CPU "
-                "tier (config/config.yaml)")  # fmt: skip
+        return (
+            f"torch {version} (CUDA {cuda}) finds no NVIDIA driver on this machine (no "
+            "nvidia-smi, no /proc/driver/nvidia): run the tier where the GPUs are, or a CPU "
+            "tier (config/config.yaml)"
+        )
     need = MIN_DRIVER.get(int(cuda.split(".")[0]))
     have = tuple(int(x) for x in driver.split(".") if x.isdigit())
     if need and have < need:
-        return (f"torch {version} is built for CUDA {cuda}, which needs driver "
-                f"{'.'.join(map(str, need))} or later; this machine's driver is {driver}: install "
-                f"the torch build for the CUDA your driver supports (`nvidia-smi` names it; "
-                f"{STACK_DOC}), or update the driver")  # fmt: skip
-    return (f"torch {version} (CUDA {cuda}, driver {driver}) sees no GPU among "
-            f"CUDA_VISIBLE_DEVICES={visible!r}: check that the devices exist (`nvidia-smi -L`) "
-            "and that LENGEN_GPUS names them")  # fmt: skip
+        return (
+            f"torch {version} is built for CUDA {cuda}, which needs driver "
+            f"{'.'.join(map(str, need))} or later; this machine's driver is {driver}: install "
+            f"the torch build for the CUDA your driver supports (`nvidia-smi` names it; "
+            f"{STACK_DOC}), or update the driver"
+        )
+    return (
+        f"torch {version} (CUDA {cuda}, driver {driver}) sees no GPU among "
+        f"CUDA_VISIBLE_DEVICES={visible!r}: check that the devices exist (`nvidia-smi -L`) "
+        "and that LENGEN_GPUS names them"
+    )
 
 
 def require_cuda(key: str) -> None:
@@ -67,8 +80,12 @@ def require_cuda(key: str) -> None:
 
     if torch.cuda.is_available():
         return
-    reason = unusable_reason(torch.version.cuda, driver_version(), torch.__version__,
-                             os.environ.get("CUDA_VISIBLE_DEVICES"))  # fmt: skip
+    reason = unusable_reason(
+        torch.version.cuda,
+        driver_version(),
+        torch.__version__,
+        os.environ.get("CUDA_VISIBLE_DEVICES"),
+    )
     raise NoUsableGpu(f"{key} asks for CUDA, but {reason}")
 
 

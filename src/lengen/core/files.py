@@ -78,8 +78,11 @@ def full_disk(err: BaseException) -> NoSpace | None:
         return None
     where = Path(err.filename) if err.filename else Path.cwd()
     named = f" of {where}" if err.filename else ""
-    return NoSpace(errno.ENOSPC, f"no space left on the disk{named} ({free_mb(where):.0f} MB "
-                                 "free): free space there and rerun")  # fmt: skip
+    return NoSpace(
+        errno.ENOSPC,
+        f"no space left on the disk{named} ({free_mb(where):.0f} MB "
+        "free): free space there and rerun",
+    )
 
 
 @contextlib.contextmanager
@@ -101,4 +104,3 @@ def space_for(path: Path, what: str):
             f"no space left on the disk of {path} ({free:.0f} MB free) while writing "
             f"{what}: free space there and rerun; the last complete checkpoint is kept",
         ) from err
-

@@ -77,8 +77,13 @@ def pool(environ=os.environ) -> list[str]:
         if name in environ:
             return [d.strip() for d in environ[name].split(",") if d.strip()]
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
     except (OSError, subprocess.SubprocessError):
         return []
     return [line.strip() for line in out.stdout.splitlines() if line.strip()]
@@ -106,8 +111,10 @@ def _open_folder(folder: str) -> None:
                 ) from None
             continue
         except OSError as err:
-            raise LockFolderError(f"{path}: cannot make the GPU lock folder ({err.strerror}); "
-                                  f"set {LOCKS} to a folder you can write") from None  # fmt: skip
+            raise LockFolderError(
+                f"{path}: cannot make the GPU lock folder ({err.strerror}); "
+                f"set {LOCKS} to a folder you can write"
+            ) from None
         with contextlib.suppress(OSError):  # ours, just made: open it to every user
             os.chmod(path, 0o1777)
 
@@ -132,9 +139,11 @@ def _lock(path: str) -> int | None:
                 f"{os.path.dirname(path)}` as its owner, or set {LOCKS} to a folder of your own"
             ) from None
     except OSError as err:
-        raise LockFolderError(f"{path}: cannot open a GPU lock file ({err.strerror}); run `chmod "
-                              f"666 {path}` as its owner, or set {LOCKS} to a folder of your "
-                              "own") from None  # fmt: skip
+        raise LockFolderError(
+            f"{path}: cannot open a GPU lock file ({err.strerror}); run `chmod "
+            f"666 {path}` as its owner, or set {LOCKS} to a folder of your "
+            "own"
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -151,8 +160,9 @@ def _lock_path(folder: str, device: str, slot: int) -> str:
     return os.path.join(folder, f"gpu-{name}.lock" if slot == 0 else f"gpu-{name}.{slot}.lock")
 
 
-def try_claim(devices: list[str], n: int, folder: str,
-              share: int = 1) -> tuple[list[str], list[int]] | None:  # fmt: skip
+def try_claim(
+    devices: list[str], n: int, folder: str, share: int = 1
+) -> tuple[list[str], list[int]] | None:
     """n distinct devices of `devices`, each with a free slot of its `share` (1: a device is one
     job's), each slot locked by an open descriptor (returned with them); None, holding nothing,
     when fewer than n devices have one free."""
@@ -174,8 +184,14 @@ def try_claim(devices: list[str], n: int, folder: str,
     return None
 
 
-def claim(n: int, devices: list[str], folder: str, wait_s: float = WAIT_S,
-          say=lambda line: print(line, file=sys.stderr, flush=True), share: int = 1):  # fmt: skip
+def claim(
+    n: int,
+    devices: list[str],
+    folder: str,
+    wait_s: float = WAIT_S,
+    say=lambda line: print(line, file=sys.stderr, flush=True),
+    share: int = 1,
+):
     """n free devices of `devices` (a slot of each, of `share`), waiting until they are
     (NoGpus if the pool has fewer than n)."""
     if n > len(devices):
@@ -220,8 +236,10 @@ def claim_port(folder: str, ports=PORTS) -> tuple[int, int]:
         if _bindable(port):
             return port, fd
         os.close(fd)
-    raise NoGpus(f"no free rendezvous port in {ports.start}-{ports.stop - 1} (each held by a job, "
-                 f"or bound; locks in {folder})")  # fmt: skip
+    raise NoGpus(
+        f"no free rendezvous port in {ports.start}-{ports.stop - 1} (each held by a job, "
+        f"or bound; locks in {folder})"
+    )
 
 
 def environment(n: int, environ=os.environ, share: int = 1) -> tuple[dict, list[int]]:

@@ -49,15 +49,26 @@ class Scheme:
 SCHEME_TABLE = {
     s.name: s
     for s in (
-        Scheme("ppc", coupled=True, train="shift", model="learned", predicts_positions=True,
-               label="Predictive Position Coupling"),
-        Scheme("absolute", coupled=False, train="shift", model="learned",
-               label="absolute PE, random shift (no coupling)"),
+        Scheme(
+            "ppc",
+            coupled=True,
+            train="shift",
+            model="learned",
+            predicts_positions=True,
+            label="Predictive Position Coupling",
+        ),
+        Scheme(
+            "absolute",
+            coupled=False,
+            train="shift",
+            model="learned",
+            label="absolute PE, random shift (no coupling)",
+        ),
         Scheme("rope_pose", coupled=False, train="pose", model="rope", label="RoPE + PoSE"),
         Scheme("nope", coupled=False, train="none", model="nope", label="NoPE (causal mask only)"),
         Scheme("alibi", coupled=False, train="none", model="alibi", label="ALiBi"),
     )
-}  # fmt: skip
+}
 
 
 def scheme_names(keep=lambda scheme: True) -> tuple[str, ...]:

@@ -41,9 +41,18 @@ def config_hash(obj: dict) -> str:
 
 
 PACKAGES = (
-    "lengen", "torch", "deepspeed", "transformers", "tokenizers", "datasets", "mlflow",
-    "snakemake", "numpy", "pandas", "seaborn",
-)  # fmt: skip
+    "lengen",
+    "torch",
+    "deepspeed",
+    "transformers",
+    "tokenizers",
+    "datasets",
+    "mlflow",
+    "snakemake",
+    "numpy",
+    "pandas",
+    "seaborn",
+)
 COLUMNS = ("config_hash", "seed", "git_commit", "versions")
 # a reference judged or drawn again (lengen.report.rejudge) keeps the training commit as
 # `git_commit` and names the code that judged its verdicts or drew its figures in these
@@ -119,8 +128,7 @@ def stamp(table: pd.DataFrame, config: Mapping, seed: int | str) -> pd.DataFrame
     return table.assign(**columns)
 
 
-def png_metadata(config: Mapping, seed: int | str, trained_at: str | None = None
-                 ) -> dict[str, str]:  # fmt: skip
+def png_metadata(config: Mapping, seed: int | str, trained_at: str | None = None) -> dict[str, str]:
     """savefig(metadata=...) for a PNG: provenance as one JSON text chunk. `trained_at`: a
     reference's figure drawn again from its tables keeps the commit that made them as its
     `git_commit` (a reference is one run of one commit) and names the drawing code's as

@@ -15,15 +15,32 @@ import typing
 from typing import Any
 
 # the JSON Schema keywords a setting may bound its value with
-BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "enum",
-          "items", "minItems", "maxItems", "uniqueItems", "pattern", "minLength",
-          "$ref", "minProperties", "propertyNames", "properties", "required",
-          "additionalProperties")  # fmt: skip
+BOUNDS = (
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "enum",
+    "items",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "pattern",
+    "minLength",
+    "$ref",
+    "minProperties",
+    "propertyNames",
+    "properties",
+    "required",
+    "additionalProperties",
+)
 JSON_TYPES = {int: "integer", float: "number", str: "string", bool: "boolean", dict: "object"}
 
 
-def setting(default: Any = dataclasses.MISSING, *, doc: str, null: bool = True,
-            **bounds: Any) -> Any:  # fmt: skip
+def setting(
+    default: Any = dataclasses.MISSING, *, doc: str, null: bool = True, **bounds: Any
+) -> Any:
     """A dataclass field that is a config setting: its default (none: the key is required), a
     one-line doc (config/README.md's "what it sets") and its JSON Schema bounds (BOUNDS; a
     callable bound is called each time the schema is made).
@@ -56,8 +73,12 @@ def _type_schema(hint: Any) -> dict:
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
             return {"type": "array", "items": _type_schema(args[0])}
-        return {"type": "array", "items": _type_schema(args[0]), "minItems": len(args),
-                "maxItems": len(args)}  # fmt: skip
+        return {
+            "type": "array",
+            "items": _type_schema(args[0]),
+            "minItems": len(args),
+            "maxItems": len(args),
+        }
     if origin is dict and args:
         return {"type": "object", "additionalProperties": _type_schema(args[1])}
     if hint in JSON_TYPES:
@@ -99,8 +120,7 @@ def object_schema(cls: type) -> dict:
         elif "enum" in node:
             node.pop("type", None)  # the values' own
         elif "items" in bounds:
-            node["items"] = {**_type_schema(hints[f.name]).get("items", {}),
-                             **bounds["items"]}  # fmt: skip
+            node["items"] = {**_type_schema(hints[f.name]).get("items", {}), **bounds["items"]}
         properties[f.name] = {**node, "description": f.metadata["doc"]}
         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             required.append(f.name)

@@ -54,8 +54,11 @@ def _fits(value, hint) -> bool:
         args = typing.get_args(hint)
         if len(args) == 2 and args[1] is Ellipsis:  # tuple[int, ...]: any length
             args = (args[0],) * len(value) if isinstance(value, tuple) else ()
-        return isinstance(value, tuple) and len(value) == len(args) and all(
-            _fits(v, h) for v, h in zip(value, args, strict=True))  # fmt: skip
+        return (
+            isinstance(value, tuple)
+            and len(value) == len(args)
+            and all(_fits(v, h) for v, h in zip(value, args, strict=True))
+        )
     if isinstance(origin, type):
         return isinstance(value, origin)
     return True
@@ -70,8 +73,11 @@ def _build(cls, section: str, values: dict):
     if unknown:
         known = sorted(names - {"source"})
         raise SpecError(f"spec section {section!r}: unknown key(s) {unknown}; known: {known}")
-    required = [f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING
-                and f.default_factory is dataclasses.MISSING]  # fmt: skip
+    required = [
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
     missing = [k for k in required if k not in values]
     if missing:
         raise SpecError(f"spec section {section!r}: missing key(s) {missing}")
@@ -118,19 +124,25 @@ class EarlyStopSpec:
     """`train.early_stop` (lengen.train.train.EarlyStop): EARLY_STOP."""
 
     every: int = setting(doc="steps between held-out checks", minimum=1)
-    target_accuracy: float = setting(doc="held-out exact match that counts as learned",
-                                     exclusiveMinimum=0, maximum=1)  # fmt: skip
-    patience: int = setting(doc="consecutive checks at target_accuracy before stopping",
-                            minimum=1)  # fmt: skip
-    min_steps: int = setting(0, doc="no stop on accuracy before this step (>= steps: never)",
-                             minimum=0)  # fmt: skip
+    target_accuracy: float = setting(
+        doc="held-out exact match that counts as learned", exclusiveMinimum=0, maximum=1
+    )
+    patience: int = setting(doc="consecutive checks at target_accuracy before stopping", minimum=1)
+    min_steps: int = setting(
+        0, doc="no stop on accuracy before this step (>= steps: never)", minimum=0
+    )
     n_examples: int = setting(512, doc="held-out examples per check", minimum=1)
-    n_draws: int = setting(1, doc="training batches the held-out set is made of (each one "
-                           "length drawn from the training range; n_examples split evenly)",
-                           minimum=1)  # fmt: skip
+    n_draws: int = setting(
+        1,
+        doc="training batches the held-out set is made of (each one "
+        "length drawn from the training range; n_examples split evenly)",
+        minimum=1,
+    )
     plateau_steps: int | None = setting(
-        None, doc="from this step on, a check below plateau_accuracy stops the run (did not "
-        "learn)", minimum=1)  # fmt: skip
+        None,
+        doc="from this step on, a check below plateau_accuracy stops the run (did not learn)",
+        minimum=1,
+    )
     plateau_accuracy: float = setting(0.6, doc="the plateau stop's bar", minimum=0, maximum=1)
 
 
@@ -141,46 +153,76 @@ class TrainSpec:
     its type, default, bounds and doc are the schema's and config/README.md's
     (lengen.core.settings)."""
 
-    steps: int = setting(doc="optimizer steps (a ceiling where early_stop is set); at most "
-                         "10,000,000 (the paper's: 50,000)", minimum=1, maximum=10_000_000)
-    batch_size: int = setting(doc="examples per optimizer step, all processes together; at "
-                              "most 1,048,576 (the paper's: 8,192)", minimum=1,
-                              maximum=1_048_576)  # fmt: skip
-    lr: float = setting(doc="AdamW's peak learning rate, in (0, 1] (the paper's: 5e-5 to 1e-3)",
-                        exclusiveMinimum=0, maximum=1)  # fmt: skip
+    steps: int = setting(
+        doc="optimizer steps (a ceiling where early_stop is set); at most "
+        "10,000,000 (the paper's: 50,000)",
+        minimum=1,
+        maximum=10_000_000,
+    )
+    batch_size: int = setting(
+        doc="examples per optimizer step, all processes together; at "
+        "most 1,048,576 (the paper's: 8,192)",
+        minimum=1,
+        maximum=1_048_576,
+    )
+    lr: float = setting(
+        doc="AdamW's peak learning rate, in (0, 1] (the paper's: 5e-5 to 1e-3)",
+        exclusiveMinimum=0,
+        maximum=1,
+    )
     weight_decay: float = setting(doc="AdamW's decoupled weight decay", minimum=0)
     warmup_steps: int = setting(doc="linear warm-up to lr over this many steps", minimum=0)
-    schedule: str = setting(doc="the learning rate after warm-up: linear or cosine decay to "
-                            "min_lr_ratio x lr, or constant",
-                            enum=["linear", "cosine", "constant"])  # fmt: skip
+    schedule: str = setting(
+        doc="the learning rate after warm-up: linear or cosine decay to "
+        "min_lr_ratio x lr, or constant",
+        enum=["linear", "cosine", "constant"],
+    )
     micro_batch_size: int | None = setting(
-        None, doc="examples per process per forward; batch_size / (processes x this) = "
-        "gradient accumulation steps (App. F)", minimum=1)  # fmt: skip
-    min_lr_ratio: float = setting(0.0, doc="the schedule's final learning rate as a fraction "
-                                  "of lr", minimum=0, maximum=1)  # fmt: skip
+        None,
+        doc="examples per process per forward; batch_size / (processes x this) = "
+        "gradient accumulation steps (App. F)",
+        minimum=1,
+    )
+    min_lr_ratio: float = setting(
+        0.0, doc="the schedule's final learning rate as a fraction of lr", minimum=0, maximum=1
+    )
     betas: tuple[float, float] = setting(
-        (0.9, 0.999), doc="AdamW's (beta1, beta2)",
-        items={"exclusiveMinimum": 0, "exclusiveMaximum": 1})  # fmt: skip
-    grad_clip: float = setting(1.0, doc="clip the gradient's global L2 norm to this (0: no "
-                               "clipping; a fused group clips each run's own)", minimum=0)
-    checkpoint_every: int = setting(1000, doc="steps between checkpoints (a killed job resumes "
-                                    "from the newest)", minimum=1)  # fmt: skip
+        (0.9, 0.999),
+        doc="AdamW's (beta1, beta2)",
+        items={"exclusiveMinimum": 0, "exclusiveMaximum": 1},
+    )
+    grad_clip: float = setting(
+        1.0,
+        doc="clip the gradient's global L2 norm to this (0: no "
+        "clipping; a fused group clips each run's own)",
+        minimum=0,
+    )
+    checkpoint_every: int = setting(
+        1000, doc="steps between checkpoints (a killed job resumes from the newest)", minimum=1
+    )
     log_every: int = setting(50, doc="steps between logged losses (MLflow)", minimum=1)
     length_buckets: tuple[int, ...] = setting(
-        (), doc="Sequence lengths a training batch is padded up to (the smallest edge >= its "
+        (),
+        doc="Sequence lengths a training batch is padded up to (the smallest edge >= its "
         "length; longer batches stay as drawn), the padding unscored: the loss and its gradient "
         "are the unpadded batch's, only the shapes fed change, so a compiled step (GPU tiers) "
         "builds one graph per edge instead of one per drawn length. Absent or [] = no padding.",
-        items={"minimum": 1}, uniqueItems=True)  # fmt: skip
+        items={"minimum": 1},
+        uniqueItems=True,
+    )
     k_curriculum_steps: int = setting(
-        0, doc="0 = off (paper). Otherwise k ~ Unif([min(K_train, 1 + step // this)]): a "
+        0,
+        doc="0 = off (paper). Otherwise k ~ Unif([min(K_train, 1 + step // this)]): a "
         "departure from App. E.1 that lets small CPU models escape the parity plateau.",
-        minimum=0)  # fmt: skip
+        minimum=0,
+    )
     jump_curriculum_steps: int = setting(
-        0, doc="Parity with scratchpad only. 0 = off (paper). Otherwise the training jump is "
+        0,
+        doc="Parity with scratchpad only. 0 = off (paper). Otherwise the training jump is "
         "min(jump, 1 + step // this): jump 1 first, ending on the paper's format (a departure "
         "from App. E.2 that lets small CPU models escape the parity plateau at jumps >= 2).",
-        minimum=0)  # fmt: skip
+        minimum=0,
+    )
     early_stop: EarlyStopSpec | None = setting(None, doc=EARLY_STOP)
 
     @classmethod
@@ -204,30 +246,43 @@ class RuntimeConfig:
     fuse_runs (the plan's) and with ds_config's file read in."""
 
     device: str = setting(doc="where the models train and are scored", enum=["cpu", "cuda"])
-    precision: str = setting(doc="training precision of the synthetic models (bf16: "
-                             "DeepSpeed's bf16 mode)", enum=["fp32", "bf16"])  # fmt: skip
-    zero_stage: int = setting(doc="DeepSpeed ZeRO stage of the synthetic models (the language "
-                              "models: natural_language.zero_stage)", enum=[0, 1, 2, 3])
+    precision: str = setting(
+        doc="training precision of the synthetic models (bf16: DeepSpeed's bf16 mode)",
+        enum=["fp32", "bf16"],
+    )
+    zero_stage: int = setting(
+        doc="DeepSpeed ZeRO stage of the synthetic models (the language "
+        "models: natural_language.zero_stage)",
+        enum=[0, 1, 2, 3],
+    )
     gpus_per_job: int = setting(doc="GPUs per synthetic training job (0 on CPU)", minimum=0)
-    threads_per_job: int = setting(doc="torch threads per job (1: jobs run in parallel, one per "
-                                   "core)", minimum=1)  # fmt: skip
+    threads_per_job: int = setting(
+        doc="torch threads per job (1: jobs run in parallel, one per core)", minimum=1
+    )
     ds_config: str | None = setting(
-        None, doc="A DeepSpeed config JSON (path from the project root) merged over the computed "
-        "one for every training job; batch keys it sets must agree with the train sections.")
+        None,
+        doc="A DeepSpeed config JSON (path from the project root) merged over the computed "
+        "one for every training job; batch keys it sets must agree with the train sections.",
+    )
     progress: bool = setting(True, doc="progress bars on long work")
     fuse_runs: int = setting(
-        1, doc="Train up to this many runs of one variant (sparse parity's K_train values, a "
+        1,
+        doc="Train up to this many runs of one variant (sparse parity's K_train values, a "
         "generation task's jumps / depths, and their seeds: they share every shape) as one fused "
         "model in one job, and evaluate a generation task's group in one pass (lengen.train."
         "group: each keeps its own data, clipping, stop, model.pt and MLflow run); 1: one job per "
         "run. For a GPU, where a small model's step is bound by the host; on a CPU it gains "
-        'nothing (docs/performance.md, "Fused runs").', minimum=1)  # fmt: skip
+        'nothing (docs/performance.md, "Fused runs").',
+        minimum=1,
+    )
     compile: str = setting(
-        "none", doc="torch.compile the model of every training job (DeepSpeed's engine.compile): "
+        "none",
+        doc="torch.compile the model of every training job (DeepSpeed's engine.compile): "
         "none (eager), default (Inductor), reduce-overhead (Inductor with CUDA graphs: for the "
         "host-bound 12 x 1024 models, 1.32x eager on an H100; CUDA only). A compiled step builds "
         "a graph per batch shape: set train.length_buckets with it.",
-        enum=["none", "default", "reduce-overhead"])  # fmt: skip
+        enum=["none", "default", "reduce-overhead"],
+    )
 
 
 @dataclass(frozen=True)
@@ -252,8 +307,9 @@ class TrackingConfig:
     spec carries its URI resolved and its experiment's name (TrackingSpec, `tracking_uri`)."""
 
     uri: str | None = setting(doc="null = sqlite:///<results_dir>/mlflow.db")
-    experiment_prefix: str = setting(doc="MLflow experiment names are <prefix>/<section>",
-                                     minLength=1)  # fmt: skip
+    experiment_prefix: str = setting(
+        doc="MLflow experiment names are <prefix>/<section>", minLength=1
+    )
 
 
 @dataclass(frozen=True)
@@ -392,10 +448,19 @@ def read_ds_config(path: str | Path) -> dict:
 # refused by name (ds_config_unknown).
 DS_CONFIG_MAY_ADD = {
     "zero_optimization": {
-        "allgather_bucket_size", "allgather_partitions", "contiguous_gradients", "overlap_comm",
-        "reduce_bucket_size", "reduce_scatter", "round_robin_gradients",
-        "stage3_max_live_parameters", "stage3_max_reuse_distance", "stage3_prefetch_bucket_size",
-        "stage3_param_persistence_threshold", "sub_group_size", "use_multi_rank_bucket_allreduce",
+        "allgather_bucket_size",
+        "allgather_partitions",
+        "contiguous_gradients",
+        "overlap_comm",
+        "reduce_bucket_size",
+        "reduce_scatter",
+        "round_robin_gradients",
+        "stage3_max_live_parameters",
+        "stage3_max_reuse_distance",
+        "stage3_prefetch_bucket_size",
+        "stage3_param_persistence_threshold",
+        "sub_group_size",
+        "use_multi_rank_bucket_allreduce",
     },
     "communication_data_type": None,
     "comms_logger": None,
@@ -404,7 +469,7 @@ DS_CONFIG_MAY_ADD = {
     "wall_clock_breakdown": None,
     "memory_breakdown": None,
     "dump_state": None,
-}  # fmt: skip
+}
 # The keys the YAML owns, each with the config key that sets it (a JSON may repeat its value)
 DS_CONFIG_OWNED = {
     "train_batch_size": "train.batch_size",
@@ -459,7 +524,8 @@ def ds_config_unknown(user: dict) -> list[str]:
         f"ds_config sets {key}: not a key a ds_config may add (communication, buckets and logging "
         "only: lengen.core.specs.DS_CONFIG_MAY_ADD); what trains is set in the YAML"
         for key in _dotted(user)
-        if key not in DS_CONFIG_OWNED and key.split(".")[0] not in PRECISION_SECTIONS
+        if key not in DS_CONFIG_OWNED
+        and key.split(".")[0] not in PRECISION_SECTIONS
         and not any(key == a or key.startswith(f"{a}.") for a in allowed)
     ]
 
@@ -479,8 +545,10 @@ def ds_config_clashes(
     precision = None if bf16 is None else "bf16" if bf16 else "fp32"
     # which section carries bf16 depends on the ZeRO stage (bf16_section): unknown, not compared
     section = None if zero_stage is None else bf16_section(zero_stage)
-    mode = {s: None if bf16 is None or (bf16 and section is None) else bf16 and s == section
-            for s in ("bf16", "torch_autocast")}  # fmt: skip
+    mode = {
+        s: None if bf16 is None or (bf16 and section is None) else bf16 and s == section
+        for s in ("bf16", "torch_autocast")
+    }
     want = {
         "gradient_clipping": grad_clip,
         "bf16.enabled": mode["bf16"],
@@ -497,11 +565,14 @@ def ds_config_clashes(
     ]
     for section in PRECISION_SECTIONS:  # a precision section may say `enabled`, nothing else
         extra = [k for k in keys if k.startswith(f"{section}.") and k != f"{section}.enabled"]
-        found += [f"ds_config sets {k}: precision is runtime.precision's alone (set it there)"
-                  for k in extra]  # fmt: skip
+        found += [
+            f"ds_config sets {k}: precision is runtime.precision's alone (set it there)"
+            for k in extra
+        ]
     found += [
         f"ds_config sets {key}: the YAML owns it ({DS_CONFIG_OWNED[key]}); set it there, not in "
         "the JSON"
-        for key in ("optimizer", "scheduler") if key in keys
+        for key in ("optimizer", "scheduler")
+        if key in keys
     ]
     return found

@@ -22,9 +22,14 @@ def diagonal_fit(x: np.ndarray, y: np.ndarray, n_boot: int = 2000, seed: int = 0
     idx = np.random.default_rng(seed).integers(0, len(x), size=(n_boot, len(x)))
     boot_slope, boot_spread = _slope_spread(x[idx], y[idx])
     (s_lo, s_hi), (d_lo, d_hi) = (np.percentile(b, [2.5, 97.5]) for b in (boot_slope, boot_spread))
-    return {"slope": float(slope), "slope_ci_low": float(s_lo), "slope_ci_high": float(s_hi),
-            "spread": float(spread), "spread_ci_low": float(d_lo),
-            "spread_ci_high": float(d_hi)}  # fmt: skip
+    return {
+        "slope": float(slope),
+        "slope_ci_low": float(s_lo),
+        "slope_ci_high": float(s_hi),
+        "spread": float(spread),
+        "spread_ci_low": float(d_lo),
+        "spread_ci_high": float(d_hi),
+    }
 
 
 def mean_with_ci(x: np.ndarray, n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
@@ -47,5 +52,8 @@ def correlation_ci(x: np.ndarray, y: np.ndarray, n_boot: int = 2000, seed: int =
 
     idx = np.random.default_rng(seed).integers(0, len(x), size=(n_boot, len(x)))
     lo, hi = np.nanpercentile(pearson(x[idx], y[idx]), [2.5, 97.5])
-    return {"pearson_r": float(pearson(x, y)), "pearson_r_ci_low": float(lo),
-            "pearson_r_ci_high": float(hi)}  # fmt: skip
+    return {
+        "pearson_r": float(pearson(x, y)),
+        "pearson_r_ci_low": float(lo),
+        "pearson_r_ci_high": float(hi),
+    }

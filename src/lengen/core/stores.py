@@ -46,7 +46,9 @@ def stale_markers(results_dir: str | Path, uri: str) -> tuple[list[Path], str]:
     if now is None:
         why = f"MLflow store {path} is gone"
     elif recorded is not None and (recorded.get("dev"), recorded.get("inode")) != (
-            now["dev"], now["inode"]):  # fmt: skip
+        now["dev"],
+        now["inode"],
+    ):
         why = f"MLflow store {path} was replaced since its setup ran"
     else:
         return [], ""

@@ -70,8 +70,9 @@ def relocate_artifacts(uri: str) -> int:
         except sqlite3.DatabaseError:  # no schema yet, or a broken file: readable_store's case
             return 0
         marker = "/mlartifacts/"
-        olds = {loc.split(marker)[0] + marker.rstrip("/") for (loc,) in found
-                if loc and marker in loc} - {root}  # fmt: skip
+        olds = {
+            loc.split(marker)[0] + marker.rstrip("/") for (loc,) in found if loc and marker in loc
+        } - {root}
         changed = 0
         for old in olds:
             for table, column in (("experiments", "artifact_location"), ("runs", "artifact_uri")):
@@ -109,8 +110,12 @@ class StoreError(KnownError, RuntimeError):
 
 
 # SQLite's words for a store it cannot write (through SQLAlchemy and MLflow, as their messages)
-_STORE_FAULTS = {"database or disk is full": "full", "readonly database": "not writable",
-                 "unable to open database file": "not reachable", "disk I/O error": "unreadable"}
+_STORE_FAULTS = {
+    "database or disk is full": "full",
+    "readonly database": "not writable",
+    "unable to open database file": "not reachable",
+    "disk I/O error": "unreadable",
+}
 
 
 @recognises
@@ -211,14 +216,20 @@ def start_run(uri: str, experiment: str, run_name: str, run_id_file: Path) -> ml
             "(snakemake results/.../mlflow.ready) or lengen.core.tracking.prepare_store first"
         )
     if run_id_file.exists():  # a rerun after a crash or a kill: the same run goes on
-        run_id = read_state(run_id_file, "this model's MLflow run id",
-                            "Delete it to log this model to a new MLflow run (the old run stays "
-                            "as it is)")  # fmt: skip
+        run_id = read_state(
+            run_id_file,
+            "this model's MLflow run id",
+            "Delete it to log this model to a new MLflow run (the old run stays as it is)",
+        )
         if _has_run(uri, run_id):
             print(f"MLflow: resuming run {run_id} ({run_name})", file=sys.stderr, flush=True)
             return mlflow.start_run(run_id=run_id)
-        print(f"MLflow: run {run_id} is not in the store {uri} (a lost or replaced store): this "
-              f"model goes on in a new run", file=sys.stderr, flush=True)  # fmt: skip
+        print(
+            f"MLflow: run {run_id} is not in the store {uri} (a lost or replaced store): this "
+            f"model goes on in a new run",
+            file=sys.stderr,
+            flush=True,
+        )
     run = mlflow.start_run(experiment_id=exp.experiment_id, run_name=run_name)
     write_text_atomic(run_id_file, run.info.run_id)
     print(f"MLflow: new run {run.info.run_id} ({run_name})", file=sys.stderr, flush=True)
@@ -246,8 +257,11 @@ def resume_run(uri: str, run_id_file: Path) -> mlflow.ActiveRun:
     the old store)."""
     mlflow.set_tracking_uri(uri)
     relocate_artifacts(uri)
-    run_id = read_state(run_id_file, "this model's MLflow run id",
-                        "Delete it to write the table without logging it to MLflow")
+    run_id = read_state(
+        run_id_file,
+        "this model's MLflow run id",
+        "Delete it to write the table without logging it to MLflow",
+    )
     if _has_run(uri, run_id):
         return mlflow.start_run(run_id=run_id)
     spec_file = run_id_file.parent / "spec.json"
@@ -255,10 +269,12 @@ def resume_run(uri: str, run_id_file: Path) -> mlflow.ActiveRun:
         spec = json.loads(spec_file.read_text())
         experiment, run_name = spec["tracking"]["experiment"], spec["run_name"]
     except (OSError, ValueError, KeyError, TypeError):
-        raise StoreError(f"{run_id_file}: MLflow run {run_id} is not in the store {uri} (a lost "
-                         f"or replaced store), and {spec_file} cannot say which run to open "
-                         "instead; delete the run id file to write the table without logging "
-                         "it to MLflow") from None  # fmt: skip
+        raise StoreError(
+            f"{run_id_file}: MLflow run {run_id} is not in the store {uri} (a lost "
+            f"or replaced store), and {spec_file} cannot say which run to open "
+            "instead; delete the run id file to write the table without logging "
+            "it to MLflow"
+        ) from None
     run = start_run(uri, experiment, run_name, run_id_file)
     mlflow.log_params(flatten(spec))
     mlflow.set_tag(RELOGGED_FROM, run_id)
@@ -282,8 +298,9 @@ def model_name(experiment: str, run_name: str) -> str:
     return f"{experiment}.{run_name}".replace("/", ".").replace(":", "-")
 
 
-def register_model(client: MlflowClient, experiment: str, run_name: str, run_id: str,
-                   path: Path, sha256: str) -> str:  # fmt: skip
+def register_model(
+    client: MlflowClient, experiment: str, run_name: str, run_id: str, path: Path, sha256: str
+) -> str:
     """Register a trained model.pt as a new version of its registered model (model_name), its
     source the file where it lies (not a copy: a paper-size model is gigabytes), relative to the
     store's folder (recorded_path: a moved results folder keeps it; recorded_file resolves it),
@@ -292,8 +309,9 @@ def register_model(client: MlflowClient, experiment: str, run_name: str, run_id:
     if not client.search_registered_models(f"name='{name}'"):
         client.create_registered_model(name)
     source = recorded_path(client.tracking_uri, path)
-    version = client.create_model_version(name, source=source, run_id=run_id,
-                                          tags={"model_sha256": sha256})  # fmt: skip
+    version = client.create_model_version(
+        name, source=source, run_id=run_id, tags={"model_sha256": sha256}
+    )
     return version.version
 
 
@@ -361,8 +379,13 @@ def log_metrics(metrics: Mapping[str, float]) -> None:
         _retry_locked(lambda fresh=fresh, step=step: mlflow.log_metrics(fresh, step=step))
 
 
-def log_run_metrics(client: MlflowClient, run_id: str, metrics: Mapping[str, float], step: int,
-                    logged: Mapping[str, int]) -> None:  # fmt: skip
+def log_run_metrics(
+    client: MlflowClient,
+    run_id: str,
+    metrics: Mapping[str, float],
+    step: int,
+    logged: Mapping[str, int],
+) -> None:
     """log_metrics for a run by id, not the active one (a training run's members each log to
     their own): one write, steps already held (`logged`, as logged_steps gives them at a resume)
     not logged twice, a locked store waited for."""
@@ -426,8 +449,14 @@ def close_failed_run(err: BaseException) -> None:
         mlflow.end_run(status="KILLED" if killed else "FAILED")
 
 
-def log_file_run(uri: str, experiment: str, run_name: str, paths: list[Path], tags: Mapping,
-                 params: Mapping | None = None) -> str:  # fmt: skip
+def log_file_run(
+    uri: str,
+    experiment: str,
+    run_name: str,
+    paths: list[Path],
+    tags: Mapping,
+    params: Mapping | None = None,
+) -> str:
     """A finished run holding files as artifacts (a figure; the report and its tables), with
     its params (what made them, flattened) and tags; its id. A run of that name made before (a
     rerun) is replaced by a clear rule: the new run's `replaces` tag names it and `changed` the
@@ -439,14 +468,16 @@ def log_file_run(uri: str, experiment: str, run_name: str, paths: list[Path], ta
     if exp is None:
         raise RuntimeError(f"MLflow experiment {experiment!r} missing in {uri}")
     flat = flatten(params or {})
-    old = client.search_runs([exp.experiment_id],
-                             filter_string=f"attributes.run_name = '{run_name}'")  # fmt: skip
+    old = client.search_runs(
+        [exp.experiment_id], filter_string=f"attributes.run_name = '{run_name}'"
+    )
     replaced = {}
     if old:
         was = old[0].data.params  # the newest
-        replaced = {"replaces": " ".join(r.info.run_id for r in old),
-                    "changed": " ".join(changed(was, flat))[:500]
-                    or "nothing (a rerun of the same inputs)"}
+        replaced = {
+            "replaces": " ".join(r.info.run_id for r in old),
+            "changed": " ".join(changed(was, flat))[:500] or "nothing (a rerun of the same inputs)",
+        }
     with mlflow.start_run(experiment_id=exp.experiment_id, run_name=run_name) as run:
         set_tags({**tags, **replaced})
         if flat:
@@ -458,16 +489,27 @@ def log_file_run(uri: str, experiment: str, run_name: str, paths: list[Path], ta
     return run.info.run_id
 
 
-def log_figure(path: Path, model_runs: list[str], uri: str, experiment: str,
-               tags: Mapping | None = None, params: Mapping | None = None) -> str:
+def log_figure(
+    path: Path,
+    model_runs: list[str],
+    uri: str,
+    experiment: str,
+    tags: Mapping | None = None,
+    params: Mapping | None = None,
+) -> str:
     """One MLflow run per drawn figure, `figure/<file stem>`, holding the PNG, its params (what
     was drawn: the config slice, the input tables' hashes) and tags (provenance; the runs of the
     models it shows, `model_runs`: their training runs' names; none for a figure computed
     without a model, which says so): `mlflow ui` answers "which runs made this figure"."""
     shown = " ".join(sorted(set(model_runs))) or "none (drawn without a trained model)"
-    return log_file_run(uri, experiment, f"figure/{path.stem}", [path],
-                        {"figure": path.name, "model_runs": shown, **(tags or {})},
-                        params)  # fmt: skip
+    return log_file_run(
+        uri,
+        experiment,
+        f"figure/{path.stem}",
+        [path],
+        {"figure": path.name, "model_runs": shown, **(tags or {})},
+        params,
+    )
 
 
 def log_artifact(path: Path) -> None:

@@ -126,8 +126,9 @@ def fetch_package(name: str, workdir: Path) -> tuple[Path, str]:
             "on PATH here); on another system set source: docstrings (offline text from the "
             "installed Python packages, config/README.md) or c4_dir (local C4 shards)"
         )
-    done = subprocess.run(["apt-get", "download", name], cwd=workdir, capture_output=True,
-                          text=True)  # fmt: skip
+    done = subprocess.run(
+        ["apt-get", "download", name], cwd=workdir, capture_output=True, text=True
+    )
     if done.returncode:
         raise RuntimeError(
             f"apt-get download {name} failed ({done.stderr.strip()[-300:]}); it needs the "
@@ -189,8 +190,11 @@ def build_from_debian(cfg: dict, out: Path, seed: int) -> dict:
                         if is_validation(url, cfg["validation_fraction"], seed)
                         else "train"
                     )
-                    row = {"text": text, "timestamp": stamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                           "url": url}  # fmt: skip
+                    row = {
+                        "text": text,
+                        "timestamp": stamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                        "url": url,
+                    }
                     records[split].append(row)
                     n_docs, n_chars = n_docs + 1, n_chars + len(text)
             licence = root / "usr" / "share" / "doc" / pkg["name"] / "copyright"
@@ -205,7 +209,7 @@ def build_from_debian(cfg: dict, out: Path, seed: int) -> dict:
                     "licence_head": licence.read_text(errors="replace")[:400]
                     if licence.exists()
                     else "",
-                }  # fmt: skip
+                }
             )
     # C4's shards hold web pages in no particular order; package order would make the first
     # held-out chunks (Table 1, leave-one-out) all one package: shuffle each split (seeded)
@@ -225,8 +229,11 @@ def docstrings(path: Path) -> list[str]:
     except (SyntaxError, UnicodeDecodeError, ValueError):
         return []
     kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-    found = [(getattr(n, "lineno", 0), ast.get_docstring(n)) for n in ast.walk(tree)
-             if isinstance(n, kinds)]  # fmt: skip
+    found = [
+        (getattr(n, "lineno", 0), ast.get_docstring(n))
+        for n in ast.walk(tree)
+        if isinstance(n, kinds)
+    ]
     return [text for _, text in sorted(found, key=lambda f: f[0]) if text]
 
 
@@ -234,8 +241,11 @@ def licence(meta) -> str:
     """A distribution's licence as its metadata states it: the SPDX `License-Expression`, else
     its `License ::` classifiers, else the first line of its `License` field (some hold the whole
     licence text there)."""
-    classifiers = [c.split(" :: ", 1)[1] for c in meta.get_all("Classifier") or []
-                   if c.startswith("License ::")]  # fmt: skip
+    classifiers = [
+        c.split(" :: ", 1)[1]
+        for c in meta.get_all("Classifier") or []
+        if c.startswith("License ::")
+    ]
     text = (meta.get("License") or "").strip().splitlines()
     found = meta.get("License-Expression") or "; ".join(classifiers) or (text[0] if text else "")
     return found[:200]
@@ -263,9 +273,13 @@ def build_from_docstrings(cfg: dict, out: Path, seed: int) -> dict:
             ) from None
         pattern = pkg.get("glob", "*.py")
         files = sorted(
-            (f for f in metadata.files(name) or []
-             if f.suffix == ".py" and fnmatch.fnmatch(str(f), pattern)), key=str,
-        )  # fmt: skip
+            (
+                f
+                for f in metadata.files(name) or []
+                if f.suffix == ".py" and fnmatch.fnmatch(str(f), pattern)
+            ),
+            key=str,
+        )
         n_docs = n_chars = 0
         for f in files:
             text = "\n\n".join(docstrings(Path(f.locate())))
@@ -277,9 +291,16 @@ def build_from_docstrings(cfg: dict, out: Path, seed: int) -> dict:
                 n_docs, n_chars = n_docs + 1, n_chars + len(doc)
         if not n_docs:
             raise FileNotFoundError(f"distribution {name}: no docstrings in its {pattern!r} files")
-        sources.append({"distribution": name, "version": version, "files": len(files),
-                        "documents": n_docs, "characters": n_chars,
-                        "licence": licence(metadata.metadata(name))})  # fmt: skip
+        sources.append(
+            {
+                "distribution": name,
+                "version": version,
+                "files": len(files),
+                "documents": n_docs,
+                "characters": n_chars,
+                "licence": licence(metadata.metadata(name)),
+            }
+        )
     for split, rows in records.items():  # as build_from_debian: no distribution's block first
         records[split] = shuffled(rows, seed, split)
     shards = write_shards(records, out, cfg["docs_per_shard"])
@@ -335,16 +356,19 @@ def main(argv: list[str] | None = None) -> None:
     """CLI: python -m lengen.data.corpus --corpus JSON --seed S --out DIR (writes
     DIR/sources.json)."""
     parser = command_parser(__spec__, __doc__)
-    parser.add_argument("--corpus", required=True, type=json_object,
-                        help="JSON of natural_language.corpus")  # fmt: skip
+    parser.add_argument(
+        "--corpus", required=True, type=json_object, help="JSON of natural_language.corpus"
+    )
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     cfg = args.corpus
     if args.out.exists():  # a corpus this tool wrote (sources.json), or nothing: never else
         if any(args.out.iterdir()) and not (args.out / "sources.json").exists():
-            parser.error(f"--out {args.out}: a folder this tool did not write (no sources.json); "
-                         "it is replaced whole, so name a new or empty one")  # fmt: skip
+            parser.error(
+                f"--out {args.out}: a folder this tool did not write (no sources.json); "
+                "it is replaced whole, so name a new or empty one"
+            )
         shutil.rmtree(args.out)
     if cfg["source"] == "debian":
         manifest = build_from_debian(cfg, args.out, args.seed)

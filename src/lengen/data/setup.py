@@ -66,8 +66,9 @@ def hub_download(name: str, dest: Path) -> None:
     shutil.copyfile(cached, dest)
 
 
-def fetch_c4(c4_dir: Path, shards: dict[str, list[str]],
-             download: Callable[[str, Path], None] = hub_download) -> list[str]:  # fmt: skip
+def fetch_c4(
+    c4_dir: Path, shards: dict[str, list[str]], download: Callable[[str, Path], None] = hub_download
+) -> list[str]:
     """Every listed shard in c4_dir, whole; returns the names fetched now."""
     c4_dir.mkdir(parents=True, exist_ok=True)
     fetched = []
@@ -134,8 +135,9 @@ def run(cfg: dict, dry_run: bool = False) -> list[str]:
     lines it printed."""
     out = [f"note: {line}" for line in run_time_downloads(cfg)]
     todo = plan(cfg)
-    out += todo or ["nothing to fetch" + ("" if out else " (its corpus and tokenizer install "
-                                                         "with the project)")]  # fmt: skip
+    out += todo or [
+        "nothing to fetch" + ("" if out else " (its corpus and tokenizer install with the project)")
+    ]
     print("\n".join(out))
     if dry_run or not todo:
         return out

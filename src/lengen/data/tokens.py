@@ -155,20 +155,26 @@ def load_tokens(path: str | Path) -> np.ndarray:
     ever advised deleted: a user's file (`lengen influence --tokens`) may sit anywhere."""
     path = Path(path)
     meta_path = path.parent / "meta.json"
-    fix = ("remake it: snakemake --forcerun natural_language_tokens" if meta_path.exists() else
-           f"a token file holds {DTYPE.__name__} token ids, as lengen.data.tokens writes them")
+    fix = (
+        "remake it: snakemake --forcerun natural_language_tokens"
+        if meta_path.exists()
+        else f"a token file holds {DTYPE.__name__} token ids, as lengen.data.tokens writes them"
+    )
     if not path.is_file():
         raise TokenFileError(f"{path}: no such file")
     size = path.stat().st_size
     itemsize = np.dtype(DTYPE).itemsize
     if size % itemsize:
-        raise TokenFileError(f"{path}: {size} bytes is not a whole number of {DTYPE.__name__} "
-                             f"tokens: not a whole token file ({fix})")  # fmt: skip
+        raise TokenFileError(
+            f"{path}: {size} bytes is not a whole number of {DTYPE.__name__} "
+            f"tokens: not a whole token file ({fix})"
+        )
     if meta_path.exists():
         expected = json.loads(meta_path.read_text()).get("tokens", {}).get(path.stem)
         if expected is not None and size // itemsize != expected:
-            raise TokenFileError(f"{path}: {size // itemsize} tokens, but {meta_path} records "
-                                 f"{expected} ({fix})")  # fmt: skip
+            raise TokenFileError(
+                f"{path}: {size // itemsize} tokens, but {meta_path} records {expected} ({fix})"
+            )
     return np.memmap(path, dtype=DTYPE, mode="r")
 
 
@@ -184,12 +190,14 @@ def consecutive_chunks(tokens: np.ndarray, size: int, n: int, offset: int = 0) -
 def main(argv: list[str] | None = None) -> None:
     """CLI: tokenizer + train.bin + validation.bin + meta.json under --out."""
     parser = command_parser(__spec__, __doc__)
-    parser.add_argument("--tokenizer", required=True, type=json_object,
-                        help="JSON of natural_language.tokenizer")  # fmt: skip
+    parser.add_argument(
+        "--tokenizer", required=True, type=json_object, help="JSON of natural_language.tokenizer"
+    )
     parser.add_argument("--source", required=True, help="corpus source (debian|c4_dir|c4_hub)")
     parser.add_argument("--corpus-dir", type=Path, required=True)
-    parser.add_argument("--max-tokens", required=True, type=json_object,
-                        help='JSON {"train": N, "validation": M}')  # fmt: skip
+    parser.add_argument(
+        "--max-tokens", required=True, type=json_object, help='JSON {"train": N, "validation": M}'
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -201,8 +209,12 @@ def main(argv: list[str] | None = None) -> None:
     for split in corpus.SPLITS:
         texts = corpus.read_documents(args.source, split, args.corpus_dir)
         counts[split] = tokenize_split(tok, texts, args.out / f"{split}.bin", budget[split])
-    meta = {"vocab_size": len(tok), "eos_token_id": tok.eos_token_id, "tokens": counts,
-            "dtype": DTYPE.__name__}  # fmt: skip
+    meta = {
+        "vocab_size": len(tok),
+        "eos_token_id": tok.eos_token_id,
+        "tokens": counts,
+        "dtype": DTYPE.__name__,
+    }
     (args.out / "meta.json").write_text(json.dumps(meta, indent=2))
     print(json.dumps(meta))
 

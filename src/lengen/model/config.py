@@ -22,25 +22,34 @@ class ModelConfig:
     vocab_size: int
     n_layer: int = setting(2, doc="transformer blocks (paper: 12)", minimum=1)
     n_head: int = setting(4, doc="attention heads per block (paper: 16)", minimum=1)
-    d_model: int = setting(128, doc="residual width (paper: 1024; the synthetic tasks' App. E "
-                           "Table 2)", minimum=1)  # fmt: skip
+    d_model: int = setting(
+        128, doc="residual width (paper: 1024; the synthetic tasks' App. E Table 2)", minimum=1
+    )
     d_mlp: int | None = setting(None, doc="MLP width (null: 4 d_model, GPT-NeoX)", minimum=1)
     position: str = "rope"  # how IDs are read: one of MODEL_POSITIONS (lengen.model.positions)
-    rotary_pct: float = setting(1.0, doc="fraction of each head's dimensions RoPE rotates "
-                                "(GPT-NeoX: 0.25; used by RoPE schemes only)",
-                                exclusiveMinimum=0, maximum=1)  # fmt: skip
+    rotary_pct: float = setting(
+        1.0,
+        doc="fraction of each head's dimensions RoPE rotates "
+        "(GPT-NeoX: 0.25; used by RoPE schemes only)",
+        exclusiveMinimum=0,
+        maximum=1,
+    )
     rope_base: float = setting(10000.0, doc="RoPE's base", exclusiveMinimum=0)
     l_max: int = 512  # largest position ID (absolute embeddings, position head)
     predict_positions: bool = False  # PPC head over IDs 0..l_max (Sec. 5.2)
     layer_norm_eps: float = 1e-5
-    init_std: float = setting(0.02, doc="std of the normal weight init (GPT-NeoX/HF: 0.02)",
-                              exclusiveMinimum=0)  # fmt: skip
+    init_std: float = setting(
+        0.02, doc="std of the normal weight init (GPT-NeoX/HF: 0.02)", exclusiveMinimum=0
+    )
     # DEPARTURE when "log_length" (not in the paper's GPT-NeoX): each query's logits are multiplied
     # by max(1, log n), n = the number of keys it sees (Chiang & Cholak 2022, "Overcoming a
     # theoretical limitation of self-attention", Sec. 5; "Scalable-Softmax", Nakanishi 2025), so
     # attention can stay as sharp on a few tokens among 500 as among 50. "none" = GPT-NeoX.
-    attn_scale: str = setting("none", doc="none = GPT-NeoX (paper). log_length = DEPARTURE: "
-                              "logits x max(1, log n), n keys seen", enum=list(ATTN_SCALES))
+    attn_scale: str = setting(
+        "none",
+        doc="none = GPT-NeoX (paper). log_length = DEPARTURE: logits x max(1, log n), n keys seen",
+        enum=list(ATTN_SCALES),
+    )
 
     def __post_init__(self):
         if self.position in RENAMED_MODEL_POSITIONS:  # a model file of code older than the

@@ -272,8 +272,11 @@ class GPTNeoX(nn.Module):
         bias = alibi_bias(self.alibi, position_ids, keys)
         T = position_ids.shape[1]
         if keys.shape[1] == T:  # a whole sequence; one decoded token sees every key
-            keep = attn_mask if attn_mask is not None else torch.ones(
-                T, T, dtype=torch.bool, device=bias.device).tril()  # fmt: skip
+            keep = (
+                attn_mask
+                if attn_mask is not None
+                else torch.ones(T, T, dtype=torch.bool, device=bias.device).tril()
+            )
             bias = bias.masked_fill(~keep, float("-inf"))
         return bias
 

@@ -59,8 +59,10 @@ def read_model_file(path: str | Path, device: str = "cpu") -> dict:
         raise ModelFileError(f"{path}: unreadable ({type(err).__name__}: {err}); {fix}") from err
     missing = [k for k in MODEL_KEYS if not isinstance(saved, dict) or k not in saved]
     if missing:
-        raise ModelFileError(f"{path}: not a model file of this code (missing {missing}: another "
-                             f"file, or one of code older than the references); {fix}")
+        raise ModelFileError(
+            f"{path}: not a model file of this code (missing {missing}: another "
+            f"file, or one of code older than the references); {fix}"
+        )
     check_bound(path, saved["spec"], fix)
     return saved
 
@@ -81,13 +83,17 @@ def check_bound(path: Path, spec: dict, fix: str) -> None:
     try:
         folder = json.loads(beside.read_text())
     except (OSError, ValueError) as err:
-        raise ModelFileError(f"{beside}: unreadable ({type(err).__name__}: {err}); delete it "
-                             "and rerun the rule that trains it") from err  # fmt: skip
+        raise ModelFileError(
+            f"{beside}: unreadable ({type(err).__name__}: {err}); delete it "
+            "and rerun the rule that trains it"
+        ) from err
     if json.dumps(folder, sort_keys=True) == json.dumps(spec, sort_keys=True):
         return
     if spec.get("run_name") != folder.get("run_name"):  # another run's model, copied in
-        raise ModelFileError(f"{path}: trained for {_named(spec)}, but its folder's spec.json "
-                             f"is {_named(folder)}: a model file of another run; {fix}")
+        raise ModelFileError(
+            f"{path}: trained for {_named(spec)}, but its folder's spec.json "
+            f"is {_named(folder)}: a model file of another run; {fix}"
+        )
     keys = ", ".join(_differing(spec, folder)) or "its values"
     raise ModelFileError(
         f"{path}: trained for {_named(spec)}, but its folder's spec.json, of the same run, "

@@ -124,8 +124,9 @@ def pass_probability(model: str, cell, n: int, threshold: float, rng) -> float:
     return float((weights * stats.binom.sf(need - 1, n, levels)).sum())
 
 
-def share_coverage(model: str, cell, runs: int, n: int, threshold: float, trials: int,
-                   rng) -> float:  # fmt: skip
+def share_coverage(
+    model: str, cell, runs: int, n: int, threshold: float, trials: int, rng
+) -> float:
     """How often the exact interval on the share of runs >= threshold (effects.share_interval)
     covers the model's probability that a run passes (each run's examples drawn, as the report
     judges the run on its measured accuracy)."""
@@ -146,12 +147,24 @@ def study(folder: Path, runs: list[int], trials: int = 2000, seed: int = 0) -> p
     for cell in cells(folder):
         for model in ("runs", "smooth"):
             for r in runs:
-                rows.append({"cell": cell.name, "model": model, "runs": r,
-                             "coverage": t_coverage(model, cell, r, cell.n, trials, rng)})
+                rows.append(
+                    {
+                        "cell": cell.name,
+                        "model": model,
+                        "runs": r,
+                        "coverage": t_coverage(model, cell, r, cell.n, trials, rng),
+                    }
+                )
     for mix in MIXTURES:
         for r in runs:
-            rows.append({"cell": "mixture {:.2f}/{:.2f}/{:.2f}".format(*mix), "model": "mixture",
-                         "runs": r, "coverage": t_coverage("mixture", mix, r, 192, trials, rng)})
+            rows.append(
+                {
+                    "cell": "mixture {:.2f}/{:.2f}/{:.2f}".format(*mix),
+                    "model": "mixture",
+                    "runs": r,
+                    "coverage": t_coverage("mixture", mix, r, 192, trials, rng),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -168,7 +181,8 @@ def main(argv: list[str] | None = None) -> None:
         raise NoCells(f"{args.tables}: no table with cells of >= 3 runs")
     d = study(args.tables, args.runs, args.trials)
     summary = d.groupby(["model", "runs"]).coverage.agg(
-        cells="size", median="median", worst="min", below_093=lambda c: float((c < 0.93).mean()))
+        cells="size", median="median", worst="min", below_093=lambda c: float((c < 0.93).mean())
+    )
     print(summary.round(3).to_string())
 
 

@@ -73,7 +73,6 @@ UNDERPOWERED = "underpowered"
 MIXED = "mixed"  # the verdict's word where the runs disagree: "mixed (k of n runs)"
 
 
-
 def _pooled(rows: pd.DataFrame, key: np.ndarray) -> pd.DataFrame:
     """Examples right and scored per value of `key` (one per row), pooled over the rows' cells
     (lengths, k_test)."""
@@ -92,12 +91,17 @@ def runs_of(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 def run_counts(rows: pd.DataFrame) -> dict[str, tuple[float, float]]:
     """Each run's (examples right, examples scored) pooled over the rows' cells, by run id (the
     `run` column; the seed without one; a single run "run" without either)."""
-    key = (rows.run.astype(str).to_numpy() if "run" in rows
-           else rows.seed.astype(str).to_numpy() if "seed" in rows
-           else np.full(len(rows), "run"))  # fmt: skip
+    key = (
+        rows.run.astype(str).to_numpy()
+        if "run" in rows
+        else rows.seed.astype(str).to_numpy()
+        if "seed" in rows
+        else np.full(len(rows), "run")
+    )
     per = _pooled(rows, key)
-    return {str(k): (float(r), float(n)) for k, r, n in zip(per.index, per.right, per.n,
-                                                            strict=True)}  # fmt: skip
+    return {
+        str(k): (float(r), float(n)) for k, r, n in zip(per.index, per.right, per.n, strict=True)
+    }
 
 
 def _seed_of(rows: pd.DataFrame) -> dict[str, str]:
@@ -117,8 +121,11 @@ def _paired_counts(better: pd.DataFrame, worse: pd.DataFrame) -> list[tuple[str,
         return [(r, a[r], b[r]) for r in sorted(set(a) & set(b))]
     seed_a, seed_b = _seed_of(better), _seed_of(worse)
     by_seed_b = {seed_b.get(r, r): r for r in b}
-    return [(f"{r} - {other}", a[r], b[other]) for r in sorted(a)
-            if (other := by_seed_b.get(seed_a.get(r, r))) is not None]  # fmt: skip
+    return [
+        (f"{r} - {other}", a[r], b[other])
+        for r in sorted(a)
+        if (other := by_seed_b.get(seed_a.get(r, r))) is not None
+    ]
 
 
 def _sd(right: np.ndarray, n: np.ndarray) -> float:
@@ -159,8 +166,10 @@ def level_interval(right: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, ...]:
 def gap_interval(right_a, n_a, right_b, n_b) -> tuple[np.ndarray, ...]:
     """Arm a's run mean minus arm b's and its 95% Welch t-interval (Welch-Satterthwaite
     degrees of freedom), clipped to [-1, 1]; batched over leading axes."""
-    (mean_a, var_a), (mean_b, var_b) = mean_and_variance(right_a, n_a), mean_and_variance(
-        right_b, n_b)  # fmt: skip
+    (mean_a, var_a), (mean_b, var_b) = (
+        mean_and_variance(right_a, n_a),
+        mean_and_variance(right_b, n_b),
+    )
     df_a, df_b = _df(np.shape(right_a)[-1]), _df(np.shape(right_b)[-1])
     var = var_a + var_b
     with np.errstate(divide="ignore"):  # one run in each arm: known variances, normal
@@ -199,8 +208,11 @@ class Effect:
         """'name +mean (runs: v1, v2, v3)' for an effect of runs; 'name +estimate [CI] (n runs)'
         for one without per-run values (a paired effect of one model)."""
         if self.per_run:
-            return f"{self.name} {self.estimate:+.3f} (runs: " + ", ".join(
-                f"{v:+.2f}" for _, v in self.per_run) + ")"  # fmt: skip
+            return (
+                f"{self.name} {self.estimate:+.3f} (runs: "
+                + ", ".join(f"{v:+.2f}" for _, v in self.per_run)
+                + ")"
+            )
         runs = "/".join(map(str, self.runs))
         return f"{self.name} {self.estimate:+.3f} [{self.low:+.3f}, {self.high:+.3f}] ({runs} runs)"
 
@@ -212,10 +224,17 @@ def gap(better: pd.DataFrame, worse: pd.DataFrame, name: str, group: str = "") -
     (right_a, n_a), (right_b, n_b) = runs_of(better), runs_of(worse)
     estimate, low, high = map(float, gap_interval(right_a, n_a, right_b, n_b))
     counts = tuple((name_, (*a, *b)) for name_, a, b in _paired_counts(better, worse))
-    return Effect(name, estimate, low, high, (len(n_a), len(n_b)),
-                  (_sd(right_a, n_a), _sd(right_b, n_b)),
-                  tuple((r, c[0] / c[1] - c[2] / c[3]) for r, c in counts), group or name,
-                  tuple(c for _, c in counts))  # fmt: skip
+    return Effect(
+        name,
+        estimate,
+        low,
+        high,
+        (len(n_a), len(n_b)),
+        (_sd(right_a, n_a), _sd(right_b, n_b)),
+        tuple((r, c[0] / c[1] - c[2] / c[3]) for r, c in counts),
+        group or name,
+        tuple(c for _, c in counts),
+    )
 
 
 def level(rows: pd.DataFrame, name: str, group: str = "") -> Effect:
@@ -224,9 +243,17 @@ def level(rows: pd.DataFrame, name: str, group: str = "") -> Effect:
     right, n = runs_of(rows)
     estimate, low, high = map(float, level_interval(right, n))
     counts = sorted(run_counts(rows).items())
-    return Effect(name, estimate, low, high, (len(n),), (_sd(right, n),),
-                  tuple((r, k / m) for r, (k, m) in counts), group or name,
-                  tuple(c for _, c in counts))  # fmt: skip
+    return Effect(
+        name,
+        estimate,
+        low,
+        high,
+        (len(n),),
+        (_sd(right, n),),
+        tuple((r, k / m) for r, (k, m) in counts),
+        group or name,
+        tuple(c for _, c in counts),
+    )
 
 
 def _ci(samples: tuple[np.ndarray, ...], statistic, paired: bool = False) -> tuple[float, float]:
@@ -317,8 +344,7 @@ def run_outcomes(found: list[Effect], threshold: float) -> list[RunOutcome]:
         for r, values in sorted(runs.items()):
             worst = min(v for v, _ in values)
             alpha = ALPHA / len(values)
-            passed = all((v if c is None else run_upper(c, alpha)) >= threshold
-                         for v, c in values)  # fmt: skip
+            passed = all((v if c is None else run_upper(c, alpha)) >= threshold for v, c in values)
             out.append(RunOutcome(r, worst, passed, g, worst >= threshold))
     return out
 
@@ -345,8 +371,9 @@ def group_counts(outcomes: list[RunOutcome], observed: bool = False) -> dict[str
 def group_shares(outcomes: list[RunOutcome]) -> tuple[GroupShare, ...]:
     """Each group's runs that pass with the exact 95% interval on its share (never pooled over
     groups: they may pass at different rates)."""
-    return tuple(GroupShare(g, k, n, *share_interval(k, n))
-                 for g, (k, n) in group_counts(outcomes).items())  # fmt: skip
+    return tuple(
+        GroupShare(g, k, n, *share_interval(k, n)) for g, (k, n) in group_counts(outcomes).items()
+    )
 
 
 def usually(passed, runs):
@@ -450,12 +477,16 @@ def error_rates(sizes: tuple[int, ...], rates=RATES, earlier: bool = False) -> d
         parts = []
         for n in sizes:
             k = np.arange(n + 1)
-            single = k == 0 if earlier else (
-                stats.binom.cdf(k, n, USUALLY) <= _single_level(g) + 1e-12)
+            single = (
+                k == 0 if earlier else (stats.binom.cdf(k, n, USUALLY) <= _single_level(g) + 1e-12)
+            )
             holds = k == n if earlier else usually(k, n)
-            parts.append([(float(q), int(i), (bool(s1), False, bool(h)))
-                          for q, i, s1, h in zip(stats.binom.pmf(k, n, p), k, single, holds,
-                                                 strict=True)])  # fmt: skip
+            parts.append(
+                [
+                    (float(q), int(i), (bool(s1), False, bool(h)))
+                    for q, i, s1, h in zip(stats.binom.pmf(k, n, p), k, single, holds, strict=True)
+                ]
+            )
         rep = refuted = 0.0
         for (total, single, _, holds), q in _sum_states(parts).items():
             below = single or (not earlier and _pooled_below(total, total_runs, g))
@@ -476,11 +507,19 @@ def error_text(sizes: tuple[int, ...]) -> str:
     0.002, P(not reproduced) 0.031; 0.7: ...; 0.9: ..." for its group sizes (judged_sizes)."""
     at = judged_sizes(sizes)
     rates = error_rates(at)
-    fewer = (f"at {MIN_RUNS} runs per group (this row's fewer read underpowered), "
-             if at != tuple(sizes) else "")  # fmt: skip
-    return (fewer + "if each run passes with probability " + "; ".join(
-        f"{p:g}: P(reproduced) {a:.3f}, P(not reproduced) {b:.3f}"
-        for p, (a, b) in rates.items()))  # fmt: skip
+    fewer = (
+        f"at {MIN_RUNS} runs per group (this row's fewer read underpowered), "
+        if at != tuple(sizes)
+        else ""
+    )
+    return (
+        fewer
+        + "if each run passes with probability "
+        + "; ".join(
+            f"{p:g}: P(reproduced) {a:.3f}, P(not reproduced) {b:.3f}"
+            for p, (a, b) in rates.items()
+        )
+    )
 
 
 # --- sentences comparing arms: Boschloo on the runs' generalize / fail counts -----------------
@@ -561,10 +600,15 @@ def arm_error_text(sizes: tuple[tuple[int, int], ...]) -> str:
     """A compared row's error rates in words (arm_error_rates), at MIN_RUNS runs per arm where
     it has fewer (judged_sizes)."""
     at = tuple((max(b, MIN_RUNS), max(w, MIN_RUNS)) for b, w in sizes)
-    fewer = (f"at {MIN_RUNS} runs per arm (this row's fewer read underpowered), "
-             if at != tuple(sizes) else "")  # fmt: skip
-    rates = "; ".join(f"({pb:g}, {pw:g}): P(reproduced) {a:.3f}, P(not reproduced) {b:.3f}"
-                      for (pb, pw), (a, b) in arm_error_rates(at).items())  # fmt: skip
+    fewer = (
+        f"at {MIN_RUNS} runs per arm (this row's fewer read underpowered), "
+        if at != tuple(sizes)
+        else ""
+    )
+    rates = "; ".join(
+        f"({pb:g}, {pw:g}): P(reproduced) {a:.3f}, P(not reproduced) {b:.3f}"
+        for (pb, pw), (a, b) in arm_error_rates(at).items()
+    )
     return f"{fewer}if the runs generalize with probability (paper's better arm, worse arm) {rates}"
 
 
@@ -597,9 +641,13 @@ def more_evidence(verdict: str, found: list[Effect]) -> str:
     passes is what is unknown)."""
     if verdict == UNDERPOWERED:
         fewest = min(min(e.runs) for e in found)
-        return (f"{fewest} run{'s' if fewest != 1 else ''} in an arm: {MIN_RUNS} or more runs per "
-                "arm would let the runs' outcomes decide it")  # fmt: skip
+        return (
+            f"{fewest} run{'s' if fewest != 1 else ''} in an arm: {MIN_RUNS} or more runs per "
+            "arm would let the runs' outcomes decide it"
+        )
     if verdict.startswith(MIXED):
-        return ("the runs disagree, or too few agree to tell \"usually\" from \"sometimes\": "
-                "more runs per arm would measure each group's share of runs that pass")
+        return (
+            'the runs disagree, or too few agree to tell "usually" from "sometimes": '
+            "more runs per arm would measure each group's share of runs that pass"
+        )
     return ""

@@ -107,21 +107,36 @@ def draw_runs(panels: list[dict], out: Path, metadata: dict | None, dpi: int = 1
     cols = min(4, max(1, len(panels)))
     rows = max(1, math.ceil(len(panels) / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols, 2.9 * rows), squeeze=False)
-    for ax in axes.flat[len(panels):]:
+    for ax in axes.flat[len(panels) :]:
         ax.axis("off")
     if not panels:
-        axes[0, 0].text(0.5, 0.5, "no row of this tier is judged on training runs",
-                        ha="center", va="center", transform=axes[0, 0].transAxes)  # fmt: skip
+        axes[0, 0].text(
+            0.5,
+            0.5,
+            "no row of this tier is judged on training runs",
+            ha="center",
+            va="center",
+            transform=axes[0, 0].transAxes,
+        )
     for ax, panel in zip(axes.flat, panels, strict=False):
         groups = list(dict.fromkeys(o.group for o in panel["outcomes"]))
         for i, group in enumerate(groups):
             mine = [o for o in panel["outcomes"] if o.group == group]
-            offsets = [0.0] if len(mine) == 1 else [
-                -0.25 + 0.5 * j / (len(mine) - 1) for j in range(len(mine))]  # fmt: skip
+            offsets = (
+                [0.0]
+                if len(mine) == 1
+                else [-0.25 + 0.5 * j / (len(mine) - 1) for j in range(len(mine))]
+            )
             for o, dx in zip(mine, offsets, strict=True):
-                ax.scatter(i + dx, o.value, s=22, color="tab:blue" if o.passed else "white",
-                           edgecolors="tab:blue" if o.passed else "tab:red",
-                           linewidths=1.2, zorder=3)  # fmt: skip
+                ax.scatter(
+                    i + dx,
+                    o.value,
+                    s=22,
+                    color="tab:blue" if o.passed else "white",
+                    edgecolors="tab:blue" if o.passed else "tab:red",
+                    linewidths=1.2,
+                    zorder=3,
+                )
         ax.axhline(panel["threshold"], color="grey", ls="--", lw=1)
         ax.set_xticks(range(len(groups)))
         ax.set_xticklabels([_short(g) for g in groups], rotation=30, ha="right", fontsize=7)
@@ -129,9 +144,12 @@ def draw_runs(panels: list[dict], out: Path, metadata: dict | None, dpi: int = 1
         ax.set_title(wrapped(f"{panel['id']}: {panel['verdict']}", fig), fontsize=8)
         ax.tick_params(axis="y", labelsize=7)
         ax.grid(axis="y", alpha=0.3)
-    fig.suptitle("Every training run, by sentence and model group: its worst cell (or paired "
-                 "gap); filled: passes (its test set does not show it below the threshold), "
-                 "hollow red: fails; dashed: the rule's threshold", fontsize=9)  # fmt: skip
+    fig.suptitle(
+        "Every training run, by sentence and model group: its worst cell (or paired "
+        "gap); filled: passes (its test set does not show it below the threshold), "
+        "hollow red: fails; dashed: the rule's threshold",
+        fontsize=9,
+    )
     fig.tight_layout()
     _save(fig, out, dpi, metadata)
 
@@ -229,8 +247,7 @@ def sparse_parity_figure(
         if train_range:
             ax.axvspan(*train_range, color="grey", alpha=0.15, lw=0)
         if train_range:  # say what the grey band is, inside it, clear of the lines (top)
-            ax.text(sum(train_range) / 2, 0.04, "trained", ha="center", fontsize=6,
-                    color="dimgrey")  # fmt: skip
+            ax.text(sum(train_range) / 2, 0.04, "trained", ha="center", fontsize=6, color="dimgrey")
     for key, ax in grid.axes_dict.items():  # a model that never learned: faint
         model, k_train = (key, table["k_train"].iloc[0]) if single else key
         cell = table[(table.model == model) & (table.k_train == k_train)]
@@ -241,8 +258,11 @@ def sparse_parity_figure(
         if len(means) and means.min() < NEAR_PERFECT:
             for line in ax.get_lines()[:-1]:
                 line.set_alpha(0.3)
-            ax.set_title(f"{ax.get_title()}\n(did not learn its training range: "
-                         f"{means.min():.2f})", fontsize=8, color="dimgrey")  # fmt: skip
+            ax.set_title(
+                f"{ax.get_title()}\n(did not learn its training range: {means.min():.2f})",
+                fontsize=8,
+                color="dimgrey",
+            )
     per = runs.groupby(level=0).min() if runs is not None and len(runs) else None
     counts = [int(per[v]) for v in order if v in per] if per is not None else [1]
     if len(set(counts)) == 1:  # "training runs per model: 3"
@@ -250,9 +270,11 @@ def sparse_parity_figure(
     else:  # a row per model variant: "3 (row 1), 1 (row 2)"
         shown = ", ".join(f"{n} (row {i})" for i, n in enumerate(counts, 1))
     banded = any(n > 1 for n in counts)
-    note = (f"Training runs per model: {shown}; line: their mean"
-            + ("; band: their range, lowest to highest (none with one run)" if banded else "")
-            + "; dashed: k_test > K_train; grey: training lengths; dotted: chance.")
+    note = (
+        f"Training runs per model: {shown}; line: their mean"
+        + ("; band: their range, lowest to highest (none with one run)" if banded else "")
+        + "; dashed: k_test > K_train; grey: training lengths; dotted: chance."
+    )
     lines = titled(grid.figure, title)
     # the title ~0.3 in a line above the panels' titles, whatever the height
     top = 1 + 0.3 * (lines.count("\n") + 1) / grid.figure.get_figheight()
@@ -271,30 +293,47 @@ def _sparse_parity_job(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], lis
         ks = [schemes["k_train"]]
     else:
         ks = sp["figures"][fig.key]
-    title = fig.title.format(tier=cfg["tier"], k_train=ks[0] if fig.key == "schemes" else ks,
-                             model=artifacts.trained_model(sp, variants))  # fmt: skip
+    title = fig.title.format(
+        tier=cfg["tier"],
+        k_train=ks[0] if fig.key == "schemes" else ks,
+        model=artifacts.trained_model(sp, variants),
+    )
     labels = {v: e["label"] for v, e in {**sp["variants"], **schemes.get("variants", {})}.items()}
-    args = ["--title", title, "--style", to_json(sp["figures"].get("style", {})),
-            "--train-range", str(sp["train_min_len"]), str(sp["train_max_len"]),
-            "--labels", to_json([[v, labels[v]] for v in variants]),  # config order: row order
-            "--lengths", eval_lengths(cfg, "sparse_parity")]  # fmt: skip
+    args = [
+        "--title",
+        title,
+        "--style",
+        to_json(sp["figures"].get("style", {})),
+        "--train-range",
+        str(sp["train_min_len"]),
+        str(sp["train_max_len"]),
+        "--labels",
+        to_json([[v, labels[v]] for v in variants]),  # config order: row order
+        "--lengths",
+        eval_lengths(cfg, "sparse_parity"),
+    ]
     return plan.evals(cfg, "sparse_parity", variants, ks), args
 
 
 def _draw_sparse_parity(table: pd.DataFrame, args, meta: dict) -> None:
     labels = dict(json.loads(args.labels))  # insertion order = row order
-    sparse_parity_figure(table, args.title, args.out, json.loads(args.style), args.train_range,
-                         meta, labels)  # fmt: skip
+    sparse_parity_figure(
+        table, args.title, args.out, json.loads(args.style), args.train_range, meta, labels
+    )
 
 
 SPARSE_PARITY = FigureKind(
-    "sparse_parity", _sparse_parity_job, _draw_sparse_parity,
-    lambda cfg: "Sparse parity (Sec. 5.1, Figs. 1 and 7): final-token accuracy vs test length "
-    "2l, a line per k_test (the mean over training runs; band: the range of the runs, lowest "
-    "to highest, as in every figure of the report: REPORT.md judges each run), a panel per "
-    "K_train; training lengths shaded, chance dotted.",
+    "sparse_parity",
+    _sparse_parity_job,
+    _draw_sparse_parity,
+    lambda cfg: (
+        "Sparse parity (Sec. 5.1, Figs. 1 and 7): final-token accuracy vs test length "
+        "2l, a line per k_test (the mean over training runs; band: the range of the runs, lowest "
+        "to highest, as in every figure of the report: REPORT.md judges each run), a panel per "
+        "K_train; training lengths shaded, chance dotted."
+    ),
     reads="eval",
-)  # fmt: skip
+)
 
 
 # Tasks scored by generation (Figs. 2, 8, 3a-d; majority) --------------------------------------
@@ -333,8 +372,15 @@ def run_bands(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     for cell, g in table.groupby([*keys, "length"]):
         e = effects.level(g, "")
         values = [v for _, v in e.per_run] or [e.estimate]
-        rows.append({**dict(zip([*keys, "length"], cell, strict=True)), "accuracy": e.estimate,
-                     "low": min(values), "high": max(values), "runs": e.runs[0]})  # fmt: skip
+        rows.append(
+            {
+                **dict(zip([*keys, "length"], cell, strict=True)),
+                "accuracy": e.estimate,
+                "low": min(values),
+                "high": max(values),
+                "runs": e.runs[0],
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -376,8 +422,13 @@ def generation_figure(
     colors = dict(zip(values, palette(sns, len(values)), strict=True))
     width, height = style["height"] * style["aspect"], style["height"]
     # one panel: as wide as its title needs (a narrow panel under a wide title filled a third)
-    fig, axes = plt.subplots(1, len(panels), figsize=(max(width * len(panels), 5.2), height + 0.9),
-                             sharey=True, squeeze=False)  # fmt: skip
+    fig, axes = plt.subplots(
+        1,
+        len(panels),
+        figsize=(max(width * len(panels), 5.2), height + 0.9),
+        sharey=True,
+        squeeze=False,
+    )
     drawn = {"dashed": False, "band": False}
     for i, (ax, variant) in enumerate(zip(axes[0], panels, strict=True)):
         bands = run_bands(table[table.variant == variant], [param])
@@ -385,8 +436,16 @@ def generation_figure(
             ok, runs = learned(b, train_range), int(b.runs.min())
             label = f"{param} {value}, {runs} run{'s' if runs != 1 else ''}"
             label += "" if ok else ", did not learn its training range"
-            ax.plot(b.length, b.accuracy, marker="o", ms=3, color=colors[value],
-                    ls="-" if ok else "--", alpha=1.0 if ok else 0.45, label=label)  # fmt: skip
+            ax.plot(
+                b.length,
+                b.accuracy,
+                marker="o",
+                ms=3,
+                color=colors[value],
+                ls="-" if ok else "--",
+                alpha=1.0 if ok else 0.45,
+                label=label,
+            )
             drawn["dashed"] |= not ok
             if runs > 1:
                 ax.fill_between(b.length, b.low, b.high, color=colors[value], alpha=0.2, lw=0)
@@ -397,18 +456,26 @@ def generation_figure(
         ax.set_xlabel(x)
         ax.set_ylim(-0.02, 1.02)
         entries = len(ax.get_legend_handles_labels()[0])
-        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.26), frameon=False,
-                  ncol=2 if entries > 3 else 1)  # fmt: skip
+        ax.legend(
+            fontsize=6,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.26),
+            frameon=False,
+            ncol=2 if entries > 3 else 1,
+        )
     axes[0][0].set_ylabel("accuracy")
     fig.suptitle(titled(fig, title), y=1.0)
     caption = "Lines: the mean over training runs"  # what is drawn, and only that
     if drawn["band"]:
         caption += "; bands: the range of the runs, lowest to highest (REPORT.md judges each run)"
     if drawn["dashed"]:
-        caption += (f"; dashed: the models did not learn the training range, not a result "
-                    f"(< {NEAR_PERFECT} there)")  # fmt: skip
-    fig.text(0.5, -0.02, wrapped(caption + ".", fig, per_inch=14), ha="center", va="top",
-             fontsize=7)  # fmt: skip
+        caption += (
+            f"; dashed: the models did not learn the training range, not a result "
+            f"(< {NEAR_PERFECT} there)"
+        )
+    fig.text(
+        0.5, -0.02, wrapped(caption + ".", fig, per_inch=14), ha="center", va="top", fontsize=7
+    )
     fig.tight_layout()
     _save(fig, out, style["dpi"], metadata)
 
@@ -426,29 +493,49 @@ def _generation_job(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], list[s
         if len(panels) < len(fig.lettered) and "title" not in spec:  # "Fig. 3a: ..."
             number, _, rest = title.partition(":")
             title = f"{number}{'/'.join(letters)}:{rest}"
-    args = ["--panels", *panels, *(["--letters", letters] if letters else []),
-            "--title", title
-            + f" ({cfg['tier']} tier, {artifacts.trained_model(section, panels)})",
-            "--style", to_json(section["figures"].get("style", {})),
-            "--train-range", str(low), str(high),
-            "--lengths", eval_lengths(cfg, fig.section)]  # fmt: skip
+    args = [
+        "--panels",
+        *panels,
+        *(["--letters", letters] if letters else []),
+        "--title",
+        title + f" ({cfg['tier']} tier, {artifacts.trained_model(section, panels)})",
+        "--style",
+        to_json(section["figures"].get("style", {})),
+        "--train-range",
+        str(low),
+        str(high),
+        "--lengths",
+        eval_lengths(cfg, fig.section),
+    ]
     return plan.evals(cfg, fig.section, panels), args
 
 
 def _draw_generation(table: pd.DataFrame, args, meta: dict) -> None:
-    generation_figure(table, args.panels, args.title, args.out, json.loads(args.style),
-                      args.train_range, meta, letters=args.letters)  # fmt: skip
+    generation_figure(
+        table,
+        args.panels,
+        args.title,
+        args.out,
+        json.loads(args.style),
+        args.train_range,
+        meta,
+        letters=args.letters,
+    )
 
 
 GENERATION = FigureKind(
-    "generation", _generation_job, _draw_generation,
-    lambda cfg: "Tasks scored by greedy generation (the scratchpad tasks of Sec. 5.2, Figs. 2, 8, "
-    "3a-d; majority): exact-match accuracy (every scratchpad token and, for Predictive Position "
-    "Coupling, every predicted position ID; the answer token without a scratchpad) vs test "
-    "length, a line per jump or depth (mean over training runs; band: the range of the runs, "
-    "as in Fig. 1), a panel per variant.",
+    "generation",
+    _generation_job,
+    _draw_generation,
+    lambda cfg: (
+        "Tasks scored by greedy generation (the scratchpad tasks of Sec. 5.2, Figs. 2, 8, 3a-d; "
+        "majority): exact-match accuracy (every scratchpad token and, for Predictive Position "
+        "Coupling, every predicted position ID; the answer token without a scratchpad) vs test "
+        "length, a line per jump or depth (mean over training runs; band: the range of the runs, "
+        "as in Fig. 1), a panel per variant."
+    ),
     reads="eval",
-)  # fmt: skip
+)
 
 
 # Natural language: the loss recovered by k influential tokens (Figs. 4, 6) --------------------
@@ -480,9 +567,11 @@ def influence_figure(
     sns.set_theme(context=style["context"], style="whitegrid")
     panels = INFLUENCE_PANELS[fig]
     fig_, axes = plt.subplots(
-        1, len(panels), figsize=(style["height"] * 1.2 * len(panels), style["height"] * 1.6),
+        1,
+        len(panels),
+        figsize=(style["height"] * 1.2 * len(panels), style["height"] * 1.6),
         squeeze=False,
-    )  # fmt: skip
+    )
     letters = "abc" if len(panels) > 1 else ""
     for i, (ax, (scored, chosen)) in enumerate(zip(axes[0], panels, strict=True)):
         t = table[(table.scored_by == scored) & (table.chosen_by == chosen)]
@@ -492,37 +581,49 @@ def influence_figure(
         ax.plot([lo, hi], [lo, hi], color="grey", lw=1, ls="--", label="y = x (the diagonal)")
         if fig == "fig4":  # NL-Fig4's rule: near the diagonal
             fit = diagonal_fit(x.to_numpy(), y.to_numpy())  # the report's NL-Fig4 numbers
-            ax.plot([lo, hi], [lo * fit["slope"], hi * fit["slope"]], color="C1", lw=1,
-                    label=f"the rule's fit: reduced-major-axis slope through 0, "
-                    f"{fit['slope']:.2f}")  # fmt: skip
-            numbers = (f"slope {fit['slope']:.2f} [{fit['slope_ci_low']:.2f}, "
-                       f"{fit['slope_ci_high']:.2f}], spread {fit['spread']:.2f} "
-                       f"[{fit['spread_ci_low']:.2f}, {fit['spread_ci_high']:.2f}]")  # fmt: skip
+            ax.plot(
+                [lo, hi],
+                [lo * fit["slope"], hi * fit["slope"]],
+                color="C1",
+                lw=1,
+                label=f"the rule's fit: reduced-major-axis slope through 0, {fit['slope']:.2f}",
+            )
+            numbers = (
+                f"slope {fit['slope']:.2f} [{fit['slope_ci_low']:.2f}, "
+                f"{fit['slope_ci_high']:.2f}], spread {fit['spread']:.2f} "
+                f"[{fit['spread_ci_low']:.2f}, {fit['spread_ci_high']:.2f}]"
+            )
         else:  # NL-Fig6's rule: a positive correlation
             r = correlation_ci(x.to_numpy(), y.to_numpy())  # the report's NL-Fig6 numbers
-            numbers = (f"Pearson r {r['pearson_r']:.2f} [{r['pearson_r_ci_low']:.2f}, "
-                       f"{r['pearson_r_ci_high']:.2f}] (the rule's)")  # fmt: skip
+            numbers = (
+                f"Pearson r {r['pearson_r']:.2f} [{r['pearson_r_ci_low']:.2f}, "
+                f"{r['pearson_r_ci_high']:.2f}] (the rule's)"
+            )
         ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.22), frameon=False)
         for axis in (ax.xaxis, ax.yaxis):
             axis.set_major_locator(MaxNLocator(nbins=4))
         ax.ticklabel_format(axis="both", style="sci", scilimits=(-2, 3))
         label = f"({letters[i]}) " if letters else ""
-        ax.set_title(f"{label}{scored} CE loss; J from {chosen}, n = {len(t)}\n{numbers}",
-                     fontsize=8)  # fmt: skip
+        ax.set_title(
+            f"{label}{scored} CE loss; J from {chosen}, n = {len(t)}\n{numbers}", fontsize=8
+        )
         ax.set_xlabel("L_short - L_long", labelpad=2)
         ax.set_ylabel("L_short - L_short,sparse")
         ax.xaxis.get_offset_text().set_fontsize(7)  # the shared exponent, clear of the label
     # never wider than the panels (issue 65); the axes' order said, as the paper disagrees
-    fig_.suptitle(wrapped(f"{title}; axes as the paper's text (Sec. 5.3), which its caption "
-                          "swaps", fig_), y=1.02)  # fmt: skip
+    fig_.suptitle(
+        wrapped(f"{title}; axes as the paper's text (Sec. 5.3), which its caption swaps", fig_),
+        y=1.02,
+    )
     fig_.tight_layout()
     _save(fig_, out, style["dpi"], metadata)
 
 
 def _influence_job(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], list[str]]:
     nl = cfg["natural_language"]
-    title = fig.title.format(k=nl["influence"]["k"], tier=cfg["tier"],
-                             model=artifacts.trained_model(nl))  # fmt: skip
+    title = fig.title.format(
+        k=nl["influence"]["k"], tier=cfg["tier"], model=artifacts.trained_model(nl)
+    )
     style = to_json(nl.get("figures", {}).get("style", {}))
     return [artifacts.table(cfg, "influence")], ["--title", title, "--style", style]
 
@@ -534,22 +635,29 @@ def _influence_kind(name: str) -> FigureKind:
         influence_figure(table, name, args.title, args.out, json.loads(args.style), meta)
 
     return FigureKind(
-        name, _influence_job, draw,
-        lambda cfg: "Natural language (Sec. 5.3, Figs. 4, 6): for each held-out sequence of Lbar "
-        "tokens, the loss recovered on the last token by the whole far context (x: L_short - "
-        "L_long) against that recovered by only the k leave-one-out influential far tokens of "
-        "Eq. (6) (y: L_short - L_short,sparse); one panel per (model scored, model choosing J), "
-        "the diagonal dashed, Pearson r in the title.",
-    )  # fmt: skip
+        name,
+        _influence_job,
+        draw,
+        lambda cfg: (
+            "Natural language (Sec. 5.3, Figs. 4, 6): for each held-out sequence of Lbar tokens, "
+            "the loss recovered on the last token by the whole far context (x: L_short - L_long) "
+            "against that recovered by only the k leave-one-out influential far tokens of Eq. (6) "
+            "(y: L_short - L_short,sparse); one panel per (model scored, model choosing J), the "
+            "diagonal dashed, Pearson r in the title."
+        ),
+    )
 
 
 # Natural language: the masks (Fig. 5) ---------------------------------------------------------
 
 
 def mask_illustration(
-    out: Path, long_len: int = 8, short_len: int = 2, J: tuple[int, ...] = (2, 4),
+    out: Path,
+    long_len: int = 8,
+    short_len: int = 2,
+    J: tuple[int, ...] = (2, 4),
     metadata: dict | None = None,
-) -> None:  # fmt: skip
+) -> None:
     """Fig. 5: which tokens L_short, L_long and L_short,sparse attend to (gray = masked, blue =
     attended, outlined = the predicted token X_Lbar), drawn from lengen.analysis.influence's
     masks."""
@@ -574,19 +682,24 @@ def mask_illustration(
     ax.set_xlim(-2.2, long_len)
     ax.set_ylim(-0.1, len(names))
     ax.axis("off")
-    ax.set_title(f"Fig. 5: masks with Lbar = {long_len}, L = {short_len}, k = {len(J)}, "
-                 f"J = {set(J)}", fontsize=8)  # fmt: skip
+    ax.set_title(
+        f"Fig. 5: masks with Lbar = {long_len}, L = {short_len}, k = {len(J)}, J = {set(J)}",
+        fontsize=8,
+    )
     _save(fig, out, 150, metadata)
 
 
 MASKS = FigureKind(
-    "fig5", lambda cfg, fig: ([], []),  # drawn from the code that builds the masks
+    "fig5",
+    lambda cfg, fig: ([], []),  # drawn from the code that builds the masks
     lambda table, args, meta: mask_illustration(args.out, metadata=meta),
-    lambda cfg: "Fig. 5 (Sec. 5.3): which tokens each loss attends to with Lbar = 8, L = 2, k = "
-    "2, J = {2, 4}; gray = masked in every attention computation (position IDs unchanged), blue "
-    "= attended, outlined = the predicted token. Drawn from the masks the influence code uses.",
+    lambda cfg: (
+        "Fig. 5 (Sec. 5.3): which tokens each loss attends to with Lbar = 8, L = 2, k = 2, J = "
+        "{2, 4}; gray = masked in every attention computation (position IDs unchanged), blue = "
+        "attended, outlined = the predicted token. Drawn from the masks the influence code uses."
+    ),
     reads="nothing",
-)  # fmt: skip
+)
 
 
 # The theory's exact risks ---------------------------------------------------------------------
@@ -623,17 +736,27 @@ def theory_figure(table: pd.DataFrame, out: Path, metadata: dict | None = None) 
     fig.tight_layout()
     # one legend for every panel, below them: never over a panel's points
     handles, names = axes[0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncols=3,
-               fontsize=7, frameon=False)  # fmt: skip
+    fig.legend(
+        handles,
+        names,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncols=3,
+        fontsize=7,
+        frameon=False,
+    )
     _save(fig, out, 150, metadata)
 
 
 THEORY = FigureKind(
-    "theory", lambda cfg, fig: ([artifacts.table(cfg, "theory")], []),
+    "theory",
+    lambda cfg, fig: ([artifacts.table(cfg, "theory")], []),
     lambda table, args, meta: theory_figure(table, args.out, meta),
-    lambda cfg: "Executable theory (Prop. C.3, Theorem 4.3, Prop. 4.4): exact population risk "
-    "at test lengths Lbar of the best and worst minimiser of Eq. (3), a panel per construction.",
-)  # fmt: skip
+    lambda cfg: (
+        "Executable theory (Prop. C.3, Theorem 4.3, Prop. 4.4): exact population risk "
+        "at test lengths Lbar of the best and worst minimiser of Eq. (3), a panel per construction."
+    ),
+)
 
 
 # Sparse parity's attention diagnostic ---------------------------------------------------------
@@ -670,20 +793,38 @@ def attention_figure(
     axes[0].set(title=f"mass on the 2k flagged tokens (k_test={k})", xlabel="test length 2l")
     sel = selectivity(m, k)
     sns.lineplot(data=sel, x="length", y="log_ratio", ax=axes[1], legend=False, **lines)
-    axes[1].set(title="selectivity: log(weight per flagged / unflagged token)",
-                xlabel="test length 2l", ylabel="log ratio")  # fmt: skip
+    axes[1].set(
+        title="selectivity: log(weight per flagged / unflagged token)",
+        xlabel="test length 2l",
+        ylabel="log ratio",
+    )
     lengths = [str(x) for x in sorted(by_ones["length"].unique())]  # one colour per length
     for ax, kk in zip(axes[2:], [k, *above[-1:]], strict=False):
         b = by_ones[by_ones["k_test"] == kk].copy()
         b["2l"] = b["length"].astype(str)  # categorical hue: one colour per tested length
-        sns.lineplot(data=b, x="ones", y="accuracy", hue="2l", style="2l", markers=True,
-                     dashes=True, palette="rocket_r", hue_order=lengths, style_order=lengths,
-                     alpha=0.85, ax=ax, legend=ax is axes[2])  # fmt: skip
+        sns.lineplot(
+            data=b,
+            x="ones",
+            y="accuracy",
+            hue="2l",
+            style="2l",
+            markers=True,
+            dashes=True,
+            palette="rocket_r",
+            hue_order=lengths,
+            style_order=lengths,
+            alpha=0.85,
+            ax=ax,
+            legend=ax is axes[2],
+        )
         ax.axhline(0.5, color="grey", lw=0.8, ls=":")
         ax.axvline(k_train, color="grey", lw=0.8, ls="--")  # m = K_train itself
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # m counts: whole numbers
-        ax.set(title=f"accuracy by m flagged ones, k_test={kk}",
-               xlabel=f"m (dashed: m = K_train = {k_train})", ylim=(-0.02, 1.02))  # fmt: skip
+        ax.set(
+            title=f"accuracy by m flagged ones, k_test={kk}",
+            xlabel=f"m (dashed: m = K_train = {k_train})",
+            ylim=(-0.02, 1.02),
+        )
     for ax in axes[:2]:
         ax.set_xscale("log")
         ax.set_xticks(sorted(m["length"].unique()), labels=sorted(m["length"].unique()))
@@ -702,24 +843,34 @@ def _attention_job(cfg: dict, fig: artifacts.Figure) -> tuple[list[str], list[st
 
 
 ATTENTION = FigureKind(
-    "attention", _attention_job,
+    "attention",
+    _attention_job,
     lambda table, args, meta: attention_figure(table, args.k_train, args.title, args.out, meta),
-    lambda cfg: "Sparse-parity diagnostic (``lengen.analysis.attention``): for the K_train = "
-    f"{cfg['sparse_parity']['figures']['attention']['k_train']} model, the attention mass of the "
-    "predicting ``<SEP>`` token on the 2k flagged tokens and on the unflagged J's and bits, per "
-    "layer and head, vs test length 2l; and accuracy by the number m of flagged ones. Mass "
-    "moving from flagged to unflagged tokens as 2l grows is dilution; accuracy below chance at "
-    "some m is a systematic miscount.",
-)  # fmt: skip
+    lambda cfg: (
+        "Sparse-parity diagnostic (``lengen.analysis.attention``): for the K_train = "
+        f"{cfg['sparse_parity']['figures']['attention']['k_train']} model, the attention mass of "
+        "the predicting ``<SEP>`` token on the 2k flagged tokens and on the unflagged J's and "
+        "bits, per layer and head, vs test length 2l; and accuracy by the number m of flagged "
+        "ones. Mass moving from flagged to unflagged tokens as 2l grows is dilution; accuracy "
+        "below chance at some m is a systematic miscount."
+    ),
+)
 
 # The registry, the jobs, the CLI --------------------------------------------------------------
 
 
 KINDS: dict[str, FigureKind] = {  # a figure's `kind` -> how it is made, drawn and captioned
     k.name: k
-    for k in (SPARSE_PARITY, GENERATION, _influence_kind("fig4"), _influence_kind("fig6"), MASKS,
-              THEORY, ATTENTION)
-}  # fmt: skip
+    for k in (
+        SPARSE_PARITY,
+        GENERATION,
+        _influence_kind("fig4"),
+        _influence_kind("fig6"),
+        MASKS,
+        THEORY,
+        ATTENTION,
+    )
+}
 
 
 def figure_job(cfg: dict, stem: str) -> FigureJob:
@@ -743,12 +894,14 @@ def cli_parser():
     parser.add_argument("figure", choices=list(KINDS), help="an artifacts.Figure's kind")
     parser.add_argument("--k-train", type=int, help="attention: the model's K_train")
     parser.add_argument(
-        "--models", nargs="+", help="the training runs the figure shows (MLflow), where its "
-        "tables do not name them",
-    )  # fmt: skip
+        "--models",
+        nargs="+",
+        help="the training runs the figure shows (MLflow), where its tables do not name them",
+    )
     parser.add_argument("--panels", nargs="+", help="generation: variant per panel")
-    parser.add_argument("--letters", default="",
-                        help="generation: each panel's letter in the paper's figure")  # fmt: skip
+    parser.add_argument(
+        "--letters", default="", help="generation: each panel's letter in the paper's figure"
+    )
     parser.add_argument("--tables", nargs="*", type=Path, default=[])
     parser.add_argument("--title", default="")
     parser.add_argument("--style", default="{}", help="JSON of style overrides")
@@ -757,9 +910,11 @@ def cli_parser():
         "--labels", default="[]", help="sparse_parity: JSON [[variant, label], ...], row order"
     )
     parser.add_argument(
-        "--lengths", type=json.loads, default=None,
+        "--lengths",
+        type=json.loads,
+        default=None,
         help="JSON {variant: [eval lengths]}: the grid the config asks for",
-    )  # fmt: skip
+    )
     parser.add_argument("--tracking-uri", help="log the figure to this MLflow store...")
     parser.add_argument("--experiment", help="...in this experiment, as run figure/<name>")
     parser.add_argument("--out", type=Path, required=True)
@@ -780,8 +935,14 @@ def main(argv: list[str] | None = None) -> None:
     if kind.reads == "nothing":
         meta = render(args, pd.DataFrame())
         if args.tracking_uri:
-            log_figure(args.out, pd.DataFrame(), args.tracking_uri, args.experiment,
-                       setup={"figure": args.figure}, provenance_tags=meta)  # fmt: skip
+            log_figure(
+                args.out,
+                pd.DataFrame(),
+                args.tracking_uri,
+                args.experiment,
+                setup={"figure": args.figure},
+                provenance_tags=meta,
+            )
         return
     if kind.reads == "eval":  # per-model eval tables, checked as the table rule
         tables = [read_eval_table(p, args.lengths) for p in args.tables]  # checks them
@@ -803,8 +964,11 @@ def drawn_setup(args, table: pd.DataFrame) -> dict:
     the figure's arguments and its input tables' config hashes."""
     if KINDS[args.figure].reads == "nothing":
         return {"figure": args.figure}
-    setup = {k: v for k, v in vars(args).items()
-             if k not in ("tables", "out", "tracking_uri", "experiment")}  # fmt: skip
+    setup = {
+        k: v
+        for k, v in vars(args).items()
+        if k not in ("tables", "out", "tracking_uri", "experiment")
+    }
     setup["inputs"] = sorted(table["config_hash"].unique()) if "config_hash" in table else []
     return setup
 
@@ -823,9 +987,15 @@ def render(args, table: pd.DataFrame, trained_at: str | None = None) -> dict:
     return meta
 
 
-def log_figure(path: Path, table: pd.DataFrame, uri: str, experiment: str,
-               models: list[str] | None = None, setup: dict | None = None,
-               provenance_tags: dict | None = None) -> None:  # fmt: skip
+def log_figure(
+    path: Path,
+    table: pd.DataFrame,
+    uri: str,
+    experiment: str,
+    models: list[str] | None = None,
+    setup: dict | None = None,
+    provenance_tags: dict | None = None,
+) -> None:
     """One MLflow run per drawn figure, `figure/<file stem>`, holding the PNG; its params are
     what was drawn (`setup`: the figure's config slice and its input tables' config hashes), its
     tags the provenance the PNG carries and the runs of the models it shows (`model_runs`, the
@@ -833,8 +1003,11 @@ def log_figure(path: Path, table: pd.DataFrame, uri: str, experiment: str,
     replaces the last one, naming what changed (tracking.log_file_run)."""
     from lengen.core import provenance, tracking
 
-    runs = models if models is not None else (
-        table["run"].astype(str).unique().tolist() if "run" in table else [])
+    runs = (
+        models
+        if models is not None
+        else (table["run"].astype(str).unique().tolist() if "run" in table else [])
+    )
     tags = json.loads(provenance_tags[provenance.PNG_KEY]) if provenance_tags else {}
     if "config_hash" in table:
         tags["input_config_hashes"] = " ".join(sorted(table["config_hash"].astype(str).unique()))

@@ -25,6 +25,7 @@ from lengen.core import provenance
 def markdown_table(table: pd.DataFrame) -> str:
     """A markdown (pipe) table of the frame, cells unpadded (a padded table repeats its widest
     cell's width on every line: REPORT.md's reached 14,000 characters a line), `|` escaped."""
+
     def cell(value) -> str:
         return str(value).replace("|", "\\|").replace("\n", " ")
 
@@ -43,8 +44,12 @@ def read(path: str | Path | None) -> pd.DataFrame | None:
     """A verdicts.csv (None when the path is None or absent)."""
     if path is None or not Path(path).exists():
         return None
-    return pd.read_csv(path, dtype={"id": str, **provenance.DTYPES}, keep_default_na=False,
-                       na_values={"value": [""], "ci_low": [""], "ci_high": [""]})  # fmt: skip
+    return pd.read_csv(
+        path,
+        dtype={"id": str, **provenance.DTYPES},
+        keep_default_na=False,
+        na_values={"value": [""], "ci_low": [""], "ci_high": [""]},
+    )
 
 
 def _num(x) -> float:
@@ -143,8 +148,15 @@ def section(run: pd.DataFrame, ref: pd.DataFrame | None, label: str) -> list[str
         f"Reference: {label}. {provenance_line(run, ref)} "
         f"**{same} of {len(table)} verdicts are the same as the reference's**"
     )
-    head += "." if differ.empty else ("; not the same: " + ", ".join(
-        f"{r.id} ({r.verdict})" for r in differ.itertuples()) + ".")  # fmt: skip
+    head += (
+        "."
+        if differ.empty
+        else (
+            "; not the same: "
+            + ", ".join(f"{r.id} ({r.verdict})" for r in differ.itertuples())
+            + "."
+        )
+    )
     identical = int((table.number == "identical").sum())
     measured = int((~table.number.isin(["no number in either", "-"])).sum())
     return lines + [
@@ -176,8 +188,10 @@ def table_differences(run_dir: str | Path, ref_dir: str | Path) -> tuple[int, li
         golden = pd.read_csv(ref_dir / name).drop(columns=stamps, errors="ignore")
         table = pd.read_csv(run_dir / name).drop(columns=stamps, errors="ignore")
         if list(table.columns) != list(golden.columns):
-            found.append(f"{run_dir / name}: columns {list(table.columns)}, the reference's "
-                         f"{list(golden.columns)}")  # fmt: skip
+            found.append(
+                f"{run_dir / name}: columns {list(table.columns)}, the reference's "
+                f"{list(golden.columns)}"
+            )
             continue
         if len(table) != len(golden):
             found.append(f"{run_dir / name}: {len(table)} rows, the reference's {len(golden)}")
@@ -185,9 +199,11 @@ def table_differences(run_dir: str | Path, ref_dir: str | Path) -> tuple[int, li
         differs = (~((table == golden) | (table.isna() & golden.isna()))).to_numpy()
         if differs.any():
             row, col = next(zip(*differs.nonzero(), strict=True))
-            found.append(f"{run_dir / name}: row {row + 2} {table.columns[col]} = "
-                         f"{table.iat[row, col]!r}, the reference's {golden.iat[row, col]!r} "
-                         f"({int(differs.sum())} cells differ)")  # fmt: skip
+            found.append(
+                f"{run_dir / name}: row {row + 2} {table.columns[col]} = "
+                f"{table.iat[row, col]!r}, the reference's {golden.iat[row, col]!r} "
+                f"({int(differs.sum())} cells differ)"
+            )
     return len(ref_names), found
 
 
@@ -214,8 +230,10 @@ def main(argv: list[str] | None = None) -> None:
         print(line, file=sys.stderr)
     if found:
         raise SystemExit(1)
-    print(f"{args.run}: every number of the reference's {count} tables the same "
-          f"({args.reference}), provenance aside")  # fmt: skip
+    print(
+        f"{args.run}: every number of the reference's {count} tables the same "
+        f"({args.reference}), provenance aside"
+    )
 
 
 if __name__ == "__main__":

@@ -209,8 +209,9 @@ def check_run(reports: Path, whole: dict, project: Path, allow_dirty: bool) -> l
         )
     commits = sorted({c.removesuffix("-dirty") for c in made})
     if len(commits) > 1:
-        where = ", ".join(f"{made.get(c, made.get(c + '-dirty')).name} at {c[:12]}"
-                          for c in commits)  # fmt: skip
+        where = ", ".join(
+            f"{made.get(c, made.get(c + '-dirty')).name} at {c[:12]}" for c in commits
+        )
         raise SystemExit(
             f"{reports}: made at {len(commits)} commits ({where}): a reference is a from-scratch "
             "run of one commit; rerun it in one worktree (tools/reference_run.sh)"
@@ -222,21 +223,28 @@ def check_run(reports: Path, whole: dict, project: Path, allow_dirty: bool) -> l
         if changed is None:
             raise SystemExit(f"{where}: commit {commit} is not in {project}'s history")
         if changed:  # accepted: the reference is of its commit, which every file names
-            print(f"{reports}: a run of {commit[:12]}; HEAD's science has moved since, in "
-                  f"{', '.join(changed[:5])}{' ...' if len(changed) > 5 else ''}",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"{reports}: a run of {commit[:12]}; HEAD's science has moved since, in "
+                f"{', '.join(changed[:5])}{' ...' if len(changed) > 5 else ''}",
+                file=sys.stderr,
+            )
     missing = sorted(n for n in expected_files(whole) if not (reports / n).is_file())
     if missing:
         raise SystemExit(f"{reports}: incomplete run, missing {', '.join(missing)}")
     kept = {".csv", ".md", ".png"}  # not Snakemake's report.html (5 MB, this machine's paths)
-    return sorted(p for p in reports.iterdir()
-                  if p.is_file() and (p.suffix in kept or p.name == REPORT_HTML))  # fmt: skip
+    return sorted(
+        p for p in reports.iterdir() if p.is_file() and (p.suffix in kept or p.name == REPORT_HTML)
+    )
 
 
 def refresh(
-    reports: Path, dest: Path, whole: dict, project: Path = Path("."), allow_dirty: bool = False,
+    reports: Path,
+    dest: Path,
+    whole: dict,
+    project: Path = Path("."),
+    allow_dirty: bool = False,
     allow_removal: bool = False,
-) -> list[Path]:  # fmt: skip
+) -> list[Path]:
     """Replace a tier's reference directory with a finished run's reports, once check_run has
     accepted the run and, unless allow_removal, no file of the current reference would be lost;
     the new folder is built beside the old and swapped in whole."""
@@ -272,16 +280,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--configfile", type=Path, required=True, help="the tier's config YAML")
     parser.add_argument("--allow-dirty", action="store_true", help="accept uncommitted code")
     parser.add_argument(
-        "--allow-removal", action="store_true",
+        "--allow-removal",
+        action="store_true",
         help="accept a run without some of the current reference's files",
-    )  # fmt: skip
-    parser.add_argument("--project", type=Path, default=Path("."),
-                        help="the checkout (default: .)")  # fmt: skip
+    )
+    parser.add_argument("--project", type=Path, default=Path("."), help="the checkout (default: .)")
     args = parser.parse_args(argv)
     cfg = load(args.configfile)
     dest = reference_dir(cfg["tier"], args.project)
-    files = refresh(Path(cfg["reports_dir"]), dest, cfg, args.project, args.allow_dirty,
-                    args.allow_removal)  # fmt: skip
+    files = refresh(
+        Path(cfg["reports_dir"]), dest, cfg, args.project, args.allow_dirty, args.allow_removal
+    )
     print(f"{dest}: {len(files)} files from {cfg['reports_dir']}", file=sys.stderr)
 
 

@@ -79,24 +79,32 @@ def rejudge(whole: dict, root: Path, allow_dirty: bool = False) -> pd.DataFrame:
         raise SystemExit(f"{old}: no committed reference to judge again")
     judging = provenance.git_commit()
     if judging.endswith("-dirty") and not allow_dirty:
-        raise SystemExit(f"the checkout has uncommitted changes ({judging}): commit them first, so "
-                         "that the verdicts name the code that judged them")  # fmt: skip
+        raise SystemExit(
+            f"the checkout has uncommitted changes ({judging}): commit them first, so "
+            "that the verdicts name the code that judged them"
+        )
     paths = {k: str(ref / Path(v).name) for k, v in artifacts.report_tables(cfg).items()}
     trained = trained_commits(paths)
     if len(trained) != 1:
-        raise SystemExit(f"{ref}: its tables were made at {trained or 'no recorded commit'}; a "
-                         "reference is one run of one commit")  # fmt: skip
+        raise SystemExit(
+            f"{ref}: its tables were made at {trained or 'no recorded commit'}; a "
+            "reference is one run of one commit"
+        )
     before = pd.read_csv(old, dtype=str)
     hashes = set(before["config_hash"].dropna())
     mine = provenance.record(cfg, cfg["seed"])["config_hash"]
     if hashes != {mine}:
-        raise SystemExit(f"{old}: made with config hash {sorted(hashes)}, this config's is {mine}: "
-                         "judge it with the config it was run with")  # fmt: skip
+        raise SystemExit(
+            f"{old}: made with config hash {sorted(hashes)}, this config's is {mine}: "
+            "judge it with the config it was run with"
+        )
     figures = sorted(p.name for p in ref.glob("*.png"))
     was = sorted(set(before["git_commit"].dropna()))
-    judged = (f"Trained at commit `{trained[0]}`; judged again at commit `{judging}` by "
-              "`lengen.report.rejudge` (today's rules and statistics on the committed tables, no "
-              f"model retrained; the verdicts it replaces were judged at `{', '.join(was)}`).")
+    judged = (
+        f"Trained at commit `{trained[0]}`; judged again at commit `{judging}` by "
+        "`lengen.report.rejudge` (today's rules and statistics on the committed tables, no "
+        f"model retrained; the verdicts it replaces were judged at `{', '.join(was)}`)."
+    )
     cfg = {**cfg, "reports_dir": str(reference_dir(cfg["tier"]))}
     with tempfile.TemporaryDirectory() as tmp:
         previous = Path(tmp) / "previous_verdicts.csv"
@@ -104,10 +112,15 @@ def rejudge(whole: dict, root: Path, allow_dirty: bool = False) -> pd.DataFrame:
         out = Path(tmp) / "out"
         out.mkdir()
         rows = report.write_report(
-            cfg, out / artifacts.REPORT, paths, previous,
-            f"the verdicts these tables had before (judged at `{', '.join(was)}`)", figures,
-            judged=judged, trained_at=trained[0],
-        )  # fmt: skip
+            cfg,
+            out / artifacts.REPORT,
+            paths,
+            previous,
+            f"the verdicts these tables had before (judged at `{', '.join(was)}`)",
+            figures,
+            judged=judged,
+            trained_at=trained[0],
+        )
         # a reference is one run of one commit: its verdicts keep the commit that trained as
         # `git_commit` and name the judging code's as `judged_at`
         verdicts = pd.read_csv(out / artifacts.VERDICTS, dtype=str)
@@ -115,8 +128,12 @@ def rejudge(whole: dict, root: Path, allow_dirty: bool = False) -> pd.DataFrame:
             **{provenance.JUDGED_AT: verdicts["git_commit"]}, git_commit=trained[0]
         )
         verdicts.to_csv(out / artifacts.VERDICTS, index=False)
-        for name in (artifacts.REPORT, artifacts.REPORT_HTML, artifacts.VERDICTS,
-                     artifacts.RUNS_FIGURE):
+        for name in (
+            artifacts.REPORT,
+            artifacts.REPORT_HTML,
+            artifacts.VERDICTS,
+            artifacts.RUNS_FIGURE,
+        ):
             shutil.copy(out / name, ref / name)
     redraw(whole, ref, figures, trained[0])
     return rows
@@ -134,8 +151,9 @@ def redraw(whole: dict, ref: Path, names: list[str], trained_at: str) -> None:
         if f"{stem}.png" not in names:
             continue
         job = drawing.figure_job(whole, stem)
-        args = drawing.cli_parser().parse_args([job.kind, *job.args, "--out",
-                                                str(ref / f"{stem}.png")])  # fmt: skip
+        args = drawing.cli_parser().parse_args(
+            [job.kind, *job.args, "--out", str(ref / f"{stem}.png")]
+        )
         reads = drawing.KINDS[job.kind].reads
         if reads == "nothing":
             table = pd.DataFrame()
@@ -145,8 +163,10 @@ def redraw(whole: dict, ref: Path, names: list[str], trained_at: str) -> None:
             table = pd.read_csv(tidy, dtype=DTYPES)
             table = table[table.run.astype(str).isin(runs)]
         else:
-            table = pd.concat([pd.read_csv(ref / Path(p).name, dtype=DTYPES)
-                               for p in job.tables], ignore_index=True)  # fmt: skip
+            table = pd.concat(
+                [pd.read_csv(ref / Path(p).name, dtype=DTYPES) for p in job.tables],
+                ignore_index=True,
+            )
         drawing.render(args, table, trained_at)
 
 

@@ -70,17 +70,27 @@ def scale(cfg: dict, experiment: str) -> dict[str, str | float] | None:
         overrides = [v.get("train", {}).get("steps") for v in section.get("variants", {}).values()]
         steps = max([section["train"]["steps"], *[s for s in overrides if s]])
     if paper is None:
-        return {"short": f"{model['n_layer']} x {model['d_model']}, <= {steps:,} steps (no "
-                         "model in the paper)"}  # fmt: skip
+        return {
+            "short": f"{model['n_layer']} x {model['d_model']}, <= {steps:,} steps (no "
+            "model in the paper)"
+        }
     ours, theirs = layer_params(model), layer_params(paper)
-    short = (f"{model['n_layer']} x {model['d_model']}, <= {steps:,} steps (paper: "
-             f"{paper['n_layer']} x {paper['d_model']}, {paper['steps']:,})")  # fmt: skip
-    return {"experiment": experiment, "model": f"{model['n_layer']} x {model['d_model']}",
-            "layer_params_m": ours / 1e6, "steps": steps,
-            "paper_model": f"{paper['n_layer']} x {paper['d_model']}",
-            "paper_layer_params_m": theirs / 1e6, "paper_steps": paper["steps"],
-            "params_ratio": theirs / ours, "steps_share": steps / paper["steps"],
-            "short": short}  # fmt: skip
+    short = (
+        f"{model['n_layer']} x {model['d_model']}, <= {steps:,} steps (paper: "
+        f"{paper['n_layer']} x {paper['d_model']}, {paper['steps']:,})"
+    )
+    return {
+        "experiment": experiment,
+        "model": f"{model['n_layer']} x {model['d_model']}",
+        "layer_params_m": ours / 1e6,
+        "steps": steps,
+        "paper_model": f"{paper['n_layer']} x {paper['d_model']}",
+        "paper_layer_params_m": theirs / 1e6,
+        "paper_steps": paper["steps"],
+        "params_ratio": theirs / ours,
+        "steps_share": steps / paper["steps"],
+        "short": short,
+    }
 
 
 def share(x: float) -> str:
@@ -100,15 +110,20 @@ def scale_table(cfg: dict) -> str:
     rows = [s for name in PAPER_SCALE if (s := scale(cfg, name)) and "experiment" in s]
     if not rows:
         return ""
-    frame = pd.DataFrame([{
-        "experiment": s["experiment"],
-        "this tier": f"{s['model']} ({millions(s['layer_params_m'])} M layer parameters), <= "
-                     f"{s['steps']:,} steps",
-        "the paper": f"{s['paper_model']} ({s['paper_layer_params_m']:,.0f} M), "
-                     f"{s['paper_steps']:,} steps",
-        "scale": f"1/{s['params_ratio']:,.0f} of the parameters, <= {share(s['steps_share'])} "
-                 "of the steps",
-    } for s in rows])  # fmt: skip
+    frame = pd.DataFrame(
+        [
+            {
+                "experiment": s["experiment"],
+                "this tier": f"{s['model']} ({millions(s['layer_params_m'])} M layer "
+                f"parameters), <= {s['steps']:,} steps",
+                "the paper": f"{s['paper_model']} ({s['paper_layer_params_m']:,.0f} M), "
+                f"{s['paper_steps']:,} steps",
+                "scale": f"1/{s['params_ratio']:,.0f} of the parameters, "
+                f"<= {share(s['steps_share'])} of the steps",
+            }
+            for s in rows
+        ]
+    )
     return reference.markdown_table(frame)
 
 
@@ -149,8 +164,7 @@ def verdict(claim: Claim, tables: Tables, at: str = "", earlier_rule: bool = Fal
                 result = effects.UNDERPOWERED
                 lean = "for" if held else "against" if refuted and claim.refutes else ""
             else:
-                result = ("reproduced" if held else "not reproduced" if refuted
-                          else "inconclusive")  # fmt: skip
+                result = "reproduced" if held else "not reproduced" if refuted else "inconclusive"
         if claim.kind == "check":  # a check passes or fails; it reproduces nothing
             result = {"reproduced": "passed", "not reproduced": "failed"}.get(result, result)
         shown = str(value) if isinstance(value, Measured) else f"{value:.3f}"
@@ -166,7 +180,8 @@ def verdict(claim: Claim, tables: Tables, at: str = "", earlier_rule: bool = Fal
         "sentence": rules.sentence_of(claim.id),
         "kind": claim.kind,
         "area": "theory" if claim.theory else "experiment",
-        "counted": f"no: {why}" if (why := claim.uncounted or getattr(value, "uncounted", ""))
+        "counted": f"no: {why}"
+        if (why := claim.uncounted or getattr(value, "uncounted", ""))
         else "yes",
         "section": claim.section,
         "paper": claim.paper,
@@ -183,18 +198,26 @@ def verdict(claim: Claim, tables: Tables, at: str = "", earlier_rule: bool = Fal
         "runs": math.nan if runs is None else runs,
         "passing": value.values.get("passing", math.nan) if outcomes else math.nan,
         "groups": "; ".join(f"{g.group}: {g}" for g in value.groups) if outcomes else "",
-        "outcomes": "; ".join(f"{o.run} {o.value:.3f} {'pass' if o.passed else 'fail'}"
-                              for o in outcomes),  # fmt: skip
+        "outcomes": "; ".join(
+            f"{o.run} {o.value:.3f} {'pass' if o.passed else 'fail'}" for o in outcomes
+        ),
         "runs_by_group": value.runs_text() if outcomes else "",
         "error_rates": error_rates(value) if outcomes else "",
         # the runs per group (a comparison of arms: better and worse arm, "5v5")
         "sizes": sizes(value) if outcomes else "",
         "scale": "" if result == "not run" else at,  # a row nothing measured holds at no scale
         # for the figure of every run (write_report), not for verdicts.csv
-        "_runs": {"id": claim.id, "verdict": shown_verdict({"verdict": result, "leaning":
-                  lean if result == effects.UNDERPOWERED else ""}, earlier=False),
-                  "threshold": claim.threshold, "outcomes": outcomes}
-        if outcomes and claim.threshold is not None else None,
+        "_runs": {
+            "id": claim.id,
+            "verdict": shown_verdict(
+                {"verdict": result, "leaning": lean if result == effects.UNDERPOWERED else ""},
+                earlier=False,
+            ),
+            "threshold": claim.threshold,
+            "outcomes": outcomes,
+        }
+        if outcomes and claim.threshold is not None
+        else None,
     }
 
 
@@ -240,8 +263,11 @@ def error_table(rows: pd.DataFrame) -> str:
     have (exact, effects.error_rates; beside it the rule of effects.EARLIER's on the same
     layout): P(reproduced) and P(not reproduced) when every run passes with probability
     0.5, 0.7, 0.9."""
-    layouts = [x for x in dict.fromkeys(rows.get("sizes", pd.Series(dtype=str)).dropna())
-               if x and "v" not in x]  # fmt: skip
+    layouts = [
+        x
+        for x in dict.fromkeys(rows.get("sizes", pd.Series(dtype=str)).dropna())
+        if x and "v" not in x
+    ]
     if not layouts:
         return ""
     lines = []
@@ -250,9 +276,13 @@ def error_table(rows: pd.DataFrame) -> str:
         at = effects.judged_sizes(n)
         now, then = effects.error_rates(at), effects.error_rates(n, earlier=True)
         cell = lambda r: ", ".join(f"{a:.3f} / {b:.3f}" for a, b in r.values())  # noqa: E731
-        lines.append({"runs per group": layout.replace(" ", ", "),
-                      f"today, at >= {effects.MIN_RUNS} runs per group": cell(now),
-                      f"rule of {effects.EARLIER}, on these runs": cell(then)})  # fmt: skip
+        lines.append(
+            {
+                "runs per group": layout.replace(" ", ", "),
+                f"today, at >= {effects.MIN_RUNS} runs per group": cell(now),
+                f"rule of {effects.EARLIER}, on these runs": cell(then),
+            }
+        )
     return reference.markdown_table(pd.DataFrame(lines))
 
 
@@ -270,8 +300,15 @@ def shown_verdict(row, earlier: bool = True) -> str:
 
 # how a sentence's counted sub-rows combine: the first verdict in this order that any sub-row
 # has, except that "reproduced" needs every sub-row reproduced
-PRECEDENCE = ("not reproduced", "failed", effects.MIXED, "inconclusive", effects.UNDERPOWERED,
-              "not testable", "not run")  # fmt: skip
+PRECEDENCE = (
+    "not reproduced",
+    "failed",
+    effects.MIXED,
+    "inconclusive",
+    effects.UNDERPOWERED,
+    "not testable",
+    "not run",
+)
 
 
 def category(verdict: str) -> str:
@@ -331,8 +368,13 @@ def summary(rows: pd.DataFrame) -> str:
         *_summary_table(rows, per, "yes"),
     ]
     if len(dep):
-        lines += ["", "Under a DEPARTURE beyond the paper's model (each named in its REPORT.md "
-                  "row), counted apart:", "", *_summary_table(rows, dep, DEPARTURE_ROW)]
+        lines += [
+            "",
+            "Under a DEPARTURE beyond the paper's model (each named in its REPORT.md "
+            "row), counted apart:",
+            "",
+            *_summary_table(rows, dep, DEPARTURE_ROW),
+        ]
     return "\n".join(lines)
 
 
@@ -354,8 +396,10 @@ def _summary_table(rows: pd.DataFrame, per: pd.DataFrame, counted: str) -> list[
         else:
             measured = first["measured"]
         paper = RULES[s.sentence].paper if s.sentence in RULES else first["paper"]
-        lines.append(f"| {s.sentence} | {shortened(paper, CELL)} | {shown_verdict(first)} | "
-                     f"{shortened(measured, CELL) if measured else '-'} |")  # fmt: skip
+        lines.append(
+            f"| {s.sentence} | {shortened(paper, CELL)} | {shown_verdict(first)} | "
+            f"{shortened(measured, CELL) if measured else '-'} |"
+        )
     return lines
 
 
@@ -397,8 +441,11 @@ def numbers(value) -> dict[str, float]:
     if isinstance(value, Measured):
         name = next(iter(value.values))
         low, high = Measured.ci_keys(name)
-        return {"value": value[name], "ci_low": value.values.get(low, nan),
-                "ci_high": value.values.get(high, nan)}  # fmt: skip
+        return {
+            "value": value[name],
+            "ci_low": value.values.get(low, nan),
+            "ci_high": value.values.get(high, nan),
+        }
     if isinstance(value, int | float) and not isinstance(value, bool):
         return {"value": float(value), "ci_low": nan, "ci_high": nan}
     return {"value": nan, "ci_low": nan, "ci_high": nan}
@@ -432,8 +479,9 @@ def write_report(
     figure of every run (artifacts.RUNS_FIGURE, drawn beside `out`) keeps it as its commit."""
     tables = read_tables(cfg, paths)
     scales = {name: scale(cfg, name) for name, _ in by_experiment(cfg)}
-    rows = pd.DataFrame([verdict(c, tables, (scales.get(e) or {}).get("short", ""))
-                         for e, c in by_experiment(cfg)])  # fmt: skip
+    rows = pd.DataFrame(
+        [verdict(c, tables, (scales.get(e) or {}).get("short", "")) for e, c in by_experiment(cfg)]
+    )
     tests_paper = cfg.get("tests_the_paper", TierConfig.tests_the_paper)
     if not tests_paper:  # a plumbing tier: every row shown, none counted
         rows["counted"] = PLUMBING
@@ -452,13 +500,17 @@ def write_report(
         """The kind's rows as a table, then how each was measured and its rule, wrapped."""
         mine = rows[rows.kind == kind]
         details = [
-            textwrap.fill(f"**{r['id']}**: measured as {r['measured as']}. Rule: {r['rule']}."
-                          + (f" At: {r['scale']}." if r.get("scale") else "")
-                          + (f" Runs: {r['runs_by_group']}." if r.get("runs_by_group") else "")
-                          + (f" Error rates: {r['error_rates']}." if r.get("error_rates")
-                             else ""),
-                          WRAP, initial_indent="- ", subsequent_indent="  ",
-                          break_long_words=False, break_on_hyphens=False)  # fmt: skip
+            textwrap.fill(
+                f"**{r['id']}**: measured as {r['measured as']}. Rule: {r['rule']}."
+                + (f" At: {r['scale']}." if r.get("scale") else "")
+                + (f" Runs: {r['runs_by_group']}." if r.get("runs_by_group") else "")
+                + (f" Error rates: {r['error_rates']}." if r.get("error_rates") else ""),
+                WRAP,
+                initial_indent="- ",
+                subsequent_indent="  ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
             for _, r in mine.iterrows()
         ]
         shown = mine.assign(verdict=[shown_verdict(r) for _, r in mine.iterrows()])
@@ -495,53 +547,74 @@ def write_report(
         provenance.markdown_line(cfg, cfg["seed"]),
         *(["", judged] if judged else []),
         "",
-        *(["**Scale.** Every experimental verdict below holds at this tier's size, not the "
-           "paper's: a *not reproduced* here is no refutation of a sentence about the paper's "
-           "models, and a *mixed*, *underpowered* or *not testable* says what this size cannot "
-           "show.",
-           "", opening, ""] if opening else []),
+        *(
+            [
+                "**Scale.** Every experimental verdict below holds at this tier's size, not the "
+                "paper's: a *not reproduced* here is no refutation of a sentence about the paper's "
+                "models, and a *mixed*, *underpowered* or *not testable* says what this size "
+                "cannot "
+                "show.",
+                "",
+                opening,
+                "",
+            ]
+            if opening
+            else []
+        ),
         tally,
         "",
         textwrap.fill(
-        f"Verdicts (docs/rules.md): the run is the unit of evidence, and runs like ours either "
-        "generalize or fail. (1) A run passes the row's criterion (its accuracy, or its gap to "
-        "the paired run of the compared arm, against the rule's threshold in every cell the rule "
-        "names) unless a cell shows it below the threshold: an exact bound at 0.05 shared over "
-        "the run's cells, so that a run truly at the threshold fails from test-set noise alone "
-        "at most 5% of the time. (2) A model group (what the sentence quantifies over: a "
-        "K_train, a pair of jumps, a depth) *usually passes* when an exact binomial test shows "
-        "its runs' pass rate above 1/2 (5 of 5, 7 of 8, 9 of 10 runs). (3) A row is "
-        "*reproduced* when every group usually passes; *not reproduced* when its runs are shown "
-        "to pass less than half the time, pooled (at 0.025) or in one group (at 0.025 / G, G "
-        "groups; a row of one group at 0.05); *mixed (k of n runs)* otherwise; with fewer than "
-        f"{effects.MIN_RUNS} runs in a compared arm *underpowered*, with the side its runs lie "
-        "on when they agree. If every run passes with probability 1/2, each of *reproduced* and "
-        "*not reproduced* happens at most 5% of the time; the table below gives both rates for "
-        "each layout of groups in this report, and every row its own. A sentence comparing "
-        "arms (\"significantly harm\", \"significantly worse\") counts each arm's runs that "
-        "generalize (exact match beyond training >= 0.8): *reproduced* when Boschloo's exact "
-        "test shows the paper's better arm generalizing more often in every comparison "
-        "(one-sided, 0.05), *not reproduced* when the worse arms are shown to generalize more "
-        "often than not and one does as often as its better arm; each seed pair's gap is shown "
-        "beside. In brackets after a verdict: what the rule of "
-        f"{effects.EARLIER} gives on the same runs (a run passed on its observed worst cell; a "
-        "row was reproduced when every run passed, not reproduced when every run of some group "
-        "failed, decided from 3 runs per arm), and any earlier rule of that row changed after "
-        "the data. The run mean is shown without an interval: none holds its coverage on runs "
-        "that either generalize or fail (docs/rules.md). *Not testable*: the compared models "
-        "did not learn the task in distribution (the reason, and what the runs that did learn "
-        "say, are printed), or, *at this size*, the tier trains none of a compared model "
-        "(its `left_out`: what the recorded probes of it measured is printed); *inconclusive*: "
-        "one model's interval straddles the line; *not run*: the tier has no such results. "
-        "Every rule, window and threshold is the registry's (`lengen.report.rules`, "
-        "docs/rules.md).", WRAP, break_on_hyphens=False),
+            "Verdicts (docs/rules.md): the run is the unit of evidence, and runs like ours either "
+            "generalize or fail. (1) A run passes the row's criterion (its accuracy, or its gap to "
+            "the paired run of the compared arm, against the rule's threshold in every cell the "
+            "rule names) unless a cell shows it below the threshold: an exact bound at 0.05 shared "
+            "over the run's cells, so that a run truly at the threshold fails from test-set noise "
+            "alone at most 5% of the time. (2) A model group (what the sentence quantifies over: a "
+            "K_train, a pair of jumps, a depth) *usually passes* when an exact binomial test shows "
+            "its runs' pass rate above 1/2 (5 of 5, 7 of 8, 9 of 10 runs). (3) A row is "
+            "*reproduced* when every group usually passes; *not reproduced* when its runs are "
+            "shown to pass less than half the time, pooled (at 0.025) or in one group (at 0.025 / "
+            "G, G groups; a row of one group at 0.05); *mixed (k of n runs)* otherwise; with fewer "
+            f"than {effects.MIN_RUNS} runs in a compared arm *underpowered*, with the side its "
+            "runs lie on when they agree. If every run passes with probability 1/2, each of "
+            "*reproduced* and *not reproduced* happens at most 5% of the time; the table below "
+            "gives both rates for each layout of groups in this report, and every row its own. A "
+            "sentence comparing "
+            'arms ("significantly harm", "significantly worse") counts each arm\'s runs that '
+            "generalize (exact match beyond training >= 0.8): *reproduced* when Boschloo's exact "
+            "test shows the paper's better arm generalizing more often in every comparison "
+            "(one-sided, 0.05), *not reproduced* when the worse arms are shown to generalize more "
+            "often than not and one does as often as its better arm; each seed pair's gap is shown "
+            "beside. In brackets after a verdict: what the rule of "
+            f"{effects.EARLIER} gives on the same runs (a run passed on its observed worst cell; a "
+            "row was reproduced when every run passed, not reproduced when every run of some group "
+            "failed, decided from 3 runs per arm), and any earlier rule of that row changed after "
+            "the data. The run mean is shown without an interval: none holds its coverage on runs "
+            "that either generalize or fail (docs/rules.md). *Not testable*: the compared models "
+            "did not learn the task in distribution (the reason, and what the runs that did learn "
+            "say, are printed), or, *at this size*, the tier trains none of a compared model "
+            "(its `left_out`: what the recorded probes of it measured is printed); *inconclusive*: "
+            "one model's interval straddles the line; *not run*: the tier has no such results. "
+            "Every rule, window and threshold is the registry's (`lengen.report.rules`, "
+            "docs/rules.md).",
+            WRAP,
+            break_on_hyphens=False,
+        ),
         "",
-        *(["How often the rules err, for each layout of runs per group in this report: "
-           "P(reproduced) / P(not reproduced) when every run passes with probability 0.5, 0.7 "
-           f"and 0.9 (exact). Today's rule at {effects.MIN_RUNS} runs per group where a row has "
-           "fewer (such a row reads underpowered); the rule of "
-           f"{effects.EARLIER} on the row's own runs (0 where it read underpowered).", "",
-           errors, ""] if (errors := error_table(rows)) else []),
+        *(
+            [
+                "How often the rules err, for each layout of runs per group in this report: "
+                "P(reproduced) / P(not reproduced) when every run passes with probability 0.5, 0.7 "
+                f"and 0.9 (exact). Today's rule at {effects.MIN_RUNS} runs per group where a row "
+                "has fewer (such a row reads underpowered); the rule of "
+                f"{effects.EARLIER} on the row's own runs (0 where it read underpowered).",
+                "",
+                errors,
+                "",
+            ]
+            if (errors := error_table(rows))
+            else []
+        ),
         "## Claims of the paper",
         "",
         table("paper"),
@@ -584,8 +657,9 @@ def draw_every_run(rows: pd.DataFrame, cfg: dict, out: Path, trained_at: str | N
     the drawing code's)."""
     from lengen.report import figures
 
-    meta = provenance.png_metadata({"figure": "verdict_runs", "config": cfg}, cfg["seed"],
-                                   trained_at)  # fmt: skip
+    meta = provenance.png_metadata(
+        {"figure": "verdict_runs", "config": cfg}, cfg["seed"], trained_at
+    )
     figures.draw_runs([r for r in rows["_runs"] if r], out, meta)
 
 
@@ -627,25 +701,37 @@ def main(argv: list[str] | None = None) -> None:
         help="a whole config YAML file (validated), or the JSON of its report slice (the rule's)",
     )
     parser.add_argument(
-        "--table", nargs="*", default=None, metavar="NAME=PATH",
+        "--table",
+        nargs="*",
+        default=None,
+        metavar="NAME=PATH",
         help="the tables to read (default: the artifact contract's for the config)",
-    )  # fmt: skip
+    )
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument(
-        "--reference", default=None, metavar="VERDICTS_CSV",
+        "--reference",
+        default=None,
+        metavar="VERDICTS_CSV",
         help="the committed reference's verdicts.csv to compare with (absent: none)",
-    )  # fmt: skip
+    )
     parser.add_argument("--reference-label", default=None, help="how REPORT.md names it")
     parser.add_argument(
-        "--figures", nargs="*", default=None, metavar="FILE",
+        "--figures",
+        nargs="*",
+        default=None,
+        metavar="FILE",
         help="the run's figure files (default: artifacts.report_figures of the config)",
-    )  # fmt: skip
+    )
     parser.add_argument("--tracking-uri", help="log the report to this MLflow store...")
     parser.add_argument("--experiment", help="...in this experiment, as run report/REPORT")
     parser.add_argument(
-        "--attach", nargs="*", default=[], type=Path, metavar="FILE",
+        "--attach",
+        nargs="*",
+        default=[],
+        type=Path,
+        metavar="FILE",
         help="more tidy tables the report run holds beside the ones it reads (diagnostics)",
-    )  # fmt: skip
+    )
     args = parser.parse_args(argv)
     figures = args.figures
     if os.path.exists(args.config):
@@ -670,8 +756,12 @@ def log_report(out: Path, cfg: dict, tables: list[Path], uri: str, experiment: s
     from lengen.core import provenance, tracking
 
     tracking.prepare_store(uri, [experiment])
-    files = [out, out.parent / artifacts.REPORT_HTML, out.parent / artifacts.VERDICTS,
-             *dict.fromkeys(t for t in tables if t.exists())]  # fmt: skip
+    files = [
+        out,
+        out.parent / artifacts.REPORT_HTML,
+        out.parent / artifacts.VERDICTS,
+        *dict.fromkeys(t for t in tables if t.exists()),
+    ]
     tags = provenance.record(cfg, cfg.get("seed", ""))
     return tracking.log_file_run(uri, experiment, "report/REPORT", files, tags, cfg)
 

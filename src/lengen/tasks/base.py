@@ -53,10 +53,16 @@ class GenerationBatch:
 # SectionConfig extends GenerationSection with its own keys; lengen.config.tier puts it in the
 # tier's schema, its keys and config/README.md rows made from the fields (lengen.core.settings).
 
-STYLE = setting(None, null=False, doc="figure style: seaborn context, panel height (inches), "
-                "aspect, dpi (absent: paper, 3.0, 1.15, 150)")  # fmt: skip
-FIGURES_DOC = ("Figures by key; a key no figure of lengen.config.artifacts.FIGURES reads is a "
-               "figure of its own, drawn to <key>.png (docs/extending.md, \"A figure\").")
+STYLE = setting(
+    None,
+    null=False,
+    doc="figure style: seaborn context, panel height (inches), "
+    "aspect, dpi (absent: paper, 3.0, 1.15, 150)",
+)
+FIGURES_DOC = (
+    "Figures by key; a key no figure of lengen.config.artifacts.FIGURES reads is a "
+    'figure of its own, drawn to <key>.png (docs/extending.md, "A figure").'
+)
 FIGURE = {"$ref": "#/$defs/generation_figure"}
 
 
@@ -70,12 +76,15 @@ def ref(name: str) -> dict:
 class GenerationEval:
     """The length sweep every model of a generation-scored section is scored on."""
 
-    lengths: tuple[int, ...] = setting(doc="test lengths, in the task's unit (the paper's length "
-                                       "axis)", **ref("lengths"))  # fmt: skip
-    n_examples: int = setting(doc="test examples per model and length (a fixed, seeded test set)",
-                              minimum=1)  # fmt: skip
-    batch_size: int = setting(doc="examples per evaluation forward pass (memory, not results)",
-                              minimum=1)  # fmt: skip
+    lengths: tuple[int, ...] = setting(
+        doc="test lengths, in the task's unit (the paper's length axis)", **ref("lengths")
+    )
+    n_examples: int = setting(
+        doc="test examples per model and length (a fixed, seeded test set)", minimum=1
+    )
+    batch_size: int = setting(
+        doc="examples per evaluation forward pass (memory, not results)", minimum=1
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,24 +92,35 @@ class GenerationFigure:
     """A figure: one panel per variant."""
 
     panels: tuple[str, ...] = setting(doc="variant per panel, in order", minItems=1)
-    title: str | None = setting(None, null=False, doc="the figure's title (absent: the "
-                                "registry's)")  # fmt: skip
+    title: str | None = setting(None, null=False, doc="the figure's title (absent: the registry's)")
 
 
 @dataclass(frozen=True, kw_only=True)
 class VariantSection:
     """A variant's overrides of its section's own keys (`section`)."""
 
-    train_min_len: int | None = setting(None, null=False, minimum=1,
-                                        doc="shortest training length (the section's unit)")
-    train_max_len: int | None = setting(None, null=False, minimum=1,
-                                        doc="longest training length (the section's unit)")
+    train_min_len: int | None = setting(
+        None, null=False, minimum=1, doc="shortest training length (the section's unit)"
+    )
+    train_max_len: int | None = setting(
+        None, null=False, minimum=1, doc="longest training length (the section's unit)"
+    )
     jumps: tuple[int, ...] | None = setting(
-        None, null=False, items={"minimum": 1}, minItems=1, uniqueItems=True,
-        doc="parity with scratchpad: the jumps this variant trains")  # fmt: skip
+        None,
+        null=False,
+        items={"minimum": 1},
+        minItems=1,
+        uniqueItems=True,
+        doc="parity with scratchpad: the jumps this variant trains",
+    )
     depths: tuple[int, ...] | None = setting(
-        None, null=False, items={"minimum": 1}, minItems=1, uniqueItems=True,
-        doc="variable assignment: the depths this variant trains")  # fmt: skip
+        None,
+        null=False,
+        items={"minimum": 1},
+        minItems=1,
+        uniqueItems=True,
+        doc="variable assignment: the depths this variant trains",
+    )
     eval: GenerationEval | None = setting(None, null=False, doc="this variant's length sweep")
 
 
@@ -108,21 +128,31 @@ class VariantSection:
 class VariantConfig:
     """One variant: its position scheme, runs and the keys it overrides."""
 
-    scheme: str = setting(enum=scheme_names, doc=(
-        "ppc = coupled IDs + position head (Sec. 5.2); absolute = true IDs, learned embeddings, "
-        "random shift; rope_pose = RoPE with PoSE in training, true IDs at test; nope = no "
-        "positional encoding (causal mask only); alibi = ALiBi bias at true IDs."))  # fmt: skip
-    scratchpad: bool | None = setting(None, null=False, doc="variable assignment only; false = "
-                                      "answer only (Fig. 3c)")  # fmt: skip
+    scheme: str = setting(
+        enum=scheme_names,
+        doc=(
+            "ppc = coupled IDs + position head (Sec. 5.2); absolute = true IDs, learned "
+            "embeddings, random shift; rope_pose = RoPE with PoSE in training, true IDs at test; "
+            "nope = no positional encoding (causal mask only); alibi = ALiBi bias at true IDs."
+        ),
+    )
+    scratchpad: bool | None = setting(
+        None, null=False, doc="variable assignment only; false = answer only (Fig. 3c)"
+    )
     runs: int = setting(doc="training runs (seeds seed, seed+1, ...)", **ref("runs"))
-    model: dict | None = setting(None, null=False, doc="keys overriding the section's model",
-                                 **ref("model_keys"))  # fmt: skip
-    train: dict | None = setting(None, null=False, doc="keys overriding the section's train",
-                                 **ref("train_keys"))  # fmt: skip
+    model: dict | None = setting(
+        None, null=False, doc="keys overriding the section's model", **ref("model_keys")
+    )
+    train: dict | None = setting(
+        None, null=False, doc="keys overriding the section's train", **ref("train_keys")
+    )
     section: VariantSection | None = setting(
-        None, null=False, minProperties=1,
+        None,
+        null=False,
+        minProperties=1,
         doc="keys overriding the section's own for this variant's models: its training range, "
-        "the jumps / depths it trains, its eval (e.g. equal-budget runs on a shorter range)")
+        "the jumps / depths it trains, its eval (e.g. equal-budget runs on a shorter range)",
+    )
 
 
 def figures_setting(required: str, **figures: str):
@@ -130,22 +160,33 @@ def figures_setting(required: str, **figures: str):
     names the registry's figures of the section (key -> what it draws) and `style`."""
     known = {key: {**FIGURE, "description": doc} for key, doc in figures.items()}
     known["style"] = {"type": "object", "description": STYLE.metadata["doc"]}
-    return setting(doc=FIGURES_DOC, additionalProperties=FIGURE,
-                   propertyNames={"pattern": "^[a-z][a-z0-9_]*$"}, required=[required],
-                   properties=known)  # fmt: skip
+    return setting(
+        doc=FIGURES_DOC,
+        additionalProperties=FIGURE,
+        propertyNames={"pattern": "^[a-z][a-z0-9_]*$"},
+        required=[required],
+        properties=known,
+    )
 
 
 def left_out_setting():
     """A section's `left_out`: the paper's variants a tier does not train, and the probes that
     measured them (lengen.report's "not testable at this size" rows)."""
     return setting(
-        None, null=False, additionalProperties={
-            "type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1,
-            "uniqueItems": True, "description": "the probe names (a probe row, or a group's rows "
-            "NAME/<value>/seed<run>) whose runs the row quotes"},
+        None,
+        null=False,
+        additionalProperties={
+            "type": "array",
+            "items": {"type": "string", "minLength": 1},
+            "minItems": 1,
+            "uniqueItems": True,
+            "description": "the probe names (a probe row, or a group's rows "
+            "NAME/<value>/seed<run>) whose runs the row quotes",
+        },
         doc="the paper's variants this tier does not train: name -> the probes (rows of "
-        "probes/scratchpad_probes.csv) that measured them; their rows read \"not testable at "
-        "this size\" with what those probes measured")  # fmt: skip
+        'probes/scratchpad_probes.csv) that measured them; their rows read "not testable at '
+        'this size" with what those probes measured',
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -154,17 +195,21 @@ class GenerationSection:
     (and may narrow one: parity's lengths are even)."""
 
     train_min_len: int = setting(doc="shortest training length", minimum=1)
-    l_max: int = setting(doc="largest position ID a model has (embeddings; PoSE and shifted IDs "
-                         "are drawn below it)", minimum=1)  # fmt: skip
-    model: dict = setting(doc="the model of every run of the section (App. E Table 2 / App. F)",
-                          **ref("model"))  # fmt: skip
-    train: dict = setting(doc="training settings of every run of the section (a variant's train "
-                          "overrides keys)", **ref("train"))  # fmt: skip
+    l_max: int = setting(
+        doc="largest position ID a model has (embeddings; PoSE and shifted IDs are drawn below it)",
+        minimum=1,
+    )
+    model: dict = setting(
+        doc="the model of every run of the section (App. E Table 2 / App. F)", **ref("model")
+    )
+    train: dict = setting(
+        doc="training settings of every run of the section (a variant's train overrides keys)",
+        **ref("train"),
+    )
     variants: dict[str, VariantConfig] = setting(
-        doc="name -> variant: a position scheme and its runs, one figure line each",
-        minProperties=1)  # fmt: skip
-    eval: GenerationEval = setting(doc="the length sweep every model of the section is scored "
-                                   "on")  # fmt: skip
+        doc="name -> variant: a position scheme and its runs, one figure line each", minProperties=1
+    )
+    eval: GenerationEval = setting(doc="the length sweep every model of the section is scored on")
 
 
 def records(example: Example, vocab, fields) -> list[dict]:

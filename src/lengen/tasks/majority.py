@@ -57,12 +57,15 @@ class SectionConfig(GenerationSection):
     """A tier's `majority` section (not in the paper; the task interface's plug-in example,
     docs/extending.md "A task"): one model per position scheme and longest training length."""
 
-    train_max_lens: tuple[int, ...] = setting(doc="longest training lengths n, one model each",
-                                              items={"minimum": 1}, minItems=1,
-                                              uniqueItems=True)  # fmt: skip
+    train_max_lens: tuple[int, ...] = setting(
+        doc="longest training lengths n, one model each",
+        items={"minimum": 1},
+        minItems=1,
+        uniqueItems=True,
+    )
     figures: dict = figures_setting(
-        "fig_majority",
-        fig_majority="majority's accuracy by length, one line per training length")  # fmt: skip
+        "fig_majority", fig_majority="majority's accuracy by length, one line per training length"
+    )
 
 
 def vocab_size(spec: Spec) -> int:
@@ -90,10 +93,14 @@ def sample(rng: np.random.Generator, n_examples: int, n_bits: int) -> Batch:
     bits = rng.integers(0, 2, size=(n_examples, n_bits))
     answer = (2 * bits.sum(axis=1) > n_bits).astype(np.int64)
     tokens = np.concatenate(
-        [np.full((n_examples, 1), BOS), ZERO + bits, np.full((n_examples, 1), SEP),
-         (ZERO + answer)[:, None]],
+        [
+            np.full((n_examples, 1), BOS),
+            ZERO + bits,
+            np.full((n_examples, 1), SEP),
+            (ZERO + answer)[:, None],
+        ],
         axis=1,
-    ).astype(np.int64)  # fmt: skip
+    ).astype(np.int64)
     target_mask = np.zeros_like(tokens)
     target_mask[:, -1] = 1
     ids = np.tile(np.arange(n_bits + 3, dtype=np.int64), (n_examples, 1))
@@ -150,11 +157,13 @@ def config_checks(name: str, section: dict) -> list[tuple[str, str]]:
     predict here)."""
     errors = [
         (f"{name}.{key}", f"{bad} even: a majority of an even number of bits can tie")
-        for key, lengths in (("train_min_len", [section["train_min_len"]]),
-                             ("train_max_lens", section["train_max_lens"]),
-                             ("eval.lengths", section["eval"]["lengths"]))
+        for key, lengths in (
+            ("train_min_len", [section["train_min_len"]]),
+            ("train_max_lens", section["train_max_lens"]),
+            ("eval.lengths", section["eval"]["lengths"]),
+        )
         if (bad := [n for n in lengths if n % 2 == 0])
-    ]  # fmt: skip
+    ]
     errors += [
         (f"{name}.variants.{v}.scheme", f"{var['scheme']} feeds coupled IDs: majority has none")
         for v, var in section["variants"].items()
@@ -165,10 +174,14 @@ def config_checks(name: str, section: dict) -> list[tuple[str, str]]:
 
 def to_records(example: Example, batch: Batch) -> list[dict]:
     """JSON-ready rows: token strings, position IDs, target mask, the label and the length."""
-    return records(example, VOCAB, lambda i: {
-        "label": int(VOCAB[int(example.tokens[i, -1])]),  # the majority bit, as parity's label
-        "length": batch.n_bits,
-    })  # fmt: skip
+    return records(
+        example,
+        VOCAB,
+        lambda i: {
+            "label": int(VOCAB[int(example.tokens[i, -1])]),  # the majority bit, as parity's label
+            "length": batch.n_bits,
+        },
+    )
 
 
 def add_sample_arguments(parser) -> None:

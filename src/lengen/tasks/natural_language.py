@@ -61,54 +61,92 @@ PAPER_SCHEME = "rope_pose"  # App. F: RoPE, h_short with PoSE IDs
 class CorpusPackage:
     """One package whose text joins the corpus."""
 
-    name: str = setting(doc="Debian package name (debian), or an installed Python distribution "
-                        "pinned by pyproject.toml (docstrings)")  # fmt: skip
-    glob: str | None = setting(None, null=False, doc="debian: files inside the unpacked package; "
-                               "docstrings: the distribution's .py files to read (default all)")
-    format: str | None = setting(None, null=False, enum=["html", "text", "fortune"],
-                                 doc="debian: how a file splits into documents: HTML pages, "
-                                 "plain text, fortune cookies")  # fmt: skip
+    name: str = setting(
+        doc="Debian package name (debian), or an installed Python distribution "
+        "pinned by pyproject.toml (docstrings)"
+    )
+    glob: str | None = setting(
+        None,
+        null=False,
+        doc="debian: files inside the unpacked package; "
+        "docstrings: the distribution's .py files to read (default all)",
+    )
+    format: str | None = setting(
+        None,
+        null=False,
+        enum=["html", "text", "fortune"],
+        doc="debian: how a file splits into documents: HTML pages, plain text, fortune cookies",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
 class CorpusConfig:
     """Where the language models' text comes from (C4 format: JSON lines with text, url)."""
 
-    source: str = setting(enum=["debian", "docstrings", "c4_dir", "c4_hub"], doc=(
-        "debian = offline C4-format shards from Debian packages (needs apt-get and the network); "
-        "docstrings = offline shards from the docstrings of installed Python packages (any OS, "
-        "no network); c4_dir = local C4 shards; c4_hub = allenai/c4 streamed"))  # fmt: skip
-    c4_dir: str | None = setting(None, doc="source c4_dir: a folder of C4 shards "
-                                 "(c4-train.*.json.gz, c4-validation.*.json.gz)")  # fmt: skip
+    source: str = setting(
+        enum=["debian", "docstrings", "c4_dir", "c4_hub"],
+        doc=(
+            "debian = offline C4-format shards from Debian packages (needs apt-get and the "
+            "network); docstrings = offline shards from the docstrings of installed Python "
+            "packages (any OS, no network); c4_dir = local C4 shards; c4_hub = allenai/c4 streamed"
+        ),
+    )
+    c4_dir: str | None = setting(
+        None,
+        doc="source c4_dir: a folder of C4 shards (c4-train.*.json.gz, c4-validation.*.json.gz)",
+    )
     packages: tuple[CorpusPackage, ...] | None = setting(
-        None, null=False, minItems=1,
-        doc="sources debian and docstrings: the packages whose text makes the corpus")
+        None,
+        null=False,
+        minItems=1,
+        doc="sources debian and docstrings: the packages whose text makes the corpus",
+    )
     validation_fraction: float | None = setting(
-        None, null=False, exclusiveMinimum=0, exclusiveMaximum=1,
-        doc="fraction of documents (by a seeded hash of their url) in the validation split")
+        None,
+        null=False,
+        exclusiveMinimum=0,
+        exclusiveMaximum=1,
+        doc="fraction of documents (by a seeded hash of their url) in the validation split",
+    )
     max_doc_chars: int | None = setting(
-        None, null=False, minimum=1, doc="consecutive paragraphs are grouped into documents of "
-        "about this many characters (C4 pages: ~2 kB)")  # fmt: skip
-    docs_per_shard: int | None = setting(None, null=False, minimum=1,
-                                         doc="documents per written shard")
+        None,
+        null=False,
+        minimum=1,
+        doc="consecutive paragraphs are grouped into documents of "
+        "about this many characters (C4 pages: ~2 kB)",
+    )
+    docs_per_shard: int | None = setting(
+        None, null=False, minimum=1, doc="documents per written shard"
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
 class TokenizerConfig:
     """The language models' tokenizer (App. F: Llama-2-7b's; smaller tiers name their own)."""
 
-    SCHEMA: ClassVar[dict] = {"if": {"properties": {"source": {"const": "corpus_bpe"}}},
-                              "then": {"required": ["vocab_size"]}}  # fmt: skip
-    source: str = setting(enum=["mistral_v1", "hub", "corpus_bpe"], doc=(
-        "mistral_v1 = offline 32k SentencePiece BPE; hub = HF tokenizer `name`; corpus_bpe = "
-        "byte-level BPE of `vocab_size` trained on the training split (DEPARTURE)"))
+    SCHEMA: ClassVar[dict] = {
+        "if": {"properties": {"source": {"const": "corpus_bpe"}}},
+        "then": {"required": ["vocab_size"]},
+    }
+    source: str = setting(
+        enum=["mistral_v1", "hub", "corpus_bpe"],
+        doc=(
+            "mistral_v1 = offline 32k SentencePiece BPE; hub = HF tokenizer `name`; corpus_bpe = "
+            "byte-level BPE of `vocab_size` trained on the training split (DEPARTURE)"
+        ),
+    )
     name: str | None = setting(None, doc="source hub: the tokenizer's Hugging Face name")
-    dir: str | None = setting(None, doc=(
-        "sources mistral_v1 and hub: a local folder holding the tokenizer, filled once by "
-        "`lengen setup` where there is network; the run then downloads nothing (null: the run "
-        "fetches it)"))  # fmt: skip
-    vocab_size: int | None = setting(None, null=False, minimum=257, maximum=65535,
-                                     doc="corpus_bpe's vocabulary (with EOS)")
+    dir: str | None = setting(
+        None,
+        doc=(
+            "sources mistral_v1 and hub: a local folder holding the tokenizer, filled once by "
+            "`lengen setup` where there is network; the run then downloads nothing (null: the run "
+            "fetches it)"
+        ),
+    )
+    vocab_size: int | None = setting(
+        None, null=False, minimum=257, maximum=65535, doc="corpus_bpe's vocabulary (with EOS)"
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,10 +176,10 @@ class LongConfig:
 class EvalConfig:
     """Table 1: perplexity at each length over the same chunks."""
 
-    lengths: tuple[int, ...] = setting(doc="context lengths scored (Table 1's columns)",
-                                       **ref("lengths"))  # fmt: skip
-    n_chunks: int = setting(doc="chunks each window is split into for the per-chunk NLL",
-                            minimum=1)  # fmt: skip
+    lengths: tuple[int, ...] = setting(
+        doc="context lengths scored (Table 1's columns)", **ref("lengths")
+    )
+    n_chunks: int = setting(doc="chunks each window is split into for the per-chunk NLL", minimum=1)
     batch_size: int = setting(doc="windows per forward pass (memory, not results)", minimum=1)
 
 
@@ -167,41 +205,75 @@ class SectionConfig:
     corpus: CorpusConfig = setting(doc=described(CorpusConfig))
     tokenizer: TokenizerConfig = setting(doc=described(TokenizerConfig))
     max_tokens: MaxTokens = setting(doc="tokens kept from each split")
-    scheme: str = setting(PAPER_SCHEME, enum=lambda: scheme_names(supports), doc=(
-        "Position scheme of both language models (lengen.model.positions): rope_pose = RoPE, "
-        "h_short with PoSE IDs from pose_start on (the paper, App. F; the default); nope = no "
-        "positional encoding; alibi = ALiBi bias. NoPE and ALiBi feed true IDs and take no "
-        "PoSE."))  # fmt: skip
-    repeat_fraction: float | None = setting(None, null=False, minimum=0, maximum=1, doc=(
-        "DIAGNOSTIC, not in the paper (absent or 0 = the paper): the fraction of training "
-        "windows that repeat themselves from a random copy distance d on (token i := token i - d "
-        "for i >= d, d uniform in [window / 8, window / 2]), to test whether copying is what a "
-        "small model lacks to use far context (lengen.analysis.copying; README \"Natural "
-        "language: probes and diagnosis\"). Evaluation text is never altered."))  # fmt: skip
+    scheme: str = setting(
+        PAPER_SCHEME,
+        enum=lambda: scheme_names(supports),
+        doc=(
+            "Position scheme of both language models (lengen.model.positions): rope_pose = RoPE, "
+            "h_short with PoSE IDs from pose_start on (the paper, App. F; the default); nope = no "
+            "positional encoding; alibi = ALiBi bias. NoPE and ALiBi feed true IDs and take no "
+            "PoSE."
+        ),
+    )
+    repeat_fraction: float | None = setting(
+        None,
+        null=False,
+        minimum=0,
+        maximum=1,
+        doc=(
+            "DIAGNOSTIC, not in the paper (absent or 0 = the paper): the fraction of training "
+            "windows that repeat themselves from a random copy distance d on (token i := token i - "
+            "d for i >= d, d uniform in [window / 8, window / 2]), to test whether copying is what "
+            "a "
+            'small model lacks to use far context (lengen.analysis.copying; README "Natural '
+            'language: probes and diagnosis"). Evaluation text is never altered.'
+        ),
+    )
     short_context: int = setting(doc="L: h_short's training context", minimum=2)
     long_context: int = setting(doc="Lbar: h_long's context, eval length", minimum=3)
-    model: dict = setting(doc="the model of every run of the section (App. E Table 2 / App. F)",
-                          **ref("model"))  # fmt: skip
+    model: dict = setting(
+        doc="the model of every run of the section (App. E Table 2 / App. F)", **ref("model")
+    )
     short: ShortConfig = setting(doc=described(ShortConfig))
     long: LongConfig = setting(doc=described(LongConfig))
     eval: EvalConfig = setting(doc=described(EvalConfig))
     influence: InfluenceConfig = setting(doc=described(InfluenceConfig))
-    gpus_per_job: int | None = setting(None, null=False, minimum=1, doc="GPUs per language-model "
-                                       "training job (DeepSpeed data parallel)")  # fmt: skip
-    loss_chunk_tokens: int | None = setting(None, null=False, minimum=0, doc=(
-        "The language models' training cross-entropy in chunks of this many tokens, its "
-        "gradient made in the forward pass (lengen.train.loss.ChunkedCrossEntropy), so no fp32 "
-        "copy of a micro-batch's 32,000-wide logits exists (measured: "
-        "benchmarks/measured/2026-11-25-cpu/). Absent or 0 = in one piece; a micro-batch with "
-        "fewer tokens is always one piece."))  # fmt: skip
-    zero_stage: int | None = setting(None, null=False, enum=[0, 1, 2, 3], doc=(
-        "The language models' DeepSpeed ZeRO stage (absent: runtime.zero_stage), the one place "
-        "it is set for them: a ds_config JSON that sets another is an error."))  # fmt: skip
-    ds_config: str | None = setting(None, doc=(
-        "A DeepSpeed config JSON (path from the project root) merged over the computed one for "
-        "the language models (e.g. config/ds_config_lm.json: ZeRO 2's communication buckets); "
-        "it may not set what the config sets (batch keys, gradient_clipping, bf16, the ZeRO "
-        "stage) to another value."))  # fmt: skip
+    gpus_per_job: int | None = setting(
+        None,
+        null=False,
+        minimum=1,
+        doc="GPUs per language-model training job (DeepSpeed data parallel)",
+    )
+    loss_chunk_tokens: int | None = setting(
+        None,
+        null=False,
+        minimum=0,
+        doc=(
+            "The language models' training cross-entropy in chunks of this many tokens, its "
+            "gradient made in the forward pass (lengen.train.loss.ChunkedCrossEntropy), so no fp32 "
+            "copy of a micro-batch's 32,000-wide logits exists (measured: "
+            "benchmarks/measured/2026-11-25-cpu/). Absent or 0 = in one piece; a micro-batch with "
+            "fewer tokens is always one piece."
+        ),
+    )
+    zero_stage: int | None = setting(
+        None,
+        null=False,
+        enum=[0, 1, 2, 3],
+        doc=(
+            "The language models' DeepSpeed ZeRO stage (absent: runtime.zero_stage), the one place "
+            "it is set for them: a ds_config JSON that sets another is an error."
+        ),
+    )
+    ds_config: str | None = setting(
+        None,
+        doc=(
+            "A DeepSpeed config JSON (path from the project root) merged over the computed one for "
+            "the language models (e.g. config/ds_config_lm.json: ZeRO 2's communication buckets); "
+            "it may not set what the config sets (batch keys, gradient_clipping, bf16, the ZeRO "
+            "stage) to another value."
+        ),
+    )
     figures: FiguresConfig | None = setting(None, null=False, doc="the language figures' style")
 
 
@@ -301,8 +373,11 @@ def config_checks(name: str, section: dict) -> list[tuple[str, str]]:
                 errors.append((f"{key}.corpus.{field}", f"required for source {corpus['source']}"))
     if corpus["source"] == "debian":
         for i, pkg in enumerate(corpus.get("packages", [])):
-            errors += [(f"{key}.corpus.packages.{i}.{f}", "required when source is debian")
-                       for f in ("glob", "format") if f not in pkg]  # fmt: skip
+            errors += [
+                (f"{key}.corpus.packages.{i}.{f}", "required when source is debian")
+                for f in ("glob", "format")
+                if f not in pkg
+            ]
     if corpus["source"] == "c4_dir" and not corpus.get("c4_dir"):
         errors.append((f"{key}.corpus.c4_dir", "required when source is c4_dir"))
     if nl["tokenizer"]["source"] == "hub" and not nl["tokenizer"].get("name"):

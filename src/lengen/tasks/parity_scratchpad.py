@@ -55,15 +55,21 @@ class SectionConfig(GenerationSection):
     """A tier's `parity_scratchpad` section (Sec. 5.2.1, App. E.2, Table 3): the jumps trained,
     the training lengths 2l (even), a model set per jump and variant."""
 
-    jumps: tuple[int, ...] = setting(doc="jumps k trained, one model set each (Fig. 2: 1-4)",
-                                     items={"minimum": 1}, minItems=1, uniqueItems=True)
+    jumps: tuple[int, ...] = setting(
+        doc="jumps k trained, one model set each (Fig. 2: 1-4)",
+        items={"minimum": 1},
+        minItems=1,
+        uniqueItems=True,
+    )
     train_min_len: int = setting(doc="shortest training length 2l", minimum=2, multipleOf=2)
     train_max_len: int = setting(doc="longest training length 2l", minimum=2, multipleOf=2)
     left_out: dict[str, tuple[str, ...]] | None = left_out_setting()
     figures: dict = figures_setting(
-        "fig2", fig2="Fig. 2: PPC's accuracy by length, one line per jump",
+        "fig2",
+        fig2="Fig. 2: PPC's accuracy by length, one line per jump",
         fig8="Fig. 8: the ablations (absolute, RoPE + PoSE) by length",
-        fig8_equal="PPC and the ablations at equal budgets (not in the paper)")  # fmt: skip
+        fig8_equal="PPC and the ablations at equal budgets (not in the paper)",
+    )
 
 
 def vocabulary() -> list[str]:
@@ -183,8 +189,13 @@ def config_checks(name: str, section: dict) -> list[tuple[str, str]]:
     """Cross-key constraints of this task's config section: every length fits the largest jump."""
     short = min(section["train_min_len"], *section["eval"]["lengths"])
     if short // 2 < max(section["jumps"]):
-        return [(f"{name}.jumps", f"a jump of {max(section['jumps'])} needs l >= the jump, but "
-                 f"the shortest length 2l = {short} has l = {short // 2}")]  # fmt: skip
+        return [
+            (
+                f"{name}.jumps",
+                f"a jump of {max(section['jumps'])} needs l >= the jump, but "
+                f"the shortest length 2l = {short} has l = {short // 2}",
+            )
+        ]
     return []
 
 
@@ -204,12 +215,16 @@ def make_testset(eval_cfg: dict, jump: int, seed: int) -> dict[int, Batch]:
 def to_records(example: Example, batch: Batch) -> list[dict]:
     """JSON-ready rows: token strings, position IDs, target mask and the task's fields."""
     m = batch.n_bits // batch.jump
-    return records(example, VOCAB, lambda i: {
-        "jump": batch.jump,
-        "length": 2 * batch.n_bits,
-        "answer": VOCAB[int(example.tokens[i, -1])],
-        "scratchpad_len": m,
-    })  # fmt: skip
+    return records(
+        example,
+        VOCAB,
+        lambda i: {
+            "jump": batch.jump,
+            "length": 2 * batch.n_bits,
+            "answer": VOCAB[int(example.tokens[i, -1])],
+            "scratchpad_len": m,
+        },
+    )
 
 
 def add_sample_arguments(parser) -> None:
@@ -229,11 +244,15 @@ def sample_records(args) -> list[dict]:
         raise ValueError(f"--length must be even (it is 2l), got {args.length}")
     bits, jump = args.length // 2, args.jump
     if bits < jump:
-        raise ValueError(f"--length {args.length}: l = {bits} input bits is too short for jump "
-                         f"{jump}; give {2 * jump} or more")  # fmt: skip
+        raise ValueError(
+            f"--length {args.length}: l = {bits} input bits is too short for jump "
+            f"{jump}; give {2 * jump} or more"
+        )
     if bits % jump:  # the pipeline rounds l down to a multiple of k: say so, not print another
         below = bits // jump * jump * 2
-        raise ValueError(f"--length {args.length}: l = {bits} input bits is not a multiple of "
-                         f"--jump {jump}; give {below} or {below + 2 * jump}")  # fmt: skip
+        raise ValueError(
+            f"--length {args.length}: l = {bits} input bits is not a multiple of "
+            f"--jump {jump}; give {below} or {below + 2 * jump}"
+        )
     batch = sample(np.random.default_rng(args.seed), args.n, args.length, args.jump)
     return to_records(batch.test_example(args.scheme), batch)

@@ -47,19 +47,26 @@ class TaskSpec:
 # --- a tier's `sparse_parity` section (lengen.core.settings: its schema and config/README.md)
 
 NAME = {"pattern": "^[a-z][a-z0-9_]*$"}  # a variant's or a figure's key
-PANELS = {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1,
-          "description": "K_train panels of a figure of its own"}  # fmt: skip
+PANELS = {
+    "type": "array",
+    "items": {"type": "integer", "minimum": 1},
+    "minItems": 1,
+    "description": "K_train panels of a figure of its own",
+}
 
 
 @dataclass(frozen=True, kw_only=True)
 class VariantConfig:
     """One variant: its label, runs and model keys."""
 
-    label: str = setting(doc="the legend's name of the variant (the title adds the size trained: "
-                         "lengen.config.artifacts.trained_model)")  # fmt: skip
+    label: str = setting(
+        doc="the legend's name of the variant (the title adds the size trained: "
+        "lengen.config.artifacts.trained_model)"
+    )
     runs: int = setting(doc="training runs per K_train (seeds seed, seed+1, ...)", **ref("runs"))
-    model: dict | None = setting(None, null=False, doc="keys overriding the section's model",
-                                 **ref("model_keys"))  # fmt: skip
+    model: dict | None = setting(
+        None, null=False, doc="keys overriding the section's model", **ref("model_keys")
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,12 +74,15 @@ class SchemeVariant:
     """One extra scheme: its label, position, model and train keys."""
 
     label: str = setting(doc="the legend's name of the variant")
-    position: str = setting(doc="nope = no positional encoding; alibi = ALiBi bias at true IDs",
-                            enum=["nope", "alibi"])  # fmt: skip
-    model: dict | None = setting(None, null=False, doc="keys overriding the section's model",
-                                 **ref("model_keys"))  # fmt: skip
-    train: dict | None = setting(None, null=False, doc="keys overriding the section's train",
-                                 **ref("train_keys"))  # fmt: skip
+    position: str = setting(
+        doc="nope = no positional encoding; alibi = ALiBi bias at true IDs", enum=["nope", "alibi"]
+    )
+    model: dict | None = setting(
+        None, null=False, doc="keys overriding the section's model", **ref("model_keys")
+    )
+    train: dict | None = setting(
+        None, null=False, doc="keys overriding the section's train", **ref("train_keys")
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,22 +91,32 @@ class SchemesConfig:
 
     k_train: int = setting(doc="the one K_train these models train at", minimum=1)
     variants: dict[str, SchemeVariant] = setting(
-        doc="name -> {label, position, model, train}: one line each", minProperties=1,
-        propertyNames=NAME)  # fmt: skip
+        doc="name -> {label, position, model, train}: one line each",
+        minProperties=1,
+        propertyNames=NAME,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
 class EvalConfig:
     """The test sweep: every length x k_test, n_examples each."""
 
-    lengths: tuple[int, ...] = setting(doc="test lengths 2l (the figures' x axis)", minItems=1,
-                                       uniqueItems=True, items={"minimum": 4, "multipleOf": 2})
-    k_test: tuple[int, ...] = setting(doc="numbers of flagged J_i tested (k_test > K_train: "
-                                      "outside the training distribution)", minItems=1,
-                                      uniqueItems=True, items={"minimum": 1})  # fmt: skip
+    lengths: tuple[int, ...] = setting(
+        doc="test lengths 2l (the figures' x axis)",
+        minItems=1,
+        uniqueItems=True,
+        items={"minimum": 4, "multipleOf": 2},
+    )
+    k_test: tuple[int, ...] = setting(
+        doc="numbers of flagged J_i tested (k_test > K_train: outside the training distribution)",
+        minItems=1,
+        uniqueItems=True,
+        items={"minimum": 1},
+    )
     n_examples: int = setting(doc="test examples per length and k_test", minimum=1)
-    batch_size: int = setting(doc="examples per evaluation forward pass (memory, not results)",
-                              minimum=1)  # fmt: skip
+    batch_size: int = setting(
+        doc="examples per evaluation forward pass (memory, not results)", minimum=1
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,8 +127,9 @@ class AttentionConfig:
 
     k_train: int = setting(doc="one figure per variant", minimum=1)
     lengths: tuple[int, ...] = setting(doc="test lengths 2l", **ref("lengths"))
-    k_test: tuple[int, ...] = setting(doc="numbers of flagged J_i drawn", minItems=1,
-                                      items={"minimum": 1})  # fmt: skip
+    k_test: tuple[int, ...] = setting(
+        doc="numbers of flagged J_i drawn", minItems=1, items={"minimum": 1}
+    )
     n_examples: int = setting(doc="examples per length and k_test", minimum=1)
 
 
@@ -117,12 +138,13 @@ class FiguresConfig:
     """Figures by key: K_train lists (Fig. 1, Fig. 7; a key of its own draws <key>.png,
     docs/extending.md "A figure"), the attention diagnostic, style."""
 
-    fig1: tuple[int, ...] = setting(doc="K_train panels of Fig. 1", items={"minimum": 1},
-                                    minItems=1)  # fmt: skip
-    fig7: tuple[int, ...] = setting(doc="K_train panels of Fig. 7", items={"minimum": 1},
-                                    minItems=1)  # fmt: skip
-    attention: AttentionConfig | None = setting(None, null=False,
-                                                doc=described(AttentionConfig))
+    fig1: tuple[int, ...] = setting(
+        doc="K_train panels of Fig. 1", items={"minimum": 1}, minItems=1
+    )
+    fig7: tuple[int, ...] = setting(
+        doc="K_train panels of Fig. 7", items={"minimum": 1}, minItems=1
+    )
+    attention: AttentionConfig | None = setting(None, null=False, doc=described(AttentionConfig))
     style: dict | None = STYLE
 
 
@@ -131,38 +153,60 @@ class SectionConfig:
     """A tier's `sparse_parity` section (Sec. 5.1, App. E.1, Figs. 1 and 7)."""
 
     variants: dict[str, VariantConfig] = setting(
-        minProperties=1, propertyNames=NAME,
+        minProperties=1,
+        propertyNames=NAME,
         doc="Model variants trained for every K_train: name -> {label, runs, model: keys "
         "overriding `model`}. The figures draw one row per variant and the report gives each its "
         "own SP verdicts. A variant that leaves the paper's GPT-NeoX (e.g. attn_scale) is a "
         "DEPARTURE and says so in its label. runs: training runs per K_train (seeds seed, "
-        "seed+1, ...; a verdict needs >= 3, lengen.report.effects).")  # fmt: skip
+        "seed+1, ...; a verdict needs >= 3, lengen.report.effects).",
+    )
     schemes: SchemesConfig | None = setting(
-        None, null=False,
+        None,
+        null=False,
         doc="Extra figure (not in the paper; reports/sparse_parity_schemes.png): models with "
         "other position schemes trained at one K_train, drawn beside the variants at that "
         "K_train. name -> {label, position: nope (no positional encoding) | alibi (ALiBi at true "
-        "IDs), model, train: keys overriding the section's}.")  # fmt: skip
+        "IDs), model, train: keys overriding the section's}.",
+    )
     k_train: tuple[int, ...] = setting(
         doc="K_train values, one model set each (the number of flagged J_i a training example "
-        "has is drawn in [1, K_train])", items={"minimum": 1}, minItems=1, uniqueItems=True)
-    n: int = setting(doc="the alphabet size N of the J_i (J_i <= N/2 is flagged); tokens are "
-                     "uint16, so at most 65,534", minimum=2, maximum=65534, multipleOf=2)
-    pose_skip: str = setting(POSE_SKIPS[0], enum=list(POSE_SKIPS), doc="How PoSE draws its "
-                             "chunks: paper (Sec. 2.2's formula); reference: as dwzhu-pku/PoSE's "
-                             "code, a skip uniform over the free range (a probe, not the paper)")
+        "has is drawn in [1, K_train])",
+        items={"minimum": 1},
+        minItems=1,
+        uniqueItems=True,
+    )
+    n: int = setting(
+        doc="the alphabet size N of the J_i (J_i <= N/2 is flagged); tokens are "
+        "uint16, so at most 65,534",
+        minimum=2,
+        maximum=65534,
+        multipleOf=2,
+    )
+    pose_skip: str = setting(
+        POSE_SKIPS[0],
+        enum=list(POSE_SKIPS),
+        doc="How PoSE draws its "
+        "chunks: paper (Sec. 2.2's formula); reference: as dwzhu-pku/PoSE's "
+        "code, a skip uniform over the free range (a probe, not the paper)",
+    )
     train_min_len: int = setting(doc="shortest training length 2l", minimum=4, multipleOf=2)
     train_max_len: int = setting(doc="longest training length 2l", minimum=4, multipleOf=2)
-    l_max: int = setting(doc="largest position ID a model has (embeddings; PoSE and shifted IDs "
-                         "are drawn below it)", minimum=1)  # fmt: skip
-    model: dict = setting(doc="the model of every run of the section (App. E Table 2 / App. F)",
-                          **ref("model"))  # fmt: skip
-    train: dict = setting(doc="training settings of every run of the section (a variant's train "
-                          "overrides keys)", **ref("train"))  # fmt: skip
+    l_max: int = setting(
+        doc="largest position ID a model has (embeddings; PoSE and shifted IDs are drawn below it)",
+        minimum=1,
+    )
+    model: dict = setting(
+        doc="the model of every run of the section (App. E Table 2 / App. F)", **ref("model")
+    )
+    train: dict = setting(
+        doc="training settings of every run of the section (a variant's train overrides keys)",
+        **ref("train"),
+    )
     eval: EvalConfig = setting(doc=described(EvalConfig))
-    figures: FiguresConfig = setting(doc=described(FiguresConfig),
-                                     additionalProperties=PANELS, propertyNames=NAME)
-
+    figures: FiguresConfig = setting(
+        doc=described(FiguresConfig), additionalProperties=PANELS, propertyNames=NAME
+    )
 
 
 def vocabulary(n: int) -> list[str]:

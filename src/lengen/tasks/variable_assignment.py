@@ -63,16 +63,24 @@ class SectionConfig(GenerationSection):
     """A tier's `variable_assignment` section (Sec. 5.2.2, App. E.3, Table 4): the chain depths
     trained, the variables drawn from, a model set per depth and variant."""
 
-    depths: tuple[int, ...] = setting(doc="chain depths d trained, one model set each (Fig. 3: "
-                                      "2-5)", items={"minimum": 1}, minItems=1,
-                                      uniqueItems=True)  # fmt: skip
-    n_vars: int = setting(doc="variables v1..v<n_vars> the chains draw from (a chain needs two)",
-                          minimum=2, maximum=10000)  # fmt: skip
+    depths: tuple[int, ...] = setting(
+        doc="chain depths d trained, one model set each (Fig. 3: 2-5)",
+        items={"minimum": 1},
+        minItems=1,
+        uniqueItems=True,
+    )
+    n_vars: int = setting(
+        doc="variables v1..v<n_vars> the chains draw from (a chain needs two)",
+        minimum=2,
+        maximum=10000,
+    )
     train_max_len: int = setting(doc="longest training length", minimum=1)
     left_out: dict[str, tuple[str, ...]] | None = left_out_setting()
     figures: dict = figures_setting(
-        "fig3", fig3="Fig. 3: accuracy by length, one line per depth, one panel per variant",
-        fig3_equal="Fig. 3's models at equal budgets (not in the paper)")  # fmt: skip
+        "fig3",
+        fig3="Fig. 3: accuracy by length, one line per depth, one panel per variant",
+        fig3_equal="Fig. 3's models at equal budgets (not in the paper)",
+    )
 
 
 def vocabulary(n_vars: int) -> list[str]:
@@ -242,13 +250,17 @@ def make_testset(eval_cfg: dict, depth: int, n_vars: int, scratchpad: bool, seed
 def to_records(example: Example, batch: Batch, n_vars: int) -> list[dict]:
     """JSON-ready rows: token strings, position IDs, target mask and the task's fields."""
     vocab = vocabulary(n_vars)
-    return records(example, vocab, lambda i: {
-        "depth": batch.depth,
-        "length": batch.length,
-        "n_chains": batch.n_chains,
-        "v_init": vocab[int(example.tokens[i, 1])],
-        "answer": vocab[int(example.tokens[i, -1])],
-    })  # fmt: skip
+    return records(
+        example,
+        vocab,
+        lambda i: {
+            "depth": batch.depth,
+            "length": batch.length,
+            "n_chains": batch.n_chains,
+            "v_init": vocab[int(example.tokens[i, 1])],
+            "answer": vocab[int(example.tokens[i, -1])],
+        },
+    )
 
 
 def add_sample_arguments(parser) -> None:

@@ -86,11 +86,16 @@ def run_losses(output, inputs: dict, chunk: int) -> torch.Tensor:
     outs = output if isinstance(output, tuple) else (output,)
     runs, rows, length = outs[0].shape[:3]
     if chunk and rows * length > chunk:
-        return torch.stack([
-            training_loss(tuple(o[r] for o in outs) if len(outs) > 1 else outs[0][r],
-                          {k: v[r] for k, v in inputs.items()}, chunk)
-            for r in range(runs)
-        ])  # fmt: skip
+        return torch.stack(
+            [
+                training_loss(
+                    tuple(o[r] for o in outs) if len(outs) > 1 else outs[0][r],
+                    {k: v[r] for k, v in inputs.items()},
+                    chunk,
+                )
+                for r in range(runs)
+            ]
+        )
     losses = scored_run_losses(outs[0], inputs["labels"])
     if len(outs) > 1:  # the PPC head's position loss, as training_loss adds it (Sec. 5.2)
         losses = losses + scored_run_losses(outs[1], inputs["position_labels"])
@@ -100,8 +105,9 @@ def run_losses(output, inputs: dict, chunk: int) -> torch.Tensor:
 class GroupBatches(HostBatches):
     """Each step's one fused micro-batch (group_batch), made ahead on CUDA."""
 
-    def __init__(self, task, specs: list[Spec], fused: FusedGPTNeoX, device,
-                 prefetch: bool | None = None):  # fmt: skip
+    def __init__(
+        self, task, specs: list[Spec], fused: FusedGPTNeoX, device, prefetch: bool | None = None
+    ):
         super().__init__(device, prefetch)
         self.task, self.specs, self.id_limit = task, specs, fused.cfg.id_limit
 
@@ -124,8 +130,9 @@ class Fused:
         self.fused = FusedGPTNeoX([build_model(s) for s in specs])
         self.engine = make_engine(specs[0], self.fused, engine_clips=False)
         if self.engine.gradient_accumulation_steps() != 1:
-            raise ValueError("a fused group trains one micro-batch per step "
-                             "(train.micro_batch_size)")  # fmt: skip
+            raise ValueError(
+                "a fused group trains one micro-batch per step (train.micro_batch_size)"
+            )
         self.active = torch.ones(len(specs), dtype=torch.bool)  # which runs still train (host)
         # what the step reads of it, on the device, made when a run stops (freeze) and not in the
         # step: the mask its loss is weighted by and the stopped runs' indices (integers: a
@@ -199,8 +206,12 @@ class Fused:
         self.batches.close()
 
 
-def train_group(specs: list[Spec | dict], outs: list[Path], stop_after: int | None = None,
-                budget_s: float | None = None):  # fmt: skip
+def train_group(
+    specs: list[Spec | dict],
+    outs: list[Path],
+    stop_after: int | None = None,
+    budget_s: float | None = None,
+):
     """Train the runs as one fused group through the one life cycle (lengen.train.lifecycle.fit);
     write each run's model.pt. stop_after simulates a crash after that many steps (tests).
     budget_s, seconds of training: once spent, every active run ends at the step it reached, stop
@@ -214,13 +225,18 @@ def train_group(specs: list[Spec | dict], outs: list[Path], stop_after: int | No
     # a member finished already (a retry of a job cut after training; a member trained alone,
     # targeted by its own model.pt) is linked back, not trained again; the others train as a
     # group of their own (each run's weights are its own: the same as in the whole group)
-    done = {o: r[0] for s, o in zip(specs, outs, strict=True)
-            if (r := restore_finished([s], [o])) is not None}  # fmt: skip
+    done = {
+        o: r[0]
+        for s, o in zip(specs, outs, strict=True)
+        if (r := restore_finished([s], [o])) is not None
+    }
     if len(done) == len(outs):
         return [done[o] for o in outs]
     if done:
-        log(f"{len(done)} of the group's {len(outs)} runs finished already (restored, not "
-            f"retrained); the other {len(outs) - len(done)} train as a group")  # fmt: skip
+        log(
+            f"{len(done)} of the group's {len(outs)} runs finished already (restored, not "
+            f"retrained); the other {len(outs) - len(done)} train as a group"
+        )
     every = outs
     specs = [s for s, o in zip(specs, outs, strict=True) if o not in done]
     outs = [o for o in outs if o not in done]
@@ -229,8 +245,14 @@ def train_group(specs: list[Spec | dict], outs: list[Path], stop_after: int | No
         log(f"{ckpt_dir}: a member's spec changed; the group trains from its start")
     forget_other_checkpoints(ckpt_dir, specs, outs)
     members = [Member.of(s, o, trainee.engine.device) for s, o in zip(specs, outs, strict=True)]
-    trained = fit(trainee, members, ckpt_dir, desc=f"group of {len(specs)}",
-                  stop_after=stop_after, budget_s=budget_s)  # fmt: skip
+    trained = fit(
+        trainee,
+        members,
+        ckpt_dir,
+        desc=f"group of {len(specs)}",
+        stop_after=stop_after,
+        budget_s=budget_s,
+    )
     done |= dict(zip(outs, trained, strict=True))
     return [done[o] for o in every]
 
@@ -238,8 +260,9 @@ def train_group(specs: list[Spec | dict], outs: list[Path], stop_after: int | No
 @one_line_errors
 def main(argv: list[str] | None = None) -> None:
     """CLI: python -m lengen.train.group --spec A.json ... --out DIR_A ..."""
-    parser = argparse.ArgumentParser(prog="python -m lengen.train.group",
-                                     description=__doc__.splitlines()[0])  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m lengen.train.group", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--spec", nargs="+", help="each run's spec (JSON file or string)")
     parser.add_argument("--specs", help="every run's spec in one JSON list (the workflow's)")
     parser.add_argument("--out", nargs="+", required=True, type=Path, help="each run's folder")

@@ -296,8 +296,10 @@ def forget_other_spec(out: Path, spec: Spec, ckpt_dir: Path) -> bool:
     old = out / "spec.json"
     if not old.exists():
         return False
-    delete = (f"Delete it to resume from the checkpoints in {ckpt_dir}, which are kept (they "
-              "resume only into the spec that wrote them)")  # fmt: skip
+    delete = (
+        f"Delete it to resume from the checkpoints in {ckpt_dir}, which are kept (they "
+        "resume only into the spec that wrote them)"
+    )
     try:
         written = json.loads(read_state(old, "the spec this folder trained", delete))
     except json.JSONDecodeError as err:  # cut, not another spec: never a reason to delete
@@ -325,17 +327,24 @@ def set_aside(out: Path, spec: Spec, old_source: dict | None) -> Path | None:
     if not names:
         return None
     run_file = out / "mlflow_run_id"
-    run_id = (read_state(run_file, "the old spec's MLflow run id",
-                         "Delete it to keep the old spec's model without its MLflow run id")
-              if run_file.exists() else None)  # fmt: skip
+    run_id = (
+        read_state(
+            run_file,
+            "the old spec's MLflow run id",
+            "Delete it to keep the old spec's model without its MLflow run id",
+        )
+        if run_file.exists()
+        else None
+    )
     keep = out / "replaced" / (run_id or provenance.config_hash(old_source or {}))
     keep.mkdir(parents=True, exist_ok=True)
     for name in names:
         os.replace(out / name, keep / name)
     if run_id:
         model = keep / "model.pt"
-        tracking.run_set_aside(spec.tracking.uri, run_id, keep.resolve(),
-                               model.resolve() if model.exists() else None)  # fmt: skip
+        tracking.run_set_aside(
+            spec.tracking.uri, run_id, keep.resolve(), model.resolve() if model.exists() else None
+        )
     return keep
 
 
@@ -385,8 +394,10 @@ def spec_change(old: dict, new: dict) -> str | None:
     diffs = []
     for name in new:
         was, now = tracking.flatten(old[name]), tracking.flatten(new[name])
-        diffs += [f"{name} {k}: {was.get(k, '-')} -> {now.get(k, '-')}"
-                  for k in tracking.changed(was, now)]  # fmt: skip
+        diffs += [
+            f"{name} {k}: {was.get(k, '-')} -> {now.get(k, '-')}"
+            for k in tracking.changed(was, now)
+        ]
     return "; ".join(diffs[:3]) + (f"; {len(diffs) - 3} more" if len(diffs) > 3 else "")
 
 
@@ -397,8 +408,14 @@ class Runs:
     RUNNING. Only the lead process (rank 0) logs: elsewhere (`lead` False) every call is a no-op.
     """
 
-    def __init__(self, members: list[Member], model: Callable[[], torch.nn.Module], resumed: bool,
-                 lead: bool = True, opened: list | None = None):  # fmt: skip
+    def __init__(
+        self,
+        members: list[Member],
+        model: Callable[[], torch.nn.Module],
+        resumed: bool,
+        lead: bool = True,
+        opened: list | None = None,
+    ):
         """`model()`: a member's model, for the parameter count a new run's params log (built
         only then: a fused group's member is a copy). `opened`: a list this object joins before
         it opens a run, so the caller can close its runs whenever a signal lands (even between
@@ -414,12 +431,14 @@ class Runs:
         try:
             for m in members:
                 m.out.mkdir(parents=True, exist_ok=True)
-                write_text_atomic(m.out / "spec.json",
-                                  json.dumps(m.spec.source, indent=2, sort_keys=True))  # fmt: skip
+                write_text_atomic(
+                    m.out / "spec.json", json.dumps(m.spec.source, indent=2, sort_keys=True)
+                )
                 trk = m.spec.tracking
                 client = MlflowClient(tracking_uri=trk.uri)
-                run = tracking.start_run(trk.uri, trk.experiment, m.spec.run_name,
-                                         m.out / "mlflow_run_id")  # fmt: skip
+                run = tracking.start_run(
+                    trk.uri, trk.experiment, m.spec.run_name, m.out / "mlflow_run_id"
+                )
                 self.ids.append(run.info.run_id)
                 self.clients.append(client)
                 if not resumed:
@@ -427,8 +446,10 @@ class Runs:
                     tracking.set_tags(provenance.record(m.spec.source, m.spec.seed))
                 tracking.end_run()
             # after a resume, the steps since the last checkpoint are not logged twice
-            self.logged = [tracking.logged_steps(m.spec.tracking.uri, i)
-                           for m, i in zip(members, self.ids, strict=True)]  # fmt: skip
+            self.logged = [
+                tracking.logged_steps(m.spec.tracking.uri, i)
+                for m, i in zip(members, self.ids, strict=True)
+            ]
             for client, run_id in zip(self.clients, self.ids, strict=True):
                 client.update_run(run_id, status="RUNNING")
         except BaseException as err:  # a SIGTERM while the runs open: none is left RUNNING
@@ -448,8 +469,14 @@ class Runs:
         member = self.members[r]
         steps_run, reason = member.stopped
         self.log(r, {"stopped_at": steps_run}, steps_run)
-        close_finished(self.clients[r], member.spec, self.ids[r], path,
-                       member.sha256 or provenance.file_sha256(path), reason)  # fmt: skip
+        close_finished(
+            self.clients[r],
+            member.spec,
+            self.ids[r],
+            path,
+            member.sha256 or provenance.file_sha256(path),
+            reason,
+        )
 
     def fail(self, err: BaseException, finished: set[int] = frozenset()) -> None:
         """Every run not in `finished` ends KILLED (an interrupt, a SIGTERM's exit) or FAILED; a
@@ -478,8 +505,12 @@ def close_finished(client, spec: Spec, run_id: str, path: Path, sha: str, reason
     model (tracking.register_model), its stop, path and hash as tags, the run FINISHED."""
     trk = spec.tracking
     version = tracking.register_model(client, trk.experiment, spec.run_name, run_id, path, sha)
-    for k, v in {"early_stop": reason, "model_path": tracking.recorded_path(trk.uri, path),
-                 "model_sha256": sha, "model_version": version}.items():  # fmt: skip
+    for k, v in {
+        "early_stop": reason,
+        "model_path": tracking.recorded_path(trk.uri, path),
+        "model_sha256": sha,
+        "model_version": version,
+    }.items():
         client.set_tag(run_id, k, v)
     client.set_terminated(run_id, "FINISHED")
 
@@ -512,8 +543,11 @@ class Checkpoints:
 
     def tags(self) -> list[str]:
         """Checkpoint tags (whole step_N directories), newest first."""
-        tags = [p.name for p in self.folder.glob("step_*")
-                if p.is_dir() and p.name.removeprefix("step_").isdigit()]  # fmt: skip
+        tags = [
+            p.name
+            for p in self.folder.glob("step_*")
+            if p.is_dir() and p.name.removeprefix("step_").isdigit()
+        ]
         return sorted(tags, key=lambda t: int(t.removeprefix("step_")), reverse=True)
 
     def unreadable(self, tag: str) -> str | None:
@@ -576,8 +610,10 @@ class Checkpoints:
             engine.save_checkpoint(str(self.folder), tag=tag + PARTIAL, client_state=client)
             dist.barrier()  # every process's files are written
             if lead:  # a step_N already there (damaged, so training went back) is replaced
-                write_text_atomic(self.folder / (tag + PARTIAL) / self.SPECS,
-                                  json.dumps(self.record, sort_keys=True))  # fmt: skip
+                write_text_atomic(
+                    self.folder / (tag + PARTIAL) / self.SPECS,
+                    json.dumps(self.record, sort_keys=True),
+                )
                 shutil.rmtree(self.folder / tag, ignore_errors=True)
                 os.replace(self.folder / (tag + PARTIAL), self.folder / tag)
                 write_text_atomic(self.folder / "latest", tag)
@@ -616,13 +652,19 @@ def keep_finished(members: list[Member]) -> None:
             os.link(model, part / MODEL)
         except OSError as err:
             shutil.rmtree(part, ignore_errors=True)
-            log(f"{model}: no hard link kept for a retry ({err.strerror}); a job cut after this "
-                "point trains again")  # fmt: skip
+            log(
+                f"{model}: no hard link kept for a retry ({err.strerror}); a job cut after this "
+                "point trains again"
+            )
             return
         steps_run, reason = m.stopped
-        record = {"spec": m.spec.source, "code": code_fingerprint(),
-                  "sha256": m.sha256 or provenance.file_sha256(model), "steps_run": steps_run,
-                  "stop_reason": reason}  # fmt: skip
+        record = {
+            "spec": m.spec.source,
+            "code": code_fingerprint(),
+            "sha256": m.sha256 or provenance.file_sha256(model),
+            "steps_run": steps_run,
+            "stop_reason": reason,
+        }
         write_text_atomic(part / "record.json", json.dumps(record, sort_keys=True))
         shutil.rmtree(keep, ignore_errors=True)
         os.replace(part, keep)
@@ -711,8 +753,15 @@ class Trainee(Protocol):
         """Release the batch worker."""
 
 
-def fit(trainee: Trainee, members: list[Member], ckpt_dir: Path, *, desc: str,
-        stop_after: int | None = None, budget_s: float | None = None) -> list[Path]:  # fmt: skip
+def fit(
+    trainee: Trainee,
+    members: list[Member],
+    ckpt_dir: Path,
+    *,
+    desc: str,
+    stop_after: int | None = None,
+    budget_s: float | None = None,
+) -> list[Path]:
     """Train every member to its end: from the newest readable checkpoint in ckpt_dir when there
     is one, each run logged to its own MLflow run, each stopped by its own early or plateau stop
     (writing its model.pt then), or at train.steps; the checkpoints are removed once every
@@ -724,8 +773,9 @@ def fit(trainee: Trainee, members: list[Member], ckpt_dir: Path, *, desc: str,
     opened: list[Runs] = []  # the runs, from before they open (a SIGTERM lands anywhere)
     try:
         start = _resume(trainee, members, ckpts)
-        runs = Runs(members, lambda: trainee.model(0), resumed=start > 0, lead=trainee.lead,
-                    opened=opened)  # fmt: skip
+        runs = Runs(
+            members, lambda: trainee.model(0), resumed=start > 0, lead=trainee.lead, opened=opened
+        )
         return _loop(trainee, members, runs, ckpts, start, desc, stop_after, budget_s)
     except BaseException as err:
         for runs in opened:  # never left RUNNING: a signal between Runs() and the loop too
@@ -760,13 +810,27 @@ def _resume(trainee: Trainee, members: list[Member], ckpts: Checkpoints) -> int:
     return client["step"]
 
 
-def _loop(trainee: Trainee, members: list[Member], runs: Runs, ckpts: Checkpoints, start: int,
-          desc: str, stop_after, budget_s) -> list[Path]:  # fmt: skip
+def _loop(
+    trainee: Trainee,
+    members: list[Member],
+    runs: Runs,
+    ckpts: Checkpoints,
+    start: int,
+    desc: str,
+    stop_after,
+    budget_s,
+) -> list[Path]:
     """fit's steps, logging, stops, checkpoints and the final models."""
     cfg, lead = members[0].spec.train, trainee.lead
     deadline = None if budget_s is None else time.monotonic() + budget_s
-    bar = tqdm(range(start, cfg.steps), initial=start, total=cfg.steps, desc=desc, mininterval=5,
-               disable=not lead or not members[0].spec.runtime.progress)  # fmt: skip
+    bar = tqdm(
+        range(start, cfg.steps),
+        initial=start,
+        total=cfg.steps,
+        desc=desc,
+        mininterval=5,
+        disable=not lead or not members[0].spec.runtime.progress,
+    )
     training = [r for r, m in enumerate(members) if not m.stopped]
     t0 = time.perf_counter()
     for step in bar:

@@ -39,8 +39,9 @@ def scored_run_losses(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tenso
     over every run's tokens rather than one per run (the same value up to the order of fp32
     sums; a fused step's operators do not grow with R: benchmarks/launches.py)."""
     runs = logits.shape[0]
-    nll = F.cross_entropy(logits.flatten(0, 2).float(), labels.flatten(), ignore_index=IGNORE,
-                          reduction="none").view(runs, -1)  # fmt: skip
+    nll = F.cross_entropy(
+        logits.flatten(0, 2).float(), labels.flatten(), ignore_index=IGNORE, reduction="none"
+    ).view(runs, -1)
     return nll.sum(1) / (labels != IGNORE).flatten(1).sum(1)
 
 

@@ -43,8 +43,18 @@ from lengen.train.loss import training_loss
 
 # the life cycle's names a run alone is built from, importable from here as before the one
 # life cycle (lengen.train.lifecycle) held them
-__all__ = ["EarlyStop", "LossWindow", "NonFiniteLoss", "build_model", "lr_lambda", "make_engine",
-           "Batches", "train", "train_step", "main"]  # fmt: skip
+__all__ = [
+    "EarlyStop",
+    "LossWindow",
+    "NonFiniteLoss",
+    "build_model",
+    "lr_lambda",
+    "make_engine",
+    "Batches",
+    "train",
+    "train_step",
+    "main",
+]
 
 
 def train(spec: Spec | dict, out: Path, stop_after: int | None = None) -> Path:

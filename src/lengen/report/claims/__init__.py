@@ -16,8 +16,14 @@ from lengen.report.claims import (
 )
 from lengen.report.claims.base import Claim, Rule
 
-MODULES = (sparse_parity, parity_scratchpad, variable_assignment, theory, natural_language,
-           majority)  # fmt: skip
+MODULES = (
+    sparse_parity,
+    parity_scratchpad,
+    variable_assignment,
+    theory,
+    natural_language,
+    majority,
+)
 
 # every rule by its sentence (lengen.report.rules: the registry docs/rules.md shows)
 RULES: dict[str, Rule] = {rule.sentence: rule for m in MODULES for rule in m.RULES}

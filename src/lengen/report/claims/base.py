@@ -89,8 +89,9 @@ class Tables:
         return d
 
 
-def effect_measured(found: list[effects.Effect], threshold: float, note: str = "",
-                    arms: tuple[ArmTest, ...] = ()) -> Measured:  # fmt: skip
+def effect_measured(
+    found: list[effects.Effect], threshold: float, note: str = "", arms: tuple[ArmTest, ...] = ()
+) -> Measured:
     """A rule "every effect >= threshold" measured on its runs: each run's outcome over every
     effect (effects.run_outcomes), each group's share that pass with its exact 95% interval,
     the lowest run mean as the row's estimate (no interval: none holds its coverage on runs
@@ -100,8 +101,11 @@ def effect_measured(found: list[effects.Effect], threshold: float, note: str = "
     model's paired units) keep their own CI: the row is judged on it."""
     worst = effects.decisive(found)
     fewest = min(min(e.runs) for e in found)
-    detail = "effects (run mean; each run): " + "; ".join(map(str, found)) + (
-        f"; {note}" if note else "")  # fmt: skip
+    detail = (
+        "effects (run mean; each run): "
+        + "; ".join(map(str, found))
+        + (f"; {note}" if note else "")
+    )
     outcomes = effects.run_outcomes(found, threshold)
     if not outcomes:  # one model's units: its own CI
         values = {"estimate": worst.estimate, "ci_low": worst.low, "ci_high": worst.high}
@@ -110,10 +114,18 @@ def effect_measured(found: list[effects.Effect], threshold: float, note: str = "
     passed = sum(o.passed for o in outcomes)
     values |= {"passing": passed / len(outcomes)}
     powered = all(e.powered for e in found)
-    verdict = (effects.judge_arms(list(arms), powered) if arms
-               else effects.judge_runs(outcomes, powered))  # fmt: skip
-    return Measured(values, detail, fewest, effects.more_evidence(verdict, found),
-                    tuple(outcomes), effects.group_shares(outcomes), tuple(arms))  # fmt: skip
+    verdict = (
+        effects.judge_arms(list(arms), powered) if arms else effects.judge_runs(outcomes, powered)
+    )
+    return Measured(
+        values,
+        detail,
+        fewest,
+        effects.more_evidence(verdict, found),
+        tuple(outcomes),
+        effects.group_shares(outcomes),
+        tuple(arms),
+    )
 
 
 def effect_claim(threshold: float, what: str, arms: bool = False) -> dict:
@@ -121,15 +133,19 @@ def effect_claim(threshold: float, what: str, arms: bool = False) -> dict:
     (effects.judge_runs: underpowered below effects.MIN_RUNS runs in an arm); `arms`: a
     sentence comparing arms, judged on their generalize / fail counts (effects.judge_arms)."""
     if arms:
-        rule = (f"each arm's runs generalize (exact match beyond training >= {GENERALIZES:g}) or "
-                f"fail; every comparison's Boschloo p <= {effects.ALPHA:g}: reproduced; a worse "
-                "arm generalizing as often, its rate shown above 1/2: not reproduced; else "
-                f"mixed; each seed pair's gap >= {threshold:g} ({what}) shown beside; "
-                f"< {effects.MIN_RUNS} runs in an arm: underpowered")  # fmt: skip
+        rule = (
+            f"each arm's runs generalize (exact match beyond training >= {GENERALIZES:g}) or "
+            f"fail; every comparison's Boschloo p <= {effects.ALPHA:g}: reproduced; a worse "
+            "arm generalizing as often, its rate shown above 1/2: not reproduced; else "
+            f"mixed; each seed pair's gap >= {threshold:g} ({what}) shown beside; "
+            f"< {effects.MIN_RUNS} runs in an arm: underpowered"
+        )
     else:
-        rule = (f"each run >= {threshold:g} ({what}) unless shown below it; every group's pass "
-                "rate shown above 1/2: reproduced; some group's shown below 1/2: not "
-                f"reproduced; else mixed; < {effects.MIN_RUNS} runs in an arm: underpowered")
+        rule = (
+            f"each run >= {threshold:g} ({what}) unless shown below it; every group's pass "
+            "rate shown above 1/2: reproduced; some group's shown below 1/2: not "
+            f"reproduced; else mixed; < {effects.MIN_RUNS} runs in an arm: underpowered"
+        )
     return {"rule": rule, "threshold": threshold}
 
 
@@ -209,9 +225,7 @@ def not_learned(
     ]
 
 
-def beyond_rows(
-    t: Tables, experiment: str, variant: str, value: int, ratio: float
-) -> pd.DataFrame:
+def beyond_rows(t: Tables, experiment: str, variant: str, value: int, ratio: float) -> pd.DataFrame:
     """One model group's rows (every run) at the tested lengths beyond training, within the
     paper's test-to-training `ratio` applied to the variant's own training range (beyond)."""
     d = t.table(experiment)
@@ -278,8 +292,9 @@ def left_out(t: Tables, experiment: str, variants: list[str]) -> NotTestable | N
             continue
         worst = {n: _worst_inside(r, longest) for n, r in found.items()}
         per_run = pd.concat(worst.values())
-        per_probe = "; ".join(f"{n} " + ", ".join(f"{w:.2f}" for w in ws)
-                              for n, ws in worst.items())  # fmt: skip
+        per_probe = "; ".join(
+            f"{n} " + ", ".join(f"{w:.2f}" for w in ws) for n, ws in worst.items()
+        )
         most = rows.steps_run.max()
         wall = rows[rows.steps_run == most].train_wall_s.dropna()
         took = f", {wall.median() / 60:.0f} min a run on one core" if len(wall) else ""
@@ -300,7 +315,8 @@ def learned_runs(t: Tables, experiment: str) -> set[str]:
     NEAR_PERFECT at every tested length inside their variant's training range."""
     d = t.table(experiment)
     inside = pd.concat(
-        g[g.length.between(*train_range(t, experiment, v))] for v, g in d.groupby("variant"))
+        g[g.length.between(*train_range(t, experiment, v))] for v, g in d.groupby("variant")
+    )
     worst = inside.groupby("run").accuracy.min()
     return {str(r) for r in worst[worst >= NEAR_PERFECT].index}
 
@@ -309,6 +325,7 @@ def arm_test(better: pd.DataFrame, worse: pd.DataFrame, name: str, group: str) -
     """Two arms' runs over one window: each run generalizes when its exact match pooled over
     the window is not shown below GENERALIZES (effects.run_outcomes: its test-set noise
     accounted for); the counts per arm and Boschloo's one-sided p."""
+
     def counts(rows: pd.DataFrame) -> tuple[int, int]:
         found = effects.run_outcomes([effects.level(rows, name)], GENERALIZES)
         return sum(o.passed for o in found), len(found)
@@ -318,8 +335,13 @@ def arm_test(better: pd.DataFrame, worse: pd.DataFrame, name: str, group: str) -
 
 
 def compare_beyond(
-    experiment: str, better: str, worse: list[str], threshold: float, ratio: float,
-    learned_only: bool = False, arms: bool = False,
+    experiment: str,
+    better: str,
+    worse: list[str],
+    threshold: float,
+    ratio: float,
+    learned_only: bool = False,
+    arms: bool = False,
 ) -> Callable[[Tables], Measured | NotTestable | None]:
     """Measure: per jump / depth that `better` and a model in `worse` both ran, each run's gap
     (better minus the paired run, by seed) in exact match beyond the training lengths (to
@@ -361,12 +383,16 @@ def compare_beyond(
                     name = f"{param} {value}: {better} minus {other}"
                     found.append(effects.gap(ours_k, theirs, name))
                     if arms and found[-1].per_run:
-                        tests.append(arm_test(ours_k, theirs, f"{param} {value}: {better} vs "
-                                              f"{other}", name))  # fmt: skip
+                        tests.append(
+                            arm_test(ours_k, theirs, f"{param} {value}: {better} vs {other}", name)
+                        )
         found = [e for e in found if e.per_run]
         if not found:
-            return NotTestable("no run of a compared model learned in distribution on its own"
-                               ) if learned_only else None  # fmt: skip
+            return (
+                NotTestable("no run of a compared model learned in distribution on its own")
+                if learned_only
+                else None
+            )
         return effect_measured(found, threshold, departure_note(t, experiment), tuple(tests))
 
     return measure

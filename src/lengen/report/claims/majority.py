@@ -56,20 +56,28 @@ def beyond_training(t: Tables) -> Measured | NotTestable | None:
     m = effect_measured(cell_levels(sub, ["length"], name, lambda n: "absolute"), NEAR_PERFECT)
     others = window[window.variant != "absolute"].groupby(["variant", "length"]).accuracy.mean()
     if len(others) and (others >= NEAR_PERFECT).all():
-        return replace(m, uncounted="cannot discriminate: every scheme run (" + ", ".join(
-            sorted(window.variant.unique())) + f") is >= {NEAR_PERFECT} in (L, 2L]")  # fmt: skip
+        return replace(
+            m,
+            uncounted="cannot discriminate: every scheme run ("
+            + ", ".join(sorted(window.variant.unique()))
+            + f") is >= {NEAR_PERFECT} in (L, 2L]",
+        )
     return m
 
 
 def claims(cfg: dict) -> list[Claim]:
     """MJ-1, a claim beyond the paper."""
     return [
-        Claim("MJ-1", "not in the paper (C-RASP: Huang et al. 2024)",
-              "majority (k = n, not sparse): C-RASP predicts length generalization with "
-              "absolute positions; the sparsity theory (Sec. 4) does not predict it",
-              "per length in (L, 2L], L its longest training length: each absolute-PE run's "
-              "accuracy, the lowest run mean shown; learned >= 0.9 in distribution; counted "
-              "only where another scheme (RoPE + PoSE, NoPE, ALiBi: fig_majority.png) fails there",
-              beyond_training, **effect_claim(NEAR_PERFECT, '"generalizes", at every length'),
-              kind="beyond"),
-    ]  # fmt: skip
+        Claim(
+            "MJ-1",
+            "not in the paper (C-RASP: Huang et al. 2024)",
+            "majority (k = n, not sparse): C-RASP predicts length generalization with "
+            "absolute positions; the sparsity theory (Sec. 4) does not predict it",
+            "per length in (L, 2L], L its longest training length: each absolute-PE run's "
+            "accuracy, the lowest run mean shown; learned >= 0.9 in distribution; counted "
+            "only where another scheme (RoPE + PoSE, NoPE, ALiBi: fig_majority.png) fails there",
+            beyond_training,
+            **effect_claim(NEAR_PERFECT, '"generalizes", at every length'),
+            kind="beyond",
+        ),
+    ]

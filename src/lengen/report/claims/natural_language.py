@@ -158,8 +158,9 @@ def nl_uses_beyond_short(t: Tables) -> Measured | None:
     if not {"full", "window"} <= set(per.columns):
         return None
     window = int(d[d.context == "window"].context_tokens.iloc[0])
-    found = effects.paired(per["window"], per["full"],
-                           f"window of {window} minus full context (nats/token)")  # fmt: skip
+    found = effects.paired(
+        per["window"], per["full"], f"window of {window} minus full context (nats/token)"
+    )
     return effect_measured([found], BEYOND_L)
 
 
@@ -173,15 +174,20 @@ def nl_short_close_to_long(t: Tables) -> Measured | None:
     return paired_bootstrap(short, long, lambda x, y: np.exp(x - y) - 1)
 
 
-ONE_MODEL = (f"one model per role: {effects.MIN_RUNS} or more trained models per role would "
-             "show whether another training run reads the same")  # fmt: skip
+ONE_MODEL = (
+    f"one model per role: {effects.MIN_RUNS} or more trained models per role would "
+    "show whether another training run reads the same"
+)
 
 
 def near_diagonal(x: np.ndarray, y: np.ndarray, seed: int = 0, runs: int = 1) -> Measured:
     """Slope and spread of the points about y = x with bootstrap 95% CIs over the examples of
     `runs` models (lengen.core.stats.diagonal_fit: the same numbers Fig. 4 prints)."""
-    return Measured(diagonal_fit(x, y, N_BOOTSTRAP, seed), runs=runs,
-                    more=ONE_MODEL if runs < effects.MIN_RUNS else "")  # fmt: skip
+    return Measured(
+        diagonal_fit(x, y, N_BOOTSTRAP, seed),
+        runs=runs,
+        more=ONE_MODEL if runs < effects.MIN_RUNS else "",
+    )
 
 
 def _panel(t: Tables, scored: str, chosen: str) -> pd.DataFrame | None:
@@ -202,10 +208,14 @@ def positive_correlation(scored: str, chosen: str) -> Callable[[Tables], Measure
         d = _panel(t, scored, chosen)
         if d is None:
             return None
-        r = correlation_ci(d.short_minus_long.to_numpy(), d.short_minus_sparse.to_numpy(),
-                           N_BOOTSTRAP)  # fmt: skip
-        values = {"estimate": r["pearson_r"], "ci_low": r["pearson_r_ci_low"],
-                  "ci_high": r["pearson_r_ci_high"]}  # fmt: skip
+        r = correlation_ci(
+            d.short_minus_long.to_numpy(), d.short_minus_sparse.to_numpy(), N_BOOTSTRAP
+        )
+        values = {
+            "estimate": r["pearson_r"],
+            "ci_low": r["pearson_r_ci_low"],
+            "ci_high": r["pearson_r_ci_high"],
+        }
         return Measured(values, runs=1, more=ONE_MODEL)
 
     return measure
@@ -256,34 +266,60 @@ def _off_diagonal(m: Measured) -> bool:
 def claims(cfg: dict) -> list[Claim]:
     """Table 1 and Figs. 4/6."""
     return [
-        Claim("NL-T1", "Table 1", "h_short perplexity at 128 below its perplexity at 64 "
-              "(14.74 vs 17.59)", "h_short perplexity at 128 minus at 64, paired bootstrap 95% "
-              "CI over held-out chunks; descriptive: at 64 each window starts fresh, so any "
-              "model gains here, also one that reads only the last 64 tokens (NL-T1w tests "
-              "that)", nl_perplexity_gain("h_short"), "CI high < 0",
-              lambda m: m["ci_high"] < 0, kind="descriptive"),
-        Claim("NL-T1w", "Sec. 5.3, Table 1",
-              "h_short uses information beyond its 64-token training context (what Table 1's "
-              "17.59 -> 14.74 is read as)",
-              "h_short's mean NLL on tokens 65-128 of each held-out chunk with a sliding window "
-              "of the last 64 tokens minus with the whole chunk before them; paired bootstrap "
-              "95% CI over chunks (scipy)",
-              nl_uses_beyond_short,
-              **ci_claim(BEYOND_L, "a 1% lower perplexity from the tokens beyond 64")),
-        Claim("NL-T1b", "Table 1", "h_long perplexity at 128 below its perplexity at 64 "
-              "(14.49 vs 17.62)", "h_long perplexity at 128 minus at 64, paired bootstrap 95% "
-              "CI; descriptive, as NL-T1", nl_perplexity_gain("h_long"), "CI high < 0; CI low "
-              ">= 0: not reproduced; else inconclusive", lambda m: m["ci_high"] < 0,
-              kind="descriptive", refutes=lambda m: m["ci_low"] >= 0),
-        Claim("NL-T1c", "Table 1", "h_short at 128 close to h_long at 128 (14.74 vs 14.49)",
-              "h_short / h_long perplexity at 128, minus 1, paired bootstrap 95% CI",
-              nl_short_close_to_long, f"CI within +-{CLOSE}; CI wholly outside: not "
-              "reproduced; else inconclusive",
-              lambda m: -CLOSE <= m["ci_low"] and m["ci_high"] <= CLOSE, kind="descriptive",
-              refutes=lambda m: m["ci_high"] < -CLOSE or m["ci_low"] > CLOSE),
-        *[Claim(f"NL-{fig}", f"Sec. 5.3, {fig}", "L_short - L_long and L_short - L_short,sparse "
-                "roughly equal (points near the diagonal)" if fig == "Fig4" else
-                RULE["NL-Fig6"].paper,
+        Claim(
+            "NL-T1",
+            "Table 1",
+            "h_short perplexity at 128 below its perplexity at 64 (14.74 vs 17.59)",
+            "h_short perplexity at 128 minus at 64, paired bootstrap 95% "
+            "CI over held-out chunks; descriptive: at 64 each window starts fresh, so any "
+            "model gains here, also one that reads only the last 64 tokens (NL-T1w tests "
+            "that)",
+            nl_perplexity_gain("h_short"),
+            "CI high < 0",
+            lambda m: m["ci_high"] < 0,
+            kind="descriptive",
+        ),
+        Claim(
+            "NL-T1w",
+            "Sec. 5.3, Table 1",
+            "h_short uses information beyond its 64-token training context (what Table 1's "
+            "17.59 -> 14.74 is read as)",
+            "h_short's mean NLL on tokens 65-128 of each held-out chunk with a sliding window "
+            "of the last 64 tokens minus with the whole chunk before them; paired bootstrap "
+            "95% CI over chunks (scipy)",
+            nl_uses_beyond_short,
+            **ci_claim(BEYOND_L, "a 1% lower perplexity from the tokens beyond 64"),
+        ),
+        Claim(
+            "NL-T1b",
+            "Table 1",
+            "h_long perplexity at 128 below its perplexity at 64 (14.49 vs 17.62)",
+            "h_long perplexity at 128 minus at 64, paired bootstrap 95% CI; descriptive, as NL-T1",
+            nl_perplexity_gain("h_long"),
+            "CI high < 0; CI low >= 0: not reproduced; else inconclusive",
+            lambda m: m["ci_high"] < 0,
+            kind="descriptive",
+            refutes=lambda m: m["ci_low"] >= 0,
+        ),
+        Claim(
+            "NL-T1c",
+            "Table 1",
+            "h_short at 128 close to h_long at 128 (14.74 vs 14.49)",
+            "h_short / h_long perplexity at 128, minus 1, paired bootstrap 95% CI",
+            nl_short_close_to_long,
+            f"CI within +-{CLOSE}; CI wholly outside: not reproduced; else inconclusive",
+            lambda m: -CLOSE <= m["ci_low"] and m["ci_high"] <= CLOSE,
+            kind="descriptive",
+            refutes=lambda m: m["ci_high"] < -CLOSE or m["ci_low"] > CLOSE,
+        ),
+        *[
+            Claim(
+                f"NL-{fig}",
+                f"Sec. 5.3, {fig}",
+                "L_short - L_long and L_short - L_short,sparse "
+                "roughly equal (points near the diagonal)"
+                if fig == "Fig4"
+                else RULE["NL-Fig6"].paper,
                 f"fit of the two differences through the origin (reduced-major-axis slope "
                 f"sign(r) x RMS(y) / RMS(x); spread = RMS distance from the diagonal / RMS of x; "
                 f"bootstrap 95% CIs over examples), {scored} scored, J from {chosen}; needs "
@@ -291,10 +327,25 @@ def claims(cfg: dict) -> list[Claim]:
                 _influence_fit(scored, chosen),
                 f"slope CI in [{SLOPE[0]:.2f}, {SLOPE[1]:.2f}], spread CI <= {SPREAD}: "
                 "reproduced; slope CI outside or spread CI above: not reproduced; else "
-                "inconclusive", _on_diagonal, refutes=_off_diagonal,
-                earlier=() if fig == "Fig4" else (("rule of 2026-12-02 (Pearson's r above 0, no "
-                "gain gate)", Claim(f"NL-{fig}", f"Sec. 5.3, {fig}", RULE["NL-Fig6"].paper, "",
-                                    positive_correlation(scored, chosen),
-                                    **ci_claim(0.0, '"a positive correlation"'))),))
-          for fig, scored, chosen in NL_PANELS],
-    ]  # fmt: skip
+                "inconclusive",
+                _on_diagonal,
+                refutes=_off_diagonal,
+                earlier=()
+                if fig == "Fig4"
+                else (
+                    (
+                        "rule of 2026-12-02 (Pearson's r above 0, no gain gate)",
+                        Claim(
+                            f"NL-{fig}",
+                            f"Sec. 5.3, {fig}",
+                            RULE["NL-Fig6"].paper,
+                            "",
+                            positive_correlation(scored, chosen),
+                            **ci_claim(0.0, '"a positive correlation"'),
+                        ),
+                    ),
+                ),
+            )
+            for fig, scored, chosen in NL_PANELS
+        ],
+    ]

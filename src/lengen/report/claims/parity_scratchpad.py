@@ -113,32 +113,57 @@ def ps_smaller_jump_better(t: Tables) -> Measured | NotTestable | None:
 def ps_ablations_worse(t: Tables, learned_only: bool = False) -> Measured | NotTestable | None:
     """PS-3: PPC against both ablations of Fig. 8 (the rule is built when called, not at import,
     so that mutation testing reaches it); `learned_only`: on the runs that learned."""
-    return compare_beyond("parity_scratchpad", "ppc", ["absolute", "rope_pose"], MUCH_WORSE,
-                          PAPER_RATIO, learned_only, arms=True)(t)  # fmt: skip
+    return compare_beyond(
+        "parity_scratchpad",
+        "ppc",
+        ["absolute", "rope_pose"],
+        MUCH_WORSE,
+        PAPER_RATIO,
+        learned_only,
+        arms=True,
+    )(t)
 
 
 def claims(cfg: dict) -> list[Claim]:
     """PS-1..3 (Fig. 2: PPC by jump; Fig. 8: PPC against its ablations)."""
     return [
-        Claim("PS-1", RULES[0].section, RULES[0].paper,
-              "per jump and tested training length: PPC's exact match, each run judged; the "
-              "lowest run mean shown",
-              ps_in_distribution, **effect_claim(NEAR_PERFECT, '"near-perfect", in every cell')),
-        Claim("PS-2", RULES[1].section, RULES[1].paper,
-              "per adjacent pair of jumps: PPC's mean exact match beyond training at the smaller "
-              "jump minus at the larger; every jump >= 0.9 in distribution; the decisive pair "
-              "shown",
-              ps_smaller_jump_better, **effect_claim(ORDERING_GAP, "an ordering, for each pair")),
-        Claim("PS-3", RULES[2].section, RULES[2].paper,
-              "per jump and ablation: each PPC run's exact match beyond training minus its "
-              "seed's ablation run's; every compared model >= 0.9 in distribution (run mean); "
-              "the lowest run mean shown",
-              ps_ablations_worse,
-              **effect_claim(MUCH_WORSE, '"significantly harm"', arms=True)),
-        Claim("PS-3 [learned runs]", RULES[2].section, RULES[2].paper,
-              "as PS-3, on the runs that learned in distribution on their own (>= 0.9 at every "
-              "training length), whatever the other runs did",
-              lambda t: ps_ablations_worse(t, learned_only=True),
-              **effect_claim(MUCH_WORSE, '"significantly harm"', arms=True),
-              uncounted="what the learned runs of a gated row say"),
-    ]  # fmt: skip
+        Claim(
+            "PS-1",
+            RULES[0].section,
+            RULES[0].paper,
+            "per jump and tested training length: PPC's exact match, each run judged; the "
+            "lowest run mean shown",
+            ps_in_distribution,
+            **effect_claim(NEAR_PERFECT, '"near-perfect", in every cell'),
+        ),
+        Claim(
+            "PS-2",
+            RULES[1].section,
+            RULES[1].paper,
+            "per adjacent pair of jumps: PPC's mean exact match beyond training at the smaller "
+            "jump minus at the larger; every jump >= 0.9 in distribution; the decisive pair "
+            "shown",
+            ps_smaller_jump_better,
+            **effect_claim(ORDERING_GAP, "an ordering, for each pair"),
+        ),
+        Claim(
+            "PS-3",
+            RULES[2].section,
+            RULES[2].paper,
+            "per jump and ablation: each PPC run's exact match beyond training minus its "
+            "seed's ablation run's; every compared model >= 0.9 in distribution (run mean); "
+            "the lowest run mean shown",
+            ps_ablations_worse,
+            **effect_claim(MUCH_WORSE, '"significantly harm"', arms=True),
+        ),
+        Claim(
+            "PS-3 [learned runs]",
+            RULES[2].section,
+            RULES[2].paper,
+            "as PS-3, on the runs that learned in distribution on their own (>= 0.9 at every "
+            "training length), whatever the other runs did",
+            lambda t: ps_ablations_worse(t, learned_only=True),
+            **effect_claim(MUCH_WORSE, '"significantly harm"', arms=True),
+            uncounted="what the learned runs of a gated row say",
+        ),
+    ]

@@ -125,8 +125,7 @@ def sp_small_k_generalizes(variant: str | None = None):
         if not len(d):
             return None
         name = lambda k, kt, n: f"K_train {k}, k_test {kt}, 2l = {n}"  # noqa: E731
-        found = cell_levels(d, ["k_train", "k_test", "length"], name,
-                            lambda k, *_: f"K_train {k}")  # fmt: skip
+        found = cell_levels(d, ["k_train", "k_test", "length"], name, lambda k, *_: f"K_train {k}")
         return effect_measured(found, NEAR_PERFECT)
 
     return measure
@@ -158,15 +157,22 @@ def sp_large_k_deteriorates(variant: str | None = None, largest: bool = False):
                     continue
                 base_rows = at[at.k_test == k_train]
                 against = above[-1] if largest else above[0]
-                found.append(effects.gap(base_rows, at[at.k_test == against],
-                                         f"K_train {k_train}, 2l = {length}: k_test {k_train} "
-                                         f"minus {against}", f"K_train {k_train}"))  # fmt: skip
+                found.append(
+                    effects.gap(
+                        base_rows,
+                        at[at.k_test == against],
+                        f"K_train {k_train}, 2l = {length}: k_test {k_train} minus {against}",
+                        f"K_train {k_train}",
+                    )
+                )
                 if len(above) > 1:
                     far = effects.gap(base_rows, at[at.k_test == above[-1]], "")
                     notes.append(f"{k_train}/{length}: {far.estimate:+.2f} at k_test {above[-1]}")
         if not found:
-            return NotTestable("no length where k_test = K_train is >= "
-                               f"{NEAR_PERFECT} and a k_test > K_train was tested")  # fmt: skip
+            return NotTestable(
+                "no length where k_test = K_train is >= "
+                f"{NEAR_PERFECT} and a k_test > K_train was tested"
+            )
         note = "drop to the largest k_test (K_train/2l): " + ", ".join(notes) if notes else ""
         return effect_measured(found, DETERIORATES, note)
 
@@ -217,28 +223,52 @@ def sp_claims(variants: dict[str, str] | None, departures: set[str] = frozenset(
         where = f" ({label})" if len(items) > 1 else ""
         dep = variant in departures
         out += [
-            Claim(f"SP-1{tag}", RULES[0].section, RULES[0].paper,
-                  f"per K_train <= 8, k_test <= K_train and tested length (to the tier's "
-                  f"longest): run-mean accuracy; the lowest run mean shown{where}",
-                  sp_small_k_generalizes(variant),
-                  **effect_claim(NEAR_PERFECT, '"near-perfect", in every cell'), departure=dep),
-            Claim(f"SP-2{tag}", RULES[1].section, RULES[1].paper,
-                  f"per K_train >= {NEAR_PERFECT} in distribution and tested length where "
-                  f"k_test = K_train is >= {NEAR_PERFECT}: each run's accuracy at k_test = "
-                  f"K_train minus at the next k_test > K_train; the lowest run mean shown{where}",
-                  sp_large_k_deteriorates(variant),
-                  **effect_claim(DETERIORATES, '"deteriorates rapidly", at every such length'),
-                  departure=dep, earlier=(("rule of 2026-11-27 (the drop to the largest k_test)",
-                  Claim(f"SP-2{tag}", RULES[1].section, RULES[1].paper, "",
-                        sp_large_k_deteriorates(variant, largest=True),
-                        **effect_claim(DETERIORATES, "")),),)),
-            Claim(f"SP-3{tag}", RULES[2].section, RULES[2].paper,
-                  f"per K_train 10, 12 (those >= {NEAR_PERFECT} in distribution): accuracy "
-                  f"beyond the training lengths (to 10x, the paper's ratio) at the smallest "
-                  f"k_test minus at k_test = K_train; the lowest run mean shown{where}",
-                  sp_larger_k_worse(variant),
-                  **effect_claim(ORDERING_GAP, "an ordering, for each K_train"), departure=dep),
-        ]  # fmt: skip
+            Claim(
+                f"SP-1{tag}",
+                RULES[0].section,
+                RULES[0].paper,
+                f"per K_train <= 8, k_test <= K_train and tested length (to the tier's "
+                f"longest): run-mean accuracy; the lowest run mean shown{where}",
+                sp_small_k_generalizes(variant),
+                **effect_claim(NEAR_PERFECT, '"near-perfect", in every cell'),
+                departure=dep,
+            ),
+            Claim(
+                f"SP-2{tag}",
+                RULES[1].section,
+                RULES[1].paper,
+                f"per K_train >= {NEAR_PERFECT} in distribution and tested length where "
+                f"k_test = K_train is >= {NEAR_PERFECT}: each run's accuracy at k_test = "
+                f"K_train minus at the next k_test > K_train; the lowest run mean shown{where}",
+                sp_large_k_deteriorates(variant),
+                **effect_claim(DETERIORATES, '"deteriorates rapidly", at every such length'),
+                departure=dep,
+                earlier=(
+                    (
+                        "rule of 2026-11-27 (the drop to the largest k_test)",
+                        Claim(
+                            f"SP-2{tag}",
+                            RULES[1].section,
+                            RULES[1].paper,
+                            "",
+                            sp_large_k_deteriorates(variant, largest=True),
+                            **effect_claim(DETERIORATES, ""),
+                        ),
+                    ),
+                ),
+            ),
+            Claim(
+                f"SP-3{tag}",
+                RULES[2].section,
+                RULES[2].paper,
+                f"per K_train 10, 12 (those >= {NEAR_PERFECT} in distribution): accuracy "
+                f"beyond the training lengths (to 10x, the paper's ratio) at the smallest "
+                f"k_test minus at k_test = K_train; the lowest run mean shown{where}",
+                sp_larger_k_worse(variant),
+                **effect_claim(ORDERING_GAP, "an ordering, for each K_train"),
+                departure=dep,
+            ),
+        ]
     return out
 
 

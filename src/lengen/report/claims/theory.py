@@ -113,36 +113,62 @@ def claims(cfg: dict) -> list[Claim]:
     """Prop. C.3's four failures, Theorem 4.3's bound (two checks) and Prop. 4.4's contrast."""
     return [
         *[
-            Claim(f"TH-C3{c}", "Prop. C.3",
-                  f"dropping {name} alone: training risk {train}, test risk Omega(1) at "
-                  "Lbar >= 2L",
-                  "worst risk minimiser's smallest test risk at Lbar >= 2L (0 if the code's "
-                  "assumption checks disagree)",
-                  theory_failure(c, dropped, max_train), f">= {OMEGA_1}",
-                  lambda v: v >= OMEGA_1, uncounted=why)
+            Claim(
+                f"TH-C3{c}",
+                "Prop. C.3",
+                f"dropping {name} alone: training risk {train}, test risk Omega(1) at Lbar >= 2L",
+                "worst risk minimiser's smallest test risk at Lbar >= 2L (0 if the code's "
+                "assumption checks disagree)",
+                theory_failure(c, dropped, max_train),
+                f">= {OMEGA_1}",
+                lambda v: v >= OMEGA_1,
+                uncounted=why,
+            )
             for c, name, dropped, train, max_train, why in (
                 ("a", "locality", "local", "0", 1e-12, ""),
                 ("b", "relativity", "relative", "0", 1e-12, ""),
                 # the paper's (c) also breaks coverage as Assumption 4.2 is written
                 # (lengen.analysis.theory_cases): ours is a repair, shown and not counted
-                ("c'", "realizability (our repair of case (c), not the paper's construction)",
-                 "realizable", "<= 0.1", 0.1,
-                 "a repair of the paper's case (c), which also breaks coverage"),
+                (
+                    "c'",
+                    "realizability (our repair of case (c), not the paper's construction)",
+                    "realizable",
+                    "<= 0.1",
+                    0.1,
+                    "a repair of the paper's case (c), which also breaks coverage",
+                ),
                 ("d", "coverage", "coverage", "0", 1e-12, ""),
             )
         ],
-        Claim("TH-4.3", "Theorem 4.3",
-              "all assumptions: test risk <= eta_L eta_Lbar L Lbar^2 delta",
-              f"worst minimiser's test risk minus the bound (max over Lbar; delta = {DELTA:g})",
-              theory_within_bound(POSITIVE[1]), "<= 0", lambda v: v <= 1e-12, kind="check"),
-        Claim("TH-4.3 (delta 0)", "Theorem 4.3",
-              "all assumptions, delta = 0: the bound is 0, so every minimiser's test risk is 0",
-              "worst minimiser's test risk minus the bound (max over Lbar; delta = 0): a check "
-              "of the construction, since a realizable zero-training-risk case gives 0 <= 0",
-              theory_within_bound(POSITIVE[0]), "<= 0", lambda v: v <= 1e-12, kind="check"),
-        Claim("TH-4.4", "Prop. 4.4 / D.2",
-              "position coupling removes the locality requirement",
-              "plain class's worst minimiser's test risk minus PC[H_attn]'s (smallest over "
-              "Lbar >= 2L); PC[H_attn] meets every assumption and the bound",
-              coupling_contrast, f">= {CONTRAST}", lambda v: v >= CONTRAST),
-    ]  # fmt: skip
+        Claim(
+            "TH-4.3",
+            "Theorem 4.3",
+            "all assumptions: test risk <= eta_L eta_Lbar L Lbar^2 delta",
+            f"worst minimiser's test risk minus the bound (max over Lbar; delta = {DELTA:g})",
+            theory_within_bound(POSITIVE[1]),
+            "<= 0",
+            lambda v: v <= 1e-12,
+            kind="check",
+        ),
+        Claim(
+            "TH-4.3 (delta 0)",
+            "Theorem 4.3",
+            "all assumptions, delta = 0: the bound is 0, so every minimiser's test risk is 0",
+            "worst minimiser's test risk minus the bound (max over Lbar; delta = 0): a check "
+            "of the construction, since a realizable zero-training-risk case gives 0 <= 0",
+            theory_within_bound(POSITIVE[0]),
+            "<= 0",
+            lambda v: v <= 1e-12,
+            kind="check",
+        ),
+        Claim(
+            "TH-4.4",
+            "Prop. 4.4 / D.2",
+            "position coupling removes the locality requirement",
+            "plain class's worst minimiser's test risk minus PC[H_attn]'s (smallest over "
+            "Lbar >= 2L); PC[H_attn] meets every assumption and the bound",
+            coupling_contrast,
+            f">= {CONTRAST}",
+            lambda v: v >= CONTRAST,
+        ),
+    ]

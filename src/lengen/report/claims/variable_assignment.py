@@ -90,8 +90,12 @@ def va_ppc_3x(t: Tables, pooled: bool = False) -> Measured | None:
     at = lengths[-1]
     where = d.length.isin(lengths) if pooled else d.length == at
     ppc = d[(d.variant == "ppc") & where]
-    found = [effects.level(g, f"depth {depth} {'over (L, 3L]' if pooled else f'at l = {at}'}",
-                           f"depth {depth}") for depth, g in ppc.groupby("depth")]  # fmt: skip
+    found = [
+        effects.level(
+            g, f"depth {depth} {'over (L, 3L]' if pooled else f'at l = {at}'}", f"depth {depth}"
+        )
+        for depth, g in ppc.groupby("depth")
+    ]
     depths = ", ".join(str(int(x)) for x in sorted(ppc.depth.unique()))
     note = f"depths run: {depths} (the sentence's: 2, 3, 4, 5)"
     dep = departure_note(t, "variable_assignment")
@@ -101,8 +105,15 @@ def va_ppc_3x(t: Tables, pooled: bool = False) -> Measured | None:
 def va_ablations_worse(t: Tables, learned_only: bool = False) -> Measured | NotTestable | None:
     """VA-2: PPC against no coupling and no scratchpad (Fig. 3b-c); `learned_only`: on the runs
     that learned."""
-    return compare_beyond("variable_assignment", "ppc", ["no_coupling", "no_scratchpad"], HURTS,
-                          PAPER_RATIO, learned_only, arms=True)(t)  # fmt: skip
+    return compare_beyond(
+        "variable_assignment",
+        "ppc",
+        ["no_coupling", "no_scratchpad"],
+        HURTS,
+        PAPER_RATIO,
+        learned_only,
+        arms=True,
+    )(t)
 
 
 def va_scratchpad_helps_rope(t: Tables) -> Measured | NotTestable | None:
@@ -131,32 +142,66 @@ def claims(cfg: dict) -> list[Claim]:
     dep = cfg.get("variable_assignment", {}).get("model", {}).get("attn_scale") == "log_length"
     gated = "per depth and {what}: each PPC run's exact match beyond training minus its seed's "
     return [
-        Claim("VA-1", RULES[0].section, RULES[0].paper,
-              "per depth: each PPC run's exact match at the longest tested length up to 3L; the "
-              "lowest run mean shown",
-              va_ppc_3x, **effect_claim(WELL, '"generalizes well", for each depth'),
-              departure=dep, earlier=(("rule before 2026-11-25 (the mean over (L, 3L])",
-              Claim("VA-1", RULES[0].section, RULES[0].paper, "",
-                    lambda t: va_ppc_3x(t, pooled=True), **effect_claim(WELL, ""))),)),
-        Claim("VA-2", RULES[1].section, RULES[1].paper,
-              gated.format(what="ablation") + "ablation run's; every compared model >= 0.9 in "
-              "distribution (run mean); the lowest run mean shown",
-              va_ablations_worse, **effect_claim(HURTS, '"significantly harm"', arms=True),
-              departure=dep),
-        Claim("VA-2 [learned runs]", RULES[1].section, RULES[1].paper,
-              "as VA-2, on the runs that learned in distribution on their own",
-              lambda t: va_ablations_worse(t, learned_only=True),
-              **effect_claim(HURTS, '"significantly harm"', arms=True),
-              uncounted="what the learned runs of a gated row say"),
-        Claim("VA-3", RULES[2].section, RULES[2].paper,
-              "per depth: each Fig. 3d run's exact match beyond training minus its seed's Fig. "
-              "3c run's; both >= 0.9 in distribution; the lowest run mean shown",
-              va_scratchpad_helps_rope, **effect_claim(BEATS, '"beats", for each depth'),
-              departure=dep),
-        Claim("VA-4", RULES[3].section, RULES[3].paper,
-              gated.format(what="RoPE variant") + "RoPE run's; every compared model >= 0.9 in "
-              "distribution (run mean); the lowest run mean shown",
-              va_rope_worse_than_ppc,
-              **effect_claim(WORSE, '"significantly worse"', arms=True),
-              departure=dep),
-    ]  # fmt: skip
+        Claim(
+            "VA-1",
+            RULES[0].section,
+            RULES[0].paper,
+            "per depth: each PPC run's exact match at the longest tested length up to 3L; the "
+            "lowest run mean shown",
+            va_ppc_3x,
+            **effect_claim(WELL, '"generalizes well", for each depth'),
+            departure=dep,
+            earlier=(
+                (
+                    "rule before 2026-11-25 (the mean over (L, 3L])",
+                    Claim(
+                        "VA-1",
+                        RULES[0].section,
+                        RULES[0].paper,
+                        "",
+                        lambda t: va_ppc_3x(t, pooled=True),
+                        **effect_claim(WELL, ""),
+                    ),
+                ),
+            ),
+        ),
+        Claim(
+            "VA-2",
+            RULES[1].section,
+            RULES[1].paper,
+            gated.format(what="ablation") + "ablation run's; every compared model >= 0.9 in "
+            "distribution (run mean); the lowest run mean shown",
+            va_ablations_worse,
+            **effect_claim(HURTS, '"significantly harm"', arms=True),
+            departure=dep,
+        ),
+        Claim(
+            "VA-2 [learned runs]",
+            RULES[1].section,
+            RULES[1].paper,
+            "as VA-2, on the runs that learned in distribution on their own",
+            lambda t: va_ablations_worse(t, learned_only=True),
+            **effect_claim(HURTS, '"significantly harm"', arms=True),
+            uncounted="what the learned runs of a gated row say",
+        ),
+        Claim(
+            "VA-3",
+            RULES[2].section,
+            RULES[2].paper,
+            "per depth: each Fig. 3d run's exact match beyond training minus its seed's Fig. "
+            "3c run's; both >= 0.9 in distribution; the lowest run mean shown",
+            va_scratchpad_helps_rope,
+            **effect_claim(BEATS, '"beats", for each depth'),
+            departure=dep,
+        ),
+        Claim(
+            "VA-4",
+            RULES[3].section,
+            RULES[3].paper,
+            gated.format(what="RoPE variant") + "RoPE run's; every compared model >= 0.9 in "
+            "distribution (run mean); the lowest run mean shown",
+            va_rope_worse_than_ppc,
+            **effect_claim(WORSE, '"significantly worse"', arms=True),
+            departure=dep,
+        ),
+    ]
