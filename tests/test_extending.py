@@ -257,7 +257,8 @@ def test_a_figure_of_a_new_kind_is_one_object_and_its_entry(tmp_path):
         'table, one bar per bin, drawn to check that a kind is one object.")\n\n'
         "KINDS: dict[str, FigureKind] = {",
     )
-    text = text.replace("              THEORY, ATTENTION)", "              THEORY, ATTENTION, TOY)")
+    assert "        ATTENTION,\n    )" in text
+    text = text.replace("        ATTENTION,\n    )", "        ATTENTION,\n        TOY,\n    )")
     figures.write_text(text)
     artifacts = src / "config" / "artifacts.py"  # 2. its registry entry
     text = artifacts.read_text().replace(
