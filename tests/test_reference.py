@@ -84,13 +84,18 @@ def test_no_reference_says_so():
 
 
 def test_refresh_accepts_only_a_complete_run_of_this_tier_made_at_one_commit(
-    tmp_path, smoke_config, monkeypatch, capsys
+    tmp_path, monkeypatch, capsys
 ):
     """The refresh drills (issue 47): another tier, another config, an incomplete run, a run
     made at two commits, uncommitted code (in the verdicts, a table or a figure:
     issue 65) and a run that would shrink the reference are each refused with the reason; a good
-    run replaces the folder whole."""
+    run replaces the folder whole. The config is the smoke tier's as the reference was made with
+    it (a tier changed since, a task added, is another config: the drills are the refusals)."""
     import shutil
+
+    from lengen.report.rejudge import trained_config
+
+    smoke_config = trained_config("config/smoke.yaml", ROOT)
 
     committed = ROOT / "reference" / "smoke"
     reports, dest = tmp_path / "reports", tmp_path / "reference" / "smoke"

@@ -354,3 +354,32 @@ def test_a_training_setting_is_named_in_few_files_from_the_yaml_to_the_optimizer
     )
     assert route.names(source, "lr") == [3, 4, 5, 11]  # not a local variable (line 7)
     assert route.names("rule a:\n    params: lr=config['lr']\n", "lr") == [2]  # a .smk
+
+
+def test_regenerate_states_each_tiers_peak_disk_and_keeps_what_follows(tmp_path):
+    """tools/regenerate.py rewrites the Tiers table's peak disk cells to the code's estimate (a
+    new task in a tier grows it), keeping a measurement that follows and every other cell."""
+    regenerate = load_script(ROOT / "tools" / "regenerate.py")
+    rows = [
+        "| smoke | `config/smoke.yaml` | any CPU | ~9.9 MB, 10.6 MB measured | fast | toy |",
+        "| gpu | `config/gpu.yaml` | one GPU | ~1.0 GB | est. 35 h | the grid |",
+        "| default | `config/config.yaml` | 2-core CPU | stale words | hours | small |",
+    ]
+    readme = tmp_path / "README.md"
+    readme.write_text("# intro\n\n" + "\n".join(rows) + "\n\nafter\n")
+    regenerate.rewrite_peak_disk(readme)
+    got = readme.read_text().splitlines()
+    smoke = regenerate.peak_disk(ROOT / "config" / "smoke.yaml")
+    gpu = regenerate.peak_disk(ROOT / "config" / "gpu.yaml")
+    default = regenerate.peak_disk(ROOT / "config" / "config.yaml")
+    assert (
+        got[2]
+        == f"| smoke | `config/smoke.yaml` | any CPU | {smoke}, 10.6 MB measured | fast | toy |"
+    )
+    assert got[3] == f"| gpu | `config/gpu.yaml` | one GPU | {gpu} | est. 35 h | the grid |"
+    assert "a training job beside the first" in gpu  # checkpoints of GBs: stated apart
+    assert got[4].startswith(f"| default | `config/config.yaml` | 2-core CPU | {default}")
+    assert (got[0], got[-1]) == ("# intro", "after")
+    before = readme.read_text()
+    regenerate.rewrite_peak_disk(readme)
+    assert readme.read_text() == before  # a second run changes nothing
