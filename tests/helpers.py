@@ -240,3 +240,10 @@ def as_second_user(step, user: str = "nobody") -> str:
     os.waitpid(pid, 0)
     with os.fdopen(read) as f:
         return f.read()
+
+
+def snakemake_cmd(workdir: Path | str, *args: str) -> list[str]:
+    """The command that runs Snakemake on the project's Snakefile with `workdir` as its working
+    folder, then `args` (targets, options)."""
+    snakefile = str(Path(__file__).resolve().parents[1] / "Snakefile")
+    return [sys.executable, "-m", "snakemake", "-s", snakefile, "--directory", str(workdir), *args]

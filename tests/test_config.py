@@ -17,6 +17,7 @@ from lengen.config.config import ConfigError, load, validate
 from lengen.core.settings import setting
 
 from .conftest import ROOT
+from .helpers import snakemake_cmd
 
 
 @pytest.mark.parametrize("tier", ["config", "smoke", "paper"])
@@ -537,19 +538,13 @@ def test_the_preflight_and_the_workflows_start_agree_on_every_tier(tmp_path):
         work = tmp_path / f"work-{tier}-{profile.name}"
         work.mkdir()
         start = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "snakemake",
-                "-s",
-                str(ROOT / "Snakefile"),
-                "--directory",
-                str(work),
+            snakemake_cmd(
+                work,
                 "--profile",
                 str(profile),
                 "--configfile",
                 str(ROOT / "config" / f"{tier}.yaml"),
-            ],
+            ),
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -15,6 +15,7 @@ from lengen.config import artifacts, config
 from lengen.report import figures
 
 from .conftest import ROOT
+from .helpers import snakemake_cmd
 
 TIERS = ("config", "smoke", "gpu", "gpu-smoke", "paper")
 
@@ -82,20 +83,9 @@ def test_a_figures_inputs_are_the_models_it_draws():
 def test_the_one_figure_rule_writes_every_png(tier, tmp_path):
     """In a dry run of the whole tier, every .png job is rule `figure`, one per listed figure,
     but the figure of every run, which the report draws from its verdicts."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(ROOT / "Snakefile"),
-        "--directory",
-        str(tmp_path),
-        "-n",
-        "--cores",
-        "1",
-        "--configfile",
-        str(ROOT / "config" / f"{tier}.yaml"),
-    ]
+    cmd = snakemake_cmd(
+        tmp_path, "-n", "--cores", "1", "--configfile", str(ROOT / "config" / f"{tier}.yaml")
+    )
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     jobs = re.findall(r"^rule (\w+):\n(?:    .*\n)*?    output: (.*)$", out, re.M)
     png = {(rule, o) for rule, outs in jobs for o in outs.split(", ") if o.endswith(".png")}

@@ -165,35 +165,18 @@ def test_training_fused_equals_training_each_run_alone():
             torch.testing.assert_close(fused.member_weight(pname, r), p, atol=atol, rtol=1e-4)
 
 
+# the fused benchmarks' options for a tiny group, one step and no warm-up (on the CPU)
+TINY_GROUP = ["--layers", "1", "--width", "16", "--heads", "2", "--batch", "2", "--length", "5"]
+TINY_GROUP += ["--steps", "1", "--warmup", "0"]
+
+
 def test_the_fused_benchmark_runs_and_reports_its_ratio(tmp_path):
     from .conftest import ROOT
     from .helpers import load_script
 
     bench = load_script(ROOT / "benchmarks" / "fused.py")
     out = tmp_path / "fused.json"
-    rows = bench.main(
-        [
-            "--layers",
-            "1",
-            "--width",
-            "16",
-            "--heads",
-            "2",
-            "--batch",
-            "2",
-            "--length",
-            "5",
-            "--runs",
-            "1",
-            "2",
-            "--steps",
-            "1",
-            "--warmup",
-            "0",
-            "--json",
-            str(out),
-        ]
-    )
+    rows = bench.main([*TINY_GROUP, "--runs", "1", "2", "--json", str(out)])
     assert [r["runs"] for r in rows] == [1, 2] and all(r["ratio"] > 0 for r in rows)
     assert out.exists()
 
@@ -208,28 +191,7 @@ def test_the_fused_profile_groups_the_step_and_names_its_top_operators(tmp_path)
 
     bench = load_script(ROOT / "benchmarks" / "fused_profile.py")
     out = tmp_path / "profile.json"
-    found = bench.main(
-        [
-            "--layers",
-            "1",
-            "--width",
-            "16",
-            "--heads",
-            "2",
-            "--batch",
-            "2",
-            "--length",
-            "5",
-            "--runs",
-            "2",
-            "--steps",
-            "1",
-            "--warmup",
-            "0",
-            "--json",
-            str(out),
-        ]
-    )
+    found = bench.main([*TINY_GROUP, "--runs", "2", "--json", str(out)])
     assert found["wall_s"] > 0 and "matmul" in found["groups_s"] and found["top"]
     assert abs(sum(found["groups_s"].values()) - found["device_busy_s"]) < 1e-9
     assert json.loads(out.read_text())["setup"]["runs"] == 2

@@ -17,7 +17,7 @@ from lengen.config.config import read_tier as load_tier
 from lengen.core import gpus
 
 from .conftest import ROOT
-from .helpers import as_second_user, shared_folder
+from .helpers import as_second_user, shared_folder, snakemake_cmd
 
 
 def test_two_claims_never_share_a_device_and_a_closed_one_frees_its_own(tmp_path):
@@ -315,21 +315,15 @@ def test_a_tier_that_cannot_fit_results_dirs_disk_is_refused_before_its_first_jo
         "sparse_parity: {model: {n_layer: 48, n_head: 16, d_model: 16384}}\n"
         "jobs: {train: {cpus: 4, mem_mb: 32000, disk_mb: 10000000}}\n"
     )
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(ROOT / "Snakefile"),
-        "--directory",
-        str(tmp_path),
+    cmd = snakemake_cmd(
+        tmp_path,
         "--cores",
         "1",
         "--configfile",
         str(tmp_path / "huge.yaml"),
         "--until",
         "mlflow_store",
-    ]
+    )
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert out.returncode != 0
     said = [x for x in (out.stdout + out.stderr).splitlines() if "the tier writes ~" in x]
@@ -584,19 +578,7 @@ def test_a_cuda_tier_runs_on_a_cpu_up_to_its_first_gpu_job_which_stops_in_one_li
         pytest.skip("a machine with a GPU runs the tier (benchmarks/gpu_acceptance.sh)")
     env = {**os.environ, gpus.POOL: "0", gpus.LOCKS: str(tmp_path / "locks")}
     tier = str(ROOT / "config" / "gpu-smoke.yaml")
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(ROOT / "Snakefile"),
-        "--directory",
-        str(tmp_path),
-        "--cores",
-        "2",
-        "--configfile",
-        tier,
-    ]
+    cmd = snakemake_cmd(tmp_path, "--cores", "2", "--configfile", tier)
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode != 0
     said = [x for x in out.stderr.splitlines() if x.startswith("NoUsableGpu: ")]

@@ -422,51 +422,21 @@ def test_lengen_influence_runs_on_a_local_llama(tmp_path, capsys):
     )
     np.random.default_rng(0).integers(0, 50, 200).astype(np.uint16).tofile(tmp_path / "t.bin")
     out = tmp_path / "loo.csv"
-    cli.main(
-        [
-            "influence",
-            "--model",
-            f"llama={tmp_path / 'llama'}",
-            "--tokens",
-            str(tmp_path / "t.bin"),
-            "--long-len",
-            "24",
-            "--short-len",
-            "12",
-            "--k",
-            "3",
-            "--n-examples",
-            "4",
-            "--out",
-            str(out),
-        ]
-    )
+    argv = [
+        "influence",
+        "--model",
+        f"llama={tmp_path / 'llama'}",
+        "--tokens",
+        str(tmp_path / "t.bin"),
+    ]
+    argv += ["--long-len", "24", "--short-len", "12", "--k", "3", "--n-examples", "4"]
+    cli.main([*argv, "--out", str(out)])
     table = pd.read_csv(out)
     assert len(table) == 4 and set(table.scored_by) == {"llama"}
     assert {"J", "L_short", "L_long", "L_short_sparse", "short_minus_sparse"} <= set(table)
     assert all(len(j.split()) == 3 for j in table.J)
     bounded = tmp_path / "bounded.csv"  # the memory bound: 2 of the 11 masks per forward
-    cli.main(
-        [
-            "influence",
-            "--model",
-            f"llama={tmp_path / 'llama'}",
-            "--tokens",
-            str(tmp_path / "t.bin"),
-            "--long-len",
-            "24",
-            "--short-len",
-            "12",
-            "--k",
-            "3",
-            "--n-examples",
-            "4",
-            "--masks-per-pass",
-            "2",
-            "--out",
-            str(bounded),
-        ]
-    )
+    cli.main([*argv, "--masks-per-pass", "2", "--out", str(bounded)])
     again = pd.read_csv(bounded)
     assert list(again.J) == list(table.J)
     np.testing.assert_allclose(again.L_short_sparse, table.L_short_sparse, rtol=1e-5, atol=1e-6)

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from .conftest import ROOT
-from .helpers import load_script
+from .helpers import load_script, snakemake_cmd
 
 planned = load_script(ROOT / "tools" / "planned_jobs.py")
 
@@ -105,7 +105,6 @@ def test_a_training_begun_and_not_ended_is_found_and_forced(tmp_path):
     spec.json, MLflow run id or checkpoints, no model.pt) and the workflow forces its training job
     (a run alone's model.pt, a fused group's done marker), saying so; what it feeds then reruns."""
     import subprocess
-    import sys
 
     import yaml
 
@@ -121,21 +120,7 @@ def test_a_training_begun_and_not_ended_is_found_and_forced(tmp_path):
     )
 
     def dry_run(target, config):
-        cmd = [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "-s",
-            str(ROOT / "Snakefile"),
-            "--directory",
-            str(tmp_path),
-            target,
-            "-n",
-            "--cores",
-            "2",
-            "--configfile",
-            str(config),
-        ]
+        cmd = snakemake_cmd(tmp_path, target, "-n", "--cores", "2", "--configfile", str(config))
         done = subprocess.run(cmd, capture_output=True, text=True)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         return done.stdout + done.stderr

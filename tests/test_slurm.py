@@ -21,7 +21,7 @@ import pytest
 from lengen.core.floats import portable
 
 from .conftest import ROOT
-from .helpers import planned_submissions
+from .helpers import planned_submissions, snakemake_cmd
 from .test_workflow import assert_same_as_the_smoke_reference, job_stats
 
 pytestmark = pytest.mark.slurm
@@ -43,14 +43,8 @@ def cluster(request):
 
 
 def _snakemake(workdir: Path, env: dict, profile: str, *args: str) -> str:
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(ROOT / "Snakefile"),
-        "--directory",
-        str(workdir),
+    cmd = snakemake_cmd(
+        workdir,
         "--profile",
         str(ROOT / "workflow" / "profiles" / profile),
         "--default-resources",
@@ -60,7 +54,7 @@ def _snakemake(workdir: Path, env: dict, profile: str, *args: str) -> str:
         "--configfile",
         str(ROOT / "config" / "smoke.yaml"),
         *args,
-    ]
+    )
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3 * 3600)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-6000:]
@@ -77,14 +71,8 @@ def _interrupted_run_cancels_its_jobs(workdir: Path, env: dict, profile: str) ->
     """Ctrl-C (SIGINT) on Snakemake while its first jobs are queued or running: Snakemake stops
     without finishing the DAG and the plugin scancels every job it submitted, so none is left
     PENDING or RUNNING, and those not yet done are CANCELLED."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(ROOT / "Snakefile"),
-        "--directory",
-        str(workdir),
+    cmd = snakemake_cmd(
+        workdir,
         "--profile",
         str(ROOT / "workflow" / "profiles" / profile),
         "--default-resources",
@@ -93,7 +81,7 @@ def _interrupted_run_cancels_its_jobs(workdir: Path, env: dict, profile: str) ->
         str(os.cpu_count()),
         "--configfile",
         str(ROOT / "config" / "smoke.yaml"),
-    ]
+    )
     log = workdir / "interrupted.log"
     workdir.mkdir(parents=True)
     with open(log, "w") as out:

@@ -17,21 +17,12 @@ from lengen.config import plan
 from lengen.config.config import load
 
 from .conftest import ROOT
-from .helpers import load_script
+from .helpers import load_script, snakemake_cmd
 
 
 def snakemake(workdir: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     """Run snakemake on the project's Snakefile in workdir; fail loudly with its output."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(ROOT / "Snakefile"),
-        "--directory",
-        str(workdir),
-        *args,
-    ]
+    cmd = snakemake_cmd(workdir, *args)
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     return proc
@@ -145,14 +136,8 @@ def test_a_cluster_run_whose_jobs_do_not_fit_a_node_stops_before_submitting(tmp_
         (bin_dir / name).write_text(f"#!/bin/sh\necho {name} >> {tmp_path}/called\n")
         (bin_dir / name).chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(ROOT / "Snakefile"),
-        "--directory",
-        str(tmp_path / "run"),
+    cmd = snakemake_cmd(
+        tmp_path / "run",
         "--executor",
         "slurm",
         "--jobs",
@@ -163,7 +148,7 @@ def test_a_cluster_run_whose_jobs_do_not_fit_a_node_stops_before_submitting(tmp_
         "slurm_partition=x",
         "--configfile",
         str(ROOT / "config" / "paper.yaml"),
-    ]
+    )
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out[-3000:]
@@ -678,20 +663,7 @@ def test_a_jobs_known_error_is_the_line_snakemake_shows(tmp_path):
     folder.mkdir(parents=True)
     (folder / "model.pt").write_text("not a model")
     target = str((folder / "eval.csv").relative_to(tmp_path))
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(ROOT / "Snakefile"),
-        "--directory",
-        str(tmp_path),
-        target,
-        "--cores",
-        "1",
-        "--configfile",
-        cfg,
-    ]
+    cmd = snakemake_cmd(tmp_path, target, "--cores", "1", "--configfile", cfg)
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode != 0
     shown = [line for line in proc.stderr.splitlines() if line.startswith("ModelFileError: ")]
@@ -756,20 +728,14 @@ def test_one_results_folder_has_one_writer(tmp_path):
     results.mkdir(parents=True)
     held = {"host": socket.gethostname(), "pid": 1, "checkout": "/elsewhere", "since": "then"}
     (results / lock.LOCK).write_text(json.dumps(held))  # process 1 lives: a live holder
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(ROOT / "Snakefile"),
-        "--directory",
-        str(tmp_path),
+    cmd = snakemake_cmd(
+        tmp_path,
         "results/smoke/sparse_parity/testset.npz",
         "--cores",
         "1",
         "--configfile",
         str(ROOT / "config" / "smoke.yaml"),
-    ]
+    )
     assert "Nothing to be done" not in snakemake(tmp_path, *cmd[7:], "-n").stdout  # a dry run
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 2
