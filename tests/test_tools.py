@@ -1,8 +1,9 @@
 """The tools' bookkeeping: the mutation score (the mutation run itself takes ~30 min: tools/) and
-the step rates a run's logs measured."""
+the step rates a run's logs measured, a reference run's time."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -383,3 +384,49 @@ def test_regenerate_states_each_tiers_peak_disk_and_keeps_what_follows(tmp_path)
     before = readme.read_text()
     regenerate.rewrite_peak_disk(readme)
     assert readme.read_text() == before  # a second run changes nothing
+
+
+def test_a_reference_runs_time_counts_each_sittings_wall_and_its_jobs_cpu(tmp_path):
+    """`reference_run.sh --time` sums the sittings (one ended, one stopped without an end line: its
+    last Snakemake timestamp ends it) and credits a job's CPU time to the sitting that finished it:
+    a job interrupted in the first sitting counts in the second only."""
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short=7", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    bench = tmp_path / f"ref-{commit}" / "results" / "default" / "benchmarks"
+    bench.mkdir(parents=True)
+    for name, cpu in [("a.tsv", 3600.0), ("b.tsv", 1800.0)]:
+        (bench / name).write_text(f"s\tcpu_time\n9999\t{cpu}\n")
+
+    def job(jobid, name):
+        return (
+            f"rule train:\n    output: x\n    jobid: {jobid}\n"
+            f"    benchmark: results/default/benchmarks/{name}\n    reason: Missing output files\n"
+        )
+
+    (tmp_path / f"default-{commit}.log").write_text(
+        "=== start 2026-01-01T10:00:00Z\n"
+        + job(1, "a.tsv")
+        + job(2, "b.tsv")
+        + "[Thu Jan  1 10:30:00 2026]\nFinished jobid: 1 (Rule: train)\n1 of 3 steps (33%) done\n"
+        + "=== end rc=1 2026-01-01T11:00:00Z\n"
+        + "=== start 2026-01-01T12:00:00Z\n"
+        + job(7, "b.tsv")
+        + "[Thu Jan  1 12:15:00 2026]\nFinished jobid: 7 (Rule: train)\n1 of 2 steps (50%) done\n"
+        + "[Thu Jan  1 12:30:00 2026]\n"
+    )
+    out = subprocess.run(
+        ["bash", str(ROOT / "tools" / "reference_run.sh"), "--time", commit],
+        env={**os.environ, "RUNS_DIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert out == [
+        "2026-01-01 10:00:00 -> 2026-01-01 11:00:00: 1.00 h (ended); "
+        "1 jobs finished, their CPU 1.00 h, packing 2.00",
+        "2026-01-01 12:00:00 -> 2026-01-01 12:30:00: 0.50 h (interrupted); "
+        "1 jobs finished, their CPU 0.50 h, packing 2.00",
+        "2 sittings, 1.50 h; jobs done: 2/3",
+        "the finished jobs' CPU time: 1.50 h, at least 0.75 h on 2 cores",
+    ]

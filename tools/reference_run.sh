@@ -6,7 +6,7 @@
 # after an interruption: finished jobs stay done and each training resumes from its checkpoints.
 #
 #   bash tools/reference_run.sh COMMIT [CONFIG]        # run (or go on with) the reference run
-#   bash tools/reference_run.sh --time COMMIT [CONFIG] # its sittings and their total wall time
+#   bash tools/reference_run.sh --time COMMIT [CONFIG] # its sittings' wall and CPU time (run_time.py)
 #   bash tools/reference_run.sh --refresh COMMIT [CONFIG]  # once it has ended: reference/<tier>/
 #
 # It runs at normal priority; run anything else on the machine meanwhile under `nice -n 19`, or
@@ -32,35 +32,9 @@ TIER=$(python -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))['tie
 RUNS=${RUNS_DIR:-$ROOT/.runs}  # where the worktree and the log live (ignored by git)
 WT=$RUNS/ref-$COMMIT
 LOG=$RUNS/$TIER-$COMMIT.log
-if [[ -n ${TIME:-} ]]; then  # sum the sittings: "=== start T" ... "=== end rc=N T"
-  python - "$LOG" <<'PY'
-import re, sys
-from datetime import datetime
-# a sitting ends at its "=== end" line, or (stopped without one: a kill, a session's end) at the
-# last timestamp Snakemake logged before the next sitting
-text = open(sys.argv[1]).read()
-sittings = re.split(r"^(?==== start )", text, flags=re.M)[1:]
-total = 0.0
-for part in sittings:
-    start = datetime.fromisoformat(re.match(r"=== start (\S+)", part)[1].replace("Z", "+00:00"))
-    end = re.search(r"^=== end rc=\d+ (\S+)", part, re.M)
-    if end:
-        stop, how = datetime.fromisoformat(end[1].replace("Z", "+00:00")), "ended"
-    else:
-        stamps = re.findall(r"^\[(\w{3} \w{3} +\d+ [\d:]+ \d{4})\]", part, re.M)
-        stop = datetime.strptime(stamps[-1], "%a %b %d %H:%M:%S %Y").replace(
-            tzinfo=start.tzinfo) if stamps else start
-        how = "interrupted"
-    total += (stop - start).total_seconds()
-    print(f"{start:%F %T} -> {stop:%F %T}: {(stop - start).total_seconds() / 3600:.2f} h ({how})")
-# each sitting counts only the jobs it still had to run ("5 of 146 steps"): the run's whole
-# plan is the first sitting's count, and what is done is that less what the last one had left
-done = re.findall(r"(\d+) of (\d+) steps \(\d+%\) done", text)
-whole = int(done[0][1]) if done else 0
-left = int(done[-1][1]) - int(done[-1][0]) if done else whole
-print(f"{len(sittings)} sittings, {total / 3600:.2f} h; jobs done: {whole - left}/{whole}")
-PY
-  exit 0
+if [[ -n ${TIME:-} ]]; then  # each sitting's wall time, its finished jobs' CPU time, the totals
+  exec python "$ROOT/tools/run_time.py" "$LOG" --benchmarks "$WT/results/$TIER/benchmarks" \
+    --cores "${CORES:-2}"
 fi
 if [[ -n ${REFRESH:-} ]]; then
   [[ -d $WT ]] || { echo "$WT: no such run; start it with: bash $0 $COMMIT $CONFIG" >&2; exit 1; }
