@@ -320,7 +320,8 @@ def test_a_sittings_script_is_one_block_bash_reads_before_running():
 
 def test_the_five_run_plan_is_the_committed_one_and_orders_what_fits():
     """tools/budget_plan.py: the committed plan is what the tool makes from today's committed
-    step rates and reference (a changed rate or reference rewrites it); its wall hours only grow
+    step rates and the runs it was planned from (a changed rate rewrites it), which a reference's
+    tables give in the same columns; its wall hours only grow
     down the table, the rows that fit 12 h come first, and an arm's job-hours are its runs x its
     minutes per run."""
     plan = load_script(ROOT / "tools" / "budget_plan.py")
@@ -328,6 +329,8 @@ def test_the_five_run_plan_is_the_committed_one_and_orders_what_fits():
     assert committed.read_text() == plan.markdown(), "python tools/budget_plan.py --out " + str(
         committed.relative_to(ROOT)
     )
+    runs = plan.reference_runs(ROOT / "reference" / "default")
+    assert list(runs.columns) == list(pd.read_csv(ROOT / plan.RUNS).columns) and len(runs)
     table, factor = plan.plan()
     assert factor > 0 and table["wall h, cumulative"].is_monotonic_increasing
     fits = table["wall h, cumulative"] <= plan.BUDGET_H

@@ -3,12 +3,15 @@ sentence's runs cost on 2 cores, in the order they decide most per hour, and whe
 
     python tools/budget_plan.py                 # print the plan (markdown)
     python tools/budget_plan.py --out FILE.md   # write it
+    python tools/budget_plan.py --runs-from reference/default   # RUNS from a reference's tables
 
 Every number comes from committed files: each job kind's seconds per step measured alone on the
 2-core machine (BENCH, benchmarks/step_time.py), times how much slower two jobs side by side
 stepped in a reference run (SIDE_BY_SIDE's last line, tools/step_rates.py); the steps each run of
-reference/default took (its tables' `steps_run`: early stopping included); and that run's wall
-time (benchmarks/measured/times.yaml, `default_tier_run`) over its training job-seconds so
+the reference it was planned from took (RUNS: reference/default's tables' `steps_run` at the
+three-run reference of commit c21ffa7, early stopping included; kept because that reference has
+since been replaced by the five-run one this plan made); and that run's wall time
+(benchmarks/measured/times.yaml, `default_tier_run_3runs`) over its training job-seconds so
 estimated (evaluation, start-up and the language branch folded into one factor). A model the
 reference never trained (variable assignment at depths 3 and 4, the ablations of Fig. 3) takes a
 trained one's rate and steps, named in its row. The plan (ARMS): five runs per compared arm,
@@ -32,7 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCH = "benchmarks/measured/2026-11-25-cpu/step_time_default_3runs.json"
 SIDE_BY_SIDE = "benchmarks/measured/2026-11-27-cpu-refrun/step_rates.txt"
 TIMES = "benchmarks/measured/times.yaml"
-REFERENCE = ROOT / "reference" / "default"
+RUNS = "benchmarks/measured/2026-12-06-cpu/planned_from_runs.csv"  # the runs the plan began from
+PLANNED_FROM = "default_tier_run_3runs"  # TIMES key: the wall time of the run RUNS lists
 BUDGET_H = 12.0  # the default tier from scratch on 2 cores (issue 64's bound)
 PARALLEL = 2  # training jobs side by side on 2 cores, one thread each
 
@@ -146,21 +150,23 @@ def step_rates(root: Path = ROOT) -> dict[str, float]:
     return {k["kind"]: k["s_per_step"] * ratio for k in kinds}
 
 
-def reference_runs(root: Path = REFERENCE) -> pd.DataFrame:
-    """Every run of reference/default: experiment, variant, value, steps run."""
+def reference_runs(tables: Path) -> pd.DataFrame:
+    """Every run of a reference's tables (a reference/<tier> directory): experiment, variant,
+    value, seed, steps run (what RUNS holds)."""
     frames = []
     for experiment, column in COLUMN.items():
-        d = pd.read_csv(root / f"{experiment}_accuracy.csv")
+        d = pd.read_csv(tables / f"{experiment}_accuracy.csv")
         runs = d.groupby(["variant", column, "seed"]).steps_run.first().reset_index()
         frames.append(runs.rename(columns={column: "value"}).assign(experiment=experiment))
-    return pd.concat(frames, ignore_index=True)
+    runs = pd.concat(frames, ignore_index=True)
+    return runs[["experiment", "variant", "value", "seed", "steps_run"]]
 
 
 def plan(arms: list[Arm] = ARMS, root: Path = ROOT) -> tuple[pd.DataFrame, float]:
     """One row per arm: its runs, steps, minutes per run and job-hours, cumulative wall hours on
     2 cores (job-hours / PARALLEL x the reference run's factor); and that factor."""
-    rates, runs = step_rates(root), reference_runs()
-    wall = yaml.safe_load((root / TIMES).read_text())["default_tier_run"]["seconds"]
+    rates, runs = step_rates(root), pd.read_csv(root / RUNS)
+    wall = yaml.safe_load((root / TIMES).read_text())[PLANNED_FROM]["seconds"]
     job_seconds = sum(
         r.steps_run * rates[bench_kind(r.experiment, r.variant, r.value)] for r in runs.itertuples()
     )
@@ -210,7 +216,8 @@ def markdown(arms: list[Arm] = ARMS) -> str:
             "",
             f"Made by `python tools/budget_plan.py` from `{BENCH}` (each kind's seconds per step, "
             f"alone) x {side_by_side():.2f} (two jobs side by side, `{SIDE_BY_SIDE}`) and "
-            f"reference/default's steps per run. Wall hours are job-hours / {PARALLEL} x "
+            f"the steps per run of the three-run reference it began from (`{RUNS}`). Wall "
+            f"hours are job-hours / {PARALLEL} x "
             f"{factor:.2f}, the reference run's wall time over its training job-seconds so "
             "estimated (evaluation, start-up and the language branch folded in). Arms in the "
             "order they decide most per hour.",
@@ -231,7 +238,12 @@ def main(argv: list[str] | None = None) -> None:
         prog="python tools/budget_plan.py", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--out", type=Path, help="write the plan here (default: print it)")
+    parser.add_argument(
+        "--runs-from", type=Path, metavar="DIR", help=f"write {RUNS} from DIR's tables, then plan"
+    )
     args = parser.parse_args(argv)
+    if args.runs_from:
+        reference_runs(args.runs_from).to_csv(ROOT / RUNS, index=False)
     text = markdown()
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
