@@ -433,3 +433,10 @@ def test_a_reference_runs_time_counts_each_sittings_wall_and_its_jobs_cpu(tmp_pa
         "2 sittings, 1.50 h; jobs done: 2/3",
         "the finished jobs' CPU time: 1.50 h, at least 0.75 h on 2 cores",
     ]
+    missing = subprocess.run(
+        ["bash", str(ROOT / "tools" / "reference_run.sh"), "--time", commit],
+        env={**os.environ, "RUNS_DIR": str(tmp_path / "elsewhere")},
+        capture_output=True,
+        text=True,
+    )
+    assert missing.returncode == 2 and f"default-{commit}.log: no such log" in missing.stderr

@@ -105,6 +105,10 @@ def main(argv: list[str] | None = None) -> list[Sitting]:
     )
     parser.add_argument("--cores", type=int, default=2, help="the cores the run had (2)")
     args = parser.parse_args(argv)
+    if not args.log.is_file():
+        parser.error(
+            f"{args.log}: no such log (tools/reference_run.sh writes it at a sitting's start)"
+        )
     text = args.log.read_text()
     run = sittings(text)
     root = args.benchmarks.parents[2] if args.benchmarks else None  # results/<tier>/benchmarks
