@@ -160,8 +160,8 @@ def claims(cfg: dict) -> list[Claim]:
             "PS-3 [learned runs]",
             RULES[2].section,
             RULES[2].paper,
-            "as PS-3, on the runs that learned in distribution on their own (>= 0.9 at every "
-            "training length), whatever the other runs did",
+            "PS-3's comparison, on the runs that learned in distribution on their own (>= 0.9 at "
+            "every training length), whatever the other runs did",
             lambda t: ps_ablations_worse(t, learned_only=True),
             **effect_claim(MUCH_WORSE, '"significantly harm"', arms=True),
             uncounted="what the learned runs of a gated row say",

@@ -179,7 +179,7 @@ def claims(cfg: dict) -> list[Claim]:
             "VA-2 [learned runs]",
             RULES[1].section,
             RULES[1].paper,
-            "as VA-2, on the runs that learned in distribution on their own",
+            "VA-2's comparison, on the runs that learned in distribution on their own",
             lambda t: va_ablations_worse(t, learned_only=True),
             **effect_claim(HURTS, '"significantly harm"', arms=True),
             uncounted="what the learned runs of a gated row say",
