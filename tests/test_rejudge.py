@@ -119,3 +119,25 @@ def judged_config_of(root) -> dict:
 
     with tempfile.TemporaryDirectory() as tmp:
         return judged_config(Path(tmp))
+
+
+def test_a_shell_without_the_references_kernels_is_refused(project, monkeypatch):
+    """rejudge recomputes intervals from the tables: other CPU kernels (AVX-512 sums) move
+    their last digits, so the CLI refuses a shell that has not pinned them, naming each setting
+    missing and the line that sets them, and writes nothing."""
+    from lengen.core import floats
+
+    if not floats.portable():
+        pytest.skip("nothing to pin off x86-64")
+    ref = project / "reference" / "default"
+    before = {p.name: p.read_bytes() for p in ref.iterdir()}
+    shutil.copy(ROOT / "config" / "config.yaml", project / "config.yaml")
+    for key, value in floats.portable().items():
+        monkeypatch.setenv(key, value)
+    key = sorted(floats.portable())[0]
+    monkeypatch.setenv(key, "something else")
+    with pytest.raises(SystemExit, match=rf"^{key} not set: .*lengen\.core\.floats"):
+        rejudge.main(["--configfile", "config.yaml", "--project", str(project)])
+    assert {p.name: p.read_bytes() for p in ref.iterdir()} == before
+    monkeypatch.delenv(key)
+    assert floats.unpinned() == [key]

@@ -14,12 +14,14 @@ exactly on any of them; elsewhere (ARM) the settings do nothing.
 The workflow sets it for every job of a CPU tier (workflow/rules/common.smk), so a run following
 README reproduces the reference as it promises; tools/reference_run.sh sets it too (for the
 commands it runs beside the workflow), and the `eval` line above is for tools run by hand
-(python -m lengen.report.rejudge). No job imports this module: the environment must be set
-before torch and numpy load.
+(python -m lengen.report.rejudge, which refuses to start without them: a rejudge at 32ebee3 run
+from a shell without them moved one interval bound of reference/smoke by 6e-14). No job imports
+this module to pin: the environment must be set before torch and numpy load.
 """
 
 from __future__ import annotations
 
+import os
 import platform
 
 from lengen.core.cli import one_line_errors
@@ -37,6 +39,13 @@ def portable() -> dict[str, str]:
     """The environment variables that pin this machine's CPU kernels as the references' were
     (none off x86-64)."""
     return dict(PORTABLE) if platform.machine().lower() in ("x86_64", "amd64") else {}
+
+
+def unpinned(environ: dict[str, str] | None = None) -> list[str]:
+    """The settings of `portable()` this process was not started with (os.environ by default):
+    empty when its kernels sum as the references' did."""
+    environ = os.environ if environ is None else environ
+    return sorted(key for key, value in portable().items() if environ.get(key) != value)
 
 
 @one_line_errors

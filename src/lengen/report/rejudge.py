@@ -3,6 +3,9 @@
     eval "$(python -m lengen.core.floats)"   # the CPU kernels the references are made with
     python -m lengen.report.rejudge --configfile config/config.yaml
 
+Without the `eval` line it refuses to start (lengen.core.floats.unpinned): other kernels move the
+recomputed numbers' last digits.
+
 A change of the statistics or of a rule changes verdicts, not tables. This rewrites the
 reference's REPORT.md, REPORT.html and verdicts.csv (reference/<tier>/) from its committed tidy
 tables by today's rules (lengen.report.report), with a section comparing the verdicts it
@@ -32,7 +35,7 @@ import pandas as pd
 from lengen.config import artifacts
 from lengen.config.config import ConfigError, load, read_tier_at, validate
 from lengen.config.figure_jobs import to_json
-from lengen.core import provenance
+from lengen.core import floats, provenance
 from lengen.core.cli import command_parser, one_line_errors
 from lengen.report import report
 from lengen.report.reference import reference_dir
@@ -178,7 +181,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--project", type=Path, default=Path("."), help="the checkout's root")
     parser.add_argument("--allow-dirty", action="store_true")
     args = parser.parse_args(argv)
-    rows = rejudge(trained_config(args.configfile, args.project), args.project, args.allow_dirty)
+    whole = trained_config(args.configfile, args.project)
+    if missing := floats.unpinned():
+        raise SystemExit(
+            f"{', '.join(missing)} not set: this shell's CPU kernels may sum in another order "
+            "than the reference's, and move its numbers' last digits; run "
+            'eval "$(python -m lengen.core.floats)" first'
+        )
+    rows = rejudge(whole, args.project, args.allow_dirty)
     print(report.summary(rows), file=sys.stderr)
 
 
