@@ -41,11 +41,10 @@ def portable() -> dict[str, str]:
     return dict(PORTABLE) if platform.machine().lower() in ("x86_64", "amd64") else {}
 
 
-def unpinned(environ: dict[str, str] | None = None) -> list[str]:
-    """The settings of `portable()` this process was not started with (os.environ by default):
-    empty when its kernels sum as the references' did."""
-    environ = os.environ if environ is None else environ
-    return sorted(key for key, value in portable().items() if environ.get(key) != value)
+def unpinned() -> list[str]:
+    """The settings of `portable()` this process was not started with: empty when its kernels
+    sum as the references' did."""
+    return sorted(key for key, value in portable().items() if os.environ.get(key) != value)
 
 
 @one_line_errors
