@@ -47,7 +47,7 @@ def test_dry_run_of_the_full_dag(tmp_path, tier):
     assert "sparse_parity/neox/K12/seed0/model.pt" in out or tier != "paper"
     if tier == "config":  # the default tier trains the paper model and the departure beside it
         assert "sparse_parity/loglen/K12/seed0/model.pt" in out
-        assert "sparse_parity/neox/K12/seed2/model.pt" in out  # 3 runs per K_train
+        assert "sparse_parity/neox/K12/seed2/model.pt" in out  # a run past the first per K_train
     if tier == "paper":  # Fig. 2: 10 runs per jump; Fig. 3c: 10 runs per depth
         assert "parity_scratchpad/ppc/k4/seed9/model.pt" in out
         assert "variable_assignment/no_scratchpad/d5/seed9/model.pt" in out

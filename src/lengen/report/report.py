@@ -4,9 +4,10 @@ claims themselves (what each measures, its rule) are lengen.report.claims, one m
 experiment; this module reads the tables, judges each row and writes REPORT.md and
 verdicts.csv.
 
-Verdicts: a row of training runs is judged on its runs (lengen.report.effects): "reproduced" /
-"not reproduced" when every run passes / fails the rule's per-run criterion, "mixed (k of n
-runs)" when they disagree, "underpowered" with fewer than 3 runs in an arm; a row of one model's
+Verdicts: a row of training runs is judged on its runs (lengen.report.effects, whose docstring
+states the rule and its error rates): "reproduced" when every group of runs usually passes the
+rule's per-run criterion, "not reproduced" when some group rarely passes, "mixed (k of n runs)"
+otherwise, "underpowered" with fewer than effects.MIN_RUNS runs in an arm; a row of one model's
 units (the language models) on its CI against the threshold; "not testable" when the comparison
 would show nothing (models that did not learn the task in distribution; the reason is printed),
 "not run" when the results it needs are absent (e.g. a tier without that experiment); a check (a
