@@ -51,11 +51,15 @@ def test_dry_run_of_the_full_dag(tmp_path, tier):
     if tier == "paper":  # Fig. 2: 10 runs per jump; Fig. 3c: 10 runs per depth
         assert "parity_scratchpad/ppc/k4/seed9/model.pt" in out
         assert "variable_assignment/no_scratchpad/d5/seed9/model.pt" in out
+    # no job asks for more cores than the tier gives each job: on a machine of few cores such a
+    # job waits until every running job has ended (a core that frees starts a one-core job)
+    cfg = load(ROOT / "config" / f"{tier}.yaml")
+    threads = [int(n) for n in re.findall(r"^\s+threads: (\d+)$", out, re.M)]
+    assert max(threads, default=1) <= cfg["runtime"]["threads_per_job"]
     # the step-time benchmark's wall-time estimate counts the jobs this DAG has
     # (and a fused tier's group jobs: its scratchpad runs fuse_runs to a job)
     counts = dict(re.findall(r"^(\w+_train(?:_group)?)\s+(\d+)$", proc.stdout, re.M))
     schedule = load_script(ROOT / "benchmarks" / "schedule.py")
-    cfg = load(ROOT / "config" / f"{tier}.yaml")
     rule = {"natural_language": "natural_language_train"}  # the rest: synthetic_train
     by_rule = {}
     for k in schedule.job_kinds(cfg, tmp_path / "train.bin"):
