@@ -53,12 +53,9 @@ rule natural_language_tokens:
         f"{BENCHMARKS}/natural_language/tokens.tsv"
     conda:
         CONDA_ENV
-    # the tier's thread count, as every other job: a job asking for more cores than the rest waits
-    # until every running one has ended (Snakemake starts a one-core job whenever a core frees), so
-    # on 2 cores it ran last and one core idled while the others drained (reference run of
-    # 0682053, last sitting). HF tokenizers' Rayon pool still uses every core the job can see;
-    # on one, the default tier's tokenization takes 19 s of CPU, and the token files do not depend
-    # on the thread count (RAYON_NUM_THREADS 1 and 2, smoke and default corpora: byte-equal)
+    # as every other job: one asking for more cores than the rest waits until every running job has
+    # ended (each freed core starts a one-core job). Rayon still uses every core the job sees; the
+    # token files do not depend on it (RAYON_NUM_THREADS 1 and 2: byte-equal)
     threads: config["runtime"]["threads_per_job"]
     resources:
         **job_resources("natural_language_data"),
